@@ -1,0 +1,355 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/depth_first_search.hpp>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "util/status_macros.h"
+
+namespace memonger::graph {
+
+absl::string_view RoleName(Role role) {
+  switch (role) {
+    case Role::kInput: return "input";
+    case Role::kOutput: return "output";
+    case Role::kParam: return "param";
+    case Role::kActivation: return "activation";
+    case Role::kGradient: return "gradient";
+    case Role::kWorkspace: return "workspace";
+    case Role::kConstant: return "constant";
+  }
+  return "activation";
+}
+
+absl::StatusOr<Role> ParseRole(absl::string_view name) {
+  const std::string n = absl::AsciiStrToLower(name);
+  for (Role r : {Role::kInput, Role::kOutput, Role::kParam, Role::kActivation, Role::kGradient,
+                 Role::kWorkspace, Role::kConstant}) {
+    if (RoleName(r) == n) return r;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown role '", name,
+      "' (expected input, output, param, activation, gradient, workspace, constant)"));
+}
+
+std::string DeviceToString(const Device& device) {
+  switch (device.type) {
+    case 0: return "cpu";
+    case 1: return absl::StrCat("cuda:", device.id);
+    case 6: return absl::StrCat("hip:", device.id);
+    default: return absl::StrCat("device", device.type, ":", device.id);
+  }
+}
+
+std::string Value::DisplayName() const {
+  return version == 0 ? name : absl::StrCat(name, "@", version);
+}
+
+std::string Op::Label() const { return absl::StrCat(type, " op '", name, "'"); }
+
+std::optional<ValueId> Graph::FindValue(absl::string_view name) const {
+  auto it = versions_.find(name);
+  if (it == versions_.end() || it->second.empty()) return std::nullopt;
+  return it->second.back();
+}
+
+std::vector<ValueId> Graph::FindVersions(absl::string_view name) const {
+  auto it = versions_.find(name);
+  if (it == versions_.end()) return {};
+  return it->second;
+}
+
+bool Graph::AllTypesKnown() const {
+  return std::all_of(values_.begin(), values_.end(),
+                     [](const Value& v) { return v.type.has_value(); });
+}
+
+namespace {
+
+bool IsGradientOp(const OpSpec& op) {
+  return op.is_gradient_op ||
+         (op.type.size() > 8 && op.type.compare(op.type.size() - 8, 8, "Gradient") == 0);
+}
+
+// Records the first back edge a depth-first search meets: proof of a cycle.
+struct BackEdgeRecorder : public boost::default_dfs_visitor {
+  explicit BackEdgeRecorder(std::optional<std::pair<int, int>>* found) : found(found) {}
+  template <typename Edge, typename G>
+  void back_edge(Edge e, const G& g) {
+    if (!found->has_value()) *found = std::make_pair(boost::source(e, g), boost::target(e, g));
+  }
+  std::optional<std::pair<int, int>>* found;
+};
+
+}  // namespace
+
+absl::StatusOr<Graph> GraphBuilder::Build() && {
+  Graph g;
+  g.name_ = name_;
+  g.prefers_parallel_ = prefers_parallel_;
+
+  auto new_value = [&](const std::string& name, OpId producer) -> ValueId {
+    Value v;
+    v.name = name;
+    std::vector<ValueId>& versions = g.versions_[name];
+    v.version = static_cast<int32_t>(versions.size());
+    v.producer = producer;
+    if (auto it = declarations_.find(name); it != declarations_.end()) v.declared = it->second;
+    if (auto it = alignments_.find(name); it != alignments_.end()) v.alignment = it->second;
+    const ValueId id = static_cast<ValueId>(g.values_.size());
+    g.values_.push_back(std::move(v));
+    versions.push_back(id);
+    return id;
+  };
+
+  // Writers of each name, to resolve reads of names written only later in the list.
+  absl::flat_hash_map<std::string, std::vector<OpId>> writers;
+  for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
+    OpSpec& op = ops_[i];
+    if (op.type.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("op #", i, " ('", op.name, "') has no type"));
+    }
+    if (op.name.empty()) op.name = absl::StrCat(op.type, "_", i);
+    absl::flat_hash_set<absl::string_view> seen;
+    for (const std::string& out : op.outputs) {
+      if (out.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(op.type, " op '", op.name, "' has an output with an empty name"));
+      }
+      if (!seen.insert(out).second) {
+        return absl::InvalidArgumentError(absl::StrCat(op.type, " op '", op.name,
+                                                       "' writes output '", out, "' twice"));
+      }
+      writers[out].push_back(i);
+    }
+    for (const std::string& in : op.inputs) {
+      if (in.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(op.type, " op '", op.name, "' has an input with an empty name"));
+      }
+    }
+  }
+
+  absl::flat_hash_set<std::string> external_set;
+  for (const std::string& name : external_inputs_) {
+    if (name.empty()) return absl::InvalidArgumentError("an external input has an empty name");
+    if (!external_set.insert(name).second) continue;  // listed twice: one value
+    g.inputs_.push_back(new_value(name, kNone));
+  }
+
+  // Pass 1: program order. Inputs resolve to the latest version written so far; outputs become
+  // new versions. Reads of names not yet written are resolved in pass 2.
+  struct PendingRead {
+    OpId op;
+    size_t slot;
+    bool control;
+  };
+  std::vector<PendingRead> pending;
+  absl::flat_hash_map<std::string, ValueId> current;
+  for (ValueId id : g.inputs_) current[g.values_[id].name] = id;
+  for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
+    const OpSpec& spec = ops_[i];
+    Op op;
+    op.name = spec.name;
+    op.type = spec.type;
+    op.domain = spec.domain;
+    op.attrs = spec.attrs;
+    op.device = spec.device;
+    op.engine = spec.engine;
+    op.is_gradient_op = spec.is_gradient_op;
+    op.view = spec.view;
+    for (size_t s = 0; s < spec.inputs.size(); ++s) {
+      auto it = current.find(spec.inputs[s]);
+      op.inputs.push_back(it == current.end() ? kNone : it->second);
+      if (it == current.end()) pending.push_back({i, s, false});
+    }
+    for (size_t s = 0; s < spec.control_inputs.size(); ++s) {
+      auto it = current.find(spec.control_inputs[s]);
+      op.control_inputs.push_back(it == current.end() ? kNone : it->second);
+      if (it == current.end()) pending.push_back({i, s, true});
+    }
+    for (const std::string& out : spec.outputs) {
+      ValueId overwritten = kNone;
+      for (size_t s = 0; s < spec.inputs.size(); ++s) {
+        if (spec.inputs[s] == out) {
+          overwritten = op.inputs[s];
+          break;
+        }
+      }
+      const bool in_place = std::find(spec.inputs.begin(), spec.inputs.end(), out) !=
+                            spec.inputs.end();
+      if (in_place && overwritten == kNone) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            spec.type, " op '", spec.name, "' writes '", out,
+            "' in place, but no earlier op produces it and it is not an external input"));
+      }
+      const ValueId id = new_value(out, i);
+      g.values_[id].inplace_of = overwritten;
+      op.outputs.push_back(id);
+      current[out] = id;
+    }
+    g.ops_.push_back(std::move(op));
+  }
+
+  // Pass 2: reads of names written later in the list (nets not in dependency order).
+  for (const PendingRead& read : pending) {
+    const OpSpec& spec = ops_[read.op];
+    const std::string& name =
+        read.control ? spec.control_inputs[read.slot] : spec.inputs[read.slot];
+    auto w = writers.find(name);
+    if (w == writers.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          spec.type, " op '", spec.name, "' reads '", name,
+          "', which no op produces and which is not declared as an external input"));
+    }
+    if (w->second.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          spec.type, " op '", spec.name, "' reads '", name, "' before any op writes it, and ",
+          w->second.size(), " later ops write it: which one is meant is ambiguous"));
+    }
+    const ValueId id = g.versions_[name].front();
+    (read.control ? g.ops_[read.op].control_inputs : g.ops_[read.op].inputs)[read.slot] = id;
+  }
+
+  for (const std::string& name : external_outputs_) {
+    auto id = g.FindValue(name);
+    if (!id) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "external output '", name, "' is neither produced by an op nor an external input"));
+    }
+    if (std::find(g.outputs_.begin(), g.outputs_.end(), *id) == g.outputs_.end()) {
+      g.outputs_.push_back(*id);
+    }
+  }
+  for (const std::string& name : losses_) {
+    auto id = g.FindValue(name);
+    if (!id) return absl::InvalidArgumentError(absl::StrCat("loss '", name, "' is not in the net"));
+    g.losses_.push_back(*id);
+  }
+  for (const auto& [param, grad] : param_grads_) {
+    auto p = g.FindValue(param);
+    auto d = g.FindValue(grad);
+    if (!p || !d) {
+      return absl::InvalidArgumentError(absl::StrCat("param_grad ", param, " -> ", grad, ": '",
+                                                     !p ? param : grad, "' is not in the net"));
+    }
+    g.param_grads_.emplace_back(*p, *d);
+  }
+
+  // Roles: declared > external output > (external: input) > gradient-op output > activation.
+  for (Value& v : g.values_) {
+    if (v.producer == kNone) {
+      v.role = Role::kInput;
+    } else {
+      v.role = IsGradientOp(ops_[v.producer]) ? Role::kGradient : Role::kActivation;
+    }
+  }
+  for (const auto& [param, grad] : g.param_grads_) g.values_[grad].role = Role::kGradient;
+  for (ValueId id : g.outputs_) {
+    if (g.values_[id].producer != kNone) g.values_[id].role = Role::kOutput;
+  }
+  for (Value& v : g.values_) {
+    if (auto it = roles_.find(v.name); it != roles_.end()) v.role = it->second;
+  }
+  for (const Value& v : g.values_) {
+    if (IsStatic(v.role) && v.producer != kNone) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", v.DisplayName(), "' is declared ", RoleName(v.role), " but ",
+          ops_[v.producer].type, " op '", ops_[v.producer].name,
+          "' writes it; static values must be external inputs"));
+    }
+  }
+
+  // Consumers, each op once, ascending.
+  for (OpId i = 0; i < g.num_ops(); ++i) {
+    for (ValueId in : g.ops_[i].inputs) {
+      std::vector<OpId>& c = g.values_[in].consumers;
+      if (c.empty() || c.back() != i) c.push_back(i);
+    }
+  }
+  for (Value& v : g.values_) {
+    std::sort(v.consumers.begin(), v.consumers.end());
+    v.consumers.erase(std::unique(v.consumers.begin(), v.consumers.end()), v.consumers.end());
+  }
+
+  // Dependency edges producer -> reader (data and control). A cycle is reported with a value on it.
+  using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+  BoostGraph deps(g.num_ops());
+  bool program_order_is_topological = true;
+  for (OpId i = 0; i < g.num_ops(); ++i) {
+    const Op& op = g.ops_[i];
+    for (const auto* list : {&op.inputs, &op.control_inputs}) {
+      for (ValueId in : *list) {
+        const OpId p = g.values_[in].producer;
+        if (p == kNone) continue;
+        boost::add_edge(p, i, deps);
+        if (p >= i) program_order_is_topological = false;
+      }
+    }
+  }
+  // An in-place write must also wait for every other reader of the memory it overwrites.
+  for (const Value& v : g.values_) {
+    if (v.inplace_of == kNone) continue;
+    for (OpId reader : g.values_[v.inplace_of].consumers) {
+      if (reader == v.producer) continue;
+      boost::add_edge(reader, v.producer, deps);
+      if (reader >= v.producer) program_order_is_topological = false;
+    }
+  }
+  if (!program_order_is_topological) {
+    std::optional<std::pair<int, int>> back_edge;
+    boost::depth_first_search(deps, boost::visitor(BackEdgeRecorder(&back_edge)));
+    if (back_edge) {
+      const auto [from, to] = *back_edge;
+      // A data edge names the value read; an in-place ordering edge names the overwritten one.
+      std::string value_name = "?";
+      for (ValueId out : g.ops_[to].outputs) {
+        const ValueId base = g.values_[out].inplace_of;
+        if (base != kNone) value_name = g.values_[base].DisplayName();
+      }
+      for (ValueId out : g.ops_[from].outputs) {
+        const auto& ins = g.ops_[to].inputs;
+        const auto& ctl = g.ops_[to].control_inputs;
+        if (std::find(ins.begin(), ins.end(), out) != ins.end() ||
+            std::find(ctl.begin(), ctl.end(), out) != ctl.end()) {
+          value_name = g.values_[out].DisplayName();
+          break;
+        }
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the net has a cycle: value '", value_name, "' (written by ", g.ops_[from].Label(),
+          ", read by ", g.ops_[to].Label(), ") lies on it"));
+    }
+  }
+
+  // Kahn's algorithm, always taking the ready op listed first: program order when valid.
+  std::vector<int> indegree(g.num_ops(), 0);
+  for (auto [e, end] = boost::edges(deps); e != end; ++e) ++indegree[boost::target(*e, deps)];
+  std::priority_queue<OpId, std::vector<OpId>, std::greater<OpId>> ready;
+  for (OpId i = 0; i < g.num_ops(); ++i) {
+    if (indegree[i] == 0) ready.push(i);
+  }
+  while (!ready.empty()) {
+    const OpId i = ready.top();
+    ready.pop();
+    g.topological_order_.push_back(i);
+    for (auto [e, end] = boost::out_edges(i, deps); e != end; ++e) {
+      const int t = static_cast<int>(boost::target(*e, deps));
+      if (--indegree[t] == 0) ready.push(t);
+    }
+  }
+
+  if (static_cast<int>(g.topological_order_.size()) != g.num_ops()) {
+    return absl::InternalError("topological order incomplete although no cycle was found");
+  }
+  return g;
+}
+
+}  // namespace memonger::graph

@@ -1,0 +1,203 @@
+// The graph model: ops in program order, values (SSA tensor versions), and the edges between
+// them. Everything downstream (shape inference, liveness, planners, the executor) reads this.
+//
+// Values are SSA versions of blob names. A name written by an op that does not read it starts a
+// new value (version 0, 1, ...). An op whose output name equals one of its input names writes in
+// place: the output is a new value whose `inplace_of` is that input, and the two occupy the same
+// memory (one alias class). An input name is resolved to the latest version written before the
+// op in program order; if the name is written only later (and by exactly one op), the input
+// refers to that value, so nets whose ops are not listed in dependency order still load, and a
+// cycle among them is reported.
+//
+//   GraphBuilder b("net");
+//   b.AddExternalInput("x");
+//   b.AddOp({.type = "Relu", .inputs = {"x"}, .outputs = {"y"}});
+//   b.AddExternalOutput("y");
+//   absl::StatusOr<Graph> g = std::move(b).Build();
+#ifndef MEMONGER_GRAPH_GRAPH_H_
+#define MEMONGER_GRAPH_GRAPH_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "graph/attribute.h"
+#include "graph/tensor_type.h"
+
+namespace memonger::graph {
+
+using ValueId = int32_t;
+using OpId = int32_t;
+inline constexpr int32_t kNone = -1;
+
+enum class Role { kInput, kOutput, kParam, kActivation, kGradient, kWorkspace, kConstant };
+
+absl::string_view RoleName(Role role);  // "input", "output", ...
+absl::StatusOr<Role> ParseRole(absl::string_view name);
+
+// Static values (params, constants) are not placed in the arena unless asked.
+inline bool IsStatic(Role role) { return role == Role::kParam || role == Role::kConstant; }
+
+// Caffe2 device types: 0 CPU, 1 CUDA, 6 HIP, ...
+struct Device {
+  int type = 0;
+  int id = 0;
+  friend bool operator==(const Device& a, const Device& b) {
+    return a.type == b.type && a.id == b.id;
+  }
+  friend bool operator!=(const Device& a, const Device& b) { return !(a == b); }
+};
+std::string DeviceToString(const Device& device);  // "cpu", "cuda:1"
+
+// A dimension as declared by a net: a number or a symbol bound later.
+struct DeclaredDim {
+  int64_t size = 0;
+  std::string symbol;  // non-empty: a symbolic dim
+};
+
+// What the net file says about a value (memonger.proto ValueInfo, ONNX value_info).
+struct Declaration {
+  DataType dtype = DataType::kUndefined;
+  std::optional<std::vector<DeclaredDim>> dims;  // nullopt: shape not declared
+};
+
+struct Value {
+  std::string name;  // the blob name (shared by all versions)
+  int32_t version = 0;
+  Role role = Role::kActivation;
+  OpId producer = kNone;         // kNone for external inputs, params, constants
+  std::vector<OpId> consumers;   // ops reading it, ascending, each op once
+  ValueId inplace_of = kNone;    // the value this one overwrites in place, if any
+  Declaration declared;
+  std::optional<TensorType> type;  // set by shape inference or an importer
+  int64_t alignment = 0;           // extra byte alignment required (0: the plan's default)
+
+  // "x" for version 0, "x@1" for later versions: unique within a graph.
+  std::string DisplayName() const;
+};
+
+struct Op {
+  std::string name;  // may be empty in the file; Build() names it "<type>_<index>"
+  std::string type;
+  std::string domain;  // ONNX domain; empty for ours
+  std::vector<ValueId> inputs;   // in the op's order; may repeat a value
+  std::vector<ValueId> outputs;  // in the op's order
+  std::vector<ValueId> control_inputs;  // ordering only, not read
+  std::vector<Attribute> attrs;
+  Device device;
+  std::string engine;
+  bool is_gradient_op = false;
+  bool view = false;  // may return a view of its first input
+
+  AttributeView attributes() const { return AttributeView(attrs); }
+  // "FC 'fc1'" for messages.
+  std::string Label() const;
+};
+
+class Graph {
+ public:
+  const std::string& name() const { return name_; }
+  const std::vector<Value>& values() const { return values_; }
+  const std::vector<Op>& ops() const { return ops_; }
+  const Value& value(ValueId id) const { return values_[id]; }
+  const Op& op(OpId id) const { return ops_[id]; }
+  Value& mutable_value(ValueId id) { return values_[id]; }
+  int num_values() const { return static_cast<int>(values_.size()); }
+  int num_ops() const { return static_cast<int>(ops_.size()); }
+
+  // External inputs (including params and constants) and external outputs, as declared.
+  const std::vector<ValueId>& inputs() const { return inputs_; }
+  const std::vector<ValueId>& outputs() const { return outputs_; }
+  const std::vector<ValueId>& losses() const { return losses_; }
+  // (param, gradient) pairs declared by the net.
+  const std::vector<std::pair<ValueId, ValueId>>& param_grads() const { return param_grads_; }
+  bool prefers_parallel() const { return prefers_parallel_; }
+
+  // The latest version of `name` (the one a reader after the last op sees); nullopt if absent.
+  std::optional<ValueId> FindValue(absl::string_view name) const;
+  // Every version of `name`, oldest first.
+  std::vector<ValueId> FindVersions(absl::string_view name) const;
+
+  // Ops in a dependency order: program order when that is already one, else the order Kahn's
+  // algorithm gives when it always takes the ready op listed first. Build() guarantees a DAG.
+  const std::vector<OpId>& TopologicalOrder() const { return topological_order_; }
+
+  // True when every value has a type (shape inference done).
+  bool AllTypesKnown() const;
+
+ private:
+  friend class GraphBuilder;
+  std::string name_;
+  std::vector<Value> values_;
+  std::vector<Op> ops_;
+  std::vector<ValueId> inputs_;
+  std::vector<ValueId> outputs_;
+  std::vector<ValueId> losses_;
+  std::vector<std::pair<ValueId, ValueId>> param_grads_;
+  std::vector<OpId> topological_order_;
+  bool prefers_parallel_ = false;
+  absl::flat_hash_map<std::string, std::vector<ValueId>> versions_;
+};
+
+// What an importer hands the builder for one op: names, not ids.
+struct OpSpec {
+  std::string name;
+  std::string type;
+  std::string domain;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::vector<std::string> control_inputs;
+  std::vector<Attribute> attrs;
+  Device device;
+  std::string engine;
+  bool is_gradient_op = false;
+  bool view = false;
+};
+
+// Collects a net's parts in any order, then resolves names to SSA values and validates.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(std::string name) : name_(std::move(name)) {}
+
+  void AddExternalInput(std::string name) { external_inputs_.push_back(std::move(name)); }
+  void AddExternalOutput(std::string name) { external_outputs_.push_back(std::move(name)); }
+  void AddOp(OpSpec op) { ops_.push_back(std::move(op)); }
+  // A role from the file (ROLE_UNSPECIFIED is simply not declared). Applies to every version.
+  void DeclareRole(std::string name, Role role) { roles_[std::move(name)] = role; }
+  void Declare(std::string name, Declaration declaration, int64_t alignment = 0) {
+    declarations_[name] = std::move(declaration);
+    if (alignment > 0) alignments_[std::move(name)] = alignment;
+  }
+  void AddLoss(std::string name) { losses_.push_back(std::move(name)); }
+  void AddParamGrad(std::string param, std::string grad) {
+    param_grads_.emplace_back(std::move(param), std::move(grad));
+  }
+  void SetPrefersParallel(bool parallel) { prefers_parallel_ = parallel; }
+
+  // Resolves and validates. InvalidArgument, naming the op and value, for: an empty value or op
+  // type name, an input neither produced by an op nor external, an op listing one output twice,
+  // an input written later by several ops (ambiguous), an external input also written by an op
+  // before it is read... (see graph.cc), an unknown loss or param-grad name, and a cycle (the
+  // message names a value on it).
+  absl::StatusOr<Graph> Build() &&;
+
+ private:
+  std::string name_;
+  std::vector<std::string> external_inputs_;
+  std::vector<std::string> external_outputs_;
+  std::vector<OpSpec> ops_;
+  absl::flat_hash_map<std::string, Role> roles_;
+  absl::flat_hash_map<std::string, Declaration> declarations_;
+  absl::flat_hash_map<std::string, int64_t> alignments_;
+  std::vector<std::string> losses_;
+  std::vector<std::pair<std::string, std::string>> param_grads_;
+  bool prefers_parallel_ = false;
+};
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_GRAPH_GRAPH_H_

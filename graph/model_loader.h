@@ -1,0 +1,33 @@
+// LoadModel: one entry point for every model file memonger reads, chosen by extension:
+//   .onnx            ONNX ModelProto (graph/onnx_import.h)
+//   .pb              binary NetDef (graph/net_def.h)
+//   .pbtxt .prototxt text NetDef
+//
+//   LoadOptions options;
+//   MG_RETURN_IF_ERROR(ParseDimBinding("N=18001", options.bindings));
+//   MG_ASSIGN_OR_RETURN(Graph g, LoadModel("model.onnx", options));
+//   MG_RETURN_IF_ERROR(InferShapes(g, options.bindings));
+#ifndef MEMONGER_GRAPH_MODEL_LOADER_H_
+#define MEMONGER_GRAPH_MODEL_LOADER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "graph/shape_inference.h"
+
+namespace memonger::graph {
+
+struct LoadOptions {
+  // ONNX import resolves shapes while loading, so it needs the bindings then; NetDefs use them
+  // in InferShapes.
+  ShapeBindings bindings;
+};
+
+// InvalidArgument naming the file for content that is not the format its extension says,
+// NotFound for a missing file, Unimplemented for an unknown extension or unsupported constructs.
+absl::StatusOr<Graph> LoadModel(const std::string& path, const LoadOptions& options);
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_GRAPH_MODEL_LOADER_H_

@@ -1,0 +1,339 @@
+#include "graph/net_def.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "util/status_macros.h"
+
+namespace memonger::graph {
+namespace {
+
+class CollectTextErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (first_.empty()) first_ = absl::StrCat("line ", line + 1, ", column ", column + 1, ": ", message);
+  }
+  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+bool IsValidUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    int extra = 0;
+    if (c < 0x80) {
+      if (c < 0x20 && c != '\t') return false;  // control bytes do not belong in a name
+      ++i;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) extra = 1;
+    else if ((c & 0xF0) == 0xE0) extra = 2;
+    else if ((c & 0xF8) == 0xF0) extra = 3;
+    else return false;
+    if (i + extra >= s.size()) return false;
+    for (int k = 1; k <= extra; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
+absl::Status CheckName(absl::string_view name, absl::string_view what,
+                       const std::string& source_name) {
+  if (!IsValidUtf8(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_name, ": ", what, " is not valid UTF-8 text: the file is probably not a NetDef"));
+  }
+  return absl::OkStatus();
+}
+
+// Bytes that happen to parse as a NetDef (protobuf is lenient) must still look like one.
+absl::Status CheckLooksLikeNetDef(const proto::NetDef& net, const std::string& source_name) {
+  const auto& unknown = net.GetReflection()->GetUnknownFields(net);
+  if (unknown.field_count() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_name, ": not a NetDef (it holds field number ", unknown.field(0).number(),
+        ", which NetDef does not have); an ONNX model must have the .onnx extension"));
+  }
+  if (net.op_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": the net has no ops"));
+  }
+  MG_RETURN_IF_ERROR(CheckName(net.name(), "the net name", source_name));
+  for (const auto& name : net.external_input()) {
+    MG_RETURN_IF_ERROR(CheckName(name, "an external input name", source_name));
+  }
+  for (const auto& name : net.external_output()) {
+    MG_RETURN_IF_ERROR(CheckName(name, "an external output name", source_name));
+  }
+  for (int i = 0; i < net.op_size(); ++i) {
+    const proto::OperatorDef& op = net.op(i);
+    const std::string what = absl::StrCat("op #", i);
+    if (op.GetReflection()->GetUnknownFields(op).field_count() > 0 && !op.has_type()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source_name, ": ", what, " is not an OperatorDef: the file is not a NetDef"));
+    }
+    MG_RETURN_IF_ERROR(CheckName(op.type(), absl::StrCat(what, "'s type"), source_name));
+    MG_RETURN_IF_ERROR(CheckName(op.name(), absl::StrCat(what, "'s name"), source_name));
+    for (const auto& n : op.input()) MG_RETURN_IF_ERROR(CheckName(n, what + "'s input", source_name));
+    for (const auto& n : op.output()) MG_RETURN_IF_ERROR(CheckName(n, what + "'s output", source_name));
+  }
+  return absl::OkStatus();
+}
+
+Attribute AttributeFromProto(const proto::Argument& arg) {
+  Attribute a;
+  a.name = arg.name();
+  if (arg.ints_size() > 0) {
+    a.data = std::vector<int64_t>(arg.ints().begin(), arg.ints().end());
+  } else if (arg.floats_size() > 0) {
+    a.data = std::vector<double>(arg.floats().begin(), arg.floats().end());
+  } else if (arg.strings_size() > 0) {
+    a.data = std::vector<std::string>(arg.strings().begin(), arg.strings().end());
+  } else if (arg.has_i()) {
+    a.data = arg.i();
+  } else if (arg.has_f()) {
+    a.data = static_cast<double>(arg.f());
+  } else if (arg.has_s()) {
+    a.data = arg.s();
+  }
+  return a;
+}
+
+void AttributeToProto(const Attribute& a, proto::Argument& arg) {
+  arg.set_name(a.name);
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) arg.set_i(v);
+        else if constexpr (std::is_same_v<T, double>) arg.set_f(static_cast<float>(v));
+        else if constexpr (std::is_same_v<T, std::string>) arg.set_s(v);
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          for (int64_t x : v) arg.add_ints(x);
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+          for (double x : v) arg.add_floats(static_cast<float>(x));
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          for (const auto& x : v) arg.add_strings(x);
+        }
+      },
+      a.data);
+}
+
+Role RoleFromProto(proto::ValueRole role) {
+  switch (role) {
+    case proto::ROLE_INPUT: return Role::kInput;
+    case proto::ROLE_OUTPUT: return Role::kOutput;
+    case proto::ROLE_PARAM: return Role::kParam;
+    case proto::ROLE_GRADIENT: return Role::kGradient;
+    case proto::ROLE_WORKSPACE: return Role::kWorkspace;
+    case proto::ROLE_CONSTANT: return Role::kConstant;
+    default: return Role::kActivation;
+  }
+}
+
+proto::ValueRole RoleToProto(Role role) {
+  switch (role) {
+    case Role::kInput: return proto::ROLE_INPUT;
+    case Role::kOutput: return proto::ROLE_OUTPUT;
+    case Role::kParam: return proto::ROLE_PARAM;
+    case Role::kActivation: return proto::ROLE_ACTIVATION;
+    case Role::kGradient: return proto::ROLE_GRADIENT;
+    case Role::kWorkspace: return proto::ROLE_WORKSPACE;
+    case Role::kConstant: return proto::ROLE_CONSTANT;
+  }
+  return proto::ROLE_UNSPECIFIED;
+}
+
+Device DeviceFromProto(const proto::DeviceOption& d) { return Device{d.device_type(), d.device_id()}; }
+
+}  // namespace
+
+absl::StatusOr<proto::NetDef> ParseNetDef(const std::string& bytes, NetFileFormat format,
+                                          const std::string& source_name) {
+  if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat(source_name, ": the file is empty"));
+  proto::NetDef net;
+  if (format == NetFileFormat::kBinary) {
+    if (!net.ParseFromString(bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_name, ": not a binary NetDef (the protobuf does not parse: truncated or not a "
+                       "protobuf; text nets need the .pbtxt extension)"));
+    }
+  } else {
+    google::protobuf::TextFormat::Parser parser;
+    CollectTextErrors errors;
+    parser.RecordErrorsTo(&errors);
+    if (!parser.ParseFromString(bytes, &net)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source_name, ": not a text NetDef: ", errors.first()));
+    }
+  }
+  MG_RETURN_IF_ERROR(CheckLooksLikeNetDef(net, source_name));
+  return net;
+}
+
+absl::StatusOr<proto::NetDef> ReadNetDef(const std::string& path, NetFileFormat format) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the file"));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return ParseNetDef(buffer.str(), format, path);
+}
+
+absl::Status WriteNetDef(const proto::NetDef& net, const std::string& path, NetFileFormat format) {
+  std::string bytes;
+  if (format == NetFileFormat::kBinary) {
+    if (!net.SerializeToString(&bytes)) {
+      return absl::InternalError(absl::StrCat(path, ": the net does not serialize"));
+    }
+  } else if (!google::protobuf::TextFormat::PrintToString(net, &bytes)) {
+    return absl::InternalError(absl::StrCat(path, ": the net does not print as text"));
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  out.close();
+  if (!out) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write the file"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Graph> GraphFromNetDef(const proto::NetDef& net) {
+  GraphBuilder builder(net.name());
+  for (const auto& name : net.external_input()) builder.AddExternalInput(name);
+  for (const auto& name : net.external_output()) builder.AddExternalOutput(name);
+  for (const proto::OperatorDef& op_def : net.op()) {
+    OpSpec op;
+    op.name = op_def.name();
+    op.type = op_def.type();
+    op.domain = op_def.domain();
+    op.inputs.assign(op_def.input().begin(), op_def.input().end());
+    op.outputs.assign(op_def.output().begin(), op_def.output().end());
+    op.control_inputs.assign(op_def.control_input().begin(), op_def.control_input().end());
+    for (const proto::Argument& arg : op_def.arg()) op.attrs.push_back(AttributeFromProto(arg));
+    // An op without its own device option runs where the net says.
+    op.device = DeviceFromProto(op_def.has_device_option() ? op_def.device_option()
+                                                           : net.device_option());
+    op.engine = op_def.engine();
+    op.is_gradient_op = op_def.is_gradient_op();
+    op.view = op_def.view();
+    builder.AddOp(std::move(op));
+  }
+  for (const proto::ValueInfo& info : net.value_info()) {
+    if (info.name().empty()) return absl::InvalidArgumentError("a value_info has an empty name");
+    Declaration d;
+    MG_ASSIGN_OR_RETURN(d.dtype, DataTypeFromProtoNumber(info.dtype()));
+    if (info.has_shape() || info.dim_size() > 0) {
+      std::vector<DeclaredDim> dims;
+      for (const proto::Dim& dim : info.dim()) {
+        if (dim.has_symbol()) {
+          if (dim.symbol().empty()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("value_info '", info.name(), "': a symbolic dim has an empty name"));
+          }
+          dims.push_back({0, dim.symbol()});
+        } else {
+          if (dim.size() < 0) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "value_info '", info.name(), "': negative dimension ", dim.size()));
+          }
+          dims.push_back({dim.size(), ""});
+        }
+      }
+      d.dims = std::move(dims);
+    }
+    if (info.alignment() < 0 || (info.alignment() & (info.alignment() - 1)) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "value_info '", info.name(), "': alignment ", info.alignment(), " is not a power of two"));
+    }
+    builder.Declare(info.name(), std::move(d), info.alignment());
+    if (info.role() != proto::ROLE_UNSPECIFIED) {
+      builder.DeclareRole(info.name(), RoleFromProto(info.role()));
+    }
+  }
+  for (const auto& loss : net.loss()) builder.AddLoss(loss);
+  for (const auto& pg : net.param_grad()) builder.AddParamGrad(pg.param(), pg.grad());
+  builder.SetPrefersParallel(net.execution() == proto::EXECUTION_PARALLEL);
+  return std::move(builder).Build();
+}
+
+proto::NetDef GraphToNetDef(const Graph& graph) {
+  proto::NetDef net;
+  net.set_name(graph.name());
+  for (ValueId id : graph.inputs()) net.add_external_input(graph.value(id).name);
+  for (ValueId id : graph.outputs()) net.add_external_output(graph.value(id).name);
+  for (const Op& op : graph.ops()) {
+    proto::OperatorDef* def = net.add_op();
+    def->set_name(op.name);
+    def->set_type(op.type);
+    if (!op.domain.empty()) def->set_domain(op.domain);
+    for (ValueId in : op.inputs) def->add_input(graph.value(in).name);
+    for (ValueId out : op.outputs) def->add_output(graph.value(out).name);
+    for (ValueId c : op.control_inputs) def->add_control_input(graph.value(c).name);
+    for (const Attribute& a : op.attrs) AttributeToProto(a, *def->add_arg());
+    if (op.device != Device{}) {
+      def->mutable_device_option()->set_device_type(op.device.type);
+      def->mutable_device_option()->set_device_id(op.device.id);
+    }
+    if (!op.engine.empty()) def->set_engine(op.engine);
+    if (op.is_gradient_op) def->set_is_gradient_op(true);
+    if (op.view) def->set_view(true);
+  }
+
+  // One value_info per name: the declaration and any role that derivation would not give.
+  absl::flat_hash_map<std::string, bool> written;
+  for (const Value& v : graph.values()) {
+    if (written.contains(v.name)) continue;
+    written[v.name] = true;
+    const std::vector<ValueId> versions = graph.FindVersions(v.name);
+    proto::ValueInfo info;
+    info.set_name(v.name);
+    bool useful = false;
+    if (v.declared.dtype != DataType::kUndefined) {
+      info.set_dtype(static_cast<proto::DataType>(static_cast<int>(v.declared.dtype)));
+      useful = true;
+    }
+    if (v.declared.dims.has_value()) {
+      info.set_has_shape(true);
+      for (const DeclaredDim& d : *v.declared.dims) {
+        proto::Dim* dim = info.add_dim();
+        if (d.symbol.empty()) dim->set_size(d.size);
+        else dim->set_symbol(d.symbol);
+      }
+      useful = true;
+    }
+    if (v.alignment > 0) {
+      info.set_alignment(v.alignment);
+      useful = true;
+    }
+    // Roles that hold for every version and that derivation does not produce.
+    const Role role = v.role;
+    bool same_role = true;
+    for (ValueId id : versions) same_role = same_role && graph.value(id).role == role;
+    const bool derivable = role == Role::kInput || role == Role::kOutput ||
+                           role == Role::kActivation ||
+                           (role == Role::kGradient && v.producer != kNone);
+    if (same_role && !derivable) {
+      info.set_role(RoleToProto(role));
+      useful = true;
+    }
+    if (useful) *net.add_value_info() = std::move(info);
+  }
+  for (ValueId id : graph.losses()) net.add_loss(graph.value(id).name);
+  for (const auto& [param, grad] : graph.param_grads()) {
+    proto::ParamGrad* pg = net.add_param_grad();
+    pg->set_param(graph.value(param).name);
+    pg->set_grad(graph.value(grad).name);
+  }
+  if (graph.prefers_parallel()) net.set_execution(proto::EXECUTION_PARALLEL);
+  return net;
+}
+
+}  // namespace memonger::graph

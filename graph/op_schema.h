@@ -1,0 +1,71 @@
+// Op schemas: for each op type, how many inputs/outputs it takes and how its output types follow
+// from its input types and attributes. The table is built once and immutable afterwards; it is
+// passed to whoever needs it (no global registry).
+//
+//   const OpSchemaTable& table = OpSchemaTable::Builtin();
+//   if (const OpSchema* s = table.Find("MatMul")) { ... s->infer(context) ... }
+#ifndef MEMONGER_GRAPH_OP_SCHEMA_H_
+#define MEMONGER_GRAPH_OP_SCHEMA_H_
+
+#include <functional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "graph/attribute.h"
+#include "graph/tensor_type.h"
+
+namespace memonger::graph {
+
+// What a shape function sees of one op.
+struct ShapeContext {
+  absl::string_view op_type;
+  absl::string_view op_name;
+  std::vector<TensorType> inputs;
+  int num_outputs = 0;
+  AttributeView attrs;
+
+  // InvalidArgument "<type> op '<name>': <message>".
+  absl::Status Error(absl::string_view message) const;
+};
+
+using ShapeFunction = std::function<absl::StatusOr<std::vector<TensorType>>(const ShapeContext&)>;
+
+struct OpSchema {
+  std::string type;
+  int min_inputs = 0;
+  int max_inputs = 0;   // -1: unbounded
+  int min_outputs = 1;
+  int max_outputs = 1;  // -1: unbounded
+  ShapeFunction infer;  // returns exactly num_outputs types
+  // May return a view of input 0 (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Expand).
+  bool view_capable = false;
+};
+
+class OpSchemaTable {
+ public:
+  // The schemas memonger knows (see docs/ops.md). Built on first use, never changed.
+  static const OpSchemaTable& Builtin();
+
+  const OpSchema* Find(absl::string_view type) const;
+  std::vector<std::string> Types() const;  // sorted
+
+  // For building tables (tests may build their own).
+  void Add(OpSchema schema);
+
+ private:
+  absl::flat_hash_map<std::string, OpSchema> schemas_;
+};
+
+// Registration helpers, one per family of ops; each file adds its family to a table.
+void AddElementwiseSchemas(OpSchemaTable& table);  // graph/schemas_elementwise.cc
+void AddTensorSchemas(OpSchemaTable& table);       // graph/schemas_tensor.cc
+void AddNnSchemas(OpSchemaTable& table);           // graph/schemas_nn.cc
+void AddLossSchemas(OpSchemaTable& table);         // graph/schemas_loss.cc
+void AddGradientSchemas(OpSchemaTable& table);     // graph/schemas_gradient.cc
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_GRAPH_OP_SCHEMA_H_

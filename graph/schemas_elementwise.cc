@@ -1,0 +1,7 @@
+#include "graph/op_schema.h"
+
+namespace memonger::graph {
+
+void AddElementwiseSchemas(OpSchemaTable& table) { (void)table; }
+
+}  // namespace memonger::graph

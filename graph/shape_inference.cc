@@ -1,0 +1,211 @@
+#include "graph/shape_inference.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "util/status_macros.h"
+
+namespace memonger::graph {
+namespace {
+
+absl::StatusOr<std::pair<std::string, std::string>> SplitBinding(absl::string_view text,
+                                                                  absl::string_view form) {
+  const size_t eq = text.find('=');
+  if (eq == absl::string_view::npos || eq == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed binding '", text, "': expected ", form));
+  }
+  return std::make_pair(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
+}
+
+absl::StatusOr<int64_t> ParseSize(absl::string_view number, absl::string_view text) {
+  int64_t size = 0;
+  if (!absl::SimpleAtoi(number, &size)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed binding '", text, "': '", number, "' is not an integer"));
+  }
+  if (size < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed binding '", text, "': negative dimension ", size));
+  }
+  return size;
+}
+
+absl::Status CheckBytes(const Value& v) {
+  return ByteSize(*v.type, absl::StrCat("value '", v.DisplayName(), "'")).status();
+}
+
+// The type a value's declaration gives, when it declares both a dtype and dims that resolve.
+// nullopt when the declaration is incomplete.
+absl::StatusOr<std::optional<TensorType>> DeclaredType(const Value& v,
+                                                       const ShapeBindings& bindings) {
+  if (!v.declared.dims.has_value() || v.declared.dtype == DataType::kUndefined) {
+    return std::optional<TensorType>();
+  }
+  MG_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                      ResolveDims(*v.declared.dims, bindings,
+                                  absl::StrCat("value '", v.DisplayName(), "'")));
+  return std::optional<TensorType>(TensorType{v.declared.dtype, std::move(dims)});
+}
+
+absl::Status TypeGraphInput(Value& v, const ShapeBindings& bindings) {
+  const std::string what = absl::StrCat("graph input '", v.name, "'");
+  // Nets without dtype declarations (Caffe2's) hold float32 unless told otherwise.
+  const DataType dtype =
+      v.declared.dtype == DataType::kUndefined ? DataType::kFloat32 : v.declared.dtype;
+  if (auto it = bindings.inputs.find(v.name); it != bindings.inputs.end()) {
+    v.type = TensorType{dtype, it->second};
+  } else if (v.declared.dims.has_value()) {
+    MG_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ResolveDims(*v.declared.dims, bindings, what));
+    v.type = TensorType{dtype, std::move(dims)};
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " has no shape: declare it in the net (value_info) or pass --input-shape ", v.name,
+        "=D0,D1,..."));
+  }
+  return CheckBytes(v);
+}
+
+}  // namespace
+
+absl::Status ParseDimBinding(absl::string_view text, ShapeBindings& bindings) {
+  MG_ASSIGN_OR_RETURN(auto parts, SplitBinding(text, "SYMBOL=VALUE, e.g. N=18001"));
+  MG_ASSIGN_OR_RETURN(int64_t size, ParseSize(parts.second, text));
+  bindings.dims[parts.first] = size;
+  return absl::OkStatus();
+}
+
+absl::Status ParseInputShapeBinding(absl::string_view text, ShapeBindings& bindings) {
+  MG_ASSIGN_OR_RETURN(auto parts, SplitBinding(text, "NAME=D0,D1,..., e.g. x=1,3,224,224"));
+  std::vector<int64_t> dims;
+  if (!parts.second.empty()) {
+    for (absl::string_view d : absl::StrSplit(parts.second, ',')) {
+      MG_ASSIGN_OR_RETURN(int64_t size, ParseSize(absl::StripAsciiWhitespace(d), text));
+      dims.push_back(size);
+    }
+  }
+  bindings.inputs[parts.first] = std::move(dims);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int64_t>> ResolveDims(const std::vector<DeclaredDim>& dims,
+                                                 const ShapeBindings& bindings,
+                                                 absl::string_view what) {
+  std::vector<int64_t> out;
+  out.reserve(dims.size());
+  for (const DeclaredDim& d : dims) {
+    if (d.symbol.empty()) {
+      if (d.size < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": negative dimension ", d.size, " in its declared shape"));
+      }
+      out.push_back(d.size);
+      continue;
+    }
+    auto it = bindings.dims.find(d.symbol);
+    if (it == bindings.dims.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": symbolic dimension '", d.symbol,
+                                                     "' is unbound; pass --dim ", d.symbol,
+                                                     "=VALUE"));
+    }
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
+                         const OpSchemaTable& schemas) {
+  for (const auto& [name, dims] : bindings.inputs) {
+    auto id = graph.FindVersions(name);
+    if (id.empty() || graph.value(id.front()).producer != kNone) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input-shape names '", name, "', which is not a graph input"));
+    }
+  }
+  for (ValueId id : graph.inputs()) {
+    Value& v = graph.mutable_value(id);
+    if (!v.type.has_value()) MG_RETURN_IF_ERROR(TypeGraphInput(v, bindings));
+  }
+
+  for (OpId op_id : graph.TopologicalOrder()) {
+    const Op& op = graph.op(op_id);
+    bool all_typed = true;
+    for (ValueId out : op.outputs) all_typed = all_typed && graph.value(out).type.has_value();
+    if (all_typed) continue;
+
+    const OpSchema* schema = schemas.Find(op.type);
+    std::vector<TensorType> inferred;
+    if (schema != nullptr) {
+      const int n_in = static_cast<int>(op.inputs.size());
+      const int n_out = static_cast<int>(op.outputs.size());
+      if (n_in < schema->min_inputs || (schema->max_inputs >= 0 && n_in > schema->max_inputs) ||
+          n_out < schema->min_outputs ||
+          (schema->max_outputs >= 0 && n_out > schema->max_outputs)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            op.Label(), " has ", n_in, " inputs and ", n_out, " outputs; ", op.type, " takes ",
+            schema->min_inputs, "..", schema->max_inputs < 0 ? "n" : absl::StrCat(schema->max_inputs),
+            " inputs and ", schema->min_outputs, "..",
+            schema->max_outputs < 0 ? "n" : absl::StrCat(schema->max_outputs), " outputs"));
+      }
+      ShapeContext context{op.type, op.name, {}, n_out, op.attributes()};
+      for (ValueId in : op.inputs) {
+        const Value& v = graph.value(in);
+        if (!v.type.has_value()) {
+          return absl::InternalError(absl::StrCat(op.Label(), ": input '", v.DisplayName(),
+                                                  "' has no type before the op is inferred"));
+        }
+        context.inputs.push_back(*v.type);
+      }
+      MG_ASSIGN_OR_RETURN(inferred, schema->infer(context));
+      if (static_cast<int>(inferred.size()) != n_out) {
+        return absl::InternalError(absl::StrCat(op.Label(), ": shape function returned ",
+                                                inferred.size(), " types for ", n_out,
+                                                " outputs"));
+      }
+    }
+
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      Value& v = graph.mutable_value(op.outputs[k]);
+      MG_ASSIGN_OR_RETURN(std::optional<TensorType> declared, DeclaredType(v, bindings));
+      if (schema == nullptr) {
+        if (v.type.has_value()) continue;
+        if (!declared.has_value()) {
+          return absl::UnimplementedError(absl::StrCat(
+              op.Label(), ": op type '", op.type, "' has no shape function and its output '",
+              v.DisplayName(), "' declares no dtype and shape (add a value_info for it)"));
+        }
+        v.type = *declared;
+      } else {
+        if (declared.has_value() && *declared != inferred[k]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              op.Label(), ": output '", v.DisplayName(), "' is declared ",
+              TensorTypeToString(*declared), " but the op produces ",
+              TensorTypeToString(inferred[k])));
+        }
+        if (v.type.has_value() && *v.type != inferred[k]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              op.Label(), ": output '", v.DisplayName(), "' has type ",
+              TensorTypeToString(*v.type), " but the op produces ",
+              TensorTypeToString(inferred[k])));
+        }
+        v.type = inferred[k];
+      }
+      MG_RETURN_IF_ERROR(CheckBytes(v));
+      if (v.inplace_of != kNone) {
+        const Value& base = graph.value(v.inplace_of);
+        const int64_t base_bytes = *ByteSize(*base.type, "");
+        const int64_t bytes = *ByteSize(*v.type, "");
+        if (bytes != base_bytes) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              op.Label(), " writes '", v.name, "' in place, but its result ",
+              TensorTypeToString(*v.type), " does not have the size of the input ",
+              TensorTypeToString(*base.type)));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memonger::graph

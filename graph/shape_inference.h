@@ -1,0 +1,49 @@
+// Shape inference: gives every value of a graph its element type and concrete dims.
+//
+// Graph inputs take their type from the bindings (--input-shape), else from their declaration
+// with symbolic dims bound (--dim). Then, in dependency order, each op whose outputs are not yet
+// typed runs its schema's shape function; a declared output type must agree with it. An op
+// without a schema takes its outputs' declared types; when those are missing the result is
+// Unimplemented naming the op and its type. Values already typed (by an importer such as the
+// ONNX loader) are kept.
+//
+//   ShapeBindings b;
+//   MG_RETURN_IF_ERROR(ParseDimBinding("N=18001", b));
+//   MG_RETURN_IF_ERROR(InferShapes(graph, b));
+#ifndef MEMONGER_GRAPH_SHAPE_INFERENCE_H_
+#define MEMONGER_GRAPH_SHAPE_INFERENCE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "graph/graph.h"
+#include "graph/op_schema.h"
+
+namespace memonger::graph {
+
+struct ShapeBindings {
+  std::map<std::string, int64_t> dims;                 // symbol -> size
+  std::map<std::string, std::vector<int64_t>> inputs;  // input name -> dims
+};
+
+// Parses "N=18001" into bindings.dims. InvalidArgument for a malformed text or negative size.
+absl::Status ParseDimBinding(absl::string_view text, ShapeBindings& bindings);
+// Parses "x=1,3,224,224" (an empty list "x=" is a scalar) into bindings.inputs.
+absl::Status ParseInputShapeBinding(absl::string_view text, ShapeBindings& bindings);
+
+// Resolves declared dims with the bound symbols; InvalidArgument naming `what` and the symbol
+// when one is unbound, or naming a negative size.
+absl::StatusOr<std::vector<int64_t>> ResolveDims(const std::vector<DeclaredDim>& dims,
+                                                 const ShapeBindings& bindings,
+                                                 absl::string_view what);
+
+absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
+                         const OpSchemaTable& schemas = OpSchemaTable::Builtin());
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_GRAPH_SHAPE_INFERENCE_H_

@@ -1,0 +1,75 @@
+#include "tests/test_support.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "graph/net_def.h"
+#include "util/status_macros.h"
+
+namespace memonger::testing {
+
+std::string SourcePath(const std::string& relative) {
+  const char* dir = std::getenv("MEMONGER_SOURCE_DIR");
+  return std::string(dir != nullptr ? dir : ".") + "/" + relative;
+}
+
+std::string TempDir() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info != nullptr ? std::string(info->test_suite_name()) + "." + info->name()
+                                     : "memonger";
+  for (char& c : name) {
+    if (c == '/') c = '_';
+  }
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("memonger_test_" + std::to_string(getpid())) / name;
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::string WriteTempFile(const std::string& name, const std::string& contents) {
+  const std::string path = TempDir() + "/" + name;
+  std::ofstream out(path, std::ios::binary);
+  out << contents;
+  return path;
+}
+
+absl::StatusOr<graph::Graph> GraphFromText(const std::string& pbtxt) {
+  MG_ASSIGN_OR_RETURN(proto::NetDef net,
+                      graph::ParseNetDef(pbtxt, graph::NetFileFormat::kText, "<test net>"));
+  return graph::GraphFromNetDef(net);
+}
+
+CommandResult RunOptimizeNet(const std::string& args) {
+  const char* tool = std::getenv("OPTIMIZE_NET");
+  CommandResult result;
+  const std::string dir = TempDir();
+  const std::string out_path = dir + "/stdout.txt";
+  const std::string err_path = dir + "/stderr.txt";
+  const std::string command = std::string(tool != nullptr ? tool : "optimize-net") + " " + args +
+                              " >" + out_path + " 2>" + err_path + " </dev/null";
+  const int status = std::system(command.c_str());
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+    // The shell reports a child killed by a signal as 128 + signal.
+    if (result.exit_code > 128) result.signal = result.exit_code - 128;
+  } else if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  }
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  result.out = slurp(out_path);
+  result.err = slurp(err_path);
+  return result;
+}
+
+}  // namespace memonger::testing

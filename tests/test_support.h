@@ -1,0 +1,32 @@
+// Helpers shared by tests: locating files, building small nets from text, running the CLI.
+#ifndef MEMONGER_TESTS_TEST_SUPPORT_H_
+#define MEMONGER_TESTS_TEST_SUPPORT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+
+namespace memonger::testing {
+
+// The source tree (MEMONGER_SOURCE_DIR, set by ctest) and a path inside it.
+std::string SourcePath(const std::string& relative);
+// A fresh directory for this test's files.
+std::string TempDir();
+std::string WriteTempFile(const std::string& name, const std::string& contents);
+
+// A text NetDef -> Graph (no shape inference).
+absl::StatusOr<graph::Graph> GraphFromText(const std::string& pbtxt);
+
+struct CommandResult {
+  int exit_code = -1;  // -1 ... when killed by a signal: the signal number is in `signal`
+  int signal = 0;
+  std::string out;
+  std::string err;
+};
+// Runs optimize-net (OPTIMIZE_NET, set by ctest) with `args` (shell-quoted by the caller).
+CommandResult RunOptimizeNet(const std::string& args);
+
+}  // namespace memonger::testing
+
+#endif  // MEMONGER_TESTS_TEST_SUPPORT_H_

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that building and testing memonger need, and only the missing
+# ones. Works as root; uses sudo otherwise. CUDA is optional and never installed here: the build
+# uses it when a CUDA compiler is present (also looked for at /usr/local/cuda/bin/nvcc).
+#
+#   tools/setup.sh            build + test dependencies
+#   tools/setup.sh --browser  also Chromium (for the HTML rendering test)
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libboost-graph-dev
+  libprotobuf-dev protobuf-compiler
+  libabsl-dev
+  nlohmann-json3-dev
+  libcli11-dev
+  libgtest-dev libgmock-dev
+  libbenchmark-dev
+  libonnx-dev libonnx-testdata
+)
+if [[ "${1:-}" == "--browser" ]]; then
+  packages+=(chromium)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then
+  sudo_cmd=(sudo)
+fi
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
