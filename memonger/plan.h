@@ -1,0 +1,73 @@
+// Plan: where every value lives. A plain struct, produced by every planner, checked by
+// VerifyPlan, exported as JSON (schema memonger.plan/v1), HTML and a rewritten net.
+//
+// Values are grouped into buffers (memonger's "shared blobs"); a buffer is a byte range
+// [offset, offset + size) of one arena. Sharing planners (memonger-*, exact-sharing) lay their
+// buffers side by side; offset planners (best-fit, exact, ...) give every alias class its own
+// buffer at an offset where nothing live at the same time sits.
+#ifndef MEMONGER_MEMONGER_PLAN_H_
+#define MEMONGER_MEMONGER_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "memonger/liveness.h"
+#include "memonger/schedule.h"
+
+namespace memonger {
+
+inline constexpr int64_t kNoOffset = -1;
+
+struct PlanBuffer {
+  int64_t offset = 0;  // byte offset in the arena, a multiple of the plan's alignment
+  int64_t size = 0;    // bytes: at least every member's bytes
+  graph::Device device;
+};
+
+struct PlanStep {
+  graph::OpId op = graph::kNone;
+  int64_t live_bytes = 0;  // aligned bytes of the values live at this step
+};
+
+struct Plan {
+  std::string model;
+  std::string planner;
+  OrderKind order = OrderKind::kGiven;
+  ExecutionModel execution = ExecutionModel::kSerial;
+  int64_t alignment = 256;
+
+  std::vector<PlanStep> steps;  // steps[step].op is the schedule
+  // Per value (indexed by ValueId). Static values (not planned): buffer -1, offset kNoOffset.
+  std::vector<int32_t> buffer_of_value;
+  std::vector<int64_t> offset_of_value;  // == buffers[buffer_of_value].offset
+  std::vector<Lifetime> lifetime;        // as computed by liveness (alias classes merged)
+  std::vector<PlanBuffer> buffers;
+
+  int64_t arena_bytes = 0;        // max over buffers of offset + size, aligned
+  int64_t lower_bound_bytes = 0;  // max over steps of live_bytes
+  int64_t naive_bytes = 0;        // every alias class in its own aligned memory
+  int64_t static_bytes = 0;       // params and constants (not in the arena)
+  double planning_seconds = 0;
+  bool proven_optimal = false;    // the planner proved its objective optimal
+
+  int peak_step = 0;
+  std::vector<graph::ValueId> peak_values;  // largest values live at the peak step, descending
+};
+
+// Fills steps, lifetime, lower bound, naive bytes, static bytes, peak step and peak values of
+// `plan` from a schedule and its liveness; the planner then fills buffers and offsets and calls
+// FinishPlan. `top_values` bounds peak_values.
+void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t alignment, Plan& plan,
+              int top_values = 8);
+
+// Sets offset_of_value from buffers and arena_bytes from the buffers' extent.
+void FinishPlan(Plan& plan);
+
+// Sum of buffer sizes (memonger's objective for sharing planners).
+int64_t SumOfBufferSizes(const Plan& plan);
+
+}  // namespace memonger
+
+#endif  // MEMONGER_MEMONGER_PLAN_H_

@@ -1,0 +1,61 @@
+// PlanMemory: the library call made before a net runs. Builds the schedule, computes liveness,
+// runs the chosen planner and returns a Plan (which every test passes through VerifyPlan).
+//
+//   PlanOptions options;
+//   options.planner = PlannerKind::kExactSharing;
+//   MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(graph, options));
+//   // value v lives at base + plan.offset_of_value[v] during plan.lifetime[v]
+#ifndef MEMONGER_MEMONGER_PLANNER_H_
+#define MEMONGER_MEMONGER_PLANNER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "graph/graph.h"
+#include "memonger/liveness.h"
+#include "memonger/plan.h"
+#include "memonger/schedule.h"
+
+namespace memonger {
+
+enum class PlannerKind {
+  kNone,            // every value in memory of its own (the naive baseline)
+  kMemongerDag,     // memonger's token DFS (share_grad_blobs / optimize_inference_for_dag)
+  kMemongerGreedy,  // memonger's optimize_interference, GREEDY
+  kMemongerDp,      // memonger's optimize_interference, DYNAMIC_PROGRAMMING
+  kExactSharing,    // optimal assignment of values to shared buffers (sum of buffer sizes)
+};
+absl::string_view PlannerName(PlannerKind planner);
+// InvalidArgument listing the known planners for an unknown name; Unimplemented for a planner
+// named by DESIGN.md that is not built yet.
+absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name);
+
+enum class Mode { kInference, kTraining };
+
+struct PlanOptions {
+  PlannerKind planner = PlannerKind::kExactSharing;
+  OrderKind order = OrderKind::kGiven;
+  ExecutionModel execution = ExecutionModel::kSerial;
+  Mode mode = Mode::kInference;
+  int64_t alignment = 256;          // power of two, >= 1
+  double time_limit_seconds = 10;   // for searching planners; the best found is returned
+  bool plan_static = false;         // place params and constants in the arena too
+  bool views = false;               // view-capable ops alias their input
+  std::string model_name;
+
+  // memonger-dag (training): the losses to start from (default: the graph's declared losses),
+  // whether activations are shared as well as gradients, and names never shared.
+  std::vector<std::string> losses;
+  bool share_activations = false;
+  std::vector<std::string> dont_share;
+  // memonger-dag (inference): the values to start from (default: the graph's non-static inputs).
+  std::vector<std::string> heads;
+};
+
+absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& options);
+
+}  // namespace memonger
+
+#endif  // MEMONGER_MEMONGER_PLANNER_H_
