@@ -36,8 +36,8 @@ TEST(GraphTest, UndefinedInputNamesOpAndValue) {
     op { name: "r" type: "Relu" input: "missing" output: "y" }
   )pb");
   ASSERT_FALSE(g.ok());
-  EXPECT_THAT(g.status().message(), HasSubstr("'r'"));
-  EXPECT_THAT(g.status().message(), HasSubstr("'missing'"));
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("'r'"));
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("'missing'"));
 }
 
 TEST(GraphTest, CycleNamesAValue) {
@@ -47,8 +47,8 @@ TEST(GraphTest, CycleNamesAValue) {
     op { name: "b" type: "Relu" input: "a_out" output: "b_out" }
   )pb");
   ASSERT_FALSE(g.ok());
-  EXPECT_THAT(g.status().message(), HasSubstr("cycle"));
-  EXPECT_THAT(g.status().message(), ::testing::AnyOf(HasSubstr("a_out"), HasSubstr("b_out")));
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("cycle"));
+  EXPECT_THAT(std::string(g.status().message()), ::testing::AnyOf(HasSubstr("a_out"), HasSubstr("b_out")));
 }
 
 TEST(GraphTest, OutOfOrderNetGetsTopologicalOrder) {
@@ -67,7 +67,7 @@ TEST(GraphTest, OutputWrittenTwiceByOneOp) {
     op { name: "s" type: "Split" input: "x" output: "y" output: "y" }
   )pb");
   ASSERT_FALSE(g.ok());
-  EXPECT_THAT(g.status().message(), HasSubstr("writes output 'y' twice"));
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("writes output 'y' twice"));
 }
 
 TEST(GraphTest, EmptyNames) {

@@ -16,7 +16,7 @@ namespace memonger::testing {
 
 std::string SourcePath(const std::string& relative) {
   const char* dir = std::getenv("MEMONGER_SOURCE_DIR");
-  return std::string(dir != nullptr ? dir : ".") + "/" + relative;
+  return std::string(dir != nullptr ? dir : MEMONGER_SOURCE_DIR_DEFAULT) + "/" + relative;
 }
 
 std::string TempDir() {
@@ -47,11 +47,12 @@ absl::StatusOr<graph::Graph> GraphFromText(const std::string& pbtxt) {
 
 CommandResult RunOptimizeNet(const std::string& args) {
   const char* tool = std::getenv("OPTIMIZE_NET");
+  if (tool == nullptr) tool = OPTIMIZE_NET_DEFAULT;
   CommandResult result;
   const std::string dir = TempDir();
   const std::string out_path = dir + "/stdout.txt";
   const std::string err_path = dir + "/stderr.txt";
-  const std::string command = std::string(tool != nullptr ? tool : "optimize-net") + " " + args +
+  const std::string command = std::string(tool) + " " + args +
                               " >" + out_path + " 2>" + err_path + " </dev/null";
   const int status = std::system(command.c_str());
   if (WIFEXITED(status)) {

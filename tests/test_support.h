@@ -9,7 +9,7 @@
 
 namespace memonger::testing {
 
-// The source tree (MEMONGER_SOURCE_DIR, set by ctest) and a path inside it.
+// A path inside the source tree (env MEMONGER_SOURCE_DIR, else the configured tree).
 std::string SourcePath(const std::string& relative);
 // A fresh directory for this test's files.
 std::string TempDir();
@@ -24,7 +24,7 @@ struct CommandResult {
   std::string out;
   std::string err;
 };
-// Runs optimize-net (OPTIMIZE_NET, set by ctest) with `args` (shell-quoted by the caller).
+// Runs optimize-net (env OPTIMIZE_NET, else the built one) with `args` (quoted by the caller).
 CommandResult RunOptimizeNet(const std::string& args);
 
 }  // namespace memonger::testing
