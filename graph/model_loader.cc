@@ -1,11 +1,14 @@
 #include "graph/model_loader.h"
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "graph/net_def.h"
 #include "graph/onnx_import.h"
+#include "graph/records.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
@@ -29,8 +32,19 @@ absl::StatusOr<Graph> LoadModel(const std::string& path, const LoadOptions& opti
     MG_ASSIGN_OR_RETURN(proto::NetDef net, ReadNetDef(path, NetFileFormat::kText));
     return GraphFromNetDef(net);
   }
+  if (ext == ".json" || ext == ".csv") {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read the file"));
+    MG_ASSIGN_OR_RETURN(std::vector<UsageRecord> records,
+                        ext == ".json" ? ParseRecordsJson(text.str(), path)
+                                       : ParseMiniMallocCsv(text.str(), path));
+    return GraphFromRecords(records, std::filesystem::path(path).stem().string());
+  }
   return absl::UnimplementedError(absl::StrCat(
-      path, ": unknown model extension '", ext, "' (expected .onnx, .pb, .pbtxt or .prototxt)"));
+      path, ": unknown model extension '", ext,
+      "' (expected .onnx, .pb, .pbtxt, .prototxt, .json usage records or .csv MiniMalloc trace)"));
 }
 
 }  // namespace memonger::graph

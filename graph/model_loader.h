@@ -2,6 +2,8 @@
 //   .onnx            ONNX ModelProto (graph/onnx_import.h)
 //   .pb              binary NetDef (graph/net_def.h)
 //   .pbtxt .prototxt text NetDef
+//   .json            usage records, schema memonger.records/v1 (graph/records.h)
+//   .csv             a MiniMalloc trace (graph/records.h)
 //
 //   LoadOptions options;
 //   MG_RETURN_IF_ERROR(ParseDimBinding("N=18001", options.bindings));

@@ -1,0 +1,55 @@
+// Raw planning problems without a graph: usage records (schema memonger.records/v1, JSON) and
+// MiniMalloc's CSV. Each record is one buffer with a byte size and a lifetime; it becomes one
+// value of a synthetic graph so that every planner and the verifier treat it like a model.
+//
+//   {"schema": "memonger.records/v1",
+//    "records": [{"name": "t0", "bytes": 7, "first_step": 0, "last_step": 1}, ...]}
+//   (first_step and last_step inclusive; optional "alignment")
+//
+//   id,lower,upper,size[,alignment,gaps,offset]      (MiniMalloc; upper exclusive)
+//
+// The synthetic graph has one op (type "Step") per distinct lifetime boundary: the steps are
+// compressed to the sorted distinct values of first_step and last_step, which keeps every
+// overlap (and so the lower bound) of the original problem while bounding the op count by twice
+// the record count. Record r is produced by the op of its first step and read by the op of its
+// last step; its type is uint8[bytes]. Steps are times, not ops to reorder: plan such graphs
+// with the given order.
+#ifndef MEMONGER_GRAPH_RECORDS_H_
+#define MEMONGER_GRAPH_RECORDS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+
+namespace memonger::graph {
+
+struct UsageRecord {
+  std::string name;
+  int64_t bytes = 0;
+  int64_t first_step = 0;  // inclusive
+  int64_t last_step = 0;   // inclusive
+  int64_t alignment = 0;   // 0: the plan's default
+  int64_t offset = -1;     // an offset recorded in the file, -1 if none
+};
+
+// InvalidArgument naming the file and the record (by index and name) for malformed input:
+// not JSON, a wrong schema, missing or non-integer fields, negative bytes or steps,
+// last_step < first_step (upper <= lower in CSV), numbers that do not fit, duplicate names,
+// alignment not a power of two.
+absl::StatusOr<std::vector<UsageRecord>> ParseRecordsJson(const std::string& text,
+                                                          const std::string& source_name);
+absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& text,
+                                                            const std::string& source_name);
+
+absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
+                                       const std::string& name);
+
+// The operation type of the synthetic step ops.
+inline constexpr char kRecordStepOpType[] = "Step";
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_GRAPH_RECORDS_H_
