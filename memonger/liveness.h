@@ -36,10 +36,15 @@ struct Lifetime {
 
 struct LivenessOptions {
   bool plan_static = false;  // place params and constants too
-  bool views = false;        // outputs of view-capable ops alias their input 0
+  // Output 0 of an op marked `view` whose type's schema is view_capable aliases its input 0,
+  // when that is safe: both planned, on one device, the output no larger than the input, and
+  // neither of them overwritten in place later (an in-place write would change the other).
+  // Otherwise the output gets memory of its own, as without views.
+  bool views = false;
 };
 
 struct Liveness {
+  LivenessOptions options;  // what it was computed with
   Schedule schedule;
   int num_steps = 0;
   // Per value (indexed by ValueId):
@@ -48,12 +53,16 @@ struct Liveness {
   std::vector<graph::Device> device;  // its producer's device; for graph inputs, the first reader's
   std::vector<graph::ValueId> alias_root;  // the class's representative (its oldest member)
   std::vector<Lifetime> lifetime;     // the class's merged lifetime (meaningful when planned)
-  // Per alias class, indexed by the root's ValueId (other entries empty): members, oldest first.
+  // Per alias class, indexed by the root's ValueId (other entries empty): members, oldest first
+  // (by the step of their producer, graph inputs first; ties by id). Unplanned static values
+  // are classes of their own.
   std::vector<std::vector<graph::ValueId>> members;
   std::vector<int64_t> class_bytes;   // largest member's bytes, at the root's index
 };
 
-// REQUIRES: every value typed (InferShapes done).
+// FailedPrecondition naming a value without a type (run InferShapes first); InvalidArgument for
+// a schedule that is not a valid order of the graph's ops, and for an in-place write across
+// devices.
 absl::StatusOr<Liveness> ComputeLiveness(const graph::Graph& graph, const Schedule& schedule,
                                          const LivenessOptions& options = {});
 
@@ -61,8 +70,11 @@ absl::StatusOr<Liveness> ComputeLiveness(const graph::Graph& graph, const Schedu
 std::vector<int64_t> LiveBytesPerStep(const Liveness& liveness, int64_t alignment);
 
 // Happens-before among ops in every legal execution (parallel execution model): a reaches b
-// through data, control or in-place ordering edges. Answers by a search bounded by the
-// topological positions, memoized per source; no dense n x n matrix.
+// through data, control or in-place ordering edges (OpSuccessors). Answers by a depth-first
+// search from a that never expands an op placed after b in a topological order; the search of
+// the latest source is kept and resumed when a query asks about a later op, so queries grouped
+// by source cost O(ops + edges) together. No dense n x n matrix. Not thread-safe (the search
+// state is cached).
 class HappensBefore {
  public:
   explicit HappensBefore(const graph::Graph& graph);
@@ -72,6 +84,11 @@ class HappensBefore {
  private:
   std::vector<std::vector<graph::OpId>> successors_;
   std::vector<int> topo_position_;
+  // The search from source_: ops reached carry visit_epoch_ in visit_mark_; those reached at
+  // topological positions up to bound_ are expanded, the others wait in deferred_.
+  mutable graph::OpId source_ = graph::kNone;
+  mutable int bound_ = -1;
+  mutable std::vector<graph::OpId> deferred_;
   mutable std::vector<int> visit_mark_;
   mutable int visit_epoch_ = 0;
 };

@@ -37,6 +37,9 @@ struct Plan {
   OrderKind order = OrderKind::kGiven;
   ExecutionModel execution = ExecutionModel::kSerial;
   int64_t alignment = 256;
+  // The liveness options the plan was made with (VerifyPlan recomputes liveness with them).
+  bool plan_static = false;  // params and constants placed in the arena too
+  bool views = false;        // view outputs alias their input (LivenessOptions::views)
 
   std::vector<PlanStep> steps;  // steps[step].op is the schedule
   // Per value (indexed by ValueId). Static values (not planned): buffer -1, offset kNoOffset.
@@ -47,22 +50,27 @@ struct Plan {
 
   int64_t arena_bytes = 0;        // max over buffers of offset + size, aligned
   int64_t lower_bound_bytes = 0;  // max over steps of live_bytes
-  int64_t naive_bytes = 0;        // every alias class in its own aligned memory
-  int64_t static_bytes = 0;       // params and constants (not in the arena)
+  int64_t naive_bytes = 0;        // every planned alias class in its own aligned memory
+  int64_t static_bytes = 0;       // params and constants not placed in the arena
   double planning_seconds = 0;
   bool proven_optimal = false;    // the planner proved its objective optimal
 
-  int peak_step = 0;
-  std::vector<graph::ValueId> peak_values;  // largest values live at the peak step, descending
+  int peak_step = 0;  // the first step with the most live bytes
+  // The largest alias classes live at the peak step (their roots), by class bytes descending,
+  // then by id.
+  std::vector<graph::ValueId> peak_values;
 };
 
-// Fills steps, lifetime, lower bound, naive bytes, static bytes, peak step and peak values of
-// `plan` from a schedule and its liveness; the planner then fills buffers and offsets and calls
-// FinishPlan. `top_values` bounds peak_values.
+// Fills order, alignment, liveness options, steps, lifetime, lower bound, naive bytes, static
+// bytes, peak step and peak values of `plan` from a schedule and its liveness, and resets
+// buffers and offsets (every value unplaced); the planner then fills buffers and
+// buffer_of_value and calls FinishPlan. `top_values` bounds peak_values.
+// REQUIRES: the aligned sums fit in int64 (PlanMemory checks the naive sum first).
 void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t alignment, Plan& plan,
               int top_values = 8);
 
-// Sets offset_of_value from buffers and arena_bytes from the buffers' extent.
+// Sets offset_of_value from buffers (kNoOffset for values without a buffer) and arena_bytes
+// from the buffers' extent (0 without buffers), aligned up to the plan's alignment.
 void FinishPlan(Plan& plan);
 
 // Sum of buffer sizes (memonger's objective for sharing planners).

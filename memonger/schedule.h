@@ -3,9 +3,24 @@
 //   given         the graph's dependency order: program order when the net lists its ops in a
 //                 valid order (Graph::TopologicalOrder()).
 //   topological   Kahn's algorithm with a deterministic tie-break: among ready ops, the one
-//                 listed first in the net.
+//                 listed first in the net (memonger's "plain order", made deterministic; it
+//                 equals `given` whenever the net lists its ops in a valid order).
 //   longest-path  memonger's: ops on longer execution paths first, so values on the critical
 //                 path are produced and consumed back to back and their lifetimes shorten.
+//                 Steps (Caffe2 memonger.py, topological_sort_traversal_longest_path):
+//                   1. several sinks (ops nothing depends on) get a virtual sink fed by all;
+//                   2. from every source (op with no dependency), a longest path to the sink;
+//                   3. the paths merged into a tree rooted at the sink, leaf height 0;
+//                   4. a DFS from the root, children in ascending height (ties: the order the
+//                      paths added them), lists the sources;
+//                   5. that list, then each source's descendants not yet listed (ascending);
+//                      the order is the topological sort that always takes the ready op listed
+//                      LAST in that list.
+//                 memonger took the longest paths from networkx's Bellman-Ford, whose tie-break
+//                 among equally long paths follows its relaxation order; here a path always
+//                 continues to the successor with the longest remaining path, the smallest op
+//                 index on ties, so the paths merge into a tree. O((ops + edges) log ops).
+//   memory-aware  not built yet (Unimplemented).
 //
 // Every schedule respects data edges, control inputs and in-place ordering (a write in place
 // waits for the other readers of the memory it overwrites).
@@ -33,6 +48,12 @@ struct Schedule {
 
 // Unimplemented for an order kind not built yet.
 absl::StatusOr<Schedule> MakeSchedule(const graph::Graph& graph, OrderKind order);
+
+// The dependency edges every schedule respects: successors[op] are the ops that must run after
+// `op` because they read a value it writes (data), list it as a control input (control), or
+// overwrite in place a value it reads (in-place ordering, as Graph::Build orders them).
+// Ascending, without duplicates. O(ops + edges).
+std::vector<std::vector<graph::OpId>> OpSuccessors(const graph::Graph& graph);
 
 // Every op exactly once and every dependency (data, control, in-place) respected; else
 // InvalidArgument naming the first violated dependency. Used on plans read back from files.

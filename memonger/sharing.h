@@ -15,8 +15,10 @@ namespace memonger {
 // must appear in exactly one group.
 using SharingGroups = std::vector<std::vector<graph::ValueId>>;
 
-// Buffers in group order, each sized to its largest class (aligned), at increasing offsets.
-// REQUIRES: plan initialised by InitPlan.
+// Buffers in group order, each sized to its largest class (aligned), at increasing offsets
+// (each a multiple of the plan's alignment and of its members' own alignments); every member of
+// every class gets its group's buffer; then FinishPlan. Empty groups are skipped.
+// REQUIRES: plan initialised by InitPlan; every planned class in exactly one group (MG_CHECKed).
 void BuildSharingPlan(const graph::Graph& graph, const Liveness& liveness,
                       const SharingGroups& groups, Plan& plan);
 

@@ -20,19 +20,90 @@ TEST(OptimizeNetTest, SummarisesTheBundledExample) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("transformer_block_fp16"));
   EXPECT_THAT(r.out, HasSubstr("naive bytes"));
+  EXPECT_THAT(r.out, HasSubstr("lower bound"));
+  EXPECT_THAT(r.out, HasSubstr("arena / lower"));
+  EXPECT_THAT(r.out, HasSubstr("peak             step"));
   // The [1,12,L,L] fp16 tensors are the largest values.
   EXPECT_THAT(r.out, HasSubstr("float16[1,12,1025,1025]"));
 }
 
-TEST(OptimizeNetTest, JsonFormatIsValidJson) {
+TEST(OptimizeNetTest, JsonFormatIsThePlanDocument) {
   auto r = RunOptimizeNet(Example() + " --dim L=1025 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
   ASSERT_FALSE(j.is_discarded()) << r.out;
-  EXPECT_EQ(j["schema"], "memonger.summary/v1");
-  EXPECT_EQ(j["ops"], 27);
-  // Bias, scores, probs: 12 * 1025^2 fp16 values each.
-  EXPECT_EQ(j["largest_values"][0]["bytes"], int64_t{12} * 1025 * 1025 * 2);
+  EXPECT_EQ(j["schema"], "memonger.plan/v1");
+  EXPECT_EQ(j["steps"].size(), 27u);
+  EXPECT_GE(j["arena_bytes"].get<int64_t>(), j["lower_bound_bytes"].get<int64_t>());
+  EXPECT_LE(j["arena_bytes"].get<int64_t>(), j["naive_bytes"].get<int64_t>());
+  // The bias is a param: static, no offset. Scores: 12 * 1025^2 fp16 values, placed.
+  bool saw_bias = false, saw_scores = false;
+  for (const auto& v : j["values"]) {
+    if (v["name"] == "alibi_bias") {
+      saw_bias = true;
+      EXPECT_TRUE(v["offset"].is_null());
+      EXPECT_EQ(v["role"], "param");
+    }
+    if (v["name"] == "scores") {
+      saw_scores = true;
+      EXPECT_EQ(v["bytes"], int64_t{12} * 1025 * 1025 * 2);
+      EXPECT_EQ(v["offset"].get<int64_t>() % 256, 0);
+      EXPECT_EQ(v["dtype"], "float16");
+    }
+  }
+  EXPECT_TRUE(saw_bias);
+  EXPECT_TRUE(saw_scores);
+}
+
+TEST(OptimizeNetTest, BudgetExitsThreeWhenTheArenaDoesNotFit) {
+  auto over = RunOptimizeNet(Example() + " --dim L=18001 --budget 8GiB");
+  EXPECT_EQ(over.exit_code, 3) << over.err;
+  EXPECT_THAT(over.err, HasSubstr("more than the budget"));
+  auto fits = RunOptimizeNet(Example() + " --dim L=18001 --budget 80GiB");
+  EXPECT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_EQ(RunOptimizeNet(Example() + " --dim L=18001 --budget lots").exit_code, 2);
+}
+
+TEST(OptimizeNetTest, NetOutWritesARewrittenNetThatLoads) {
+  const std::string out = memonger::testing::TempDir() + "/rewritten.pbtxt";
+  auto r = RunOptimizeNet(Example() + " --dim L=129 --planner memonger-dag --net-out '" + out + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto again = RunOptimizeNet("'" + out + "' --dim L=129 --planner none");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("ops              27"));
+}
+
+TEST(OptimizeNetTest, PlansUsageRecords) {
+  const std::string records = WriteTempFile("records.json", R"({"schema": "memonger.records/v1",
+      "records": [{"name": "b0", "bytes": 7, "first_step": 0, "last_step": 1},
+                  {"name": "b1", "bytes": 5, "first_step": 1, "last_step": 3},
+                  {"name": "b2", "bytes": 5, "first_step": 2, "last_step": 3},
+                  {"name": "b3", "bytes": 6, "first_step": 3, "last_step": 5},
+                  {"name": "b4", "bytes": 5, "first_step": 4, "last_step": 5}]})");
+  // memonger's DP counterexample: with 1-byte alignment exact sharing finds 17, memonger-dp 18.
+  auto exact = RunOptimizeNet("'" + records + "' --alignment 1 --planner exact-sharing --format json");
+  ASSERT_EQ(exact.exit_code, 0) << exact.err;
+  EXPECT_EQ(nlohmann::json::parse(exact.out)["arena_bytes"], 17);
+  auto dp = RunOptimizeNet("'" + records + "' --alignment 1 --planner memonger-dp --format json");
+  ASSERT_EQ(dp.exit_code, 0) << dp.err;
+  EXPECT_EQ(nlohmann::json::parse(dp.out)["arena_bytes"], 18);
+  EXPECT_EQ(nlohmann::json::parse(dp.out)["lower_bound_bytes"], 16);
+  EXPECT_EQ(RunOptimizeNet("'" + records + "' --order longest-path").exit_code, 1);
+}
+
+TEST(OptimizeNetTest, PlannerAndOrderNamesAreUsageErrors) {
+  auto planner = RunOptimizeNet(Example() + " --dim L=129 --planner magic");
+  EXPECT_EQ(planner.exit_code, 2);
+  EXPECT_THAT(planner.err, HasSubstr("magic"));
+  EXPECT_EQ(RunOptimizeNet(Example() + " --dim L=129 --order sideways").exit_code, 2);
+  EXPECT_EQ(RunOptimizeNet(Example() + " --dim L=129 --alignment 48").exit_code, 2);
+}
+
+TEST(OptimizeNetTest, UnknownLossIsAnError) {
+  auto r = RunOptimizeNet(Example() +
+                          " --dim L=129 --mode training --planner memonger-dag --loss nowhere");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("'nowhere'"));
 }
 
 TEST(OptimizeNetTest, HelpAndUsageErrors) {
@@ -127,7 +198,17 @@ INSTANTIATE_TEST_SUITE_P(
                      "malformed"},
         BadInputCase{"input_shape_for_a_non_input", "relu.pbtxt", kRelu,
                      "--input-shape x=2 --input-shape y=2", "'y'"},
-        BadInputCase{"malformed_dim", "", "", "--dim L", "malformed"}),
+        BadInputCase{"malformed_dim", "", "", "--dim L", "malformed"},
+        BadInputCase{"records_end_before_start", "bad_records.json",
+                     R"({"schema": "memonger.records/v1", "records": [
+                         {"name": "a", "bytes": 4, "first_step": 3, "last_step": 1}]})",
+                     "", "ends (step 1) before it starts (step 3)"},
+        BadInputCase{"records_negative_bytes", "neg_records.json",
+                     R"({"schema": "memonger.records/v1", "records": [
+                         {"name": "a", "bytes": -4, "first_step": 0, "last_step": 1}]})",
+                     "", "negative size"},
+        BadInputCase{"trace_upper_not_above_lower", "bad.csv", "id,lower,upper,size\n0,5,5,8\n",
+                     "", "upper 5 <= lower 5"}),
     [](const ::testing::TestParamInfo<BadInputCase>& info) { return info.param.label; });
 
 }  // namespace

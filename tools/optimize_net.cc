@@ -1,9 +1,10 @@
-// optimize-net: loads a model, infers every value's type and reports what the model holds.
+// optimize-net: loads a model, infers every value's type, plans its memory and reports.
 // Thin by design: parse flags, call the library, print, map the Status to an exit code.
 //
 // Exit codes: 0 success; 1 the input or the run failed (the message on stderr names the file,
-// op or value); 2 usage error.
-#include <cstdio>
+// op or value); 2 usage error; 3 the plan does not fit --budget.
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -11,9 +12,18 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "graph/model_loader.h"
+#include "graph/net_def.h"
+#include "graph/records.h"
 #include "graph/shape_inference.h"
 #include "memonger/model_summary.h"
+#include "memonger/net_rewrite.h"
+#include "memonger/plan_report.h"
+#include "memonger/planner.h"
+#include "memonger/verify_plan.h"
+#include "util/bytes.h"
 #include "util/status_macros.h"
 
 namespace {
@@ -21,34 +31,169 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitOverBudget = 3;
 
 struct Flags {
   std::string model;
   std::vector<std::string> input_shapes;
   std::vector<std::string> dims;
   std::string format = "text";
+  std::string planner = "exact-sharing";
+  std::string order = "given";
+  std::string execution;  // empty: the net's hint, else serial
+  std::string mode = "inference";
+  std::vector<std::string> losses;
+  std::vector<std::string> dont_share;
+  std::vector<std::string> heads;
+  bool share_activations = false;
+  int64_t alignment = 256;
+  double time_limit = 10;
+  bool plan_static = false;
+  bool views = false;
+  std::string budget;
+  std::string plan_json;
+  std::string net_out;
   int top = 10;
 };
 
-absl::Status Run(const Flags& flags) {
-  memonger::graph::LoadOptions options;
+bool IsRecordsGraph(const memonger::graph::Graph& graph) {
+  for (const auto& op : graph.ops()) {
+    if (op.type != memonger::graph::kRecordStepOpType) return false;
+  }
+  return true;
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write the file"));
+  return absl::OkStatus();
+}
+
+absl::Status WriteNet(const memonger::graph::Graph& graph, const memonger::Plan& plan,
+                      const std::string& path) {
+  MG_ASSIGN_OR_RETURN(memonger::RewrittenNet rewritten, memonger::RewriteNet(graph, plan));
+  const memonger::proto::NetDef reference = memonger::ReferenceNet(graph, plan);
+  const absl::Status equal = memonger::VerifyGraphEquality(reference, rewritten.net);
+  const absl::Status inplace = memonger::VerifyInplaceBlobs(reference, rewritten.net);
+  if (!equal.ok() || !inplace.ok()) {
+    return absl::InternalError(absl::StrCat("the rewritten net does not compute the same graph: ",
+                                            equal.ok() ? inplace.message() : equal.message()));
+  }
+  const std::string ext =
+      absl::AsciiStrToLower(std::filesystem::path(path).extension().string());
+  if (ext != ".pb" && ext != ".pbtxt" && ext != ".prototxt") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--net-out ", path, ": use the extension .pb (binary) or .pbtxt (text)"));
+  }
+  return memonger::graph::WriteNetDef(rewritten.net, path,
+                                      ext == ".pb" ? memonger::graph::NetFileFormat::kBinary
+                                                   : memonger::graph::NetFileFormat::kText);
+}
+
+// Options from flags. Errors here are usage errors (exit 2) only when CLI11 could not catch
+// them; everything else is an input error.
+absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
+                                                      const memonger::graph::Graph& graph) {
+  memonger::PlanOptions options;
+  MG_ASSIGN_OR_RETURN(options.planner, memonger::ParsePlanner(flags.planner));
+  MG_ASSIGN_OR_RETURN(options.order, memonger::ParseOrder(flags.order));
+  if (flags.execution.empty()) {
+    options.execution = graph.prefers_parallel() ? memonger::ExecutionModel::kParallel
+                                                 : memonger::ExecutionModel::kSerial;
+  } else {
+    MG_ASSIGN_OR_RETURN(options.execution, memonger::ParseExecution(flags.execution));
+  }
+  options.mode = flags.mode == "training" ? memonger::Mode::kTraining : memonger::Mode::kInference;
+  options.alignment = flags.alignment;
+  options.time_limit_seconds = flags.time_limit;
+  options.plan_static = flags.plan_static;
+  options.views = flags.views;
+  options.model_name = flags.model;
+  options.losses = flags.losses;
+  options.share_activations = flags.share_activations;
+  options.dont_share = flags.dont_share;
+  options.heads = flags.heads;
+  if (!flags.losses.empty() && options.mode != memonger::Mode::kTraining) {
+    return absl::InvalidArgumentError("--loss needs --mode training");
+  }
+  if (IsRecordsGraph(graph) && options.order != memonger::OrderKind::kGiven) {
+    return absl::InvalidArgumentError(
+        "usage records and traces have fixed steps: only --order given applies");
+  }
+  return options;
+}
+
+// Returns the exit code; prints what failed.
+int Run(const Flags& flags) {
+  auto fail = [](const absl::Status& status) {
+    std::cerr << "optimize-net: " << status.message() << "\n";
+    return kExitFailed;
+  };
+  // Names of planners and orders are usage errors, found before any work.
+  if (auto p = memonger::ParsePlanner(flags.planner); !p.ok()) {
+    std::cerr << "optimize-net: --planner: " << p.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (auto o = memonger::ParseOrder(flags.order); !o.ok()) {
+    std::cerr << "optimize-net: --order: " << o.status().message() << "\n";
+    return kExitUsage;
+  }
+  int64_t budget = -1;
+  if (!flags.budget.empty()) {
+    auto parsed = memonger::util::ParseBytes(flags.budget);
+    if (!parsed.ok()) {
+      std::cerr << "optimize-net: --budget: " << parsed.status().message() << "\n";
+      return kExitUsage;
+    }
+    budget = *parsed;
+  }
+  memonger::graph::LoadOptions load;
   for (const std::string& d : flags.dims) {
-    MG_RETURN_IF_ERROR(memonger::graph::ParseDimBinding(d, options.bindings));
+    if (auto s = memonger::graph::ParseDimBinding(d, load.bindings); !s.ok()) return fail(s);
   }
   for (const std::string& s : flags.input_shapes) {
-    MG_RETURN_IF_ERROR(memonger::graph::ParseInputShapeBinding(s, options.bindings));
+    if (auto st = memonger::graph::ParseInputShapeBinding(s, load.bindings); !st.ok()) {
+      return fail(st);
+    }
   }
-  MG_ASSIGN_OR_RETURN(memonger::graph::Graph graph,
-                      memonger::graph::LoadModel(flags.model, options));
-  MG_RETURN_IF_ERROR(memonger::graph::InferShapes(graph, options.bindings));
-  MG_ASSIGN_OR_RETURN(memonger::ModelSummary summary,
-                      memonger::SummarizeModel(graph, flags.model, flags.top));
+  auto graph = memonger::graph::LoadModel(flags.model, load);
+  if (!graph.ok()) return fail(graph.status());
+  if (auto s = memonger::graph::InferShapes(*graph, load.bindings); !s.ok()) return fail(s);
+  auto options = MakePlanOptions(flags, *graph);
+  if (!options.ok()) return fail(options.status());
+  auto plan = memonger::PlanMemory(*graph, *options);
+  if (!plan.ok()) return fail(plan.status());
+  // Every plan is checked by the independent verifier before anyone sees it.
+  if (auto s = memonger::VerifyPlan(*graph, *plan); !s.ok()) {
+    return fail(absl::InternalError(absl::StrCat("the planner '", plan->planner,
+                                                 "' produced an invalid plan: ", s.message())));
+  }
+  if (!flags.plan_json.empty()) {
+    if (auto s = WriteText(flags.plan_json, memonger::PlanToJson(*graph, *plan)); !s.ok()) {
+      return fail(s);
+    }
+  }
+  if (!flags.net_out.empty()) {
+    if (auto s = WriteNet(*graph, *plan, flags.net_out); !s.ok()) return fail(s);
+  }
   if (flags.format == "json") {
-    std::cout << memonger::SummaryToJson(graph, summary);
+    std::cout << memonger::PlanToJson(*graph, *plan);
   } else {
-    std::cout << memonger::SummaryToText(graph, summary);
+    auto summary = memonger::SummarizeModel(*graph, flags.model, flags.top);
+    if (!summary.ok()) return fail(summary.status());
+    std::cout << memonger::SummaryToText(*graph, *summary) << "\n"
+              << memonger::PlanToText(*graph, *plan);
   }
-  return absl::OkStatus();
+  if (budget >= 0 && plan->arena_bytes > budget) {
+    std::cerr << "optimize-net: the arena needs " << memonger::util::FormatBytes(plan->arena_bytes)
+              << " (" << plan->arena_bytes << " bytes), "
+              << memonger::util::FormatBytes(plan->arena_bytes - budget)
+              << " more than the budget of " << memonger::util::FormatBytes(budget) << "\n";
+    return kExitOverBudget;
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -56,20 +201,56 @@ absl::Status Run(const Flags& flags) {
 int main(int argc, char** argv) {
   CLI::App app{
       "optimize-net: plans the memory of a neural-network graph.\n"
-      "Loads MODEL (.onnx, .pb, .pbtxt), infers every value's dtype and shape, and reports\n"
-      "the model's ops, values, parameter bytes, naive activation bytes and largest values."};
+      "Loads MODEL, infers every value's dtype and shape, works out lifetimes, lets values\n"
+      "whose lifetimes do not overlap share memory, verifies the plan and reports it."};
   app.set_version_flag("--version", "optimize-net 0.1.0");
   Flags flags;
-  app.add_option("model", flags.model, "model file: .onnx, .pb (binary NetDef), .pbtxt (text)")
+  app.add_option("model", flags.model,
+                 "model file: .onnx, .pb (binary NetDef), .pbtxt (text NetDef), .json (usage "
+                 "records, memonger.records/v1), .csv (MiniMalloc trace)")
       ->required();
   app.add_option("--input-shape", flags.input_shapes,
                  "NAME=D0,D1,... : the shape of a graph input (repeatable)")
-      ->take_all()
       ->allow_extra_args(false);
   app.add_option("--dim", flags.dims, "SYMBOL=VALUE : binds a symbolic dimension (repeatable)")
       ->allow_extra_args(false);
-  app.add_option("--format", flags.format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--planner", flags.planner,
+                 "none, memonger-dag, memonger-greedy, memonger-dp, exact-sharing")
+      ->capture_default_str();
+  app.add_option("--order", flags.order, "given, topological, longest-path")
+      ->capture_default_str();
+  app.add_option("--execution", flags.execution,
+                 "serial or parallel (default: the net's hint, else serial)")
+      ->check(CLI::IsMember({"serial", "parallel"}));
+  app.add_option("--mode", flags.mode, "inference or training")
+      ->check(CLI::IsMember({"inference", "training"}))
+      ->capture_default_str();
+  app.add_option("--loss", flags.losses, "a loss to start gradient sharing from (training)")
+      ->allow_extra_args(false);
+  app.add_flag("--share-activations", flags.share_activations,
+               "memonger-dag training: share activations as well as gradients");
+  app.add_option("--dont-share", flags.dont_share, "a value name never shared (memonger-dag)")
+      ->allow_extra_args(false);
+  app.add_option("--head", flags.heads,
+                 "memonger-dag inference: a value to start from (default: the graph inputs)")
+      ->allow_extra_args(false);
+  app.add_option("--alignment", flags.alignment, "byte alignment of every offset (power of two)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--time-limit", flags.time_limit,
+                 "seconds a searching planner may take; it then returns the best found")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--plan-static", flags.plan_static, "place params and constants in the arena too");
+  app.add_flag("--views", flags.views,
+               "ops marked `view` (Reshape, Squeeze, ...) alias their input instead of copying");
+  app.add_option("--budget", flags.budget, "bytes available (80GiB, 512MiB, ...): exit 3 if over");
+  app.add_option("--plan-json", flags.plan_json, "write the plan (memonger.plan/v1) to FILE");
+  app.add_option("--net-out", flags.net_out,
+                 "write the rewritten net (shared values renamed) to FILE (.pb or .pbtxt)");
+  app.add_option("--format", flags.format, "text or json (the plan document)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   app.add_option("--top", flags.top, "how many of the largest values to list")
       ->check(CLI::NonNegativeNumber);
   try {
@@ -82,10 +263,9 @@ int main(int argc, char** argv) {
     app.exit(e);
     return kExitUsage;
   }
-  const absl::Status status = Run(flags);
-  if (!status.ok()) {
-    std::cerr << "optimize-net: " << status.message() << "\n";
-    return kExitFailed;
+  if ((flags.alignment & (flags.alignment - 1)) != 0) {
+    std::cerr << "optimize-net: --alignment " << flags.alignment << " is not a power of two\n";
+    return kExitUsage;
   }
-  return kExitOk;
+  return Run(flags);
 }

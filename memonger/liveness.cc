@@ -1,0 +1,261 @@
+#include "memonger/liveness.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "graph/op_schema.h"
+#include "util/check.h"
+#include "util/checked_math.h"
+#include "util/status_macros.h"
+
+namespace memonger {
+namespace {
+
+using graph::Graph;
+using graph::kNone;
+using graph::OpId;
+using graph::ValueId;
+
+// Union-find over values, path halving; the class representative is chosen afterwards.
+class UnionFind {
+ public:
+  explicit UnionFind(int n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
+  int Find(int x) {
+    while (parent_[x] != x) {
+      parent_[x] = parent_[parent_[x]];
+      x = parent_[x];
+    }
+    return x;
+  }
+  void Union(int a, int b) {
+    a = Find(a);
+    b = Find(b);
+    if (a != b) parent_[std::max(a, b)] = std::min(a, b);
+  }
+
+ private:
+  std::vector<int> parent_;
+};
+
+int64_t AlignUp(int64_t bytes, int64_t alignment) {
+  const auto aligned = util::CheckedAlignUp(bytes, alignment);
+  MG_CHECK(aligned.has_value());
+  return *aligned;
+}
+
+}  // namespace
+
+absl::string_view ExecutionName(ExecutionModel execution) {
+  switch (execution) {
+    case ExecutionModel::kSerial: return "serial";
+    case ExecutionModel::kParallel: return "parallel";
+  }
+  return "serial";
+}
+
+absl::StatusOr<ExecutionModel> ParseExecution(absl::string_view name) {
+  if (name == "serial") return ExecutionModel::kSerial;
+  if (name == "parallel") return ExecutionModel::kParallel;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown execution model '", name, "' (expected serial, parallel)"));
+}
+
+absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& schedule,
+                                         const LivenessOptions& options) {
+  MG_RETURN_IF_ERROR(CheckSchedule(graph, schedule.ops));
+  const int n = graph.num_values();
+  Liveness live;
+  live.options = options;
+  live.schedule.order = schedule.order;
+  live.schedule.ops = schedule.ops;
+  live.schedule.step_of_op.assign(graph.num_ops(), 0);
+  for (int step = 0; step < graph.num_ops(); ++step) {
+    live.schedule.step_of_op[schedule.ops[step]] = step;
+  }
+  const std::vector<int>& step_of = live.schedule.step_of_op;
+  live.num_steps = graph.num_ops();
+  const int last = std::max(live.num_steps - 1, 0);
+
+  live.planned.assign(n, false);
+  live.bytes.assign(n, 0);
+  live.device.assign(n, graph::Device{});
+  live.alias_root.assign(n, kNone);
+  live.lifetime.assign(n, Lifetime{});
+  live.members.assign(n, {});
+  live.class_bytes.assign(n, 0);
+
+  // Bytes, devices, and each value's own lifetime.
+  std::vector<Lifetime> own(n);
+  std::vector<bool> is_output(n, false);
+  for (ValueId id : graph.outputs()) is_output[id] = true;
+  for (ValueId id = 0; id < n; ++id) {
+    const graph::Value& v = graph.value(id);
+    if (!v.type.has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "value '", v.DisplayName(), "' has no type: run shape inference first"));
+    }
+    MG_ASSIGN_OR_RETURN(live.bytes[id],
+                        graph::ByteSize(*v.type, absl::StrCat("value '", v.DisplayName(), "'")));
+    const bool is_static = graph::IsStatic(v.role);
+    live.planned[id] = !is_static || options.plan_static;
+
+    int first_read = std::numeric_limits<int>::max();
+    int last_read = -1;
+    for (OpId reader : v.consumers) {
+      first_read = std::min(first_read, step_of[reader]);
+      last_read = std::max(last_read, step_of[reader]);
+    }
+    if (v.producer != kNone) {
+      live.device[id] = graph.op(v.producer).device;
+    } else if (!v.consumers.empty()) {
+      live.device[id] = graph.op(live.schedule.ops[first_read]).device;
+    }
+    if (is_static) {
+      own[id] = Lifetime{0, last};
+      continue;
+    }
+    const int first = v.producer == kNone ? 0 : step_of[v.producer];
+    own[id] = Lifetime{first, std::max(first, last_read)};
+    if (is_output[id]) own[id].last_step = last;
+  }
+
+  // Alias classes: in-place outputs with what they overwrite; views (when enabled) with their
+  // input 0 where that is safe (see LivenessOptions::views).
+  UnionFind classes(n);
+  std::vector<bool> overwritten(n, false);
+  for (ValueId id = 0; id < n; ++id) {
+    const graph::Value& v = graph.value(id);
+    if (v.inplace_of == kNone) continue;
+    const ValueId base = v.inplace_of;
+    overwritten[base] = true;
+    const graph::Op& writer = graph.op(v.producer);
+    if (live.planned[id] != live.planned[base]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          writer.Label(), " writes ", graph::RoleName(graph.value(base).role), " '",
+          graph.value(base).DisplayName(), "' in place as ", graph::RoleName(v.role), " '",
+          v.DisplayName(), "': a static value and a planned one cannot share memory"));
+    }
+    if (live.device[id] != live.device[base]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          writer.Label(), " runs on ", graph::DeviceToString(live.device[id]), " and writes '",
+          graph.value(base).DisplayName(), "' in place, but that value lives on ",
+          graph::DeviceToString(live.device[base])));
+    }
+    classes.Union(id, base);
+  }
+  if (options.views) {
+    const graph::OpSchemaTable& schemas = graph::OpSchemaTable::Builtin();
+    for (const graph::Op& op : graph.ops()) {
+      if (!op.view || op.inputs.empty() || op.outputs.empty()) continue;
+      const graph::OpSchema* schema = schemas.Find(op.type);
+      if (schema == nullptr || !schema->view_capable) continue;
+      const ValueId in = op.inputs[0];
+      const ValueId out = op.outputs[0];
+      if (graph.value(out).inplace_of != kNone || !live.planned[in] || !live.planned[out] ||
+          live.device[in] != live.device[out] || live.bytes[out] > live.bytes[in] ||
+          overwritten[in] || overwritten[out]) {
+        continue;
+      }
+      classes.Union(out, in);
+    }
+  }
+
+  // Members oldest first: by producer step (graph inputs before every op), then id.
+  auto age = [&](ValueId id) {
+    const OpId p = graph.value(id).producer;
+    return std::make_pair(p == kNone ? -1 : step_of[p], id);
+  };
+  std::vector<ValueId> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](ValueId a, ValueId b) { return age(a) < age(b); });
+  std::vector<ValueId> root_of_set(n, kNone);
+  for (ValueId id : order) {
+    const int set = classes.Find(id);
+    if (root_of_set[set] == kNone) root_of_set[set] = id;
+    const ValueId root = root_of_set[set];
+    live.alias_root[id] = root;
+    live.members[root].push_back(id);
+  }
+  for (ValueId root = 0; root < n; ++root) {
+    if (live.members[root].empty()) continue;
+    Lifetime merged = own[root];
+    int64_t bytes = 0;
+    for (ValueId m : live.members[root]) {
+      merged.first_step = std::min(merged.first_step, own[m].first_step);
+      merged.last_step = std::max(merged.last_step, own[m].last_step);
+      bytes = std::max(bytes, live.bytes[m]);
+    }
+    live.class_bytes[root] = bytes;
+    for (ValueId m : live.members[root]) live.lifetime[m] = merged;
+  }
+  return live;
+}
+
+std::vector<int64_t> LiveBytesPerStep(const Liveness& liveness, int64_t alignment) {
+  std::vector<int64_t> delta(liveness.num_steps + 1, 0);
+  for (ValueId id = 0; id < static_cast<ValueId>(liveness.alias_root.size()); ++id) {
+    if (!liveness.planned[id] || liveness.alias_root[id] != id) continue;
+    const Lifetime& l = liveness.lifetime[id];
+    if (l.first_step >= liveness.num_steps) continue;  // a net without ops
+    const int64_t bytes = AlignUp(liveness.class_bytes[id], alignment);
+    delta[l.first_step] += bytes;
+    delta[std::min(l.last_step + 1, liveness.num_steps)] -= bytes;
+  }
+  std::vector<int64_t> live(liveness.num_steps, 0);
+  int64_t running = 0;
+  for (int step = 0; step < liveness.num_steps; ++step) {
+    running += delta[step];
+    live[step] = running;
+  }
+  return live;
+}
+
+HappensBefore::HappensBefore(const Graph& graph)
+    : successors_(OpSuccessors(graph)),
+      topo_position_(graph.num_ops(), 0),
+      visit_mark_(graph.num_ops(), 0) {
+  const std::vector<OpId>& topo = graph.TopologicalOrder();
+  for (int i = 0; i < static_cast<int>(topo.size()); ++i) topo_position_[topo[i]] = i;
+}
+
+bool HappensBefore::Before(OpId a, OpId b) const {
+  if (a == b) return false;
+  const int bound = topo_position_[b];
+  if (topo_position_[a] >= bound) return false;
+  if (source_ != a) {
+    if (visit_epoch_ == std::numeric_limits<int>::max()) {
+      std::fill(visit_mark_.begin(), visit_mark_.end(), 0);
+      visit_epoch_ = 0;
+    }
+    ++visit_epoch_;
+    source_ = a;
+    bound_ = topo_position_[a];
+    deferred_.assign(1, a);
+    visit_mark_[a] = visit_epoch_;
+  }
+  if (bound > bound_) {
+    // Resume: expand every reached op up to the new bound; defer the ones beyond it.
+    bound_ = bound;
+    std::vector<OpId> stack;
+    std::vector<OpId> still_deferred;
+    for (OpId op : deferred_) {
+      (topo_position_[op] <= bound_ ? stack : still_deferred).push_back(op);
+    }
+    while (!stack.empty()) {
+      const OpId u = stack.back();
+      stack.pop_back();
+      for (OpId w : successors_[u]) {
+        if (visit_mark_[w] == visit_epoch_) continue;
+        visit_mark_[w] = visit_epoch_;
+        (topo_position_[w] <= bound_ ? stack : still_deferred).push_back(w);
+      }
+    }
+    deferred_ = std::move(still_deferred);
+  }
+  return visit_mark_[b] == visit_epoch_;
+}
+
+}  // namespace memonger

@@ -1,0 +1,97 @@
+#include "memonger/plan.h"
+
+#include <algorithm>
+
+#include "util/check.h"
+#include "util/checked_math.h"
+
+namespace memonger {
+namespace {
+
+int64_t AlignUp(int64_t bytes, int64_t alignment) {
+  const auto aligned = util::CheckedAlignUp(bytes, alignment);
+  MG_CHECK(aligned.has_value());
+  return *aligned;
+}
+
+}  // namespace
+
+void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t alignment, Plan& plan,
+              int top_values) {
+  MG_CHECK(alignment >= 1);
+  const int n = graph.num_values();
+  plan.order = liveness.schedule.order;
+  plan.alignment = alignment;
+  plan.plan_static = liveness.options.plan_static;
+  plan.views = liveness.options.views;
+
+  const std::vector<int64_t> live_bytes = LiveBytesPerStep(liveness, alignment);
+  plan.steps.assign(liveness.num_steps, PlanStep{});
+  plan.lower_bound_bytes = 0;
+  plan.peak_step = 0;
+  for (int step = 0; step < liveness.num_steps; ++step) {
+    plan.steps[step].op = liveness.schedule.ops[step];
+    plan.steps[step].live_bytes = live_bytes[step];
+    if (live_bytes[step] > plan.lower_bound_bytes) {
+      plan.lower_bound_bytes = live_bytes[step];
+      plan.peak_step = step;
+    }
+  }
+
+  plan.buffer_of_value.assign(n, -1);
+  plan.offset_of_value.assign(n, kNoOffset);
+  plan.lifetime = liveness.lifetime;
+  plan.buffers.clear();
+  plan.arena_bytes = 0;
+  plan.proven_optimal = false;
+
+  plan.naive_bytes = 0;
+  plan.static_bytes = 0;
+  std::vector<graph::ValueId> at_peak;
+  for (graph::ValueId id = 0; id < n; ++id) {
+    if (!liveness.planned[id]) {
+      if (graph::IsStatic(graph.value(id).role)) {
+        const auto sum = util::CheckedAdd(plan.static_bytes, liveness.bytes[id]);
+        MG_CHECK(sum.has_value());
+        plan.static_bytes = *sum;
+      }
+      continue;
+    }
+    if (liveness.alias_root[id] != id) continue;
+    const auto sum = util::CheckedAdd(plan.naive_bytes, AlignUp(liveness.class_bytes[id], alignment));
+    MG_CHECK(sum.has_value());
+    plan.naive_bytes = *sum;
+    const Lifetime& l = liveness.lifetime[id];
+    if (liveness.num_steps > 0 && l.first_step <= plan.peak_step &&
+        plan.peak_step <= l.last_step) {
+      at_peak.push_back(id);
+    }
+  }
+  std::sort(at_peak.begin(), at_peak.end(), [&](graph::ValueId a, graph::ValueId b) {
+    const int64_t ba = liveness.class_bytes[a];
+    const int64_t bb = liveness.class_bytes[b];
+    return ba != bb ? ba > bb : a < b;
+  });
+  if (static_cast<int>(at_peak.size()) > top_values) at_peak.resize(std::max(top_values, 0));
+  plan.peak_values = std::move(at_peak);
+}
+
+void FinishPlan(Plan& plan) {
+  int64_t extent = 0;
+  for (const PlanBuffer& b : plan.buffers) extent = std::max(extent, b.offset + b.size);
+  plan.arena_bytes = AlignUp(extent, plan.alignment);
+  plan.offset_of_value.resize(plan.buffer_of_value.size(), kNoOffset);
+  for (size_t v = 0; v < plan.buffer_of_value.size(); ++v) {
+    const int32_t b = plan.buffer_of_value[v];
+    MG_CHECK(b < static_cast<int32_t>(plan.buffers.size()));
+    plan.offset_of_value[v] = b < 0 ? kNoOffset : plan.buffers[b].offset;
+  }
+}
+
+int64_t SumOfBufferSizes(const Plan& plan) {
+  int64_t sum = 0;
+  for (const PlanBuffer& b : plan.buffers) sum += b.size;
+  return sum;
+}
+
+}  // namespace memonger

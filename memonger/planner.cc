@@ -1,0 +1,169 @@
+#include "memonger/planner.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "memonger/exact_sharing.h"
+#include "memonger/interference.h"
+#include "memonger/memonger_dag.h"
+#include "memonger/sharing.h"
+#include "util/checked_math.h"
+#include "util/status_macros.h"
+
+namespace memonger {
+namespace {
+
+constexpr absl::string_view kKnownPlanners =
+    "none, memonger-dag, memonger-greedy, memonger-dp, exact-sharing (planned: best-fit, "
+    "greedy-by-size, exact, auto)";
+
+absl::Status ValidateOptions(const PlanOptions& options) {
+  if (options.alignment < 1 || (options.alignment & (options.alignment - 1)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("alignment ", options.alignment, " is not a power of two >= 1"));
+  }
+  if (!(options.time_limit_seconds > 0) || std::isnan(options.time_limit_seconds)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("time limit ", options.time_limit_seconds, " s is not positive"));
+  }
+  return absl::OkStatus();
+}
+
+// Every planned alias class in memory of its own, aligned, must fit in int64 for the plan's sums.
+absl::Status CheckNaiveFits(const Liveness& liveness, int64_t alignment) {
+  int64_t total = 0;
+  for (graph::ValueId id = 0; id < static_cast<graph::ValueId>(liveness.planned.size()); ++id) {
+    if (!liveness.planned[id] || liveness.alias_root[id] != id) continue;
+    const auto aligned = util::CheckedAlignUp(liveness.class_bytes[id], alignment);
+    const auto sum = aligned ? util::CheckedAdd(total, *aligned) : std::nullopt;
+    if (!sum) {
+      return absl::InvalidArgumentError(
+          "the net's values together need more than 2^63 bytes; no plan can hold them");
+    }
+    total = *sum;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SharingGroups> SharingGroupsFor(const graph::Graph& graph,
+                                               const Liveness& liveness,
+                                               const PlanOptions& options, Plan& plan) {
+  switch (options.planner) {
+    case PlannerKind::kNone: {
+      SharingGroups groups;
+      for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
+        if (liveness.planned[id] && liveness.alias_root[id] == id) groups.push_back({id});
+      }
+      return groups;
+    }
+    case PlannerKind::kMemongerDag:
+      return PlanMemongerDag(graph, liveness, options);
+    case PlannerKind::kMemongerGreedy:
+      return PlanMemongerInterference(graph, liveness, options, /*dynamic_programming=*/false);
+    case PlannerKind::kMemongerDp:
+      return PlanMemongerInterference(graph, liveness, options, /*dynamic_programming=*/true);
+    case PlannerKind::kExactSharing: {
+      if (options.execution == ExecutionModel::kParallel) {
+        // Its items carry serial lifetimes only: disjoint lifetimes do not order two values
+        // under a parallel executor.
+        return absl::InvalidArgumentError(
+            "exact-sharing assumes the serial execution model; use --execution serial, or "
+            "memonger-dag for a parallel executor");
+      }
+      MG_ASSIGN_OR_RETURN(
+          ExactSharingResult result,
+          PlanExactSharing(SharingItems(graph, liveness, options.alignment),
+                           options.time_limit_seconds));
+      plan.proven_optimal = result.proven_optimal;
+      return std::move(result.groups);
+    }
+  }
+  return absl::InternalError("unknown planner");
+}
+
+// Every planned alias class in exactly one group (BuildSharingPlan's precondition).
+absl::Status CheckGroups(const graph::Graph& graph, const Liveness& liveness,
+                         const SharingGroups& groups, absl::string_view planner) {
+  std::vector<bool> seen(graph.num_values(), false);
+  for (const std::vector<graph::ValueId>& group : groups) {
+    for (graph::ValueId root : group) {
+      if (root < 0 || root >= graph.num_values() || !liveness.planned[root] ||
+          liveness.alias_root[root] != root || seen[root]) {
+        return absl::InternalError(absl::StrCat(
+            "planner ", planner, " grouped value #", root,
+            ", which is not a planned alias class or appears twice"));
+      }
+      seen[root] = true;
+    }
+  }
+  for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
+    if (liveness.planned[id] && liveness.alias_root[id] == id && !seen[id]) {
+      return absl::InternalError(absl::StrCat("planner ", planner, " left '",
+                                              graph.value(id).DisplayName(), "' without a buffer"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::string_view PlannerName(PlannerKind planner) {
+  switch (planner) {
+    case PlannerKind::kNone: return "none";
+    case PlannerKind::kMemongerDag: return "memonger-dag";
+    case PlannerKind::kMemongerGreedy: return "memonger-greedy";
+    case PlannerKind::kMemongerDp: return "memonger-dp";
+    case PlannerKind::kExactSharing: return "exact-sharing";
+  }
+  return "none";
+}
+
+absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name) {
+  for (PlannerKind planner : {PlannerKind::kNone, PlannerKind::kMemongerDag,
+                              PlannerKind::kMemongerGreedy, PlannerKind::kMemongerDp,
+                              PlannerKind::kExactSharing}) {
+    if (PlannerName(planner) == name) return planner;
+  }
+  for (absl::string_view later : {"best-fit", "greedy-by-size", "exact", "auto"}) {
+    if (later == name) {
+      return absl::UnimplementedError(absl::StrCat(
+          "planner '", name, "' is planned in a later version; available now: none, "
+          "memonger-dag, memonger-greedy, memonger-dp, exact-sharing"));
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown planner '", name, "' (known: ", kKnownPlanners, ")"));
+}
+
+absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  MG_RETURN_IF_ERROR(ValidateOptions(options));
+  for (const graph::Value& v : graph.values()) {
+    if (!v.type.has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "value '", v.DisplayName(), "' has no type: run shape inference before planning"));
+    }
+  }
+  MG_ASSIGN_OR_RETURN(Schedule schedule, MakeSchedule(graph, options.order));
+  LivenessOptions liveness_options;
+  liveness_options.plan_static = options.plan_static;
+  liveness_options.views = options.views;
+  MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
+  MG_RETURN_IF_ERROR(CheckNaiveFits(liveness, options.alignment));
+
+  Plan plan;
+  plan.model = options.model_name.empty() ? graph.name() : options.model_name;
+  plan.planner = std::string(PlannerName(options.planner));
+  plan.execution = options.execution;
+  InitPlan(graph, liveness, options.alignment, plan);
+  MG_ASSIGN_OR_RETURN(SharingGroups groups, SharingGroupsFor(graph, liveness, options, plan));
+  MG_RETURN_IF_ERROR(CheckGroups(graph, liveness, groups, plan.planner));
+  BuildSharingPlan(graph, liveness, groups, plan);
+  FinishPlan(plan);
+  plan.planning_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return plan;
+}
+
+}  // namespace memonger

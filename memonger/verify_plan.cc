@@ -1,0 +1,283 @@
+#include "memonger/verify_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "memonger/liveness.h"
+#include "memonger/schedule.h"
+#include "util/status_macros.h"
+
+namespace memonger {
+namespace {
+
+using graph::Graph;
+using graph::kNone;
+using graph::OpId;
+using graph::ValueId;
+
+// One alias class as placed by the plan: bytes [offset, end), alive over `lifetime`.
+struct Placed {
+  ValueId root = kNone;
+  int64_t offset = 0;
+  int64_t end = 0;
+  Lifetime lifetime;
+};
+
+std::string LifetimeText(const Lifetime& l) {
+  return absl::StrCat("[", l.first_step, ",", l.last_step, "]");
+}
+
+std::string Describe(const Graph& graph, const Placed& p) {
+  return absl::StrCat("'", graph.value(p.root).DisplayName(), "' (lifetime ",
+                      LifetimeText(p.lifetime), ", bytes [", p.offset, ", ", p.end, "))");
+}
+
+bool IsPowerOfTwo(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
+
+absl::Status CheckShapes(const Graph& graph, const Plan& plan) {
+  const size_t n = static_cast<size_t>(graph.num_values());
+  if (plan.buffer_of_value.size() != n || plan.offset_of_value.size() != n ||
+      plan.lifetime.size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the plan covers ", plan.buffer_of_value.size(), " buffers, ",
+        plan.offset_of_value.size(), " offsets and ", plan.lifetime.size(),
+        " lifetimes, but the net has ", n, " values"));
+  }
+  if (static_cast<int>(plan.steps.size()) != graph.num_ops()) {
+    return absl::InvalidArgumentError(absl::StrCat("the plan has ", plan.steps.size(),
+                                                   " steps, but the net has ", graph.num_ops(),
+                                                   " ops"));
+  }
+  if (!IsPowerOfTwo(plan.alignment)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the plan's alignment ", plan.alignment, " is not a power of two"));
+  }
+  return absl::OkStatus();
+}
+
+// Buffers, offsets, alignment, sizes, devices and alias classes, value by value.
+absl::Status CheckPlacement(const Graph& graph, const Plan& plan, const Liveness& live) {
+  for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    const PlanBuffer& buffer = plan.buffers[b];
+    if (buffer.offset < 0 || buffer.size < 0 || buffer.offset > plan.arena_bytes - buffer.size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "buffer ", b, " at bytes [", buffer.offset, ", ", buffer.offset + buffer.size,
+          ") does not lie inside the arena of ", plan.arena_bytes, " bytes"));
+    }
+  }
+  std::vector<ValueId> first_in_buffer(plan.buffers.size(), kNone);
+  for (ValueId id = 0; id < graph.num_values(); ++id) {
+    const graph::Value& v = graph.value(id);
+    const int32_t b = plan.buffer_of_value[id];
+    const int64_t offset = plan.offset_of_value[id];
+    if (!live.planned[id]) {
+      if (b != -1 || offset != kNoOffset) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "static value '", v.DisplayName(), "' has a place in the arena (buffer ", b,
+            ", offset ", offset, "), but the plan does not place static values"));
+      }
+      continue;
+    }
+    if (b < 0 || b >= static_cast<int32_t>(plan.buffers.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("value '", v.DisplayName(),
+                                                     "' has no buffer (buffer index ", b, ")"));
+    }
+    const PlanBuffer& buffer = plan.buffers[b];
+    if (offset != buffer.offset) {
+      return absl::InvalidArgumentError(absl::StrCat("value '", v.DisplayName(), "' has offset ",
+                                                     offset, " but its buffer ", b,
+                                                     " starts at ", buffer.offset));
+    }
+    if (offset % plan.alignment != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("value '", v.DisplayName(), "' at offset ",
+                                                     offset, " is not aligned to the plan's ",
+                                                     plan.alignment, " bytes"));
+    }
+    if (v.alignment > 0 && offset % v.alignment != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("value '", v.DisplayName(), "' at offset ",
+                                                     offset, " is not aligned to the ",
+                                                     v.alignment, " bytes it requires"));
+    }
+    if (live.bytes[id] > buffer.size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "value '", v.DisplayName(), "' has ", live.bytes[id], " bytes, but its buffer ", b,
+          " at bytes [", buffer.offset, ", ", buffer.offset + buffer.size, ") holds only ",
+          buffer.size));
+    }
+    const ValueId first = first_in_buffer[b];
+    if (first == kNone) {
+      first_in_buffer[b] = id;
+      if (live.device[id] != buffer.device) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "value '", v.DisplayName(), "' lives on ", graph::DeviceToString(live.device[id]),
+            ", but its buffer ", b, " is on ", graph::DeviceToString(buffer.device)));
+      }
+    } else if (live.device[id] != live.device[first]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "values '", graph.value(first).DisplayName(), "' (",
+          graph::DeviceToString(live.device[first]), ") and '", v.DisplayName(), "' (",
+          graph::DeviceToString(live.device[id]), ") share buffer ", b,
+          " although they live on different devices"));
+    }
+    const ValueId root = live.alias_root[id];
+    if (plan.offset_of_value[root] != offset || plan.buffer_of_value[root] != b) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "values '", graph.value(root).DisplayName(), "' (offset ", plan.offset_of_value[root],
+          ") and '", v.DisplayName(), "' (offset ", offset,
+          ") must share their bytes (in place or a view) but the plan separates them"));
+    }
+    const Lifetime& expected = live.lifetime[id];
+    const Lifetime& given = plan.lifetime[id];
+    if (expected.first_step != given.first_step || expected.last_step != given.last_step) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the plan gives value '", v.DisplayName(), "' the lifetime ", LifetimeText(given),
+          ", but its schedule gives ", LifetimeText(expected)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Serial rule: classes overlapping in bytes never live at the same step. A sweep over time keeps
+// the live classes' byte ranges in a map; they are pairwise disjoint while the plan is valid, so
+// a new class can only collide with its neighbours there. O(n log n).
+absl::Status CheckSerial(const Graph& graph, const std::vector<Placed>& by_start) {
+  std::map<int64_t, int> live_ranges;  // offset -> index into by_start
+  using Ending = std::pair<int, int>;  // (last step, index)
+  std::priority_queue<Ending, std::vector<Ending>, std::greater<Ending>> endings;
+  for (int i = 0; i < static_cast<int>(by_start.size()); ++i) {
+    const Placed& p = by_start[i];
+    while (!endings.empty() && endings.top().first < p.lifetime.first_step) {
+      live_ranges.erase(by_start[endings.top().second].offset);
+      endings.pop();
+    }
+    auto next = live_ranges.lower_bound(p.offset);
+    int other = -1;
+    if (next != live_ranges.end() && by_start[next->second].offset < p.end) {
+      other = next->second;
+    } else if (next != live_ranges.begin() && by_start[std::prev(next)->second].end > p.offset) {
+      other = std::prev(next)->second;
+    }
+    if (other >= 0) {
+      const Placed& q = by_start[other];
+      return absl::InvalidArgumentError(absl::StrCat(
+          "values ", Describe(graph, q), " and ", Describe(graph, p),
+          " overlap in memory while both are live (at step ", p.lifetime.first_step, ")"));
+    }
+    live_ranges.emplace(p.offset, i);
+    endings.emplace(p.lifetime.last_step, i);
+  }
+  return absl::OkStatus();
+}
+
+// Parallel rule: when class B reuses bytes of class A (A earlier in the schedule), every op that
+// reads a member of A (or writes one) happens-before the op that writes B's first member. Only
+// the latest earlier occupant of each byte needs checking: happens-before is transitive and a
+// class's first writer precedes all its other ops. The latest occupant of every byte is kept as
+// painted segments [start, end) -> index.
+absl::Status CheckParallel(const Graph& graph, const Liveness& live,
+                           const std::vector<Placed>& by_start) {
+  HappensBefore hb(graph);
+  auto last_ops = [&](ValueId root) {
+    std::vector<OpId> ops;
+    for (ValueId m : live.members[root]) {
+      const graph::Value& v = graph.value(m);
+      if (v.producer != kNone) ops.push_back(v.producer);
+      ops.insert(ops.end(), v.consumers.begin(), v.consumers.end());
+    }
+    std::sort(ops.begin(), ops.end());
+    ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+    return ops;
+  };
+  struct Segment {
+    int64_t end;
+    int index;
+  };
+  std::map<int64_t, Segment> painted;  // start -> segment
+  for (int i = 0; i < static_cast<int>(by_start.size()); ++i) {
+    const Placed& p = by_start[i];
+    // Segments overlapping [p.offset, p.end).
+    auto it = painted.upper_bound(p.offset);
+    if (it != painted.begin() && std::prev(it)->second.end > p.offset) --it;
+    std::vector<int> earlier;
+    for (auto s = it; s != painted.end() && s->first < p.end; ++s) {
+      earlier.push_back(s->second.index);
+    }
+    std::sort(earlier.begin(), earlier.end());
+    earlier.erase(std::unique(earlier.begin(), earlier.end()), earlier.end());
+    const OpId writer = graph.value(p.root).producer;
+    for (int e : earlier) {
+      const Placed& q = by_start[e];
+      for (OpId op : last_ops(q.root)) {
+        if (writer != kNone && hb.Before(op, writer)) continue;
+        return absl::InvalidArgumentError(absl::StrCat(
+            "values ", Describe(graph, q), " and ", Describe(graph, p),
+            " share memory, but in parallel execution ", graph.op(op).Label(), ", which uses '",
+            graph.value(q.root).DisplayName(), "', need not finish before ",
+            writer == kNone ? std::string("the net starts")
+                            : graph.op(writer).Label() + " writes '" +
+                                  graph.value(p.root).DisplayName() + "'"));
+      }
+    }
+    // Repaint [p.offset, p.end) with p, keeping the parts of cut segments outside it.
+    std::vector<std::pair<int64_t, Segment>> keep;
+    auto s = it;
+    while (s != painted.end() && s->first < p.end) {
+      if (s->first < p.offset) keep.push_back({s->first, Segment{p.offset, s->second.index}});
+      if (s->second.end > p.end) keep.push_back({p.end, Segment{s->second.end, s->second.index}});
+      s = painted.erase(s);
+    }
+    for (const auto& [start, segment] : keep) painted.emplace(start, segment);
+    painted.emplace(p.offset, Segment{p.end, i});
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status VerifyPlan(const Graph& graph, const Plan& plan) {
+  MG_RETURN_IF_ERROR(CheckShapes(graph, plan));
+  Schedule schedule;
+  schedule.order = plan.order;
+  for (const PlanStep& step : plan.steps) schedule.ops.push_back(step.op);
+  if (absl::Status s = CheckSchedule(graph, schedule.ops); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("the plan's schedule is invalid: ", s.message()));
+  }
+  schedule.step_of_op.assign(graph.num_ops(), 0);
+  for (int step = 0; step < graph.num_ops(); ++step) schedule.step_of_op[schedule.ops[step]] = step;
+  LivenessOptions options;
+  options.plan_static = plan.plan_static;
+  options.views = plan.views;
+  MG_ASSIGN_OR_RETURN(Liveness live, ComputeLiveness(graph, schedule, options));
+  MG_RETURN_IF_ERROR(CheckPlacement(graph, plan, live));
+
+  std::vector<Placed> by_start;
+  for (ValueId id = 0; id < graph.num_values(); ++id) {
+    if (!live.planned[id] || live.alias_root[id] != id || live.class_bytes[id] == 0) continue;
+    const int64_t offset = plan.offset_of_value[id];
+    if (offset > plan.arena_bytes - live.class_bytes[id]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "value '", graph.value(id).DisplayName(), "' at bytes [", offset, ", ",
+          offset + live.class_bytes[id], ") extends past the arena of ", plan.arena_bytes,
+          " bytes"));
+    }
+    by_start.push_back(Placed{id, offset, offset + live.class_bytes[id], live.lifetime[id]});
+  }
+  std::sort(by_start.begin(), by_start.end(), [](const Placed& a, const Placed& b) {
+    if (a.lifetime.first_step != b.lifetime.first_step) {
+      return a.lifetime.first_step < b.lifetime.first_step;
+    }
+    return a.offset != b.offset ? a.offset < b.offset : a.root < b.root;
+  });
+  MG_RETURN_IF_ERROR(CheckSerial(graph, by_start));
+  if (plan.execution == ExecutionModel::kParallel) {
+    MG_RETURN_IF_ERROR(CheckParallel(graph, live, by_start));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memonger

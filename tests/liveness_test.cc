@@ -1,0 +1,397 @@
+#include "memonger/liveness.h"
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "graph/op_schema.h"
+#include "gtest/gtest.h"
+#include "tests/random_graphs.h"
+#include "tests/test_support.h"
+
+namespace memonger {
+namespace {
+
+using graph::Graph;
+using graph::OpId;
+using graph::ValueId;
+using ::memonger::testing::AssignByteTypes;
+using ::memonger::testing::GraphFromText;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+Graph Typed(const std::string& pbtxt, const std::map<std::string, int64_t>& bytes = {},
+            int64_t default_bytes = 100) {
+  absl::StatusOr<Graph> g = GraphFromText(pbtxt);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return Graph();
+  AssignByteTypes(*g, bytes, default_bytes);
+  return *std::move(g);
+}
+
+Liveness Live(const Graph& g, LivenessOptions options = {}, OrderKind order = OrderKind::kGiven) {
+  absl::StatusOr<Schedule> s = MakeSchedule(g, order);
+  EXPECT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<Liveness> l = ComputeLiveness(g, *s, options);
+  EXPECT_TRUE(l.ok()) << l.status();
+  return l.ok() ? *std::move(l) : Liveness();
+}
+
+ValueId Id(const Graph& g, const std::string& name) {
+  std::optional<ValueId> id = g.FindValue(name);
+  EXPECT_TRUE(id.has_value()) << name;
+  return id.value_or(0);
+}
+
+std::pair<int, int> Range(const Liveness& l, ValueId v) {
+  return {l.lifetime[v].first_step, l.lifetime[v].last_step};
+}
+
+TEST(ExecutionNameTest, RoundTrips) {
+  EXPECT_EQ(ExecutionName(ExecutionModel::kParallel), "parallel");
+  EXPECT_EQ(*ParseExecution("serial"), ExecutionModel::kSerial);
+  EXPECT_EQ(*ParseExecution("parallel"), ExecutionModel::kParallel);
+  absl::StatusOr<ExecutionModel> bad = ParseExecution("dag");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("serial, parallel"));
+}
+
+TEST(LivenessTest, LifetimesFromProducerToLastReader) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" }
+    op { type: "Split" input: "a" output: "b" output: "dead" }
+    op { type: "Relu" input: "b" output: "y" }
+    op { type: "Relu" input: "y" output: "z" }
+    external_output: "z"
+  )pb");
+  const Liveness l = Live(g);
+  EXPECT_EQ(l.num_steps, 4);
+  EXPECT_EQ(Range(l, Id(g, "x")), std::make_pair(0, 0));
+  EXPECT_EQ(Range(l, Id(g, "a")), std::make_pair(0, 1));
+  EXPECT_EQ(Range(l, Id(g, "b")), std::make_pair(1, 2));
+  EXPECT_EQ(Range(l, Id(g, "dead")), std::make_pair(1, 1));  // nobody reads it
+  EXPECT_EQ(Range(l, Id(g, "y")), std::make_pair(2, 3));
+  EXPECT_EQ(Range(l, Id(g, "z")), std::make_pair(3, 3));
+  for (ValueId v = 0; v < g.num_values(); ++v) {
+    EXPECT_TRUE(l.planned[v]);
+    EXPECT_EQ(l.alias_root[v], v);
+    EXPECT_THAT(l.members[v], ElementsAre(v));
+    EXPECT_EQ(l.class_bytes[v], 100);
+  }
+}
+
+TEST(LivenessTest, GraphInputsFromStepZeroAndOutputsToTheEnd) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    external_input: "late"
+    external_input: "unused"
+    op { type: "Relu" input: "x" output: "early" }
+    op { type: "Relu" input: "early" output: "b" }
+    op { type: "Sum" input: "b" input: "late" output: "c" }
+    external_output: "early"
+    external_output: "c"
+  )pb");
+  const Liveness l = Live(g);
+  EXPECT_EQ(Range(l, Id(g, "late")), std::make_pair(0, 2));
+  EXPECT_EQ(Range(l, Id(g, "unused")), std::make_pair(0, 0));
+  EXPECT_EQ(Range(l, Id(g, "early")), std::make_pair(0, 2));
+  EXPECT_EQ(Range(l, Id(g, "c")), std::make_pair(2, 2));
+}
+
+// memonger_test.py scenario 13: three in-place Copy ops on one value are one alias class.
+TEST(LivenessTest, InPlaceChainIsOneAliasClass) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "b1" }
+    op { type: "Copy" input: "b1" output: "b1" }
+    op { type: "Copy" input: "b1" output: "b1" }
+    op { type: "Copy" input: "b1" output: "b1" }
+    op { type: "Relu" input: "b1" output: "out" }
+    op { type: "Relu" input: "out" output: "out2" }
+  )pb", {{"b1", 64}});
+  const Liveness l = Live(g);
+  const std::vector<ValueId> b1 = g.FindVersions("b1");
+  ASSERT_EQ(b1.size(), 4u);
+  for (ValueId v : b1) {
+    EXPECT_EQ(l.alias_root[v], b1[0]);
+    EXPECT_EQ(Range(l, v), std::make_pair(0, 4));
+  }
+  EXPECT_THAT(l.members[b1[0]], ElementsAre(b1[0], b1[1], b1[2], b1[3]));
+  EXPECT_TRUE(l.members[b1[1]].empty());
+  EXPECT_EQ(l.class_bytes[b1[0]], 64);
+  EXPECT_EQ(l.bytes[b1[3]], 64);
+}
+
+TEST(LivenessTest, InPlaceOnAGraphInputStartsAtStepZero) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    external_input: "y"
+    op { type: "Relu" input: "y" output: "a" }
+    op { type: "Relu" input: "x" output: "x" }
+    op { type: "Sum" input: "x" input: "a" output: "s" }
+  )pb");
+  const Liveness l = Live(g);
+  const std::vector<ValueId> x = g.FindVersions("x");
+  EXPECT_EQ(l.alias_root[x[1]], x[0]);
+  EXPECT_EQ(Range(l, x[1]), std::make_pair(0, 2));
+}
+
+TEST(LivenessTest, StaticValuesAreExcludedUnlessPlanned) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    external_input: "w"
+    op { type: "FC" input: "x" input: "w" output: "a" }
+    op { type: "Relu" input: "a" output: "b" }
+    value_info { name: "w" role: ROLE_PARAM }
+  )pb");
+  const ValueId w = Id(g, "w");
+  const Liveness excluded = Live(g);
+  EXPECT_FALSE(excluded.planned[w]);
+  EXPECT_TRUE(excluded.planned[Id(g, "x")]);
+  EXPECT_THAT(LiveBytesPerStep(excluded, 1), ElementsAre(200, 200));
+
+  LivenessOptions options;
+  options.plan_static = true;
+  const Liveness planned = Live(g, options);
+  EXPECT_TRUE(planned.planned[w]);
+  EXPECT_EQ(Range(planned, w), std::make_pair(0, 1));
+  EXPECT_THAT(LiveBytesPerStep(planned, 1), ElementsAre(300, 300));
+}
+
+TEST(LivenessTest, LiveBytesPerStepAlignsEveryClass) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" }
+    op { type: "Relu" input: "a" output: "a" }
+    op { type: "Relu" input: "a" output: "b" }
+    op { type: "Relu" input: "b" output: "c" }
+  )pb", {{"x", 10}, {"a", 300}, {"b", 1}, {"c", 256}});
+  const Liveness l = Live(g);
+  // Steps: x [0,0], a (class) [0,2], b [2,3], c [3,3].
+  EXPECT_THAT(LiveBytesPerStep(l, 1), ElementsAre(310, 300, 301, 257));
+  EXPECT_THAT(LiveBytesPerStep(l, 256), ElementsAre(768, 512, 768, 512));
+}
+
+TEST(LivenessTest, DeviceOfProducerOrFirstReader) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" device_option { device_type: 1 device_id: 1 } }
+    op { type: "CopyGPUToCPU" input: "a" output: "b" }
+  )pb");
+  const Liveness l = Live(g);
+  EXPECT_EQ(l.device[Id(g, "x")], (graph::Device{1, 1}));
+  EXPECT_EQ(l.device[Id(g, "a")], (graph::Device{1, 1}));
+  EXPECT_EQ(l.device[Id(g, "b")], graph::Device{});
+}
+
+TEST(LivenessTest, InPlaceAcrossDevicesIsAnError) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" }
+    op { name: "gpu" type: "Relu" input: "a" output: "a" device_option { device_type: 1 } }
+  )pb");
+  absl::StatusOr<Liveness> l = ComputeLiveness(g, *MakeSchedule(g, OrderKind::kGiven));
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(l.status().message()), HasSubstr("'gpu'"));
+  EXPECT_THAT(std::string(l.status().message()), HasSubstr("cuda:0"));
+}
+
+TEST(LivenessTest, UntypedValueIsAFailedPrecondition) {
+  absl::StatusOr<Graph> g = GraphFromText(R"pb(
+    external_input: "x" op { type: "Relu" input: "x" output: "y" })pb");
+  ASSERT_TRUE(g.ok());
+  absl::StatusOr<Liveness> l = ComputeLiveness(*g, *MakeSchedule(*g, OrderKind::kGiven));
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(l.status().message()), HasSubstr("'x'"));
+}
+
+TEST(LivenessTest, InvalidScheduleIsRejected) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" }
+    op { type: "Relu" input: "a" output: "b" }
+  )pb");
+  Schedule s;
+  s.ops = {1, 0};
+  s.step_of_op = {1, 0};
+  EXPECT_EQ(ComputeLiveness(g, s).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LivenessTest, NetWithoutOps) {
+  graph::GraphBuilder b("empty");
+  b.AddExternalInput("x");
+  b.AddExternalOutput("x");
+  absl::StatusOr<Graph> g = std::move(b).Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  AssignByteTypes(*g, {}, 10);
+  const Liveness l = Live(*g);
+  EXPECT_EQ(l.num_steps, 0);
+  EXPECT_TRUE(LiveBytesPerStep(l, 256).empty());
+}
+
+bool ViewsAvailable() {
+  const graph::OpSchema* s = graph::OpSchemaTable::Builtin().Find("Identity");
+  return s != nullptr && s->view_capable;
+}
+
+TEST(LivenessTest, ViewsAliasTheirInputWhenEnabled) {
+  if (!ViewsAvailable()) GTEST_SKIP() << "no view-capable Identity schema";
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" }
+    op { type: "Identity" input: "a" output: "v" view: true }
+    op { type: "Identity" input: "a" output: "not_marked" }
+    op { type: "Sum" input: "v" input: "not_marked" output: "s" }
+  )pb");
+  const ValueId a = Id(g, "a");
+  const ValueId v = Id(g, "v");
+  EXPECT_EQ(Live(g).alias_root[v], v);  // views off
+  LivenessOptions options;
+  options.views = true;
+  const Liveness l = Live(g, options);
+  EXPECT_EQ(l.alias_root[v], a);
+  EXPECT_THAT(l.members[a], ElementsAre(a, v));
+  EXPECT_EQ(Range(l, a), std::make_pair(0, 3));
+  EXPECT_EQ(l.alias_root[Id(g, "not_marked")], Id(g, "not_marked"));
+}
+
+TEST(LivenessTest, UnsafeViewsGetMemoryOfTheirOwn) {
+  if (!ViewsAvailable()) GTEST_SKIP() << "no view-capable Identity schema";
+  // 'big' is larger than its input; 'w' is overwritten in place later; 'u' views a value that
+  // is overwritten in place later.
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" }
+    op { type: "Identity" input: "a" output: "big" view: true }
+    op { type: "Identity" input: "a" output: "w" view: true }
+    op { type: "Relu" input: "w" output: "w" }
+    op { type: "Relu" input: "x" output: "c" }
+    op { type: "Identity" input: "c" output: "u" view: true }
+    op { type: "Relu" input: "c" output: "c" }
+    op { type: "Sum" input: "u" input: "big" input: "w" input: "c" output: "s" }
+  )pb", {{"big", 1000}});
+  LivenessOptions options;
+  options.views = true;
+  const Liveness l = Live(g, options);
+  EXPECT_EQ(l.alias_root[Id(g, "big")], Id(g, "big"));
+  const ValueId w0 = g.FindVersions("w")[0];
+  EXPECT_EQ(l.alias_root[w0], w0);
+  EXPECT_EQ(l.alias_root[Id(g, "u")], Id(g, "u"));
+}
+
+TEST(HappensBeforeTest, ParallelBranchesJoinedBySum) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a1" }
+    op { type: "Relu" input: "a1" output: "a2" }
+    op { type: "Relu" input: "x" output: "b1" }
+    op { type: "Relu" input: "b1" output: "b2" }
+    op { type: "Sum" input: "a2" input: "b2" output: "s" }
+  )pb");
+  const HappensBefore hb(g);
+  EXPECT_TRUE(hb.Before(0, 1));
+  EXPECT_TRUE(hb.Before(0, 4));
+  EXPECT_TRUE(hb.Before(3, 4));
+  EXPECT_FALSE(hb.Before(0, 2));
+  EXPECT_FALSE(hb.Before(0, 3));
+  EXPECT_FALSE(hb.Before(1, 2));
+  EXPECT_FALSE(hb.Before(2, 1));
+  EXPECT_FALSE(hb.Before(4, 0));
+  EXPECT_FALSE(hb.Before(2, 2));
+  EXPECT_TRUE(hb.Before(2, 4));
+  EXPECT_FALSE(hb.Before(2, 1));
+}
+
+TEST(HappensBeforeTest, InPlaceAndControlEdgesOrderOps) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" }
+    op { name: "reader" type: "Relu" input: "a" output: "b" }
+    op { name: "inplace" type: "Relu" input: "a" output: "a" }
+    op { type: "Relu" input: "x" output: "c" control_input: "b" }
+  )pb");
+  const HappensBefore hb(g);
+  EXPECT_TRUE(hb.Before(1, 2));
+  EXPECT_TRUE(hb.Before(1, 3));
+  EXPECT_FALSE(hb.Before(2, 3));
+}
+
+// Reachability by breadth-first search from every op, the oracle.
+std::vector<std::vector<bool>> Reachability(const Graph& g) {
+  const std::vector<std::vector<OpId>> succ = OpSuccessors(g);
+  std::vector<std::vector<bool>> reach(g.num_ops(), std::vector<bool>(g.num_ops(), false));
+  for (OpId a = 0; a < g.num_ops(); ++a) {
+    std::deque<OpId> queue(succ[a].begin(), succ[a].end());
+    while (!queue.empty()) {
+      const OpId u = queue.front();
+      queue.pop_front();
+      if (reach[a][u]) continue;
+      reach[a][u] = true;
+      queue.insert(queue.end(), succ[u].begin(), succ[u].end());
+    }
+  }
+  return reach;
+}
+
+TEST(HappensBeforeTest, MatchesReachabilityOnRandomGraphs) {
+  for (uint64_t seed = 0; seed < 60; ++seed) {
+    SCOPED_TRACE(seed);
+    testing::RandomGraphOptions options;
+    options.num_ops = 10 + static_cast<int>(seed % 40);
+    options.control_input_probability = 0.1;
+    const Graph g = testing::RandomGraph(seed, options);
+    const std::vector<std::vector<bool>> reach = Reachability(g);
+    const HappensBefore hb(g);
+    // Queries in a scrambled order exercise the resumed searches.
+    for (int k = 0; k < g.num_ops() * g.num_ops(); ++k) {
+      const OpId a = static_cast<OpId>((k * 7919) % g.num_ops());
+      const OpId b = static_cast<OpId>((k * 104729 + k / g.num_ops()) % g.num_ops());
+      ASSERT_EQ(hb.Before(a, b), reach[a][b] && a != b) << a << " -> " << b;
+    }
+    for (OpId a = 0; a < g.num_ops(); ++a) {
+      for (OpId b = g.num_ops() - 1; b >= 0; --b) {
+        ASSERT_EQ(hb.Before(a, b), reach[a][b] && a != b) << a << " -> " << b;
+      }
+    }
+  }
+}
+
+TEST(LivenessPropertyTest, ClassesAreConsistentOnRandomGraphs) {
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    SCOPED_TRACE(seed);
+    testing::RandomGraphOptions options;
+    options.num_ops = 5 + static_cast<int>(seed % 50);
+    options.inplace_probability = 0.3;
+    options.view_probability = 0.1;
+    const Graph g = testing::RandomGraph(seed, options);
+    LivenessOptions lo;
+    lo.views = seed % 2 == 0;
+    const Liveness l = Live(g, lo, seed % 3 == 0 ? OrderKind::kLongestPath : OrderKind::kGiven);
+    for (ValueId v = 0; v < g.num_values(); ++v) {
+      const ValueId root = l.alias_root[v];
+      ASSERT_NE(root, graph::kNone);
+      EXPECT_EQ(l.alias_root[root], root);
+      EXPECT_LE(l.bytes[v], l.class_bytes[root]);
+      EXPECT_EQ(l.lifetime[v].first_step, l.lifetime[root].first_step);
+      EXPECT_EQ(l.lifetime[v].last_step, l.lifetime[root].last_step);
+      EXPECT_LE(l.lifetime[v].first_step, l.lifetime[v].last_step);
+      if (g.value(v).inplace_of != graph::kNone) {
+        EXPECT_EQ(root, l.alias_root[g.value(v).inplace_of]);
+      }
+      for (OpId reader : g.value(v).consumers) {
+        EXPECT_LE(l.schedule.step_of_op[reader], l.lifetime[v].last_step);
+      }
+      if (g.value(v).producer != graph::kNone) {
+        EXPECT_GE(l.schedule.step_of_op[g.value(v).producer], l.lifetime[v].first_step);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memonger
