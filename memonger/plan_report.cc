@@ -53,6 +53,8 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   j["static_bytes"] = plan.static_bytes;
   j["planning_seconds"] = plan.planning_seconds;
   j["proven_optimal"] = plan.proven_optimal;
+  j["plan_static"] = plan.plan_static;
+  j["views"] = plan.views;
   j["ops"] = graph.num_ops();
   j["buffers"] = plan.buffers.size();
   j["shared_buffers"] = SharedBufferCount(graph, plan);
@@ -66,6 +68,7 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   Json steps = Json::array();
   for (const PlanStep& s : plan.steps) {
     steps.push_back({{"op", graph.op(s.op).name},
+                     {"op_index", s.op},
                      {"type", graph.op(s.op).type},
                      {"live_bytes", s.live_bytes}});
   }

@@ -14,8 +14,9 @@ inline constexpr char kPlanSchema[] = "memonger.plan/v1";
 
 // The memonger.plan/v1 document. Values are named by Value::DisplayName() ("x", "x@1" for a
 // later version of x); static values carry "offset", "buffer", "first_step" and "last_step"
-// null. Additions to DESIGN.md's field list: "proven_optimal", "ops", "buffers" (count) and
-// "shared_buffers" (buffers holding more than one alias class).
+// null. Additions to DESIGN.md's field list: "proven_optimal", "plan_static", "views", "ops",
+// "buffers" (count), "shared_buffers" (buffers holding more than one alias class), and
+// "op_index" in each step (the op's position in the model, for reading the plan back).
 // REQUIRES: `plan` was made for `graph`.
 std::string PlanToJson(const graph::Graph& graph, const Plan& plan);
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "graph/shape_inference.h"
 #include "memonger/model_summary.h"
 #include "memonger/net_rewrite.h"
+#include "memonger/plan_import.h"
 #include "memonger/plan_report.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
@@ -52,6 +54,8 @@ struct Flags {
   bool views = false;
   std::string budget;
   std::string plan_json;
+  std::string plan_csv;
+  std::string plan_in;
   std::string net_out;
   int top = 10;
 };
@@ -163,15 +167,34 @@ int Run(const Flags& flags) {
   if (auto s = memonger::graph::InferShapes(*graph, load.bindings); !s.ok()) return fail(s);
   auto options = MakePlanOptions(flags, *graph);
   if (!options.ok()) return fail(options.status());
-  auto plan = memonger::PlanMemory(*graph, *options);
+  absl::StatusOr<memonger::Plan> plan;
+  if (flags.plan_in.empty()) {
+    plan = memonger::PlanMemory(*graph, *options);
+  } else {
+    std::ifstream in(flags.plan_in, std::ios::binary);
+    if (!in) return fail(absl::NotFoundError(absl::StrCat(flags.plan_in, ": cannot open the file")));
+    std::ostringstream text;
+    text << in.rdbuf();
+    plan = memonger::PlanFromJson(*graph, text.str(), flags.plan_in);
+  }
   if (!plan.ok()) return fail(plan.status());
   // Every plan is checked by the independent verifier before anyone sees it.
   if (auto s = memonger::VerifyPlan(*graph, *plan); !s.ok()) {
+    if (!flags.plan_in.empty()) {
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat(flags.plan_in, ": the plan is not valid for this model: ", s.message())));
+    }
     return fail(absl::InternalError(absl::StrCat("the planner '", plan->planner,
                                                  "' produced an invalid plan: ", s.message())));
   }
   if (!flags.plan_json.empty()) {
     if (auto s = WriteText(flags.plan_json, memonger::PlanToJson(*graph, *plan)); !s.ok()) {
+      return fail(s);
+    }
+  }
+  if (!flags.plan_csv.empty()) {
+    if (auto s = WriteText(flags.plan_csv, memonger::PlanToMiniMallocCsv(*graph, *plan));
+        !s.ok()) {
       return fail(s);
     }
   }
@@ -246,6 +269,10 @@ int main(int argc, char** argv) {
                "ops marked `view` (Reshape, Squeeze, ...) alias their input instead of copying");
   app.add_option("--budget", flags.budget, "bytes available (80GiB, 512MiB, ...): exit 3 if over");
   app.add_option("--plan-json", flags.plan_json, "write the plan (memonger.plan/v1) to FILE");
+  app.add_option("--plan-csv", flags.plan_csv,
+                 "write the plan as a MiniMalloc CSV (id,lower,upper,size,offset) to FILE");
+  app.add_option("--plan-in", flags.plan_in,
+                 "read a saved plan (memonger.plan/v1) instead of planning, and verify it");
   app.add_option("--net-out", flags.net_out,
                  "write the rewritten net (shared values renamed) to FILE (.pb or .pbtxt)");
   app.add_option("--format", flags.format, "text or json (the plan document)")
