@@ -1097,10 +1097,21 @@ onnx::TensorProto TensorToProto(const ConstTensor& tensor, const std::string& na
   return proto;
 }
 
+bool IsFoldableOp(const onnx::NodeProto& node) {
+  static const absl::flat_hash_set<std::string>* const kOps = new absl::flat_hash_set<std::string>{
+      "Constant", "Shape", "Size", "Identity", "Cast", "Gather", "Slice", "Concat", "Unsqueeze",
+      "Squeeze", "Reshape", "Flatten", "Expand", "Tile", "Transpose", "ConstantOfShape", "Range",
+      "Where", "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Min", "Max", "Sum", "Equal", "Less",
+      "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "Neg", "Abs",
+      "Floor", "Ceil", "Sqrt", "Reciprocal", "Sign", "ReduceProd", "ReduceSum", "ReduceMin",
+      "ReduceMax", "ReduceMean"};
+  return IsDefaultDomain(node.domain()) && kOps->contains(node.op_type());
+}
+
 std::optional<std::vector<ConstTensor>> EvaluateNode(const onnx::NodeProto& node,
                                                      const std::vector<FoldInput>& inputs,
                                                      int64_t max_elements) {
-  if (!IsDefaultDomain(node.domain())) return std::nullopt;
+  if (!IsFoldableOp(node)) return std::nullopt;
   const std::string& op = node.op_type();
   const int64_t max = max_elements;
   if (op == "Constant") return EvalConstant(node, max);
@@ -1192,155 +1203,232 @@ absl::Status RunOnnxShapeInference(onnx::ModelProto& model, bool strict) {
   return absl::OkStatus();
 }
 
+namespace {
+
+bool NeedsOnlyShape(const onnx::NodeProto& node) {
+  return node.op_type() == "Shape" || node.op_type() == "Size";
+}
+
+// Nodes whose inputs all have static shapes while some output has not.
+std::vector<int> FindFrontier(const onnx::GraphProto& graph, const TypeTable& types) {
+  std::vector<int> frontier;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    bool inputs_static = true;
+    for (const std::string& in : node.input()) {
+      if (!in.empty() && types.StaticShape(in) == nullptr) inputs_static = false;
+    }
+    bool outputs_static = true;
+    for (const std::string& out : node.output()) {
+      if (!out.empty() && types.StaticShape(out) == nullptr) outputs_static = false;
+    }
+    if (inputs_static && !outputs_static) frontier.push_back(i);
+  }
+  return frontier;
+}
+
+absl::flat_hash_map<std::string, int> Producers(const onnx::GraphProto& graph) {
+  absl::flat_hash_map<std::string, int> producer;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    for (const std::string& out : graph.node(i).output()) {
+      if (!out.empty()) producer[out] = i;
+    }
+  }
+  return producer;
+}
+
+// The frontier and, backwards through foldable ops, what feeds it (Shape and Size need no
+// input value, so the walk stops there).
+std::vector<bool> NodesWorthEvaluating(const onnx::GraphProto& graph,
+                                       const std::vector<int>& frontier,
+                                       const absl::flat_hash_map<std::string, int>& producer) {
+  std::vector<bool> needed(graph.node_size(), false);
+  std::vector<int> stack(frontier.begin(), frontier.end());
+  for (int f : frontier) needed[f] = true;
+  while (!stack.empty()) {
+    const onnx::NodeProto& node = graph.node(stack.back());
+    stack.pop_back();
+    if (NeedsOnlyShape(node)) continue;
+    for (const std::string& in : node.input()) {
+      auto it = producer.find(in);
+      if (in.empty() || it == producer.end() || needed[it->second]) continue;
+      if (!IsFoldableOp(graph.node(it->second))) continue;
+      needed[it->second] = true;
+      stack.push_back(it->second);
+    }
+  }
+  return needed;
+}
+
+struct Evaluation {
+  absl::flat_hash_map<std::string, ConstTensor> values;  // by value name
+  std::vector<bool> folded;                               // by node
+};
+
+// Evaluates the needed nodes in node order. Initializers are decoded only for a node whose
+// every input may be known, so that weights feeding activations are never read.
+Evaluation EvaluateNodes(const onnx::GraphProto& graph, const std::vector<bool>& needed,
+                         const TypeTable& types, int64_t max_elements) {
+  absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers;
+  for (const onnx::TensorProto& t : graph.initializer()) initializers[t.name()] = &t;
+  absl::flat_hash_set<std::string> undecodable;
+  Evaluation e;
+  e.folded.assign(graph.node_size(), false);
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    if (!needed[i] || !IsFoldableOp(node)) continue;
+    bool may_fold = true;
+    for (int k = 0; k < node.input_size() && may_fold && !NeedsOnlyShape(node); ++k) {
+      const std::string& name = node.input(k);
+      if (name.empty() || e.values.contains(name)) continue;
+      auto init = initializers.find(name);
+      std::optional<ConstTensor> v;
+      if (init != initializers.end() && !undecodable.contains(name)) {
+        v = TensorFromProto(*init->second, max_elements);
+        if (!v) undecodable.insert(name);
+      }
+      if (v) {
+        e.values[name] = std::move(*v);
+      } else {
+        may_fold = false;
+      }
+    }
+    if (!may_fold) continue;
+    std::vector<FoldInput> inputs(node.input_size());
+    for (int k = 0; k < node.input_size(); ++k) {
+      const std::string& name = node.input(k);
+      if (name.empty()) continue;
+      inputs[k].present = true;
+      if (auto it = e.values.find(name); it != e.values.end()) inputs[k].value = &it->second;
+      inputs[k].dims = types.StaticShape(name);
+    }
+    auto result = EvaluateNode(node, inputs, max_elements);
+    if (!result || static_cast<int>(result->size()) != node.output_size()) continue;
+    e.folded[i] = true;
+    for (int k = 0; k < node.output_size(); ++k) {
+      if (!node.output(k).empty()) e.values[node.output(k)] = std::move((*result)[k]);
+    }
+  }
+  return e;
+}
+
+// The nodes to turn into initializers: the folded (non-Constant: libonnx reads those already)
+// producers feeding the frontier; a frontier node fed by none of them, when it folds itself.
+std::vector<bool> ChooseMaterialised(const onnx::GraphProto& graph,
+                                     const std::vector<int>& frontier,
+                                     const absl::flat_hash_map<std::string, int>& producer,
+                                     const std::vector<bool>& folded) {
+  std::vector<bool> materialise(graph.node_size(), false);
+  for (int f : frontier) {
+    bool fed = false;
+    for (const std::string& in : graph.node(f).input()) {
+      auto it = producer.find(in);
+      if (in.empty() || it == producer.end()) continue;
+      if (folded[it->second] && graph.node(it->second).op_type() != "Constant") {
+        fed = true;
+        materialise[it->second] = true;
+      }
+    }
+    if (!fed && folded[f]) materialise[f] = true;
+  }
+  return materialise;
+}
+
+// Replaces the chosen nodes by initializers, removes the folded nodes left without readers,
+// and drops the value_info of every removed name (a partial type there would shadow the
+// initializer's); graph outputs that became initializers get the initializer's type.
+void Materialise(onnx::GraphProto& graph, const std::vector<bool>& materialise,
+                 const Evaluation& e, FoldReport& report) {
+  const int num_nodes = graph.node_size();
+  absl::flat_hash_map<std::string, int> readers;
+  absl::flat_hash_set<std::string> graph_outputs;
+  for (const onnx::ValueInfoProto& vi : graph.output()) graph_outputs.insert(vi.name());
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const std::string& in : node.input()) {
+      if (!in.empty()) ++readers[in];
+    }
+  }
+  auto live = [&](int i) {
+    for (const std::string& out : graph.node(i).output()) {
+      if (!out.empty() && (readers[out] > 0 || graph_outputs.contains(out))) return true;
+    }
+    return false;
+  };
+  // Only nodes that had a reader can lose it: unused nodes of the file stay as they are.
+  std::vector<bool> was_live(num_nodes, false);
+  for (int i = 0; i < num_nodes; ++i) was_live[i] = live(i);
+
+  std::vector<bool> removed(num_nodes, false);
+  absl::flat_hash_set<std::string> dropped;
+  auto remove = [&](int i) {
+    removed[i] = true;
+    ++report.removed_nodes;
+    for (const std::string& in : graph.node(i).input()) {
+      if (!in.empty()) --readers[in];
+    }
+    for (const std::string& out : graph.node(i).output()) {
+      if (!out.empty()) dropped.insert(out);
+    }
+  };
+  for (int i = 0; i < num_nodes; ++i) {
+    if (!materialise[i]) continue;
+    for (const std::string& out : graph.node(i).output()) {
+      if (out.empty()) continue;
+      *graph.add_initializer() = TensorToProto(e.values.at(out), out);
+      report.folded_values.push_back(out);
+    }
+    remove(i);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int i = num_nodes - 1; i >= 0; --i) {
+      if (removed[i] || !e.folded[i] || !was_live[i] || live(i)) continue;
+      remove(i);
+      changed = true;
+    }
+  }
+
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  for (int i = 0; i < num_nodes; ++i) {
+    if (!removed[i]) kept.Add()->Swap(graph.mutable_node(i));
+  }
+  graph.mutable_node()->Swap(&kept);
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos;
+  for (onnx::ValueInfoProto& vi : *graph.mutable_value_info()) {
+    if (!dropped.contains(vi.name())) infos.Add()->Swap(&vi);
+  }
+  graph.mutable_value_info()->Swap(&infos);
+  for (onnx::ValueInfoProto& vi : *graph.mutable_output()) {
+    auto it = e.values.find(vi.name());
+    if (!dropped.contains(vi.name()) || it == e.values.end()) continue;
+    onnx::TypeProto_Tensor* t = vi.mutable_type()->mutable_tensor_type();
+    t->set_elem_type(it->second.dtype);
+    t->clear_shape();
+    onnx::TensorShapeProto* shape = t->mutable_shape();
+    for (int64_t d : it->second.dims) shape->add_dim()->set_dim_value(d);
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<FoldReport> InferAndFold(onnx::ModelProto& model, const FoldOptions& options) {
   FoldReport report;
   onnx::GraphProto& graph = *model.mutable_graph();
   for (int round = 0;; ++round) {
     if (absl::Status s = RunOnnxShapeInference(model, /*strict=*/false); !s.ok()) return s;
     ++report.inference_runs;
-    const int num_nodes = graph.node_size();
     const TypeTable types(graph);
-
-    // Frontier: inputs static, some output not.
-    std::vector<int> frontier;
-    for (int i = 0; i < num_nodes; ++i) {
-      const onnx::NodeProto& node = graph.node(i);
-      bool inputs_static = true;
-      for (const std::string& in : node.input()) {
-        if (!in.empty() && types.StaticShape(in) == nullptr) inputs_static = false;
-      }
-      bool outputs_static = true;
-      for (const std::string& out : node.output()) {
-        if (!out.empty() && types.StaticShape(out) == nullptr) outputs_static = false;
-      }
-      if (inputs_static && !outputs_static) frontier.push_back(i);
-    }
+    const std::vector<int> frontier = FindFrontier(graph, types);
     if (frontier.empty() || round >= options.max_rounds) return report;
 
-    // Evaluate every node whose inputs are constants, in node order.
-    absl::flat_hash_map<std::string, ConstTensor> values;
-    for (const onnx::TensorProto& t : graph.initializer()) {
-      if (auto v = TensorFromProto(t, options.max_elements)) values[t.name()] = std::move(*v);
+    const absl::flat_hash_map<std::string, int> producer = Producers(graph);
+    const Evaluation e = EvaluateNodes(graph, NodesWorthEvaluating(graph, frontier, producer),
+                                       types, options.max_elements);
+    const std::vector<bool> materialise = ChooseMaterialised(graph, frontier, producer, e.folded);
+    if (std::none_of(materialise.begin(), materialise.end(), [](bool b) { return b; })) {
+      return report;
     }
-    absl::flat_hash_map<std::string, int> producer;
-    std::vector<bool> folded(num_nodes, false);
-    for (int i = 0; i < num_nodes; ++i) {
-      const onnx::NodeProto& node = graph.node(i);
-      for (const std::string& out : node.output()) {
-        if (!out.empty()) producer[out] = i;
-      }
-      std::vector<FoldInput> inputs(node.input_size());
-      for (int k = 0; k < node.input_size(); ++k) {
-        const std::string& name = node.input(k);
-        if (name.empty()) continue;
-        inputs[k].present = true;
-        if (auto it = values.find(name); it != values.end()) inputs[k].value = &it->second;
-        inputs[k].dims = types.StaticShape(name);
-      }
-      auto result = EvaluateNode(node, inputs, options.max_elements);
-      if (!result || static_cast<int>(result->size()) != node.output_size()) continue;
-      folded[i] = true;
-      for (int k = 0; k < node.output_size(); ++k) {
-        if (!node.output(k).empty()) values[node.output(k)] = std::move((*result)[k]);
-      }
-    }
-
-    // What to materialise: the folded (non-Constant) producers feeding the frontier, else a
-    // frontier node that folds itself.
-    std::vector<bool> materialise(num_nodes, false);
-    bool any = false;
-    for (int f : frontier) {
-      bool fed = false;
-      for (const std::string& in : graph.node(f).input()) {
-        auto it = producer.find(in);
-        if (in.empty() || it == producer.end()) continue;
-        const int p = it->second;
-        if (folded[p] && graph.node(p).op_type() != "Constant") {
-          fed = true;
-          any = any || !materialise[p];
-          materialise[p] = true;
-        }
-      }
-      if (!fed && folded[f]) {
-        any = true;
-        materialise[f] = true;
-      }
-    }
-    if (!any) return report;
-
-    // Readers of each name among the nodes that stay, and graph outputs.
-    absl::flat_hash_map<std::string, int> readers;
-    absl::flat_hash_set<std::string> graph_outputs;
-    for (const onnx::ValueInfoProto& vi : graph.output()) graph_outputs.insert(vi.name());
-    std::vector<bool> removed(num_nodes, false);
-    std::vector<bool> was_live(num_nodes, false);
-    for (int i = 0; i < num_nodes; ++i) {
-      for (const std::string& in : graph.node(i).input()) {
-        if (!in.empty()) ++readers[in];
-      }
-    }
-    for (int i = 0; i < num_nodes; ++i) {
-      for (const std::string& out : graph.node(i).output()) {
-        if (readers[out] > 0 || graph_outputs.contains(out)) was_live[i] = true;
-      }
-    }
-    auto remove_node = [&](int i) {
-      removed[i] = true;
-      ++report.removed_nodes;
-      for (const std::string& in : graph.node(i).input()) {
-        if (!in.empty()) --readers[in];
-      }
-    };
-    absl::flat_hash_set<std::string> dropped_names;
-    for (int i = 0; i < num_nodes; ++i) {
-      if (!materialise[i]) continue;
-      for (const std::string& out : graph.node(i).output()) {
-        if (out.empty()) continue;
-        *graph.add_initializer() = TensorToProto(values[out], out);
-        report.folded_values.push_back(out);
-        dropped_names.insert(out);
-      }
-      remove_node(i);
-    }
-    // Folded nodes that fed only what was just removed.
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (int i = num_nodes - 1; i >= 0; --i) {
-        if (removed[i] || !folded[i] || !was_live[i]) continue;
-        bool live = false;
-        for (const std::string& out : graph.node(i).output()) {
-          if (!out.empty() && (readers[out] > 0 || graph_outputs.contains(out))) live = true;
-        }
-        if (live) continue;
-        for (const std::string& out : graph.node(i).output()) {
-          if (!out.empty()) dropped_names.insert(out);
-        }
-        remove_node(i);
-        changed = true;
-      }
-    }
-
-    // Rewrite the graph: nodes that stay, value_info without the dropped names (a partial type
-    // there would shadow the initializer's), graph outputs typed like their initializers.
-    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-    for (int i = 0; i < num_nodes; ++i) {
-      if (!removed[i]) kept.Add()->Swap(graph.mutable_node(i));
-    }
-    graph.mutable_node()->Swap(&kept);
-    google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos;
-    for (onnx::ValueInfoProto& vi : *graph.mutable_value_info()) {
-      if (!dropped_names.contains(vi.name())) infos.Add()->Swap(&vi);
-    }
-    graph.mutable_value_info()->Swap(&infos);
-    for (onnx::ValueInfoProto& vi : *graph.mutable_output()) {
-      auto it = values.find(vi.name());
-      if (!dropped_names.contains(vi.name()) || it == values.end()) continue;
-      onnx::TypeProto_Tensor* t = vi.mutable_type()->mutable_tensor_type();
-      t->set_elem_type(it->second.dtype);
-      t->clear_shape();
-      onnx::TensorShapeProto* shape = t->mutable_shape();
-      for (int64_t d : it->second.dims) shape->add_dim()->set_dim_value(d);
-    }
+    Materialise(graph, materialise, e, report);
   }
 }
 

@@ -69,6 +69,9 @@ struct FoldInput {
   const std::vector<int64_t>* dims = nullptr;   // its static shape, when known (Shape, Size)
 };
 
+// True for the ops EvaluateNode may fold (listed below), of the default ONNX domain.
+bool IsFoldableOp(const onnx::NodeProto& node);
+
 // Evaluates one node of the default ONNX domain: one tensor per output (omitted outputs get an
 // empty placeholder). nullopt when the op is not one we fold, an input it needs is not known,
 // the inputs are malformed, or a result would exceed `max_elements`.

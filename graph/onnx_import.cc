@@ -597,6 +597,8 @@ struct WorkingModel {
   absl::flat_hash_set<std::string> params;  // initializer names
   // First output of each node written with domain "ai.onnx" (renamed "" for libonnx).
   absl::flat_hash_set<std::string> ai_onnx_outputs;
+  // First output of each convolution given an explicit kernel_shape for libonnx (HardenConvs).
+  absl::flat_hash_set<std::string> synthetic_kernel_shape;
   absl::flat_hash_set<std::string> user_symbols;  // dim_params the file declares
   absl::flat_hash_map<std::string, Declaration> declarations;  // graph inputs and outputs
 };
@@ -672,6 +674,57 @@ absl::StatusOr<WorkingModel> Prepare(onnx::ModelProto model) {
   return w;
 }
 
+// libonnx 1.12's convolution shape functions index the input's dims by the weight's rank
+// without checking it (a malformed model crashes them). For each Conv, ConvInteger, QLinearConv
+// and ConvTranspose whose weight shape is known before inference (an initializer or a graph
+// input), we check the weight's rank and make kernel_shape explicit (weight dims 2...), which
+// libonnx does check against the input's rank. The attribute is not carried to our op unless the
+// file had it.
+absl::Status HardenConvs(WorkingModel& w) {
+  onnx::GraphProto& graph = *w.model.mutable_graph();
+  absl::flat_hash_map<std::string, Dims> known;
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    known[t.name()] = Dims(t.dims().begin(), t.dims().end());
+  }
+  for (const onnx::ValueInfoProto& vi : graph.input()) {
+    if (auto dims = onnx_fold::StaticDims(vi.type())) known[vi.name()] = std::move(*dims);
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    onnx::NodeProto& node = *graph.mutable_node(i);
+    if (!node.domain().empty()) continue;
+    const std::string& op = node.op_type();
+    int weight = -1;
+    if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") weight = 1;
+    if (op == "QLinearConv") weight = 3;
+    if (weight < 0 || node.input_size() <= weight) continue;
+    auto it = known.find(node.input(weight));
+    if (it == known.end()) continue;
+    const Dims& dims = it->second;
+    if (dims.size() < 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          NodeLabel(node, i), ": weight '", node.input(weight), "' has rank ", dims.size(),
+          "; a convolution weight has rank 3 or more (M x C/group x k1 x ... x kn)"));
+    }
+    auto x = known.find(node.input(0));
+    if (x != known.end() && x->second.size() != dims.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          NodeLabel(node, i), ": input '", node.input(0), "' has rank ", x->second.size(),
+          " but weight '", node.input(weight), "' has rank ", dims.size()));
+    }
+    bool has_kernel_shape = false;
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      has_kernel_shape = has_kernel_shape || a.name() == "kernel_shape";
+    }
+    if (has_kernel_shape || node.output_size() == 0 || node.output(0).empty()) continue;
+    onnx::AttributeProto* a = node.add_attribute();
+    a->set_name("kernel_shape");
+    a->set_type(onnx::AttributeProto::INTS);
+    for (size_t k = 2; k < dims.size(); ++k) a->add_ints(dims[k]);
+    w.synthetic_kernel_shape.insert(node.output(0));
+  }
+  return absl::OkStatus();
+}
+
 // The type of every value after inference and folding; the first value (in node order) without
 // a supported dtype and concrete dims is the error.
 absl::StatusOr<absl::flat_hash_map<std::string, TensorType>> ResolveTypes(
@@ -704,10 +757,13 @@ OpSpec OpFromNode(const onnx::NodeProto& node, const WorkingModel& w) {
     if (w.ai_onnx_outputs.contains(out)) op.domain = "ai.onnx";
     break;
   }
+  const bool drop_kernel_shape =
+      node.output_size() > 0 && w.synthetic_kernel_shape.contains(node.output(0));
   std::vector<int64_t> input_slots, output_slots;
   op.inputs = PresentNames(node.input(), &input_slots);
   op.outputs = PresentNames(node.output(), &output_slots);
   for (const onnx::AttributeProto& a : node.attribute()) {
+    if (drop_kernel_shape && a.name() == "kernel_shape") continue;
     if (auto attr = ConvertAttribute(a)) op.attrs.push_back(std::move(*attr));
   }
   if (!input_slots.empty()) op.attrs.push_back({"onnx_input_slots", input_slots});
@@ -771,6 +827,7 @@ absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& b
   MG_ASSIGN_OR_RETURN(WorkingModel w, Prepare(std::move(model)));
   MG_RETURN_IF_ERROR(ApplyBindings(*w.model.mutable_graph(), w.params, bindings));
   MG_RETURN_IF_ERROR(CheckInputsStatic(w.model.graph()));
+  MG_RETURN_IF_ERROR(HardenConvs(w));
   MG_ASSIGN_OR_RETURN(onnx_fold::FoldReport report,
                       onnx_fold::InferAndFold(w.model, onnx_fold::FoldOptions{}));
   MG_ASSIGN_OR_RETURN(auto types, ResolveTypes(w));

@@ -222,7 +222,8 @@ absl::StatusOr<Dims> WindowOutput(const ShapeContext& ctx, const Dims& in, const
       ++steps;
       // The last window must start inside the input or its begin padding (PyTorch, ONNX
       // opset 19+ and Caffe1 all drop a window that would start in the end padding).
-      if (steps * stride >= in[i] + pad_begin) --steps;
+      const auto start = util::CheckedMul(steps, stride);
+      if (!start.has_value() || *start >= in[i] + pad_begin) --steps;
     }
     out[i] = steps + 1;
   }

@@ -526,6 +526,8 @@ class Search {
     Frame& frame = frames_[k];
     const uint64_t hash = StateKey(k, frame);
     const int key_len = static_cast<int>(frame.key.size());
+    // A state explored before at cost c <= cost_ either led to the incumbent or was proven
+    // unable to beat an incumbent at least as costly as today's: prune (StateTable).
     const int64_t seen = memo_.Find(frame.key.data(), key_len, hash);
     if (seen >= 0 && seen <= cost_) return;
     if (cost_ + NewGroupBound(k) >= best_cost_) {
@@ -555,13 +557,20 @@ class Search {
     work_ += int64_t{f} * f * words_ + int64_t{num_groups_} * words_;
     auto fit_row = [&](int i) { return frame.fits.data() + size_t(i) * words_; };
 
-    // A free fit (damage 0) dominates every other branch: no later item it could take
-    // overlaps k, so k can move into it from any solution.
-    // Among joins, joining g1 is at least as good as joining g2 when C_g1 <= C_g2 <= C_g1 | O
-    // (swap what the two groups receive later); ties by index.
-    // Joining g is at least as good as a new group when every later item that does not
-    // overlap k fits g (g takes what the new group would; what g would have taken opens a
-    // group of its own, no larger than k).
+    // Dominance (each pruned branch has a kept branch whose best completion is no worse; a
+    // completion puts set X_g of later items into existing group g, X_new into new groups):
+    // - Free fit, C_g & O empty: take any completion of another branch; k's group there
+    //   holds k and other items; move k into g. g's later members X_g lie in C_g, so none
+    //   overlaps k; g's cost is fixed and >= bytes(k); k's old group only loses a member.
+    // - Join g1 over join g2 when C_g1 <= C_g2 <= C_g1 | O: from a completion of "k in g2",
+    //   swap the later members: X_g1 goes to g2 (X_g1 <= C_g1 <= C_g2) and X_g2 goes to g1
+    //   (X_g2 <= C_g2 minus O <= C_g1, and none overlaps k). Costs are fixed: same total.
+    //   Equal sets in both directions: the lower index is kept, so no cycle.
+    // - Join g over a new group when every later item outside O fits g: from a completion of
+    //   "k opens N", the later members of N avoid O, so they fit g next to k; g's own later
+    //   members X_g form a group of their own costing max(X_g) <= bytes(k) = cost of N.
+    // The rules hold in every node, so by induction over depth the kept branches reach the
+    // optimum of the node's subtree.
     std::vector<std::pair<int, int>>& candidates = frame.candidates;
     candidates.clear();
     bool open_new = true;

@@ -182,11 +182,13 @@ absl::Status CheckSerial(const Graph& graph, const std::vector<Placed>& by_start
 absl::Status CheckParallel(const Graph& graph, const Liveness& live,
                            const std::vector<Placed>& by_start) {
   HappensBefore hb(graph);
+  // The readers of every member, and the writers of members nobody reads (a writer precedes
+  // its readers, so the others need no check).
   auto last_ops = [&](ValueId root) {
     std::vector<OpId> ops;
     for (ValueId m : live.members[root]) {
       const graph::Value& v = graph.value(m);
-      if (v.producer != kNone) ops.push_back(v.producer);
+      if (v.consumers.empty() && v.producer != kNone) ops.push_back(v.producer);
       ops.insert(ops.end(), v.consumers.begin(), v.consumers.end());
     }
     std::sort(ops.begin(), ops.end());

@@ -7,6 +7,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "memonger/schedule.h"
+#include "tests/random_graphs.h"
 #include "tests/test_support.h"
 
 namespace memonger {
@@ -195,6 +197,36 @@ INSTANTIATE_TEST_SUITE_P(GreedyAndDp, MemongerDevicesTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? std::string("Dp") : std::string("Greedy");
                          });
+
+TEST(PlanMemongerInterferenceTest, ChainNetFromLiveness) {
+  absl::StatusOr<graph::Graph> g = testing::GraphFromText(R"pb(
+    external_input: "x"
+    external_input: "w"
+    op { type: "FC" input: "x" input: "w" output: "a" }
+    op { type: "Relu" input: "a" output: "b" }
+    op { type: "Relu" input: "b" output: "c" }
+    op { type: "Relu" input: "c" output: "d" }
+    external_output: "d"
+    value_info { name: "w" role: ROLE_PARAM }
+  )pb");
+  ASSERT_TRUE(g.ok()) << g.status();
+  testing::AssignByteTypes(*g, {}, 1000);
+  absl::StatusOr<Schedule> schedule = MakeSchedule(*g, OrderKind::kGiven);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  absl::StatusOr<Liveness> liveness = ComputeLiveness(*g, *schedule);
+  ASSERT_TRUE(liveness.ok()) << liveness.status();
+  // Lifetimes: x [0,0], a [0,1], b [1,2], c [2,3], d [3,3]; w is static (not planned).
+  const graph::ValueId x = *g->FindValue("x"), a = *g->FindValue("a"), b = *g->FindValue("b"),
+                       c = *g->FindValue("c"), d = *g->FindValue("d");
+  PlanOptions options;
+  options.alignment = 1;
+  for (bool dp : {false, true}) {
+    SCOPED_TRACE(dp ? "memonger-dp" : "memonger-greedy");
+    absl::StatusOr<SharingGroups> groups = PlanMemongerInterference(*g, *liveness, options, dp);
+    ASSERT_TRUE(groups.ok()) << groups.status();
+    EXPECT_THAT(*groups, UnorderedElementsAre(ElementsAre(x, b, d), ElementsAre(a, c)));
+  }
+}
 
 TEST(PlanMemongerInterferenceTest, ParallelExecutionIsRejected) {
   absl::StatusOr<graph::Graph> g = testing::GraphFromText(R"pb(

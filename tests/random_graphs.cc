@@ -39,12 +39,12 @@ graph::Graph RandomGraph(uint64_t seed, const RandomGraphOptions& options) {
   // Names readable by later ops, and the device that produced each (-1: a graph input).
   std::vector<std::string> pool;
   std::vector<int> pool_device;
+  std::map<std::string, size_t> pool_index;
   auto add_to_pool = [&](const std::string& name, int device) {
-    for (size_t i = 0; i < pool.size(); ++i) {
-      if (pool[i] == name) {
-        pool_device[i] = device;
-        return;
-      }
+    auto [it, fresh] = pool_index.emplace(name, pool.size());
+    if (!fresh) {
+      pool_device[it->second] = device;
+      return;
     }
     pool.push_back(name);
     pool_device.push_back(device);

@@ -1,0 +1,281 @@
+#include "allocator/executor.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "allocator/verify_kernels.h"
+#include "memonger/liveness.h"
+#include "memonger/schedule.h"
+#include "util/check.h"
+#include "util/checked_math.h"
+#include "util/status_macros.h"
+
+namespace memonger::alloc {
+namespace {
+
+using graph::kNone;
+using graph::OpId;
+using graph::ValueId;
+
+std::string Range(int64_t begin, int64_t bytes) {
+  return absl::StrCat("[", begin, ", ", begin + bytes, ")");
+}
+
+// The op's inputs, each once, in first-appearance order.
+std::vector<ValueId> DistinctInputs(const graph::Op& op) {
+  std::vector<ValueId> out;
+  for (ValueId v : op.inputs) {
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+const Kernel* KernelTable::Find(absl::string_view op_type) const {
+  const auto it = kernels_.find(op_type);
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan& plan,
+                                          Arena& arena) {
+  const int n = graph.num_values();
+  for (const graph::Value& v : graph.values()) {
+    if (!v.type.has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "value '", v.DisplayName(), "' has no type: run shape inference before executing"));
+    }
+  }
+  if (static_cast<int>(plan.offset_of_value.size()) != n ||
+      static_cast<int>(plan.steps.size()) != graph.num_ops()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the plan is for another net: it has ", plan.offset_of_value.size(), " values and ",
+        plan.steps.size(), " steps; net '", graph.name(), "' has ", n, " values and ",
+        graph.num_ops(), " ops"));
+  }
+
+  // The plan's schedule, and liveness computed with the plan's options: alias classes and
+  // which values belong in the arena.
+  Schedule schedule;
+  schedule.order = plan.order;
+  for (const PlanStep& step : plan.steps) schedule.ops.push_back(step.op);
+  LivenessOptions liveness_options;
+  liveness_options.plan_static = plan.plan_static;
+  liveness_options.views = plan.views;
+  MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
+
+  if (plan.arena_bytes > arena.size()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the plan needs an arena of ", plan.arena_bytes, " bytes; this arena has ",
+        arena.size()));
+  }
+  for (ValueId id = 0; id < n; ++id) {
+    const graph::Value& v = graph.value(id);
+    const int64_t offset = plan.offset_of_value[id];
+    const int64_t bytes = liveness.bytes[id];
+    if (liveness.planned[id] != (offset != kNoOffset)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          graph::RoleName(v.role), " '", v.DisplayName(), "' ",
+          liveness.planned[id] ? "belongs in the arena but the plan gives it no offset"
+                               : "is static and not planned, but the plan gives it an offset",
+          " (plan_static: ", plan.plan_static ? "true" : "false", ")"));
+    }
+    if (offset == kNoOffset) continue;
+    const auto end = util::CheckedAdd(offset, bytes);
+    if (offset < 0 || !end || *end > arena.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "value '", v.DisplayName(), "' at ", Range(offset, bytes),
+          " lies outside the arena [0, ", arena.size(), ")"));
+    }
+    const ValueId root = liveness.alias_root[id];
+    if (plan.offset_of_value[root] != offset) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "value '", v.DisplayName(), "' at offset ", offset, " must share the bytes of '",
+          graph.value(root).DisplayName(), "' at offset ", plan.offset_of_value[root],
+          " (one alias class: in place or a view)"));
+    }
+  }
+
+  // Static values outside the arena: one block per alias class, each aligned to 256 bytes.
+  std::vector<int64_t> static_offset(n, kNoOffset);
+  int64_t static_total = 0;
+  for (ValueId id = 0; id < n; ++id) {
+    if (plan.offset_of_value[id] != kNoOffset || liveness.alias_root[id] != id) continue;
+    const int64_t alignment =
+        std::max<int64_t>(kMinArenaAlignment, graph.value(id).alignment);
+    const auto start = util::CheckedAlignUp(static_total, alignment);
+    const auto end = start ? util::CheckedAdd(*start, liveness.class_bytes[id]) : std::nullopt;
+    if (!end) {
+      return absl::ResourceExhaustedError("the net's static values need more than 2^63 bytes");
+    }
+    static_offset[id] = *start;
+    static_total = *end;
+  }
+  for (ValueId id = 0; id < n; ++id) {
+    if (plan.offset_of_value[id] == kNoOffset) {
+      static_offset[id] = static_offset[liveness.alias_root[id]];
+    }
+  }
+  MG_ASSIGN_OR_RETURN(Arena static_arena, Arena::Create(arena.device(), static_total));
+
+  Executor executor(graph, arena, std::move(static_arena));
+  executor.schedule_ = std::move(schedule.ops);
+  executor.offset_of_value_ = plan.offset_of_value;
+  executor.static_offset_ = std::move(static_offset);
+  executor.bytes_ = liveness.bytes;
+  executor.alias_root_ = liveness.alias_root;
+  executor.view_output_.assign(n, false);
+  executor.key_.resize(n);
+  for (ValueId id = 0; id < n; ++id) executor.key_[id] = static_cast<uint64_t>(id) + 1;
+  // A view output is in the alias class of its op's input 0 without writing it in place: it
+  // reads as that input. Keys follow the schedule so that views of views resolve.
+  for (OpId op_id : executor.schedule_) {
+    const graph::Op& op = graph.op(op_id);
+    if (!op.view || op.inputs.empty() || op.outputs.empty()) continue;
+    const ValueId in = op.inputs[0];
+    const ValueId out = op.outputs[0];
+    if (graph.value(out).inplace_of == kNone && in != out &&
+        liveness.alias_root[in] == liveness.alias_root[out]) {
+      executor.view_output_[out] = true;
+      executor.key_[out] = executor.key_[in];
+    }
+  }
+  return executor;
+}
+
+std::byte* Executor::ValueAddress(ValueId id) const {
+  MG_CHECK(id >= 0 && id < static_cast<ValueId>(offset_of_value_.size()));
+  if (InArena(id)) return arena_->base() + offset_of_value_[id];
+  return static_arena_.base() + static_offset_[id];
+}
+
+absl::Status Executor::Fill(ValueId id, int step, OpId op, std::vector<Write>& log) {
+  if (Bytes(id) == 0) return absl::OkStatus();
+  MG_RETURN_IF_ERROR(FillPattern(device(), ValueAddress(id), Bytes(id), key_[id]));
+  log.push_back(Write{step, op, id});
+  return absl::OkStatus();
+}
+
+absl::Status Executor::Check(ValueId id, const std::vector<Write>& log,
+                             const std::string& context) const {
+  if (Bytes(id) == 0) return absl::OkStatus();
+  MG_ASSIGN_OR_RETURN(const int64_t bad,
+                      FindPatternMismatch(device(), ValueAddress(id), Bytes(id), key_[id]));
+  if (bad < 0) return absl::OkStatus();
+
+  const graph::Value& v = graph_->value(id);
+  std::string where;
+  std::string culprit;
+  if (InArena(id)) {
+    const int64_t offset = offset_of_value_[id];
+    const int64_t at = offset + bad;
+    where = absl::StrCat("arena bytes ", Range(offset, Bytes(id)), "; byte ", bad,
+                         " (arena offset ", at, ")");
+    // The latest write covering that byte is the one that left it there.
+    for (auto it = log.rbegin(); it != log.rend(); ++it) {
+      if (!InArena(it->value)) continue;
+      const int64_t begin = offset_of_value_[it->value];
+      if (at < begin || at >= begin + Bytes(it->value)) continue;
+      if (key_[it->value] == key_[id]) break;  // its own write: changed outside the run
+      const graph::Value& w = graph_->value(it->value);
+      const std::string writer =
+          it->op == kNone ? std::string("the fill of the graph's inputs before step 0")
+                          : absl::StrCat("op ", graph_->op(it->op).Label(), " (step ", it->step,
+                                         ")");
+      culprit = absl::StrCat("; ", writer, " wrote '", w.DisplayName(), "' over arena bytes ",
+                             Range(begin, Bytes(it->value)), " while '", v.DisplayName(),
+                             "' was live");
+      break;
+    }
+    if (culprit.empty()) culprit = "; no write of this run covers that byte";
+  } else {
+    where = absl::StrCat("static memory of ", Bytes(id), " bytes; byte ", bad);
+  }
+  return absl::DataLossError(absl::StrCat("verify run: value '", v.DisplayName(),
+                                          "' was clobbered (", where,
+                                          " no longer holds its pattern) when ", context,
+                                          culprit));
+}
+
+absl::Status Executor::RunVerify() {
+  std::vector<Write> log;
+  log.reserve(graph_->num_values());
+  for (ValueId id = 0; id < graph_->num_values(); ++id) {
+    if (graph_->value(id).producer == kNone) MG_RETURN_IF_ERROR(Fill(id, -1, kNone, log));
+  }
+  for (int step = 0; step < static_cast<int>(schedule_.size()); ++step) {
+    const OpId op_id = schedule_[step];
+    const graph::Op& op = graph_->op(op_id);
+    const std::vector<ValueId> inputs = DistinctInputs(op);
+    for (ValueId in : inputs) {
+      MG_RETURN_IF_ERROR(
+          Check(in, log, absl::StrCat("op ", op.Label(), " (step ", step, ") reads it")));
+    }
+    bool wrote = false;
+    for (ValueId out : op.outputs) {
+      if (view_output_[out]) continue;
+      MG_RETURN_IF_ERROR(Fill(out, step, op_id, log));
+      wrote = true;
+    }
+    if (!wrote) continue;
+    // The op's outputs must have left its inputs alone, except what it overwrites in place.
+    for (ValueId in : inputs) {
+      const bool shares_an_output =
+          std::any_of(op.outputs.begin(), op.outputs.end(),
+                      [&](ValueId out) { return alias_root_[out] == alias_root_[in]; });
+      if (shares_an_output) continue;
+      MG_RETURN_IF_ERROR(Check(in, log,
+                               absl::StrCat("op ", op.Label(), " (step ", step,
+                                            "), which reads it, has written its outputs")));
+    }
+  }
+  std::vector<ValueId> checked;
+  for (ValueId out : graph_->outputs()) {
+    if (std::find(checked.begin(), checked.end(), out) != checked.end()) continue;
+    checked.push_back(out);
+    MG_RETURN_IF_ERROR(Check(out, log, "the run ends (it is a graph output)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::Run(const KernelTable& kernels) {
+  std::vector<const Kernel*> kernel_of_step(schedule_.size(), nullptr);
+  for (size_t step = 0; step < schedule_.size(); ++step) {
+    const graph::Op& op = graph_->op(schedule_[step]);
+    kernel_of_step[step] = kernels.Find(op.type);
+    if (kernel_of_step[step] == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          "no kernel for op type '", op.type, "' (op ", op.Label(), ", step ", step,
+          "); the kernel table has ", kernels.size(), " kernels"));
+    }
+  }
+  KernelArgs args;
+  args.device = device();
+  for (size_t step = 0; step < schedule_.size(); ++step) {
+    const graph::Op& op = graph_->op(schedule_[step]);
+    args.op = &op;
+    args.inputs.clear();
+    args.input_types.clear();
+    args.outputs.clear();
+    args.output_types.clear();
+    for (ValueId in : op.inputs) {
+      args.inputs.push_back(ValueAddress(in));
+      args.input_types.push_back(&*graph_->value(in).type);
+    }
+    for (ValueId out : op.outputs) {
+      args.outputs.push_back(ValueAddress(out));
+      args.output_types.push_back(&*graph_->value(out).type);
+    }
+    const absl::Status status = (*kernel_of_step[step])(args);
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("op ", op.Label(), " (step ", step,
+                                                      "): ", status.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memonger::alloc

@@ -1,0 +1,142 @@
+// Executor: runs a planned net in one arena. It walks the plan's schedule and hands each op the
+// addresses of its inputs and outputs (arena base + the value's offset) and calls the op's
+// kernel. Verify mode needs no kernels: it proves, on real memory, that the plan never lets one
+// value overwrite another while it is live.
+//
+//   MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(graph, options));
+//   MG_ASSIGN_OR_RETURN(alloc::Arena arena,
+//                       alloc::Arena::Create(alloc::Device::kHost, plan.arena_bytes));
+//   MG_ASSIGN_OR_RETURN(alloc::Executor executor, alloc::Executor::Create(graph, plan, arena));
+//   MG_RETURN_IF_ERROR(executor.RunVerify());             // no kernels needed
+//   // or, with real kernels:
+//   alloc::KernelTable kernels({{"Relu", MyRelu}, {"FC", MyFc}});
+//   MG_RETURN_IF_ERROR(executor.Run(kernels));
+//
+// Verify mode, step by step:
+//   1. every value without a producer (graph inputs, params) gets its pattern
+//      (verify_kernels.h: a hash of (value, word index));
+//   2. at each step, the op checks every byte of each input against the input's pattern, then
+//      fills each output with the output's own pattern, then checks its inputs again (an op's
+//      outputs must not overlap its own inputs, except the bytes it overwrites in place);
+//   3. after the last step, every graph output is checked.
+//   An in-place output writes its own pattern over the value it overwrites (the schedule runs
+//   every reader of the old version first). A view output (Plan::views) writes nothing: it reads
+//   as its input's pattern. A mismatch is DataLoss naming the clobbered value, the op that found
+//   it, and the op (and value) that wrote over it, with byte ranges.
+//
+// Static values (params, constants) that the plan leaves out of the arena get memory of their
+// own: one more allocation on the arena's device, owned by the executor, one block per alias
+// class. In verify mode they are filled and checked like every other value.
+//
+// The executor walks the schedule serially, whatever the plan's execution model; every value
+// is placed in the one arena, whatever device its op names.
+#ifndef MEMONGER_ALLOCATOR_EXECUTOR_H_
+#define MEMONGER_ALLOCATOR_EXECUTOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "allocator/arena.h"
+#include "graph/graph.h"
+#include "memonger/plan.h"
+
+namespace memonger::alloc {
+
+// What a kernel gets for one op. Pointers are on `device` (device pointers for kCuda) and are
+// valid only during the call. Values of role workspace are among the outputs, as the net
+// declares them. A zero-byte value still has a (non-dereferenceable) pointer.
+struct KernelArgs {
+  const graph::Op* op = nullptr;
+  Device device = Device::kHost;
+  std::vector<const std::byte*> inputs;             // op->inputs order (repeats repeated)
+  std::vector<const graph::TensorType*> input_types;
+  std::vector<std::byte*> outputs;                  // op->outputs order
+  std::vector<const graph::TensorType*> output_types;
+};
+using Kernel = std::function<absl::Status(const KernelArgs&)>;
+
+// Op type -> kernel. Built once by the caller, immutable afterwards (no global registry).
+class KernelTable {
+ public:
+  KernelTable() = default;
+  explicit KernelTable(absl::flat_hash_map<std::string, Kernel> kernels)
+      : kernels_(std::move(kernels)) {}
+  // nullptr when the table has no kernel for `op_type`.
+  const Kernel* Find(absl::string_view op_type) const;
+  int size() const { return static_cast<int>(kernels_.size()); }
+
+ private:
+  absl::flat_hash_map<std::string, Kernel> kernels_;
+};
+
+class Executor {
+ public:
+  // Checks that `plan` belongs to `graph` (same values and ops, a valid schedule, every value
+  // typed, planned exactly the values liveness plans, alias classes at one offset) and that it
+  // fits `arena`; allocates the static values' memory. It does not run VerifyPlan: verify mode
+  // is the check of a plan on real memory.
+  //   FailedPrecondition: a value without a type (run shape inference first);
+  //   InvalidArgument: a plan for another graph, an invalid schedule, an offset outside the
+  //                    arena, alias-class members at different offsets;
+  //   ResourceExhausted: the arena is smaller than plan.arena_bytes, or no memory for statics.
+  // REQUIRES: `graph` and `arena` outlive the executor (the plan is copied).
+  static absl::StatusOr<Executor> Create(const graph::Graph& graph, const Plan& plan,
+                                         Arena& arena);
+
+  // Verify mode (see the file comment). OK, or DataLoss naming the clobbered value and the op
+  // that wrote over it; FailedPrecondition when the device's verify kernels cannot run.
+  absl::Status RunVerify();
+
+  // Runs the net with real kernels. Unimplemented, naming the op type and an op, when `kernels`
+  // lacks a kernel for some op (checked before anything runs); a kernel's error is returned
+  // with the op's label and step prepended. Graph inputs and static values are whatever the
+  // caller wrote at ValueAddress() before the call.
+  absl::Status Run(const KernelTable& kernels);
+
+  // Where value `id` lives: base + offset for values in the arena, else its static memory.
+  std::byte* ValueAddress(graph::ValueId id) const;
+  bool InArena(graph::ValueId id) const { return offset_of_value_[id] != kNoOffset; }
+  Device device() const { return arena_->device(); }
+  // Bytes of the executor's own allocation for static values (aligned per alias class).
+  int64_t static_bytes() const { return static_arena_.size(); }
+
+ private:
+  // One write of a value's pattern (verify mode), kept to name the writer of a clobber.
+  struct Write {
+    int step = -1;               // -1: before the first step
+    graph::OpId op = graph::kNone;
+    graph::ValueId value = graph::kNone;
+  };
+
+  Executor(const graph::Graph& graph, Arena& arena, Arena static_arena)
+      : graph_(&graph), arena_(&arena), static_arena_(std::move(static_arena)) {}
+
+  int64_t Bytes(graph::ValueId id) const { return bytes_[id]; }
+  absl::Status Fill(graph::ValueId id, int step, graph::OpId op, std::vector<Write>& log);
+  // `context` completes "... when <context>".
+  absl::Status Check(graph::ValueId id, const std::vector<Write>& log,
+                     const std::string& context) const;
+
+  const graph::Graph* graph_;
+  Arena* arena_;
+  Arena static_arena_;
+  std::vector<graph::OpId> schedule_;        // schedule_[step]
+  std::vector<int64_t> offset_of_value_;     // kNoOffset: not in the arena
+  std::vector<int64_t> static_offset_;       // offset in static_arena_ (values not in the arena)
+  std::vector<int64_t> bytes_;
+  std::vector<graph::ValueId> alias_root_;   // liveness's alias classes
+  std::vector<bool> view_output_;            // aliases its op's input 0 as a view (writes nothing)
+  std::vector<uint64_t> key_;                // pattern key (a view output: its input's key)
+};
+
+}  // namespace memonger::alloc
+
+#endif  // MEMONGER_ALLOCATOR_EXECUTOR_H_

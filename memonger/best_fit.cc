@@ -1,0 +1,129 @@
+#include "memonger/best_fit.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "util/status_macros.h"
+
+namespace memonger {
+namespace {
+
+int Duration(const OffsetItem& item) { return item.last_step - item.first_step + 1; }
+
+// Sorts item indices by a key (larger first), then size descending, earlier first_step, index.
+template <typename Key>
+std::vector<int> SortedByKeyDescending(const OffsetProblem& problem, Key key) {
+  std::vector<int> order(problem.items.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    const auto ka = key(a);
+    const auto kb = key(b);
+    if (ka != kb) return ka > kb;
+    const OffsetItem& x = problem.items[a];
+    const OffsetItem& y = problem.items[b];
+    if (x.bytes != y.bytes) return x.bytes > y.bytes;
+    if (x.first_step != y.first_step) return x.first_step < y.first_step;
+    return a < b;
+  });
+  return order;
+}
+
+}  // namespace
+
+const char* PortfolioOrderName(PortfolioOrder order) {
+  switch (order) {
+    case PortfolioOrder::kSize: return "size";
+    case PortfolioOrder::kSizeThenDuration: return "size-duration";
+    case PortfolioOrder::kDuration: return "duration";
+    case PortfolioOrder::kArea: return "area";
+    case PortfolioOrder::kConflicts: return "conflicts";
+  }
+  return "size";
+}
+
+std::vector<int64_t> ConflictCounts(const OffsetProblem& problem) {
+  const size_t n = problem.items.size();
+  std::vector<int> firsts(n);
+  std::vector<int> lasts(n);
+  for (size_t i = 0; i < n; ++i) {
+    firsts[i] = problem.items[i].first_step;
+    lasts[i] = problem.items[i].last_step;
+  }
+  std::sort(firsts.begin(), firsts.end());
+  std::sort(lasts.begin(), lasts.end());
+  std::vector<int64_t> counts(n);
+  for (size_t i = 0; i < n; ++i) {
+    const OffsetItem& item = problem.items[i];
+    // Items starting no later than i ends, minus those that ended before i starts, minus i.
+    const int64_t started =
+        std::upper_bound(firsts.begin(), firsts.end(), item.last_step) - firsts.begin();
+    const int64_t ended =
+        std::lower_bound(lasts.begin(), lasts.end(), item.first_step) - lasts.begin();
+    counts[i] = started - ended - 1;
+  }
+  return counts;
+}
+
+std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder order) {
+  const std::vector<OffsetItem>& items = problem.items;
+  switch (order) {
+    case PortfolioOrder::kSize:
+      return SortedByKeyDescending(problem, [](int) { return 0; });
+    case PortfolioOrder::kSizeThenDuration:
+      return SortedByKeyDescending(problem, [&](int i) {
+        return std::make_pair(items[i].bytes, Duration(items[i]));
+      });
+    case PortfolioOrder::kDuration:
+      return SortedByKeyDescending(problem, [&](int i) { return Duration(items[i]); });
+    case PortfolioOrder::kArea:
+      return SortedByKeyDescending(problem, [&](int i) {
+        return static_cast<unsigned __int128>(items[i].bytes) *
+               static_cast<unsigned __int128>(Duration(items[i]));
+      });
+    case PortfolioOrder::kConflicts: {
+      const std::vector<int64_t> conflicts = ConflictCounts(problem);
+      return SortedByKeyDescending(problem, [&](int i) { return conflicts[i]; });
+    }
+  }
+  return SortedByKeyDescending(problem, [](int) { return 0; });
+}
+
+absl::StatusOr<BestFitResult> RunBestFitPortfolio(const OffsetProblem& problem) {
+  MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
+  BestFitResult best;
+  best.lower_bound = OffsetLowerBound(problem);
+  GreedyPlacer placer(problem);
+  std::vector<std::vector<int>> tried;
+  bool have = false;
+  for (PortfolioOrder kind : kPortfolioOrders) {
+    std::vector<int> order = PortfolioItemOrder(problem, kind);
+    if (std::find(tried.begin(), tried.end(), order) != tried.end()) continue;
+    for (FitRule rule : {FitRule::kBestFit, FitRule::kLowestOffset}) {
+      OffsetSolution solution = placer.Place(order, rule);
+      ++best.runs;
+      if (!have || solution.height < best.solution.height) {
+        have = true;
+        best.solution = std::move(solution);
+        best.order_kind = kind;
+        best.rule = rule;
+        best.order = order;
+      }
+      if (best.solution.height == best.lower_bound) {
+        best.solution.proven_optimal = true;
+        return best;
+      }
+    }
+    tried.push_back(std::move(order));
+  }
+  if (!have) {  // no items at all
+    best.solution.proven_optimal = true;
+  }
+  return best;
+}
+
+absl::StatusOr<OffsetSolution> PlanBestFit(const OffsetProblem& problem) {
+  MG_ASSIGN_OR_RETURN(BestFitResult result, RunBestFitPortfolio(problem));
+  return std::move(result.solution);
+}
+
+}  // namespace memonger

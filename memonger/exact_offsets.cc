@@ -1,0 +1,598 @@
+#include "memonger/exact_offsets.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "util/check.h"
+#include "util/status_macros.h"
+
+namespace memonger {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kNoOffset = -1;
+constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max();
+
+bool IsPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// REQUIRES: `alignment` is a power of two and x + alignment does not overflow.
+int64_t AlignUp(int64_t x, int64_t alignment) { return (x + alignment - 1) & ~(alignment - 1); }
+
+absl::Status ValidateProblem(const OffsetProblem& problem) {
+  for (size_t i = 0; i < problem.items.size(); ++i) {
+    const OffsetItem& item = problem.items[i];
+    if (item.last_step < item.first_step) {
+      return absl::InvalidArgumentError(absl::StrCat("exact: item ", i, " has lifetime [",
+                                                     item.first_step, ", ", item.last_step,
+                                                     "] with last_step < first_step"));
+    }
+    if (item.bytes < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("exact: item ", i, " has negative bytes ", item.bytes));
+    }
+    if (!IsPowerOfTwo(item.alignment)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "exact: item ", i, " has alignment ", item.alignment, ", not a power of two"));
+    }
+    if (item.bytes % item.alignment != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("exact: item ", i, " has ", item.bytes,
+                                                     " bytes, not a multiple of its alignment ",
+                                                     item.alignment));
+    }
+    // Keeps every sum of sizes and aligned offset the search forms inside int64.
+    if (item.bytes > (int64_t{1} << 56) || item.alignment > (int64_t{1} << 56)) {
+      return absl::InvalidArgumentError(absl::StrCat("exact: item ", i, " is too large (",
+                                                     item.bytes, " bytes, alignment ",
+                                                     item.alignment, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t HeightOf(const OffsetProblem& problem, const std::vector<int64_t>& offsets) {
+  int64_t height = 0;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    height = std::max(height, offsets[i] + problem.items[i].bytes);
+  }
+  return height;
+}
+
+// Items stacked in input order, each at the aligned top of the previous one.
+std::vector<int64_t> StackedOffsets(const OffsetProblem& problem) {
+  std::vector<int64_t> offsets(problem.items.size(), 0);
+  int64_t top = 0;
+  for (size_t i = 0; i < problem.items.size(); ++i) {
+    const OffsetItem& item = problem.items[i];
+    if (item.bytes == 0) continue;
+    offsets[i] = AlignUp(top, item.alignment);
+    top = offsets[i] + item.bytes;
+  }
+  return offsets;
+}
+
+// The problem as the search sees it: items with bytes > 0 only (the others conflict with
+// nothing), time cut into sections, and the overlapping pairs.
+struct Prepared {
+  std::vector<int> original;  // search item -> problem item
+  std::vector<int64_t> bytes;
+  std::vector<int64_t> alignment;
+  std::vector<int64_t> width;         // steps: last_step - first_step + 1
+  std::vector<int> section_begin;     // sections [section_begin, section_end) of each item
+  std::vector<int> section_end;
+  int num_sections = 0;
+  std::vector<int> overlap_start;     // CSR: items sharing a step with item i are
+  std::vector<int> overlaps;          //   overlaps[overlap_start[i] .. overlap_start[i + 1])
+  std::vector<int> members_start;     // CSR: items live in section s are
+  std::vector<int> members;           //   members[members_start[s] .. members_start[s + 1])
+  std::vector<int64_t> section_total;  // bytes live in each section
+  std::vector<int> cuts;               // items live in both section b and b + 1
+  int64_t max_total = 0;               // the lower bound
+  int64_t granule = 0;                 // gcd of every size and alignment
+};
+
+int Size(const std::vector<int>& v) { return static_cast<int>(v.size()); }
+
+// False when the problem exceeds kMaxExactItems or kMaxExactOverlaps (not searched).
+bool Prepare(const OffsetProblem& problem, Prepared& p) {
+  for (size_t i = 0; i < problem.items.size(); ++i) {
+    if (problem.items[i].bytes > 0) p.original.push_back(static_cast<int>(i));
+  }
+  const int n = Size(p.original);
+  if (n > kMaxExactItems) return false;
+
+  // Sections: between consecutive distinct lifetime boundaries (first_step, last_step + 1).
+  std::vector<int64_t> points;
+  points.reserve(2 * static_cast<size_t>(n));
+  for (int i : p.original) {
+    points.push_back(problem.items[i].first_step);
+    points.push_back(int64_t{problem.items[i].last_step} + 1);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  p.num_sections = std::max(0, static_cast<int>(points.size()) - 1);
+  auto point_index = [&](int64_t t) {
+    return static_cast<int>(std::lower_bound(points.begin(), points.end(), t) - points.begin());
+  };
+
+  int64_t memberships = 0;
+  for (int i : p.original) {
+    const OffsetItem& item = problem.items[i];
+    p.bytes.push_back(item.bytes);
+    p.alignment.push_back(item.alignment);
+    p.width.push_back(int64_t{item.last_step} - item.first_step + 1);
+    p.section_begin.push_back(point_index(item.first_step));
+    p.section_end.push_back(point_index(int64_t{item.last_step} + 1));
+    memberships += p.section_end.back() - p.section_begin.back();
+    p.granule = std::gcd(p.granule, std::gcd(item.bytes, item.alignment));
+  }
+  if (memberships > kMaxExactOverlaps) return false;
+
+  // Overlapping pairs: in order of first section, every later item that starts before i ends.
+  std::vector<int> by_begin(n);
+  std::iota(by_begin.begin(), by_begin.end(), 0);
+  std::stable_sort(by_begin.begin(), by_begin.end(),
+                   [&](int a, int b) { return p.section_begin[a] < p.section_begin[b]; });
+  std::vector<int> degree(n, 0);
+  int64_t pairs = 0;
+  for (int a = 0; a < n; ++a) {
+    const int i = by_begin[a];
+    for (int b = a + 1; b < n && p.section_begin[by_begin[b]] < p.section_end[i]; ++b) {
+      ++degree[i];
+      ++degree[by_begin[b]];
+      if (++pairs > kMaxExactOverlaps) return false;
+    }
+  }
+  p.overlap_start.assign(n + 1, 0);
+  for (int i = 0; i < n; ++i) p.overlap_start[i + 1] = p.overlap_start[i] + degree[i];
+  p.overlaps.resize(p.overlap_start[n]);
+  std::vector<int> fill(p.overlap_start.begin(), p.overlap_start.end() - 1);
+  for (int a = 0; a < n; ++a) {
+    const int i = by_begin[a];
+    for (int b = a + 1; b < n && p.section_begin[by_begin[b]] < p.section_end[i]; ++b) {
+      const int j = by_begin[b];
+      p.overlaps[fill[i]++] = j;
+      p.overlaps[fill[j]++] = i;
+    }
+  }
+
+  // Section members, totals and cuts.
+  p.members_start.assign(p.num_sections + 1, 0);
+  p.section_total.assign(p.num_sections, 0);
+  for (int i = 0; i < n; ++i) {
+    for (int s = p.section_begin[i]; s < p.section_end[i]; ++s) {
+      ++p.members_start[s + 1];
+      p.section_total[s] += p.bytes[i];
+    }
+  }
+  for (int s = 0; s < p.num_sections; ++s) p.members_start[s + 1] += p.members_start[s];
+  p.members.resize(p.members_start[p.num_sections]);
+  fill.assign(p.members_start.begin(), p.members_start.end() - 1);
+  for (int i = 0; i < n; ++i) {
+    for (int s = p.section_begin[i]; s < p.section_end[i]; ++s) p.members[fill[s]++] = i;
+  }
+  for (int64_t total : p.section_total) p.max_total = std::max(p.max_total, total);
+  p.cuts.assign(std::max(0, p.num_sections - 1), 0);
+  for (int i = 0; i < n; ++i) {
+    for (int b = p.section_begin[i]; b + 1 < p.section_end[i]; ++b) ++p.cuts[b];
+  }
+  return true;
+}
+
+// Time and node accounting shared by every probe, and the progress callback.
+class Budget {
+ public:
+  Budget(const ExactOffsetsOptions& options, Clock::time_point start)
+      : start_(start),
+        deadline_(start + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(options.time_limit_seconds))),
+        next_report_(start + std::chrono::seconds(1)),
+        progress_(options.progress) {}
+
+  // Counts one node; false once the time limit has passed (checked every 256 nodes).
+  bool Tick() {
+    ++state_.nodes;
+    if ((state_.nodes & 255) == 0) Poll();
+    return !expired_;
+  }
+  bool Expired() {
+    Poll();
+    return expired_;
+  }
+  ExactProgress& state() { return state_; }
+  int64_t nodes() const { return state_.nodes; }
+
+ private:
+  void Poll() {
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline_) expired_ = true;
+    if (progress_ && now >= next_report_) {
+      state_.seconds = std::chrono::duration<double>(now - start_).count();
+      progress_(state_);
+      next_report_ = now + std::chrono::seconds(1);
+    }
+  }
+
+  Clock::time_point start_;
+  Clock::time_point deadline_;
+  Clock::time_point next_report_;
+  const std::function<void(const ExactProgress&)>& progress_;
+  ExactProgress state_;
+  bool expired_ = false;
+};
+
+// The static preorders, tried round-robin: W = lifetime width, A = area (bytes x width),
+// T = the largest section total over the item's sections; each descending, ties by index.
+constexpr const char* kPreorders[] = {"WAT", "TAW", "TWA"};
+
+// Decides whether the prepared problem has a placement within `capacity` (see the header).
+class DecisionSearch {
+ public:
+  enum class Outcome { kFeasible, kInfeasible, kNodeLimit, kTimeout };
+
+  DecisionSearch(const Prepared& p, int64_t capacity, Budget& budget)
+      : p_(p),
+        capacity_(capacity),
+        budget_(budget),
+        offset_(p.bytes.size(), kNoOffset),
+        solution_(p.bytes.size(), kNoOffset),
+        min_offset_(p.bytes.size(), 0),
+        floor_(p.num_sections, 0),
+        total_(p.section_total),
+        cuts_(p.cuts),
+        stamp_(p.num_sections, 0) {}
+
+  // kFeasible (offsets() holds the plan), kInfeasible (proven), or kTimeout.
+  Outcome Run() {
+    const int n = Size(p_.original);
+    if (n == 0) return Outcome::kFeasible;
+    for (int i = 0; i < n; ++i) {
+      if (p_.bytes[i] > capacity_) return Outcome::kInfeasible;
+    }
+    if (p_.max_total > capacity_) return Outcome::kInfeasible;
+    const std::vector<Group> groups = InitialGroups();
+    int64_t node_limit = n;
+    while (true) {
+      node_limit = node_limit > kInfinity / 2 ? kInfinity : 2 * node_limit;
+      for (const char* preorder : kPreorders) {
+        nodes_left_ = node_limit;
+        Outcome outcome = Outcome::kFeasible;
+        for (const Group& group : groups) {
+          outcome = SolveGroup(group, preorder);
+          if (outcome != Outcome::kFeasible) break;
+        }
+        if (outcome != Outcome::kNodeLimit) return outcome;
+      }
+    }
+  }
+
+  // Per search item; valid after Run() returned kFeasible.
+  const std::vector<int64_t>& offsets() const { return solution_; }
+
+ private:
+  // Unplaced items that share no step with items outside the group, and the sections
+  // [section_begin, section_end) they live in.
+  struct Group {
+    std::vector<int> items;
+    int section_begin = 0;
+    int section_end = 0;
+  };
+  struct Candidate {
+    int64_t offset;  // the item's minimum offset
+    int rank;        // position in the group's preorder
+    int item;
+  };
+  struct Saved {
+    int index;
+    int64_t value;
+  };
+
+  // Splits the whole problem at the section boundaries no item crosses.
+  std::vector<Group> InitialGroups() const {
+    std::vector<int> cutpoints;
+    for (int b = 0; b + 1 < p_.num_sections; ++b) {
+      if (p_.cuts[b] == 0) cutpoints.push_back(b + 1);
+    }
+    std::vector<int> all(p_.bytes.size());
+    std::iota(all.begin(), all.end(), 0);
+    return Split(all, 0, p_.num_sections, cutpoints);
+  }
+
+  // Splits the unplaced items of `items` at `cutpoints` (section indices, ascending, inside
+  // (begin, end)), which no unplaced item crosses.
+  std::vector<Group> Split(const std::vector<int>& items, int begin, int end,
+                           const std::vector<int>& cutpoints) const {
+    std::vector<Group> groups(cutpoints.size() + 1);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      groups[g].section_begin = g == 0 ? begin : cutpoints[g - 1];
+      groups[g].section_end = g == cutpoints.size() ? end : cutpoints[g];
+    }
+    for (int item : items) {
+      if (offset_[item] != kNoOffset) continue;
+      const size_t g = std::upper_bound(cutpoints.begin(), cutpoints.end(),
+                                        p_.section_begin[item]) -
+                       cutpoints.begin();
+      MG_CHECK(p_.section_end[item] <= groups[g].section_end);
+      groups[g].items.push_back(item);
+    }
+    groups.erase(std::remove_if(groups.begin(), groups.end(),
+                                [](const Group& g) { return g.items.empty(); }),
+                 groups.end());
+    return groups;
+  }
+
+  // Orders the group by `preorder` and searches it from its current state.
+  Outcome SolveGroup(const Group& group, const char* preorder) {
+    struct Key {
+      int64_t width;
+      __int128 area;
+      int64_t total;
+      int item;
+    };
+    std::vector<Key> keys;
+    keys.reserve(group.items.size());
+    for (int item : group.items) {
+      int64_t total = 0;
+      for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
+        total = std::max(total, total_[s]);
+      }
+      keys.push_back({p_.width[item], static_cast<__int128>(p_.bytes[item]) * p_.width[item],
+                      total, item});
+    }
+    auto compare = [preorder](const Key& a, const Key& b) {
+      for (const char* c = preorder; *c != '\0'; ++c) {
+        if (*c == 'W' && a.width != b.width) return a.width > b.width;
+        if (*c == 'A' && a.area != b.area) return a.area > b.area;
+        if (*c == 'T' && a.total != b.total) return a.total > b.total;
+      }
+      return a.item < b.item;
+    };
+    std::sort(keys.begin(), keys.end(), compare);
+    std::vector<Candidate> order;
+    order.reserve(keys.size());
+    for (size_t r = 0; r < keys.size(); ++r) {
+      order.push_back({0, static_cast<int>(r), keys[r].item});
+    }
+    return Search(group, order, /*last_offset=*/0, /*last_rank=*/-1, preorder);
+  }
+
+  // One node: `parent` holds the group's items unplaced at the parent (a superset of those
+  // unplaced now); (last_offset, last_rank) is the previous placement in this group.
+  Outcome Search(const Group& group, const std::vector<Candidate>& parent, int64_t last_offset,
+                 int last_rank, const char* preorder) {
+    if (!budget_.Tick()) return Outcome::kTimeout;
+    if (--nodes_left_ < 0) return Outcome::kNodeLimit;
+
+    std::vector<Candidate> order;
+    order.reserve(parent.size());
+    int64_t lowest_top = kInfinity;  // min over unplaced k of m(k) + bytes(k)
+    for (const Candidate& c : parent) {
+      if (offset_[c.item] != kNoOffset) continue;
+      order.push_back({min_offset_[c.item], c.rank, c.item});
+      lowest_top = std::min(lowest_top, min_offset_[c.item] + p_.bytes[c.item]);
+    }
+    if (order.empty()) return Outcome::kFeasible;
+    std::sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
+      return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
+    });
+
+    for (const Candidate& c : order) {
+      // Canonical: placements in non-decreasing (offset, rank).
+      if (c.offset < last_offset || (c.offset == last_offset && c.rank < last_rank)) continue;
+      // Dominance: this and every later candidate would leave a hole an unplaced item fits.
+      if (c.offset >= lowest_top) break;
+      if (c.offset + p_.bytes[c.item] > capacity_) continue;
+      const Outcome outcome = Place(group, order, c, preorder);
+      if (outcome != Outcome::kInfeasible) return outcome;
+    }
+    return Outcome::kInfeasible;
+  }
+
+  // Places c.item at c.offset, propagates, recurses (splitting the group when a cut drops to
+  // zero), and undoes everything before returning.
+  Outcome Place(const Group& group, const std::vector<Candidate>& order, const Candidate& c,
+                const char* preorder) {
+    const int item = c.item;
+    const int64_t top = c.offset + p_.bytes[item];
+    const size_t offsets_mark = saved_offsets_.size();
+    const size_t floors_mark = saved_floors_.size();
+    offset_[item] = c.offset;
+    solution_[item] = c.offset;
+
+    // Minimum offsets of the unplaced items that share a step with `item`; the sections they
+    // live in need their floors recomputed.
+    bool fits = true;
+    ++current_stamp_;
+    affected_.clear();
+    for (int e = p_.overlap_start[item]; e < p_.overlap_start[item + 1]; ++e) {
+      const int other = p_.overlaps[e];
+      if (offset_[other] != kNoOffset || min_offset_[other] >= top) continue;
+      saved_offsets_.push_back({other, min_offset_[other]});
+      min_offset_[other] = AlignUp(top, p_.alignment[other]);
+      if (min_offset_[other] + p_.bytes[other] > capacity_) fits = false;
+      for (int s = p_.section_begin[other]; s < p_.section_end[other]; ++s) {
+        if (stamp_[s] != current_stamp_) {
+          stamp_[s] = current_stamp_;
+          affected_.push_back(s);
+        }
+      }
+    }
+    // Sections of `item`: the floor rises to its top, the unplaced total falls.
+    for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
+      saved_floors_.push_back({s, floor_[s]});
+      floor_[s] = top;
+      total_[s] -= p_.bytes[item];
+    }
+    // A section's floor is at least the least minimum offset of its unplaced items.
+    if (fits) {
+      for (int s : affected_) {
+        int64_t least = kInfinity;
+        for (int m = p_.members_start[s]; m < p_.members_start[s + 1]; ++m) {
+          const int other = p_.members[m];
+          if (offset_[other] == kNoOffset) least = std::min(least, min_offset_[other]);
+        }
+        if (least != kInfinity && least > floor_[s]) {
+          saved_floors_.push_back({s, floor_[s]});
+          floor_[s] = least;
+        }
+      }
+    }
+
+    Outcome outcome = Outcome::kInfeasible;
+    if (fits && SectionsFit(group, c.offset)) outcome = Recurse(group, order, c, preorder);
+
+    for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
+      total_[s] += p_.bytes[item];
+    }
+    while (saved_floors_.size() > floors_mark) {
+      floor_[saved_floors_.back().index] = saved_floors_.back().value;
+      saved_floors_.pop_back();
+    }
+    while (saved_offsets_.size() > offsets_mark) {
+      min_offset_[saved_offsets_.back().index] = saved_offsets_.back().value;
+      saved_offsets_.pop_back();
+    }
+    offset_[item] = kNoOffset;
+    return outcome;
+  }
+
+  // Section inference: the unplaced bytes of every section fit between its floor (at least
+  // the last placed offset) and the capacity.
+  bool SectionsFit(const Group& group, int64_t last_offset) const {
+    for (int s = group.section_begin; s < group.section_end; ++s) {
+      if (total_[s] > 0 && std::max(floor_[s], last_offset) + total_[s] > capacity_) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Continues after placing c.item: in the same group, or in each part it split into.
+  Outcome Recurse(const Group& group, const std::vector<Candidate>& order, const Candidate& c,
+                  const char* preorder) {
+    const int item = c.item;
+    std::vector<int> cutpoints;
+    for (int b = p_.section_begin[item]; b + 1 < p_.section_end[item]; ++b) {
+      if (--cuts_[b] == 0) cutpoints.push_back(b + 1);
+    }
+    Outcome outcome = Outcome::kFeasible;
+    if (cutpoints.empty()) {
+      outcome = Search(group, order, c.offset, c.rank, preorder);
+    } else {
+      for (const Group& part :
+           Split(group.items, group.section_begin, group.section_end, cutpoints)) {
+        outcome = SolveGroup(part, preorder);
+        if (outcome != Outcome::kFeasible) break;
+      }
+    }
+    for (int b = p_.section_begin[item]; b + 1 < p_.section_end[item]; ++b) ++cuts_[b];
+    return outcome;
+  }
+
+  const Prepared& p_;
+  const int64_t capacity_;
+  Budget& budget_;
+  int64_t nodes_left_ = 0;
+
+  std::vector<int64_t> offset_;      // per item: placed offset or kNoOffset
+  std::vector<int64_t> solution_;    // per item: offset on the latest successful path
+  std::vector<int64_t> min_offset_;  // per unplaced item: m(i)
+  std::vector<int64_t> floor_;       // per section
+  std::vector<int64_t> total_;       // per section: bytes of unplaced items
+  std::vector<int> cuts_;            // per boundary: unplaced items crossing it
+  std::vector<Saved> saved_offsets_;  // undo trails
+  std::vector<Saved> saved_floors_;
+  std::vector<int64_t> stamp_;  // per section: marks affected_ membership
+  int64_t current_stamp_ = 0;
+  std::vector<int> affected_;
+};
+
+}  // namespace
+
+absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
+                                          const OffsetSolution& incumbent,
+                                          const ExactOffsetsOptions& options) {
+  const Clock::time_point start = Clock::now();
+  MG_RETURN_IF_ERROR(ValidateProblem(problem));
+  if (!(options.time_limit_seconds >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("exact: negative time limit ", options.time_limit_seconds));
+  }
+  OffsetSolution best;
+  if (incumbent.offsets.empty() && !problem.items.empty()) {
+    best.offsets = StackedOffsets(problem);
+  } else {
+    if (incumbent.offsets.size() != problem.items.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("exact: the incumbent has ",
+                                                     incumbent.offsets.size(),
+                                                     " offsets for ", problem.items.size(),
+                                                     " items"));
+    }
+    const absl::Status valid = CheckOffsetSolution(problem, incumbent.offsets);
+    if (!valid.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("exact: invalid incumbent: ", valid.message()));
+    }
+    best.offsets = incumbent.offsets;
+  }
+  // Zero-byte items conflict with nothing: offset 0 (never raises the height).
+  for (size_t i = 0; i < problem.items.size(); ++i) {
+    if (problem.items[i].bytes == 0) best.offsets[i] = 0;
+  }
+  best.height = HeightOf(problem, best.offsets);
+  const int64_t lower_bound = OffsetLowerBound(problem);
+  MG_CHECK(best.height >= lower_bound);
+  if (best.height == lower_bound) {
+    best.proven_optimal = true;
+    return best;
+  }
+
+  Prepared prepared;
+  if (!Prepare(problem, prepared)) return best;  // too large to search
+  MG_CHECK(prepared.max_total == lower_bound);
+  MG_CHECK(prepared.granule > 0 && lower_bound % prepared.granule == 0);
+  const int64_t granule = prepared.granule;
+
+  // Binary search for the least feasible height in [low, high] (multiples of the granule);
+  // heights below `low` are proven infeasible, best.height is feasible.
+  Budget budget(options, start);
+  int64_t low = lower_bound;
+  int64_t high = (best.height - 1) / granule * granule;
+  bool first_probe = true;
+  while (low <= high && !budget.Expired()) {
+    const int64_t capacity = first_probe ? low : low + (high - low) / granule / 2 * granule;
+    first_probe = false;
+    budget.state().lower_bound = low;
+    budget.state().best_height = best.height;
+    budget.state().probing_height = capacity;
+    DecisionSearch search(prepared, capacity, budget);
+    const DecisionSearch::Outcome outcome = search.Run();
+    if (outcome == DecisionSearch::Outcome::kTimeout) break;
+    if (outcome == DecisionSearch::Outcome::kInfeasible) {
+      low = capacity + granule;
+      continue;
+    }
+    MG_CHECK(outcome == DecisionSearch::Outcome::kFeasible);
+    std::vector<int64_t> offsets(problem.items.size(), 0);
+    for (size_t k = 0; k < prepared.original.size(); ++k) {
+      MG_CHECK(search.offsets()[k] != kNoOffset);
+      offsets[prepared.original[k]] = search.offsets()[k];
+    }
+    const int64_t height = HeightOf(problem, offsets);
+    MG_CHECK(height <= capacity);
+    best.offsets = std::move(offsets);
+    best.height = height;
+    high = height - granule;
+  }
+  best.proven_optimal = low > high;
+  return best;
+}
+
+}  // namespace memonger

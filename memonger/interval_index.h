@@ -1,0 +1,120 @@
+// The shared machinery of the greedy offset planners (greedy-by-size, best-fit, local search):
+// an index of placed items by lifetime that answers "which byte ranges are taken while this
+// item lives", and the greedy loop that places items one by one in a given order.
+//
+//   GreedyPlacer placer(problem);                 // REQUIRES: ValidateOffsetProblem(problem).ok()
+//   OffsetSolution s = placer.Place(order, FitRule::kBestFit);
+//
+// IntervalIndex: a segment tree over time. Steps are first compressed to the elementary
+// segments between distinct lifetime boundaries (at most 2n of them, however sparse the steps),
+// so a problem with steps up to 10^6 costs no more than a dense one. Each node keeps two sets of
+// byte ranges, each merged into sorted, disjoint, non-touching ranges [begin, end):
+//   cover: the union of the items whose lifetime covers the node's segments but not its parent's
+//          (the node is one of the item's canonical nodes);
+//   below: the union of the items with a canonical node in the node's subtree.
+// An item intersects a query lifetime exactly when one of its canonical nodes and one of the
+// query's lie on one root path, so a query reads `below` at its own canonical nodes and `cover`
+// at their proper ancestors: O(log n) lists. Because touching ranges merge, a list holds one range
+// per hole in the memory it describes, not one per item: with well-packed plans a query reads a
+// few dozen ranges even when thousands of placed items intersect it (62,185 items with 1.8 * 10^8
+// intersecting pairs place in tens of milliseconds).
+//
+// Complexity: insert O(log n) nodes, each a binary search plus a vector splice; query O(log n)
+// nodes plus sorting the ranges read, which is O(k log k) with k the intersecting items in the
+// worst case (a badly fragmented arena) and much smaller in practice. Items are never removed:
+// Clear() resets the index between runs in time proportional to the nodes touched.
+#ifndef MEMONGER_MEMONGER_INTERVAL_INDEX_H_
+#define MEMONGER_MEMONGER_INTERVAL_INDEX_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "memonger/offset_problem.h"
+
+namespace memonger {
+
+// InvalidArgument naming the first bad item: steps outside [0, num_steps) or last < first,
+// negative bytes, an alignment that is not a power of two >= 1, or a problem whose stacked
+// worst case (sum of bytes + alignment - 1) does not fit in int64. Every planner of this family
+// calls it first; its planners and checkers need no other precondition.
+absl::Status ValidateOffsetProblem(const OffsetProblem& problem);
+
+// A byte range [begin, end).
+struct ByteRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+class IntervalIndex {
+ public:
+  // REQUIRES: ValidateOffsetProblem(problem).ok(). Keeps no reference to `problem`.
+  explicit IntervalIndex(const OffsetProblem& problem);
+
+  // Forgets every inserted item.
+  void Clear();
+
+  // Records that `item` occupies [offset, offset + bytes) during its lifetime. Zero-byte items
+  // occupy nothing and are ignored. REQUIRES: 0 <= item < problem.items.size().
+  void Insert(int item, int64_t offset, int64_t bytes);
+
+  // The union of the byte ranges of the inserted items whose lifetime intersects `item`'s, as
+  // sorted, disjoint, non-touching ranges. `out` is overwritten.
+  void OccupiedDuring(int item, std::vector<ByteRange>& out) const;
+
+ private:
+  struct Node {
+    std::vector<ByteRange> cover;
+    std::vector<ByteRange> below;
+    bool touched = false;
+  };
+  void InsertAt(int node, int lo, int hi, int first, int last, ByteRange range);
+  void CollectAt(int node, int lo, int hi, int first, int last,
+                 std::vector<ByteRange>& out) const;
+
+  int num_segments_ = 0;
+  std::vector<int> first_segment_;  // per item, inclusive
+  std::vector<int> last_segment_;   // per item, inclusive
+  std::vector<Node> nodes_;         // heap order, root 1
+  std::vector<int> touched_;        // nodes with a non-empty list, for Clear()
+};
+
+// How the greedy loop chooses among the byte gaps free during an item's whole lifetime.
+enum class FitRule {
+  kBestFit,     // the smallest gap that fits (ties: the lowest offset), else the top
+  kLowestOffset,  // the lowest aligned offset that fits (first fit), possibly the top
+};
+const char* FitRuleName(FitRule rule);  // "best-fit", "lowest-offset"
+
+// The offset for an item of `bytes` and `alignment` among `occupied` (sorted, disjoint ranges
+// taken during its lifetime), by `rule`. Gaps are [0, first begin), between ranges, and the
+// unbounded top above the last range; an offset is the gap's start aligned up.
+int64_t ChooseOffset(const std::vector<ByteRange>& occupied, int64_t bytes, int64_t alignment,
+                     FitRule rule);
+
+// Places items greedily: each item, in the given order, at ChooseOffset among the items placed
+// before it. Zero-byte items get offset 0. Reusable across orders (one index, cleared per run).
+class GreedyPlacer {
+ public:
+  // REQUIRES: ValidateOffsetProblem(problem).ok(). Keeps a reference to `problem`.
+  explicit GreedyPlacer(const OffsetProblem& problem);
+
+  // REQUIRES: `order` is a permutation of the item indices.
+  OffsetSolution Place(const std::vector<int>& order, FitRule rule);
+
+  // As Place, but the items order[0, keep) are put back at `offsets` (a solution for an order
+  // with the same prefix) instead of being placed again: for local search, which changes an
+  // order from some position on. `offsets` entries of later items are overwritten.
+  OffsetSolution PlaceFrom(const std::vector<int>& order, FitRule rule, int keep,
+                           std::vector<int64_t> offsets);
+
+ private:
+  const OffsetProblem& problem_;
+  IntervalIndex index_;
+  std::vector<ByteRange> scratch_;
+  std::vector<bool> seen_;
+};
+
+}  // namespace memonger
+
+#endif  // MEMONGER_MEMONGER_INTERVAL_INDEX_H_

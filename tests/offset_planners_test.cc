@@ -1,0 +1,282 @@
+// Every heuristic offset planner meets the same properties (typed tests): on random problems
+// with fixed seeds the solution verifies, every offset is aligned, and the height lies between
+// the lower bound and the stacked sum of the sizes; plus hand cases with known answers.
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "graph/records.h"
+#include "gtest/gtest.h"
+#include "memonger/best_fit.h"
+#include "memonger/greedy_by_size.h"
+#include "memonger/interval_index.h"
+#include "memonger/local_search.h"
+#include "memonger/offset_planning.h"
+#include "memonger/offset_problem.h"
+#include "tests/test_support.h"
+
+namespace memonger {
+namespace {
+
+struct GreedyBySize {
+  static absl::StatusOr<OffsetSolution> Plan(const OffsetProblem& p) {
+    return PlanGreedyBySize(p);
+  }
+};
+struct BestFit {
+  static absl::StatusOr<OffsetSolution> Plan(const OffsetProblem& p) { return PlanBestFit(p); }
+};
+struct BestFitWithLocalSearch {
+  static absl::StatusOr<OffsetSolution> Plan(const OffsetProblem& p) {
+    LocalSearchOptions options;
+    options.max_iterations = 150;
+    options.time_limit_seconds = 600;  // the iteration cap decides: results reproduce
+    return PlanBestFitWithLocalSearch(p, options);
+  }
+};
+
+OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment = 1) {
+  OffsetItem item;
+  item.first_step = first;
+  item.last_step = last;
+  item.bytes = bytes;
+  item.alignment = alignment;
+  return item;
+}
+
+// A random problem. Seeds divisible by 3 mix alignments (1 to 64) within one problem; the others
+// use one alignment for every item. Sizes are multiples of their alignment, some are zero,
+// lifetimes are mostly short with a few long ones.
+OffsetProblem RandomProblem(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  OffsetProblem p;
+  p.num_steps = 1 + static_cast<int>(rng() % 40);
+  const int n = 1 + static_cast<int>(rng() % 48);
+  const bool mixed = seed % 3 == 0;
+  const int64_t common_alignment = int64_t{1} << (rng() % 7);
+  for (int i = 0; i < n; ++i) {
+    const int first = static_cast<int>(rng() % p.num_steps);
+    const int room = p.num_steps - first;
+    const int length = rng() % 5 == 0 ? static_cast<int>(rng() % room)
+                                      : static_cast<int>(rng() % std::min(room, 4));
+    const int64_t alignment = mixed ? int64_t{1} << (rng() % 7) : common_alignment;
+    const int64_t units = rng() % 10 == 0 ? 0 : 1 + static_cast<int64_t>(rng() % 32);
+    p.items.push_back(Item(first, first + length, units * alignment, alignment));
+  }
+  return p;
+}
+
+// The height no greedy placement can exceed: every item on top of all others, each padded to
+// its alignment.
+int64_t StackedBound(const OffsetProblem& p) {
+  int64_t sum = 0;
+  bool uniform = true;
+  for (const OffsetItem& item : p.items) {
+    uniform = uniform && item.alignment == p.items.front().alignment;
+  }
+  for (const OffsetItem& item : p.items) sum += item.bytes + (uniform ? 0 : item.alignment - 1);
+  return sum;
+}
+
+// paper_toy and the other traces: MiniMalloc CSV -> raw problem (steps compressed).
+absl::StatusOr<OffsetProblem> TraceProblem(const std::string& name, int64_t alignment) {
+  const std::string path = testing::SourcePath("../shared/corpus/traces/" + name);
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto records = graph::ParseMiniMallocCsv(text.str(), path);
+  if (!records.ok()) return records.status();
+  return OffsetProblemFromRecords(*records, alignment);
+}
+
+template <typename Planner>
+class OffsetPlannersTest : public ::testing::Test {};
+using Planners = ::testing::Types<GreedyBySize, BestFit, BestFitWithLocalSearch>;
+class PlannerNames {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    if (std::is_same_v<T, GreedyBySize>) return "GreedyBySize";
+    if (std::is_same_v<T, BestFit>) return "BestFit";
+    return "BestFitWithLocalSearch";
+  }
+};
+TYPED_TEST_SUITE(OffsetPlannersTest, Planners, PlannerNames);
+
+TYPED_TEST(OffsetPlannersTest, RandomProblemsVerify) {
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
+    SCOPED_TRACE(seed);
+    const OffsetProblem p = RandomProblem(seed);
+    absl::StatusOr<OffsetSolution> s = TypeParam::Plan(p);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_EQ(s->offsets.size(), p.items.size());
+    EXPECT_TRUE(CheckOffsetSolution(p, s->offsets).ok()) << CheckOffsetSolution(p, s->offsets);
+    int64_t height = 0;
+    for (size_t i = 0; i < p.items.size(); ++i) {
+      EXPECT_EQ(s->offsets[i] % p.items[i].alignment, 0) << "item " << i;
+      height = std::max(height, s->offsets[i] + p.items[i].bytes);
+    }
+    EXPECT_EQ(s->height, height);
+    const int64_t lower_bound = OffsetLowerBound(p);
+    EXPECT_LE(lower_bound, s->height);
+    EXPECT_LE(s->height, StackedBound(p));
+    EXPECT_EQ(s->proven_optimal, s->height == lower_bound);
+  }
+}
+
+TYPED_TEST(OffsetPlannersTest, Reproducible) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    SCOPED_TRACE(seed);
+    const OffsetProblem p = RandomProblem(seed);
+    absl::StatusOr<OffsetSolution> a = TypeParam::Plan(p);
+    absl::StatusOr<OffsetSolution> b = TypeParam::Plan(p);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->offsets, b->offsets);
+  }
+}
+
+TYPED_TEST(OffsetPlannersTest, EmptyAndZeroByteProblems) {
+  absl::StatusOr<OffsetSolution> empty = TypeParam::Plan(OffsetProblem{});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->height, 0);
+  EXPECT_TRUE(empty->proven_optimal);
+  OffsetProblem zeros;
+  zeros.num_steps = 2;
+  zeros.items = {Item(0, 1, 0, 64), Item(0, 1, 0)};
+  absl::StatusOr<OffsetSolution> s = TypeParam::Plan(zeros);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->offsets, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(s->height, 0);
+}
+
+TYPED_TEST(OffsetPlannersTest, MalformedProblemsAreInvalidArgument) {
+  OffsetProblem p;
+  p.num_steps = 2;
+  p.items = {Item(0, 2, 8)};  // last_step outside [0, num_steps)
+  EXPECT_EQ(TypeParam::Plan(p).status().code(), absl::StatusCode::kInvalidArgument);
+  p.items = {Item(0, 1, 24, 24)};  // not a power of two
+  EXPECT_EQ(TypeParam::Plan(p).status().code(), absl::StatusCode::kInvalidArgument);
+  p.items = {Item(0, 1, -8)};
+  EXPECT_EQ(TypeParam::Plan(p).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Pisarchyk & Lee's 8-tensor example: lower bound 124; the size-ordered greedy reaches it.
+TYPED_TEST(OffsetPlannersTest, PaperToyReachesItsLowerBound) {
+  absl::StatusOr<OffsetProblem> p = TraceProblem("paper_toy.csv", 1);
+  if (absl::IsNotFound(p.status())) GTEST_SKIP() << p.status();
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(OffsetLowerBound(*p), 124);
+  absl::StatusOr<OffsetSolution> s = TypeParam::Plan(*p);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(CheckOffsetSolution(*p, s->offsets).ok());
+  EXPECT_EQ(s->height, 124);
+  EXPECT_TRUE(s->proven_optimal);
+}
+
+// The counterexample to memonger's DP (sharing formulation): as blobs to share, the best costs
+// more than 16; as offsets the lower bound 16 is reachable (b0 and b2 share bytes).
+//   b0 (0,1,7)  b1 (1,3,5)  b2 (2,3,5)  b3 (3,5,6)  b4 (4,5,5)    (first, last, bytes)
+TYPED_TEST(OffsetPlannersTest, DpCounterexampleReachesSixteen) {
+  OffsetProblem p;
+  p.num_steps = 6;
+  p.items = {Item(0, 1, 7), Item(1, 3, 5), Item(2, 3, 5), Item(3, 5, 6), Item(4, 5, 5)};
+  EXPECT_EQ(OffsetLowerBound(p), 16);
+  absl::StatusOr<OffsetSolution> s = TypeParam::Plan(p);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(CheckOffsetSolution(p, s->offsets).ok());
+  EXPECT_EQ(s->height, 16);
+}
+
+// Not typed: how the planners relate. The portfolio contains greedy-by-size's run, and local
+// search starts from the portfolio's winner and never accepts a higher arena.
+TEST(OffsetPlannersOrderingTest, LocalSearchNoWorseThanBestFitNoWorseThanGreedyBySize) {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE(seed);
+    const OffsetProblem p = RandomProblem(seed);
+    const absl::StatusOr<OffsetSolution> greedy = GreedyBySize::Plan(p);
+    const absl::StatusOr<OffsetSolution> best = BestFit::Plan(p);
+    const absl::StatusOr<OffsetSolution> searched = BestFitWithLocalSearch::Plan(p);
+    ASSERT_TRUE(greedy.ok() && best.ok() && searched.ok());
+    EXPECT_LE(best->height, greedy->height);
+    EXPECT_LE(searched->height, best->height);
+  }
+}
+
+TEST(OffsetPlannersOrderingTest, PortfolioReportsItsWinner) {
+  OffsetProblem p = RandomProblem(11);
+  absl::StatusOr<BestFitResult> result = RunBestFitPortfolio(p);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->lower_bound, OffsetLowerBound(p));
+  GreedyPlacer placer(p);
+  EXPECT_EQ(placer.Place(result->order, result->rule).offsets, result->solution.offsets);
+  EXPECT_EQ(result->order, PortfolioItemOrder(p, result->order_kind));
+  EXPECT_GE(result->runs, 1);
+  EXPECT_LE(result->runs, 10);
+}
+
+TEST(OffsetPlannersOrderingTest, ConflictCountsMatchPairwiseCounts) {
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    SCOPED_TRACE(seed);
+    const OffsetProblem p = RandomProblem(seed);
+    const std::vector<int64_t> counts = ConflictCounts(p);
+    for (size_t i = 0; i < p.items.size(); ++i) {
+      int64_t want = 0;
+      for (size_t j = 0; j < p.items.size(); ++j) {
+        want += j != i && p.items[i].first_step <= p.items[j].last_step &&
+                p.items[j].first_step <= p.items[i].last_step;
+      }
+      EXPECT_EQ(counts[i], want) << "item " << i;
+    }
+  }
+}
+
+TEST(OffsetPlannersOrderingTest, GreedyBySizeOrderTieBreaks) {
+  OffsetProblem p;
+  p.num_steps = 10;
+  // Equal sizes: the longer lifetime first, then the earlier start, then the index.
+  p.items = {Item(5, 6, 8), Item(0, 1, 8), Item(2, 9, 8), Item(0, 1, 8), Item(0, 0, 16)};
+  EXPECT_EQ(SizeDescendingOrder(p), (std::vector<int>{4, 2, 1, 3, 0}));
+}
+
+TEST(OffsetLocalSearchTest, RejectsBadInput) {
+  OffsetProblem p = RandomProblem(5);
+  std::vector<int> order(p.items.size(), 0);
+  EXPECT_EQ(ImproveByLocalSearch(p, order, FitRule::kBestFit, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  LocalSearchOptions negative;
+  negative.max_iterations = -1;
+  EXPECT_EQ(PlanBestFitWithLocalSearch(p, negative).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OffsetLocalSearchTest, ImprovesAHardTraceWithinItsIterationCap) {
+  absl::StatusOr<OffsetProblem> p = TraceProblem("mm_A.csv", 1);
+  if (absl::IsNotFound(p.status())) GTEST_SKIP() << p.status();
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<BestFitResult> start = RunBestFitPortfolio(*p);
+  ASSERT_TRUE(start.ok());
+  LocalSearchOptions options;
+  options.max_iterations = 300;
+  options.time_limit_seconds = 600;
+  absl::StatusOr<LocalSearchResult> a =
+      ImproveByLocalSearch(*p, start->order, start->rule, options);
+  absl::StatusOr<LocalSearchResult> b =
+      ImproveByLocalSearch(*p, start->order, start->rule, options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->iterations, 300);
+  EXPECT_EQ(a->solution.offsets, b->solution.offsets);  // same seed, same cap: same result
+  EXPECT_TRUE(CheckOffsetSolution(*p, a->solution.offsets).ok());
+  EXPECT_LT(a->solution.height, start->solution.height);
+  EXPECT_GT(a->improvements, 0);
+  GreedyPlacer placer(*p);
+  EXPECT_EQ(placer.Place(a->order, start->rule).height, a->solution.height);
+}
+
+}  // namespace
+}  // namespace memonger

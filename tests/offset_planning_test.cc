@@ -1,0 +1,202 @@
+#include "memonger/offset_planning.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "graph/records.h"
+#include "graph/shape_inference.h"
+#include "gtest/gtest.h"
+#include "memonger/liveness.h"
+#include "memonger/plan.h"
+#include "memonger/schedule.h"
+#include "memonger/verify_plan.h"
+#include "tests/random_graphs.h"
+#include "tests/test_support.h"
+
+namespace memonger {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Schedule (given order), liveness, InitPlan, PlaceOffsets.
+absl::StatusOr<Plan> PlanWith(const graph::Graph& g, const PlanOptions& options,
+                              OffsetStrategy strategy, Liveness* liveness_out = nullptr) {
+  absl::StatusOr<Schedule> schedule = MakeSchedule(g, options.order);
+  if (!schedule.ok()) return schedule.status();
+  LivenessOptions liveness_options;
+  liveness_options.plan_static = options.plan_static;
+  liveness_options.views = options.views;
+  absl::StatusOr<Liveness> liveness = ComputeLiveness(g, *schedule, liveness_options);
+  if (!liveness.ok()) return liveness.status();
+  Plan plan;
+  plan.execution = options.execution;
+  InitPlan(g, *liveness, options.alignment, plan);
+  absl::Status placed = PlaceOffsets(g, *liveness, options, strategy, plan);
+  if (!placed.ok()) return placed;
+  if (liveness_out != nullptr) *liveness_out = *std::move(liveness);
+  return plan;
+}
+
+absl::StatusOr<graph::Graph> RecordsGraph(const std::vector<graph::UsageRecord>& records) {
+  absl::StatusOr<graph::Graph> g = graph::GraphFromRecords(records, "records");
+  if (!g.ok()) return g.status();
+  absl::Status typed = graph::InferShapes(*g, {});
+  if (!typed.ok()) return typed;
+  return g;
+}
+
+graph::UsageRecord Record(const std::string& name, int64_t bytes, int64_t first, int64_t last,
+                          int64_t alignment = 0) {
+  graph::UsageRecord r;
+  r.name = name;
+  r.bytes = bytes;
+  r.first_step = first;
+  r.last_step = last;
+  r.alignment = alignment;
+  return r;
+}
+
+class OffsetPlanningTest : public ::testing::TestWithParam<OffsetStrategy> {};
+
+TEST_P(OffsetPlanningTest, RandomGraphsVerify) {
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    SCOPED_TRACE(seed);
+    testing::RandomGraphOptions graph_options;
+    graph_options.num_ops = 10 + static_cast<int>(seed % 30);
+    graph_options.num_devices = 1 + static_cast<int>(seed % 3);
+    graph_options.view_probability = seed % 2 == 0 ? 0.2 : 0.0;
+    const graph::Graph g = testing::RandomGraph(seed, graph_options);
+    PlanOptions options;
+    options.alignment = int64_t{1} << (seed % 9);
+    options.views = seed % 2 == 0;
+    options.plan_static = seed % 5 == 0;
+    options.time_limit_seconds = 30;
+    absl::StatusOr<Plan> plan = PlanWith(g, options, GetParam());
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(VerifyPlan(g, *plan).ok()) << VerifyPlan(g, *plan);
+    EXPECT_GE(plan->arena_bytes, plan->lower_bound_bytes);
+    EXPECT_LE(plan->arena_bytes, plan->naive_bytes);
+    for (const PlanBuffer& b : plan->buffers) EXPECT_EQ(b.offset % options.alignment, 0);
+    if (graph_options.num_devices == 1 && plan->arena_bytes == plan->lower_bound_bytes) {
+      EXPECT_TRUE(plan->proven_optimal);
+    }
+  }
+}
+
+TEST_P(OffsetPlanningTest, ParallelExecutionIsRefused) {
+  const graph::Graph g = testing::RandomGraph(3);
+  PlanOptions options;
+  options.execution = ExecutionModel::kParallel;
+  absl::StatusOr<Plan> plan = PlanWith(g, options, GetParam());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("serial"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, OffsetPlanningTest,
+                         ::testing::Values(OffsetStrategy::kGreedyBySize, OffsetStrategy::kBestFit,
+                                           OffsetStrategy::kBestFitWithLocalSearch),
+                         [](const ::testing::TestParamInfo<OffsetStrategy>& info) {
+                           switch (info.param) {
+                             case OffsetStrategy::kGreedyBySize: return "GreedyBySize";
+                             case OffsetStrategy::kBestFit: return "BestFit";
+                             case OffsetStrategy::kBestFitWithLocalSearch: return "LocalSearch";
+                           }
+                           return "Unknown";
+                         });
+
+TEST(OffsetPlanningRecordsTest, PaperExampleReachesItsLowerBound) {
+  // Pisarchyk & Lee's 8 tensors (first, last, size), inclusive.
+  absl::StatusOr<graph::Graph> g = RecordsGraph(
+      {Record("t0", 32, 0, 1), Record("t1", 28, 1, 4), Record("t2", 36, 2, 5),
+       Record("t3", 16, 3, 5), Record("t4", 8, 4, 5), Record("t5", 64, 5, 7),
+       Record("t6", 10, 6, 8), Record("t7", 40, 7, 8)});
+  ASSERT_TRUE(g.ok()) << g.status();
+  PlanOptions options;
+  options.alignment = 1;
+  absl::StatusOr<Plan> plan = PlanWith(*g, options, OffsetStrategy::kBestFit);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);
+  EXPECT_EQ(plan->lower_bound_bytes, 124);
+  EXPECT_EQ(plan->arena_bytes, 124);
+  EXPECT_TRUE(plan->proven_optimal);
+  EXPECT_EQ(plan->buffers.size(), 8u);
+}
+
+TEST(OffsetPlanningRecordsTest, ValueAlignmentIsHonoured) {
+  // b asks for 64-byte alignment in a plan aligned to 1: its offset is a multiple of 64 and its
+  // buffer is rounded up to 64 bytes.
+  absl::StatusOr<graph::Graph> g =
+      RecordsGraph({Record("a", 7, 0, 1), Record("b", 5, 1, 2, 64), Record("c", 3, 0, 2)});
+  ASSERT_TRUE(g.ok()) << g.status();
+  PlanOptions options;
+  options.alignment = 1;
+  for (OffsetStrategy strategy : {OffsetStrategy::kGreedyBySize, OffsetStrategy::kBestFit,
+                                  OffsetStrategy::kBestFitWithLocalSearch}) {
+    absl::StatusOr<Plan> plan = PlanWith(*g, options, strategy);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);
+    const graph::ValueId b = *g->FindValue("b");
+    EXPECT_EQ(plan->offset_of_value[b] % 64, 0);
+    EXPECT_EQ(plan->buffers[plan->buffer_of_value[b]].size, 64);
+  }
+}
+
+TEST(OffsetPlanningDevicesTest, DevicesGetStackedRegions) {
+  absl::StatusOr<graph::Graph> g = testing::GraphFromText(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" device_option { device_type: 1 device_id: 0 } }
+    op { type: "Relu" input: "a" output: "b" device_option { device_type: 1 device_id: 0 } }
+    op { type: "CopyGPUToCPU" input: "b" output: "c" }
+    op { type: "Relu" input: "c" output: "d" }
+    external_output: "d"
+  )pb");
+  ASSERT_TRUE(g.ok()) << g.status();
+  testing::AssignByteTypes(*g, {{"x", 1000}, {"a", 300}, {"b", 200}, {"c", 100}, {"d", 50}}, 1);
+  PlanOptions options;
+  options.alignment = 64;
+  Liveness liveness;
+  absl::StatusOr<Plan> plan = PlanWith(*g, options, OffsetStrategy::kBestFit, &liveness);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);
+  absl::StatusOr<std::vector<DeviceOffsetProblem>> problems =
+      OffsetProblemsFor(*g, liveness, options.alignment);
+  ASSERT_TRUE(problems.ok());
+  ASSERT_EQ(problems->size(), 2u);  // cpu first, then cuda:0
+  EXPECT_EQ((*problems)[0].device, graph::Device{});
+  EXPECT_EQ((*problems)[1].device, (graph::Device{1, 0}));
+  // The cpu region [0, end) lies wholly below every cuda buffer.
+  int64_t cpu_end = 0;
+  int64_t cuda_begin = INT64_MAX;
+  for (const PlanBuffer& b : plan->buffers) {
+    if (b.device == graph::Device{}) {
+      cpu_end = std::max(cpu_end, b.offset + b.size);
+    } else {
+      cuda_begin = std::min(cuda_begin, b.offset);
+    }
+  }
+  EXPECT_LE(cpu_end, cuda_begin);
+  EXPECT_EQ(cuda_begin % 64, 0);
+}
+
+TEST(OffsetPlanningRecordsTest, ProblemFromRecordsCompressesSteps) {
+  absl::StatusOr<OffsetProblem> p = OffsetProblemFromRecords(
+      {Record("a", 10, 0, 999999), Record("b", 20, 500000, 1048575), Record("c", 5, 1048575,
+                                                                             1048575, 8)},
+      4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->num_steps, 4);  // 0, 500000, 999999, 1048575
+  EXPECT_EQ(p->items[1].first_step, 1);
+  EXPECT_EQ(p->items[1].last_step, 3);
+  EXPECT_EQ(p->items[0].bytes, 12);  // aligned up to 4
+  EXPECT_EQ(p->items[2].alignment, 8);
+  EXPECT_EQ(p->items[2].bytes, 8);
+  EXPECT_EQ(OffsetLowerBound(*p), 32);
+  EXPECT_EQ(OffsetProblemFromRecords({Record("a", 1, 0, 0)}, 3).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace memonger
