@@ -21,6 +21,8 @@
 #include "graph/shape_inference.h"
 #include "memonger/model_summary.h"
 #include "memonger/net_rewrite.h"
+#include "memonger/plan_ascii.h"
+#include "memonger/plan_html.h"
 #include "memonger/plan_import.h"
 #include "memonger/plan_report.h"
 #include "memonger/planner.h"
@@ -57,6 +59,8 @@ struct Flags {
   std::string plan_csv;
   std::string plan_in;
   std::string net_out;
+  std::string html;
+  bool ascii = false;
   int top = 10;
 };
 
@@ -198,6 +202,11 @@ int Run(const Flags& flags) {
       return fail(s);
     }
   }
+  if (!flags.html.empty()) {
+    if (auto s = WriteText(flags.html, memonger::PlanToHtml(*graph, *plan)); !s.ok()) {
+      return fail(s);
+    }
+  }
   if (!flags.net_out.empty()) {
     if (auto s = WriteNet(*graph, *plan, flags.net_out); !s.ok()) return fail(s);
   }
@@ -208,6 +217,7 @@ int Run(const Flags& flags) {
     if (!summary.ok()) return fail(summary.status());
     std::cout << memonger::SummaryToText(*graph, *summary) << "\n"
               << memonger::PlanToText(*graph, *plan);
+    if (flags.ascii) std::cout << "\n" << memonger::PlanToAscii(*graph, *plan);
   }
   if (budget >= 0 && plan->arena_bytes > budget) {
     std::cerr << "optimize-net: the arena needs " << memonger::util::FormatBytes(plan->arena_bytes)
@@ -275,6 +285,9 @@ int main(int argc, char** argv) {
                  "read a saved plan (memonger.plan/v1) instead of planning, and verify it");
   app.add_option("--net-out", flags.net_out,
                  "write the rewritten net (shared values renamed) to FILE (.pb or .pbtxt)");
+  app.add_option("--html", flags.html,
+                 "write a picture of the plan (steps x addresses, one HTML file) to FILE");
+  app.add_flag("--ascii", flags.ascii, "add a small time x address map to the text report");
   app.add_option("--format", flags.format, "text or json (the plan document)")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
