@@ -7,6 +7,7 @@
 #include "memonger/exact_sharing.h"
 #include "memonger/interference.h"
 #include "memonger/memonger_dag.h"
+#include "memonger/offset_planning.h"
 #include "memonger/sharing.h"
 #include "util/checked_math.h"
 #include "util/status_macros.h"
@@ -15,8 +16,82 @@ namespace memonger {
 namespace {
 
 constexpr absl::string_view kKnownPlanners =
-    "none, memonger-dag, memonger-greedy, memonger-dp, exact-sharing (planned: best-fit, "
-    "greedy-by-size, exact, auto)";
+    "auto, best-fit, greedy-by-size, exact, exact-sharing, memonger-dag, memonger-greedy, "
+    "memonger-dp, none";
+
+bool IsOffsetPlanner(PlannerKind planner) {
+  return planner == PlannerKind::kGreedyBySize || planner == PlannerKind::kBestFit ||
+         planner == PlannerKind::kExact || planner == PlannerKind::kAuto;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The offset planners. best-fit and greedy-by-size are single heuristics; exact starts from
+// best-fit and runs the branch and bound per device; auto adds the local search pass before
+// the branch and bound and keeps whichever is smallest (the search never returns worse than
+// its incumbent).
+absl::Status PlaceWithOffsets(const graph::Graph& graph, const Liveness& liveness,
+                              const PlanOptions& options,
+                              std::chrono::steady_clock::time_point start, Plan& plan) {
+  if (options.execution == ExecutionModel::kParallel) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        PlannerName(options.planner),
+        " places offsets over serial lifetimes; for a parallel executor use memonger-dag (auto "
+        "does so by itself)"));
+  }
+  switch (options.planner) {
+    case PlannerKind::kGreedyBySize:
+      return PlaceOffsets(graph, liveness, options, OffsetStrategy::kGreedyBySize, plan);
+    case PlannerKind::kBestFit:
+      return PlaceOffsets(graph, liveness, options, OffsetStrategy::kBestFit, plan);
+    default:
+      break;
+  }
+  // exact and auto: a heuristic incumbent, then the branch and bound per device problem.
+  const OffsetStrategy heuristic = options.planner == PlannerKind::kAuto
+                                       ? OffsetStrategy::kBestFitWithLocalSearch
+                                       : OffsetStrategy::kBestFit;
+  MG_RETURN_IF_ERROR(PlaceOffsets(graph, liveness, options, heuristic, plan));
+  if (plan.proven_optimal) return absl::OkStatus();
+  MG_ASSIGN_OR_RETURN(std::vector<DeviceOffsetProblem> problems,
+                      OffsetProblemsFor(graph, liveness, options.alignment));
+  std::vector<OffsetSolution> solutions;
+  bool all_proven = true;
+  for (const DeviceOffsetProblem& p : problems) {
+    // The incumbent: the heuristic's offsets, relative to this device's region.
+    OffsetSolution incumbent;
+    // Shift down by a multiple of every item's alignment (powers of two: the largest one).
+    int64_t base = INT64_MAX;
+    int64_t max_alignment = 1;
+    for (size_t k = 0; k < p.roots.size(); ++k) {
+      base = std::min(base, plan.offset_of_value[p.roots[k]]);
+      max_alignment = std::max(max_alignment, p.problem.items[k].alignment);
+    }
+    if (p.roots.empty()) base = 0;
+    base -= base % max_alignment;
+    for (size_t k = 0; k < p.roots.size(); ++k) {
+      const int64_t offset = plan.offset_of_value[p.roots[k]] - base;
+      incumbent.offsets.push_back(offset);
+      incumbent.height = std::max(incumbent.height, offset + p.problem.items[k].bytes);
+    }
+    ExactOffsetsOptions exact;
+    exact.time_limit_seconds =
+        std::max(0.001, options.time_limit_seconds - SecondsSince(start));
+    exact.progress = options.exact_progress;
+    MG_ASSIGN_OR_RETURN(OffsetSolution solution, PlaceExact(p.problem, incumbent, exact));
+    all_proven = all_proven && solution.proven_optimal;
+    solutions.push_back(std::move(solution));
+  }
+  Plan exact_plan = plan;
+  MG_RETURN_IF_ERROR(ApplyOffsetSolutions(graph, liveness, problems, solutions, exact_plan));
+  if (exact_plan.arena_bytes <= plan.arena_bytes) {
+    exact_plan.proven_optimal = all_proven;
+    plan = std::move(exact_plan);
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateOptions(const PlanOptions& options) {
   if (options.alignment < 1 || (options.alignment & (options.alignment - 1)) != 0) {
@@ -50,6 +125,11 @@ absl::StatusOr<SharingGroups> SharingGroupsFor(const graph::Graph& graph,
                                                const Liveness& liveness,
                                                const PlanOptions& options, Plan& plan) {
   switch (options.planner) {
+    case PlannerKind::kGreedyBySize:
+    case PlannerKind::kBestFit:
+    case PlannerKind::kExact:
+    case PlannerKind::kAuto:
+      return absl::InternalError("offset planners have no sharing groups");
     case PlannerKind::kNone: {
       SharingGroups groups;
       for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
@@ -115,6 +195,10 @@ absl::string_view PlannerName(PlannerKind planner) {
     case PlannerKind::kMemongerGreedy: return "memonger-greedy";
     case PlannerKind::kMemongerDp: return "memonger-dp";
     case PlannerKind::kExactSharing: return "exact-sharing";
+    case PlannerKind::kGreedyBySize: return "greedy-by-size";
+    case PlannerKind::kBestFit: return "best-fit";
+    case PlannerKind::kExact: return "exact";
+    case PlannerKind::kAuto: return "auto";
   }
   return "none";
 }
@@ -122,15 +206,9 @@ absl::string_view PlannerName(PlannerKind planner) {
 absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name) {
   for (PlannerKind planner : {PlannerKind::kNone, PlannerKind::kMemongerDag,
                               PlannerKind::kMemongerGreedy, PlannerKind::kMemongerDp,
-                              PlannerKind::kExactSharing}) {
+                              PlannerKind::kExactSharing, PlannerKind::kGreedyBySize,
+                              PlannerKind::kBestFit, PlannerKind::kExact, PlannerKind::kAuto}) {
     if (PlannerName(planner) == name) return planner;
-  }
-  for (absl::string_view later : {"best-fit", "greedy-by-size", "exact", "auto"}) {
-    if (later == name) {
-      return absl::UnimplementedError(absl::StrCat(
-          "planner '", name, "' is planned in a later version; available now: none, "
-          "memonger-dag, memonger-greedy, memonger-dp, exact-sharing"));
-    }
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown planner '", name, "' (known: ", kKnownPlanners, ")"));
@@ -157,6 +235,21 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   plan.planner = std::string(PlannerName(options.planner));
   plan.execution = options.execution;
   InitPlan(graph, liveness, options.alignment, plan);
+  if (options.planner == PlannerKind::kAuto && options.execution == ExecutionModel::kParallel) {
+    // Offsets over serial lifetimes are not safe under a parallel executor; memonger's token
+    // DFS is.
+    PlanOptions dag = options;
+    dag.planner = PlannerKind::kMemongerDag;
+    MG_ASSIGN_OR_RETURN(plan, PlanMemory(graph, dag));
+    plan.planner = "auto (memonger-dag: parallel execution)";
+    plan.planning_seconds = SecondsSince(start);
+    return plan;
+  }
+  if (IsOffsetPlanner(options.planner)) {
+    MG_RETURN_IF_ERROR(PlaceWithOffsets(graph, liveness, options, start, plan));
+    plan.planning_seconds = SecondsSince(start);
+    return plan;
+  }
   MG_ASSIGN_OR_RETURN(SharingGroups groups, SharingGroupsFor(graph, liveness, options, plan));
   MG_RETURN_IF_ERROR(CheckGroups(graph, liveness, groups, plan.planner));
   BuildSharingPlan(graph, liveness, groups, plan);

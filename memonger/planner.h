@@ -8,12 +8,14 @@
 #ifndef MEMONGER_MEMONGER_PLANNER_H_
 #define MEMONGER_MEMONGER_PLANNER_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
+#include "memonger/exact_offsets.h"
 #include "memonger/liveness.h"
 #include "memonger/plan.h"
 #include "memonger/schedule.h"
@@ -26,6 +28,10 @@ enum class PlannerKind {
   kMemongerGreedy,  // memonger's optimize_interference, GREEDY
   kMemongerDp,      // memonger's optimize_interference, DYNAMIC_PROGRAMMING
   kExactSharing,    // optimal assignment of values to shared buffers (sum of buffer sizes)
+  kGreedyBySize,    // offsets: size-descending best fit into the gaps of one arena
+  kBestFit,         // offsets: a portfolio of orders x placements, the smallest kept
+  kExact,           // offsets: branch and bound from the best heuristic down to the lower bound
+  kAuto,            // best-fit, local search, then exact while time allows; the smallest kept
 };
 absl::string_view PlannerName(PlannerKind planner);
 // InvalidArgument listing the known planners for an unknown name; Unimplemented for a planner
@@ -35,15 +41,17 @@ absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name);
 enum class Mode { kInference, kTraining };
 
 struct PlanOptions {
-  PlannerKind planner = PlannerKind::kExactSharing;
+  PlannerKind planner = PlannerKind::kAuto;
   OrderKind order = OrderKind::kGiven;
   ExecutionModel execution = ExecutionModel::kSerial;
   Mode mode = Mode::kInference;
   int64_t alignment = 256;          // power of two, >= 1
-  double time_limit_seconds = 10;   // for searching planners; the best found is returned
+  double time_limit_seconds = 2;    // for searching planners; the best found is returned
   bool plan_static = false;         // place params and constants in the arena too
   bool views = false;               // view-capable ops alias their input
   std::string model_name;
+  // `exact` and `auto`: called about once per second while the branch and bound runs.
+  std::function<void(const ExactProgress&)> exact_progress;
 
   // memonger-dag (training): the losses to start from (default: the graph's declared losses),
   // whether activations are shared as well as gradients, and names never shared.

@@ -3,6 +3,8 @@
 //
 // Exit codes: 0 success; 1 the input or the run failed (the message on stderr names the file,
 // op or value); 2 usage error; 3 the plan does not fit --budget.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +21,8 @@
 #include "graph/net_def.h"
 #include "graph/records.h"
 #include "graph/shape_inference.h"
+#include "allocator/arena.h"
+#include "allocator/executor.h"
 #include "memonger/model_summary.h"
 #include "memonger/net_rewrite.h"
 #include "memonger/plan_ascii.h"
@@ -42,7 +46,7 @@ struct Flags {
   std::vector<std::string> input_shapes;
   std::vector<std::string> dims;
   std::string format = "text";
-  std::string planner = "exact-sharing";
+  std::string planner = "auto";
   std::string order = "given";
   std::string execution;  // empty: the net's hint, else serial
   std::string mode = "inference";
@@ -51,7 +55,9 @@ struct Flags {
   std::vector<std::string> heads;
   bool share_activations = false;
   int64_t alignment = 256;
-  double time_limit = 10;
+  double time_limit = 2;
+  std::string execute = "none";
+  bool verify = false;
   bool plan_static = false;
   bool views = false;
   std::string budget;
@@ -119,6 +125,16 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
   options.plan_static = flags.plan_static;
   options.views = flags.views;
   options.model_name = flags.model;
+  // Progress of a long branch and bound, for a person watching a terminal.
+  if (isatty(STDERR_FILENO)) {
+    options.exact_progress = [](const memonger::ExactProgress& p) {
+      if (p.seconds < 1) return;
+      std::cerr << "\rexact: " << static_cast<int>(p.seconds) << " s, best "
+                << memonger::util::FormatBytes(p.best_height) << ", lower bound "
+                << memonger::util::FormatBytes(p.lower_bound) << ", probing "
+                << memonger::util::FormatBytes(p.probing_height) << "   " << std::flush;
+    };
+  }
   options.losses = flags.losses;
   options.share_activations = flags.share_activations;
   options.dont_share = flags.dont_share;
@@ -210,6 +226,24 @@ int Run(const Flags& flags) {
   if (!flags.net_out.empty()) {
     if (auto s = WriteNet(*graph, *plan, flags.net_out); !s.ok()) return fail(s);
   }
+  std::string execution_report;
+  if (flags.execute != "none") {
+    // Runs the net in one arena of the planned size. Without kernels for the net's ops, verify
+    // mode is what runs: every op fills its outputs with a pattern and checks its inputs.
+    const auto device =
+        flags.execute == "cuda" ? memonger::alloc::Device::kCuda : memonger::alloc::Device::kHost;
+    auto arena = memonger::alloc::Arena::Create(device, plan->arena_bytes, plan->alignment);
+    if (!arena.ok()) return fail(arena.status());
+    auto executor = memonger::alloc::Executor::Create(*graph, *plan, *arena);
+    if (!executor.ok()) return fail(executor.status());
+    if (!flags.verify) {
+      return fail(absl::UnimplementedError(
+          "--execute runs verify mode only in this version (no op kernels yet): add --verify"));
+    }
+    if (auto s = executor->RunVerify(); !s.ok()) return fail(s);
+    execution_report = absl::StrCat("executed        verify mode on ", flags.execute, ": ",
+                                    graph->num_ops(), " ops, every input intact\n");
+  }
   if (flags.format == "json") {
     std::cout << memonger::PlanToJson(*graph, *plan);
   } else {
@@ -218,6 +252,7 @@ int Run(const Flags& flags) {
     std::cout << memonger::SummaryToText(*graph, *summary) << "\n"
               << memonger::PlanToText(*graph, *plan);
     if (flags.ascii) std::cout << "\n" << memonger::PlanToAscii(*graph, *plan);
+    std::cout << execution_report;
   }
   if (budget >= 0 && plan->arena_bytes > budget) {
     std::cerr << "optimize-net: the arena needs " << memonger::util::FormatBytes(plan->arena_bytes)
@@ -248,7 +283,8 @@ int main(int argc, char** argv) {
   app.add_option("--dim", flags.dims, "SYMBOL=VALUE : binds a symbolic dimension (repeatable)")
       ->allow_extra_args(false);
   app.add_option("--planner", flags.planner,
-                 "none, memonger-dag, memonger-greedy, memonger-dp, exact-sharing")
+                 "auto, best-fit, greedy-by-size, exact, exact-sharing, memonger-dag, "
+                 "memonger-greedy, memonger-dp, none")
       ->capture_default_str();
   app.add_option("--order", flags.order, "given, topological, longest-path")
       ->capture_default_str();
@@ -285,6 +321,11 @@ int main(int argc, char** argv) {
                  "read a saved plan (memonger.plan/v1) instead of planning, and verify it");
   app.add_option("--net-out", flags.net_out,
                  "write the rewritten net (shared values renamed) to FILE (.pb or .pbtxt)");
+  app.add_option("--execute", flags.execute, "none, host or cuda: run the net in the arena")
+      ->check(CLI::IsMember({"none", "host", "cuda"}))
+      ->capture_default_str();
+  app.add_flag("--verify", flags.verify,
+               "with --execute: verify mode (ops fill outputs with patterns, check inputs)");
   app.add_option("--html", flags.html,
                  "write a picture of the plan (steps x addresses, one HTML file) to FILE");
   app.add_flag("--ascii", flags.ascii, "add a small time x address map to the text report");
