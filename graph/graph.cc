@@ -175,16 +175,13 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
       op.control_inputs.push_back(it == current.end() ? kNone : it->second);
       if (it == current.end()) pending.push_back({i, s, true});
     }
+    // The first input slot of each name, to find in-place writes in O(inputs + outputs).
+    absl::flat_hash_map<absl::string_view, size_t> input_slot;
+    for (size_t s = spec.inputs.size(); s-- > 0;) input_slot[spec.inputs[s]] = s;
     for (const std::string& out : spec.outputs) {
-      ValueId overwritten = kNone;
-      for (size_t s = 0; s < spec.inputs.size(); ++s) {
-        if (spec.inputs[s] == out) {
-          overwritten = op.inputs[s];
-          break;
-        }
-      }
-      const bool in_place = std::find(spec.inputs.begin(), spec.inputs.end(), out) !=
-                            spec.inputs.end();
+      const auto slot = input_slot.find(out);
+      const bool in_place = slot != input_slot.end();
+      const ValueId overwritten = in_place ? op.inputs[slot->second] : kNone;
       if (in_place && overwritten == kNone) {
         return absl::InvalidArgumentError(absl::StrCat(
             spec.type, " op '", spec.name, "' writes '", out,
