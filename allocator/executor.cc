@@ -50,6 +50,7 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
     }
   }
   if (static_cast<int>(plan.offset_of_value.size()) != n ||
+      static_cast<int>(plan.lifetime.size()) != n ||
       static_cast<int>(plan.steps.size()) != graph.num_ops()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the plan is for another net: it has ", plan.offset_of_value.size(), " values and ",
@@ -89,6 +90,14 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
       return absl::InvalidArgumentError(absl::StrCat(
           "value '", v.DisplayName(), "' at ", Range(offset, bytes),
           " lies outside the arena [0, ", arena.size(), ")"));
+    }
+    if (plan.lifetime[id].first_step != liveness.lifetime[id].first_step ||
+        plan.lifetime[id].last_step != liveness.lifetime[id].last_step) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the plan is for another net or schedule: it gives '", v.DisplayName(),
+          "' the lifetime [", plan.lifetime[id].first_step, ",", plan.lifetime[id].last_step,
+          "], the net and schedule give [", liveness.lifetime[id].first_step, ",",
+          liveness.lifetime[id].last_step, "]"));
     }
     const ValueId root = liveness.alias_root[id];
     if (plan.offset_of_value[root] != offset) {
@@ -183,8 +192,7 @@ absl::Status Executor::Check(ValueId id, const std::vector<Write>& log,
       const graph::Value& w = graph_->value(it->value);
       const std::string writer =
           it->op == kNone ? std::string("the fill of the graph's inputs before step 0")
-                          : absl::StrCat("op ", graph_->op(it->op).Label(), " (step ", it->step,
-                                         ")");
+                          : absl::StrCat(graph_->op(it->op).Label(), " (step ", it->step, ")");
       culprit = absl::StrCat("; ", writer, " wrote '", w.DisplayName(), "' over arena bytes ",
                              Range(begin, Bytes(it->value)), " while '", v.DisplayName(),
                              "' was live");
@@ -212,7 +220,7 @@ absl::Status Executor::RunVerify() {
     const std::vector<ValueId> inputs = DistinctInputs(op);
     for (ValueId in : inputs) {
       MG_RETURN_IF_ERROR(
-          Check(in, log, absl::StrCat("op ", op.Label(), " (step ", step, ") reads it")));
+          Check(in, log, absl::StrCat(op.Label(), " (step ", step, ") reads it")));
     }
     bool wrote = false;
     for (ValueId out : op.outputs) {
@@ -228,7 +236,7 @@ absl::Status Executor::RunVerify() {
                       [&](ValueId out) { return alias_root_[out] == alias_root_[in]; });
       if (shares_an_output) continue;
       MG_RETURN_IF_ERROR(Check(in, log,
-                               absl::StrCat("op ", op.Label(), " (step ", step,
+                               absl::StrCat(op.Label(), " (step ", step,
                                             "), which reads it, has written its outputs")));
     }
   }
@@ -248,7 +256,7 @@ absl::Status Executor::Run(const KernelTable& kernels) {
     kernel_of_step[step] = kernels.Find(op.type);
     if (kernel_of_step[step] == nullptr) {
       return absl::UnimplementedError(absl::StrCat(
-          "no kernel for op type '", op.type, "' (op ", op.Label(), ", step ", step,
+          "no kernel for op type '", op.type, "' (", op.Label(), ", step ", step,
           "); the kernel table has ", kernels.size(), " kernels"));
     }
   }
@@ -271,8 +279,8 @@ absl::Status Executor::Run(const KernelTable& kernels) {
     }
     const absl::Status status = (*kernel_of_step[step])(args);
     if (!status.ok()) {
-      return absl::Status(status.code(), absl::StrCat("op ", op.Label(), " (step ", step,
-                                                      "): ", status.message()));
+      return absl::Status(status.code(), absl::StrCat(op.Label(), " (step ", step, "): ",
+                                                      status.message()));
     }
   }
   return absl::OkStatus();

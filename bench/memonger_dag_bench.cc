@@ -1,5 +1,6 @@
-// memonger-dag planning time on random DAGs (fixed seeds) of 1k, 10k and 100k ops, inference
-// (all ops traversed) in the serial and parallel execution models. The schedule and liveness
+// memonger-dag planning time on random DAGs (fixed seeds) of 1k and 10k ops, inference (all
+// ops traversed) in the serial and parallel execution models. (The time grows about
+// quadratically, with outputs x free buffers: 100k ops took 38 s.) The schedule and liveness
 // are computed once outside the timed loop: the time is PlanMemongerDag's alone.
 // Counters: ops; groups / classes (buffers per alias class); shared = sum of buffer sizes /
 // naive (every class alone); arena / lower bound of the resulting sharing plan.
@@ -114,7 +115,6 @@ BENCHMARK(BM_MemongerDag)
     ->Args({1000, 0})
     ->Args({10000, 0})
     ->Args({10000, 1})
-    ->Args({100000, 0})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -81,7 +81,7 @@ void BM_ExactSharing(benchmark::State& state) {
   state.counters["cost"] = static_cast<double>(result.cost);
   state.counters["vs_exact"] = 1.0;
   state.counters["proven"] = result.proven_optimal ? 1 : 0;
-  state.counters["root_bound"] = static_cast<double>(result.lower_bound);
+  state.counters["lower_bound"] = static_cast<double>(result.lower_bound);
   state.counters["nodes"] = static_cast<double>(result.nodes);
 }
 

@@ -30,7 +30,7 @@ absl::Status PlanAndRun(const std::string& model, int argc, char** argv) {
   MG_ASSIGN_OR_RETURN(graph::Graph graph, graph::LoadModel(model, load));
   MG_RETURN_IF_ERROR(graph::InferShapes(graph, load.bindings));
 
-  PlanOptions options;  // exact-sharing, given order, serial, 256-byte alignment
+  PlanOptions options;  // the default planner and order, serial, 256-byte alignment
   options.model_name = model;
   MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(graph, options));
   MG_RETURN_IF_ERROR(VerifyPlan(graph, plan));

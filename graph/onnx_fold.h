@@ -106,6 +106,13 @@ absl::StatusOr<FoldReport> InferAndFold(onnx::ModelProto& model, const FoldOptio
 // libonnx's shape inference, once: check_type off, data propagation on; `strict` selects
 // error_mode 1 (node-level inference errors are thrown rather than skipped). Every exception
 // becomes an InvalidArgument carrying libonnx's message (which names the node).
+//
+// libonnx 1.12's shape functions trust ranks, axes and equations: some malformed models crash
+// them (a Conv whose weight rank exceeds its input's, an Einsum equation with an unknown
+// letter, a LayerNormalization axis far out of range). So inference runs in a forked child
+// process that sends the inferred types back through a pipe; a child killed by a signal is an
+// InvalidArgument. The child only runs libonnx and protobuf (the schema registry is set up
+// before the fork); when fork or pipe fail, inference runs in this process.
 absl::Status RunOnnxShapeInference(onnx::ModelProto& model, bool strict);
 
 }  // namespace memonger::graph::onnx_fold

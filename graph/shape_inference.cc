@@ -157,7 +157,17 @@ absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
         }
         context.inputs.push_back(*v.type);
       }
-      MG_ASSIGN_OR_RETURN(inferred, schema->infer(context));
+      absl::StatusOr<std::vector<TensorType>> result = schema->infer(context);
+      if (!result.ok() && result.status().code() == absl::StatusCode::kUnimplemented) {
+        // The shape depends on tensor values the function cannot see (a Reshape fed by a
+        // tensor, ...): the outputs' declarations decide, as for an op without a schema.
+        schema = nullptr;
+      } else {
+        MG_ASSIGN_OR_RETURN(inferred, std::move(result));
+      }
+    }
+    if (schema != nullptr) {
+      const int n_out = static_cast<int>(op.outputs.size());
       if (static_cast<int>(inferred.size()) != n_out) {
         return absl::InternalError(absl::StrCat(op.Label(), ": shape function returned ",
                                                 inferred.size(), " types for ", n_out,
@@ -171,9 +181,13 @@ absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
       if (schema == nullptr) {
         if (v.type.has_value()) continue;
         if (!declared.has_value()) {
+          const bool has_schema = schemas.Find(op.type) != nullptr;
           return absl::UnimplementedError(absl::StrCat(
-              op.Label(), ": op type '", op.type, "' has no shape function and its output '",
-              v.DisplayName(), "' declares no dtype and shape (add a value_info for it)"));
+              op.Label(), ": ",
+              has_schema ? "the output shapes of this op depend on tensor values, and"
+                         : absl::StrCat("op type '", op.type, "' has no shape function and"),
+              " its output '", v.DisplayName(),
+              "' declares no dtype and shape (add a value_info for it)"));
         }
         v.type = *declared;
       } else {

@@ -7,6 +7,9 @@
 #include <numeric>
 #include <utility>
 #include <vector>
+#ifdef EXACT_DEV_STATS
+#include <string>
+#endif
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -92,6 +95,9 @@ struct Prepared {
   std::vector<int> overlaps;          //   overlaps[overlap_start[i] .. overlap_start[i + 1])
   std::vector<int> members_start;     // CSR: items live in section s are
   std::vector<int> members;           //   members[members_start[s] .. members_start[s + 1])
+  std::vector<int> membership_start;  // item i in section s is membership
+                                      //   membership_start[i] + s - section_begin[i]
+  std::vector<int> member_position;   // per membership: its index in `members`
   std::vector<int64_t> section_total;  // bytes live in each section
   std::vector<int> cuts;               // items live in both section b and b + 1
   int64_t max_total = 0;               // the lower bound
@@ -175,8 +181,14 @@ bool Prepare(const OffsetProblem& problem, Prepared& p) {
   for (int s = 0; s < p.num_sections; ++s) p.members_start[s + 1] += p.members_start[s];
   p.members.resize(p.members_start[p.num_sections]);
   fill.assign(p.members_start.begin(), p.members_start.end() - 1);
+  p.membership_start.assign(n + 1, 0);
+  p.member_position.resize(p.members.size());
   for (int i = 0; i < n; ++i) {
-    for (int s = p.section_begin[i]; s < p.section_end[i]; ++s) p.members[fill[s]++] = i;
+    p.membership_start[i + 1] = p.membership_start[i] + p.section_end[i] - p.section_begin[i];
+    for (int s = p.section_begin[i]; s < p.section_end[i]; ++s) {
+      p.member_position[p.membership_start[i] + s - p.section_begin[i]] = fill[s];
+      p.members[fill[s]++] = i;
+    }
   }
   for (int64_t total : p.section_total) p.max_total = std::max(p.max_total, total);
   p.cuts.assign(std::max(0, p.num_sections - 1), 0);
@@ -232,6 +244,11 @@ class Budget {
 // T = the largest section total over the item's sections; each descending, ties by index.
 constexpr const char* kPreorders[] = {"WAT", "TAW", "TWA"};
 
+#ifndef EXACT_RELEASE_BOUND
+#define EXACT_RELEASE_BOUND 1
+#endif
+constexpr bool kReleaseBound = EXACT_RELEASE_BOUND;
+
 // Decides whether the prepared problem has a placement within `capacity` (see the header).
 class DecisionSearch {
  public:
@@ -247,7 +264,13 @@ class DecisionSearch {
         floor_(p.num_sections, 0),
         total_(p.section_total),
         cuts_(p.cuts),
-        stamp_(p.num_sections, 0) {}
+        members_(p.members),
+        member_position_(p.member_position),
+        unplaced_members_(p.num_sections) {
+    for (int s = 0; s < p.num_sections; ++s) {
+      unplaced_members_[s] = p.members_start[s + 1] - p.members_start[s];
+    }
+  }
 
   // kFeasible (offsets() holds the plan), kInfeasible (proven), or kTimeout.
   Outcome Run() {
@@ -261,7 +284,24 @@ class DecisionSearch {
     int64_t node_limit = n;
     while (true) {
       node_limit = node_limit > kInfinity / 2 ? kInfinity : 2 * node_limit;
+#ifdef EXACT_DEV_STATS
+      std::vector<std::string> dev_orders;
+      {
+        const char* env = getenv("PREORDERS");
+        std::string list = env ? env : "WAT,TAW,TWA";
+        size_t pos = 0;
+        while (pos <= list.size()) {
+          size_t comma = list.find(',', pos);
+          if (comma == std::string::npos) comma = list.size();
+          dev_orders.push_back(list.substr(pos, comma - pos));
+          pos = comma + 1;
+        }
+      }
+      for (const std::string& dev_order : dev_orders) {
+        const char* preorder = dev_order.c_str();
+#else
       for (const char* preorder : kPreorders) {
+#endif
         nodes_left_ = node_limit;
         Outcome outcome = Outcome::kFeasible;
         for (const Group& group : groups) {
@@ -292,6 +332,26 @@ class DecisionSearch {
   struct Saved {
     int index;
     int64_t value;
+  };
+  // An undo stack: values to write back, newest last.
+  class Trail {
+   public:
+    size_t size() const { return size_; }
+    void Push(int index, int64_t value) {
+      if (size_ == entries_.size()) entries_.resize(2 * size_ + 64);
+      entries_[size_++] = {index, value};
+    }
+    // Writes back every entry above `mark` into `values`, newest first.
+    void RestoreTo(size_t mark, std::vector<int64_t>& values) {
+      while (size_ > mark) {
+        --size_;
+        values[entries_[size_].index] = entries_[size_].value;
+      }
+    }
+
+   private:
+    std::vector<Saved> entries_;
+    size_t size_ = 0;
   };
 
   // Splits the whole problem at the section boundaries no item crosses.
@@ -330,10 +390,17 @@ class DecisionSearch {
 
   // Orders the group by `preorder` and searches it from its current state.
   Outcome SolveGroup(const Group& group, const char* preorder) {
+#ifdef EXACT_DEV_STATS
+    ++solve_groups_;
+#endif
     struct Key {
-      int64_t width;
-      __int128 area;
-      int64_t total;
+      int64_t width;    // W: steps
+      __int128 area;    // A: bytes x steps
+      int64_t total;    // T: the largest unplaced total of its sections
+      int64_t size;     // Z: bytes
+      int64_t sections;  // C: sections spanned
+      __int128 section_area;  // B: bytes x sections
+      int64_t overlaps;  // O: items sharing a step
       int item;
     };
     std::vector<Key> keys;
@@ -343,14 +410,21 @@ class DecisionSearch {
       for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
         total = std::max(total, total_[s]);
       }
+      const int64_t sections = p_.section_end[item] - p_.section_begin[item];
       keys.push_back({p_.width[item], static_cast<__int128>(p_.bytes[item]) * p_.width[item],
-                      total, item});
+                      total, p_.bytes[item], sections,
+                      static_cast<__int128>(p_.bytes[item]) * sections,
+                      p_.overlap_start[item + 1] - p_.overlap_start[item], item});
     }
     auto compare = [preorder](const Key& a, const Key& b) {
       for (const char* c = preorder; *c != '\0'; ++c) {
         if (*c == 'W' && a.width != b.width) return a.width > b.width;
         if (*c == 'A' && a.area != b.area) return a.area > b.area;
         if (*c == 'T' && a.total != b.total) return a.total > b.total;
+        if (*c == 'Z' && a.size != b.size) return a.size > b.size;
+        if (*c == 'C' && a.sections != b.sections) return a.sections > b.sections;
+        if (*c == 'B' && a.section_area != b.section_area) return a.section_area > b.section_area;
+        if (*c == 'O' && a.overlaps != b.overlaps) return a.overlaps > b.overlaps;
       }
       return a.item < b.item;
     };
@@ -382,93 +456,159 @@ class DecisionSearch {
     std::sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
       return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
     });
+    // Prefix and suffix maxima of the sections' unplaced bytes: a placement changes one range
+    // of sections; the others keep these totals (see Place).
+    const int num_sections = group.section_end - group.section_begin;
+    std::vector<int64_t> max_totals(2 * static_cast<size_t>(num_sections) + 2, 0);
+    int64_t* const prefix = max_totals.data();  // prefix[k]: max over the first k sections
+    int64_t* const suffix = prefix + num_sections + 1;  // suffix[k]: over sections k..
+    for (int k = 0; k < num_sections; ++k) {
+      prefix[k + 1] = std::max(prefix[k], total_[group.section_begin + k]);
+    }
+    for (int k = num_sections - 1; k >= 0; --k) {
+      suffix[k] = std::max(suffix[k + 1], total_[group.section_begin + k]);
+    }
 
     for (const Candidate& c : order) {
       // Canonical: placements in non-decreasing (offset, rank).
       if (c.offset < last_offset || (c.offset == last_offset && c.rank < last_rank)) continue;
       // Dominance: this and every later candidate would leave a hole an unplaced item fits.
       if (c.offset >= lowest_top) break;
+      // Every unplaced byte of the fullest section would have to fit above c.offset (for the
+      // sections of c.item too: their floor becomes its top). Offsets only grow from here.
+      if (c.offset + prefix[num_sections] > capacity_) break;
       if (c.offset + p_.bytes[c.item] > capacity_) continue;
-      const Outcome outcome = Place(group, order, c, preorder);
+      const Outcome outcome = Place(group, order, c, prefix, suffix, preorder);
       if (outcome != Outcome::kInfeasible) return outcome;
     }
     return Outcome::kInfeasible;
   }
 
   // Places c.item at c.offset, propagates, recurses (splitting the group when a cut drops to
-  // zero), and undoes everything before returning.
+  // zero), and undoes everything before returning. prefix[k] and suffix[k]: the largest
+  // total_ of the group's first k sections and of its sections from k on, before placing.
   Outcome Place(const Group& group, const std::vector<Candidate>& order, const Candidate& c,
-                const char* preorder) {
+                const int64_t* prefix, const int64_t* suffix, const char* preorder) {
+#ifdef EXACT_DEV_STATS
+    ++places_;
+#endif
     const int item = c.item;
     const int64_t top = c.offset + p_.bytes[item];
     const size_t offsets_mark = saved_offsets_.size();
-    const size_t floors_mark = saved_floors_.size();
-    offset_[item] = c.offset;
-    solution_[item] = c.offset;
 
-    // Minimum offsets of the unplaced items that share a step with `item`; the sections they
-    // live in need their floors recomputed.
+    // Minimum offsets of the unplaced items that share a step with `item`. Their sections and
+    // those of `item` form one range [changed_begin, changed_end) (each overlaps `item`).
     bool fits = true;
-    ++current_stamp_;
-    affected_.clear();
+    int changed_begin = p_.section_begin[item];
+    int changed_end = p_.section_end[item];
     for (int e = p_.overlap_start[item]; e < p_.overlap_start[item + 1]; ++e) {
       const int other = p_.overlaps[e];
       if (offset_[other] != kNoOffset || min_offset_[other] >= top) continue;
-      saved_offsets_.push_back({other, min_offset_[other]});
+      saved_offsets_.Push(other, min_offset_[other]);
       min_offset_[other] = AlignUp(top, p_.alignment[other]);
-      if (min_offset_[other] + p_.bytes[other] > capacity_) fits = false;
-      for (int s = p_.section_begin[other]; s < p_.section_end[other]; ++s) {
-        if (stamp_[s] != current_stamp_) {
-          stamp_[s] = current_stamp_;
-          affected_.push_back(s);
-        }
+      if (min_offset_[other] + p_.bytes[other] > capacity_) {
+        fits = false;
+        break;
       }
+      changed_begin = std::min(changed_begin, p_.section_begin[other]);
+      changed_end = std::max(changed_end, p_.section_end[other]);
     }
-    // Sections of `item`: the floor rises to its top, the unplaced total falls.
-    for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
-      saved_floors_.push_back({s, floor_[s]});
-      floor_[s] = top;
-      total_[s] -= p_.bytes[item];
-    }
-    // A section's floor is at least the least minimum offset of its unplaced items.
-    if (fits) {
-      for (int s : affected_) {
-        int64_t least = kInfinity;
-        for (int m = p_.members_start[s]; m < p_.members_start[s + 1]; ++m) {
-          const int other = p_.members[m];
-          if (offset_[other] == kNoOffset) least = std::min(least, min_offset_[other]);
-        }
-        if (least != kInfinity && least > floor_[s]) {
-          saved_floors_.push_back({s, floor_[s]});
-          floor_[s] = least;
-        }
-      }
-    }
-
     Outcome outcome = Outcome::kInfeasible;
-    if (fits && SectionsFit(group, c.offset)) outcome = Recurse(group, order, c, preorder);
-
-    for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
-      total_[s] += p_.bytes[item];
+    if (fits) {
+      offset_[item] = c.offset;
+      solution_[item] = c.offset;
+      const size_t floors_mark = saved_floors_.size();
+      Remove(item, top);
+      RaiseFloors(changed_begin, changed_end);
+      // Sections outside the changed range passed the check at the parent; now every unplaced
+      // item there also lies at or above c.offset.
+      const int64_t unchanged_total =
+          std::max(prefix[std::max(0, changed_begin - group.section_begin)],
+                   suffix[std::min(group.section_end, changed_end) - group.section_begin]);
+      if (c.offset + unchanged_total <= capacity_ &&
+          RangeFits(changed_begin, changed_end, c.offset)) {
+        outcome = Recurse(group, order, c, preorder);
+      }
+      Restore(item);
+      saved_floors_.RestoreTo(floors_mark, floor_);
+      offset_[item] = kNoOffset;
     }
-    while (saved_floors_.size() > floors_mark) {
-      floor_[saved_floors_.back().index] = saved_floors_.back().value;
-      saved_floors_.pop_back();
-    }
-    while (saved_offsets_.size() > offsets_mark) {
-      min_offset_[saved_offsets_.back().index] = saved_offsets_.back().value;
-      saved_offsets_.pop_back();
-    }
-    offset_[item] = kNoOffset;
+    saved_offsets_.RestoreTo(offsets_mark, min_offset_);
     return outcome;
   }
 
-  // Section inference: the unplaced bytes of every section fit between its floor (at least
-  // the last placed offset) and the capacity.
-  bool SectionsFit(const Group& group, int64_t last_offset) const {
-    for (int s = group.section_begin; s < group.section_end; ++s) {
-      if (total_[s] > 0 && std::max(floor_[s], last_offset) + total_[s] > capacity_) {
-        return false;
+  // Sections of `item` (now placed with its top at `top`): the floor rises to the top, the
+  // unplaced total falls, and `item` leaves the unplaced members (swapped to the end of their
+  // prefix, where it stays until Restore: placements are undone in LIFO order).
+  void Remove(int item, int64_t top) {
+    for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
+      saved_floors_.Push(s, floor_[s]);
+      floor_[s] = top;
+      total_[s] -= p_.bytes[item];
+      const int membership = p_.membership_start[item] + s - p_.section_begin[item];
+      const int from = member_position_[membership];
+      const int to = p_.members_start[s] + --unplaced_members_[s];
+      const int moved = members_[to];
+      members_[from] = moved;
+      member_position_[p_.membership_start[moved] + s - p_.section_begin[moved]] = from;
+      members_[to] = item;
+      member_position_[membership] = to;
+    }
+  }
+
+  void Restore(int item) {
+    for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
+      total_[s] += p_.bytes[item];
+      ++unplaced_members_[s];
+    }
+  }
+
+  // A section's floor is at least the least minimum offset of its unplaced items.
+  void RaiseFloors(int begin, int end) {
+    for (int s = begin; s < end; ++s) {
+      const int64_t floor = floor_[s];
+      int64_t least = kInfinity;
+      const int* member = &members_[p_.members_start[s]];
+      const int* const last = member + unplaced_members_[s];
+      for (; member != last; ++member) {
+        const int64_t m = min_offset_[*member];
+        if (m <= floor) break;  // cannot raise the floor
+        least = std::min(least, m);
+      }
+      if (member == last && least != kInfinity) {
+        saved_floors_.Push(s, floor);
+        floor_[s] = least;
+      }
+    }
+  }
+
+  // Section inference on [begin, end): the unplaced items of a section lie at or above their
+  // minimum offsets and at or above the last placed offset, in disjoint bytes below the
+  // capacity. For one section that is one machine with release dates: the least height is
+  // max over r of (r + bytes of the items released at or after r).
+  bool RangeFits(int begin, int end, int64_t last_offset) {
+    for (int s = begin; s < end; ++s) {
+      if (total_[s] == 0) continue;
+      if (std::max(floor_[s], last_offset) + total_[s] > capacity_) return false;
+      if (!kReleaseBound) continue;
+      // Nothing to find unless the highest release plus every byte overflows.
+      const int* const first = &members_[p_.members_start[s]];
+      const int* const last = first + unplaced_members_[s];
+      int64_t highest = last_offset;
+      for (const int* member = first; member != last; ++member) {
+        highest = std::max(highest, min_offset_[*member]);
+      }
+      if (highest + total_[s] <= capacity_) continue;
+      releases_.clear();
+      for (const int* member = first; member != last; ++member) {
+        releases_.push_back({std::max(min_offset_[*member], last_offset), p_.bytes[*member]});
+      }
+      std::sort(releases_.begin(), releases_.end(),
+                [](const Saved64& a, const Saved64& b) { return a.first > b.first; });
+      int64_t above = 0;
+      for (const Saved64& r : releases_) {
+        above += r.second;
+        if (r.first + above > capacity_) return false;
       }
     }
     return true;
@@ -496,6 +636,11 @@ class DecisionSearch {
     return outcome;
   }
 
+#ifdef EXACT_DEV_STATS
+ public:
+  int64_t places_ = 0, solve_groups_ = 0;
+ private:
+#endif
   const Prepared& p_;
   const int64_t capacity_;
   Budget& budget_;
@@ -507,11 +652,15 @@ class DecisionSearch {
   std::vector<int64_t> floor_;       // per section
   std::vector<int64_t> total_;       // per section: bytes of unplaced items
   std::vector<int> cuts_;            // per boundary: unplaced items crossing it
-  std::vector<Saved> saved_offsets_;  // undo trails
-  std::vector<Saved> saved_floors_;
-  std::vector<int64_t> stamp_;  // per section: marks affected_ membership
-  int64_t current_stamp_ = 0;
-  std::vector<int> affected_;
+  Trail saved_offsets_;  // undo trails
+  Trail saved_floors_;
+  // Per section s: its unplaced items first, members_[members_start[s] ..
+  // members_start[s] + unplaced_members_[s]); member_position_ finds an item's entry.
+  std::vector<int> members_;
+  std::vector<int> member_position_;
+  std::vector<int> unplaced_members_;
+  using Saved64 = std::pair<int64_t, int64_t>;
+  std::vector<Saved64> releases_;  // RangeFits' scratch: (release offset, bytes)
 };
 
 }  // namespace
@@ -574,6 +723,9 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
     budget.state().probing_height = capacity;
     DecisionSearch search(prepared, capacity, budget);
     const DecisionSearch::Outcome outcome = search.Run();
+#ifdef EXACT_DEV_STATS
+    fprintf(stderr, "probe %ld outcome %d nodes %ld places %ld groups %ld\n", (long)capacity, (int)outcome, (long)budget.nodes(), (long)search.places_, (long)search.solve_groups_);
+#endif
     if (outcome == DecisionSearch::Outcome::kTimeout) break;
     if (outcome == DecisionSearch::Outcome::kInfeasible) {
       low = capacity + granule;
@@ -592,6 +744,9 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
     high = height - granule;
   }
   best.proven_optimal = low > high;
+#ifdef EXACT_DEV_STATS
+  fprintf(stderr, "nodes %ld\n", (long)budget.nodes());
+#endif
   return best;
 }
 

@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <cmath>
 #include <cstdint>
 #include <iterator>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"

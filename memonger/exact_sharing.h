@@ -49,9 +49,9 @@
 // Cost per node: O(sum over maximal cliques of their remaining items x group words).
 //
 // Measured (bench/sharing_bench.cc, docs/sharing-planners.md): random sets of 60 values live
-// 1-6 steps, sizes 1-100: most are proven in milliseconds; a few of 40 needed more than 1 s
-// (the hardest seen, about a minute). Problems above kMaxSearchItems items on one device get
-// the incumbent only (proven when it meets the root bound).
+// 1-6 steps, sizes 1-100: most are proven in milliseconds; 2-3 of 40 needed more than 1 s
+// (one about 40 s, one not proven within 60 s). Problems above kMaxSearchItems items on one
+// device get the incumbent only (proven when it meets the root bound).
 // Deterministic: the same input gives the same groups, except where the time limit cuts the
 // search at a machine-dependent point.
 #ifndef MEMONGER_MEMONGER_EXACT_SHARING_H_

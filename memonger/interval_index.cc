@@ -72,7 +72,7 @@ absl::Status ValidateOffsetProblem(const OffsetProblem& problem) {
   return absl::OkStatus();
 }
 
-IntervalIndex::IntervalIndex(const OffsetProblem& problem) {
+IntervalIndex::IntervalIndex(const OffsetProblem& problem, int path_depth) {
   // Elementary segments: between consecutive distinct boundaries first_step and last_step + 1.
   std::vector<int64_t> bounds;
   bounds.reserve(2 * problem.items.size());
@@ -94,7 +94,12 @@ IntervalIndex::IntervalIndex(const OffsetProblem& problem) {
     MG_CHECK(first_segment_[i] <= last_segment_[i]);
   }
   int leaves = 1;
-  while (leaves < num_segments_) leaves *= 2;
+  tree_depth_ = 0;
+  while (leaves < num_segments_) {
+    leaves *= 2;
+    ++tree_depth_;
+  }
+  path_depth_ = std::min(tree_depth_, path_depth);
   nodes_.resize(2 * static_cast<size_t>(leaves));
 }
 
@@ -102,64 +107,148 @@ void IntervalIndex::Clear() {
   for (int node : touched_) {
     nodes_[node].cover.clear();
     nodes_[node].below.clear();
+    nodes_[node].path.clear();
     nodes_[node].touched = false;
   }
   touched_.clear();
 }
 
-void IntervalIndex::Insert(int item, int64_t offset, int64_t bytes) {
-  MG_CHECK(item >= 0 && item < static_cast<int>(first_segment_.size()));
-  if (bytes <= 0) return;
-  InsertAt(1, 0, num_segments_ - 1, first_segment_[item], last_segment_[item],
-           ByteRange{offset, offset + bytes});
-}
-
-void IntervalIndex::InsertAt(int node, int lo, int hi, int first, int last, ByteRange range) {
+void IntervalIndex::Add(int node, std::vector<ByteRange> Node::*list, ByteRange range) {
   Node& n = nodes_[node];
   if (!n.touched) {
     n.touched = true;
     touched_.push_back(node);
   }
-  AddRange(n.below, range);
-  if (first <= lo && hi <= last) {
-    AddRange(n.cover, range);
+  AddRange(n.*list, range);
+}
+
+void IntervalIndex::Insert(int item, int64_t offset, int64_t bytes) {
+  MG_CHECK(item >= 0 && item < static_cast<int>(first_segment_.size()));
+  if (bytes <= 0) return;
+  InsertAt(1, 0, num_segments_ - 1, 0, first_segment_[item], last_segment_[item],
+           ByteRange{offset, offset + bytes});
+}
+
+void IntervalIndex::InsertAt(int node, int lo, int hi, int depth, int first, int last,
+                             ByteRange range) {
+  Add(node, &Node::below, range);
+  if (first <= lo && hi <= last) {  // a canonical node of the item
+    Add(node, &Node::cover, range);
+    // Every node of the subtree down to path_depth_ has this node on its root path.
+    for (int d = depth, from = node, count = 1; d <= path_depth_; ++d, from *= 2, count *= 2) {
+      for (int y = from; y < from + count; ++y) Add(y, &Node::path, range);
+    }
     return;
   }
   const int mid = lo + (hi - lo) / 2;
-  if (first <= mid) InsertAt(2 * node, lo, mid, first, last, range);
-  if (last > mid) InsertAt(2 * node + 1, mid + 1, hi, first, last, range);
+  if (first <= mid) InsertAt(2 * node, lo, mid, depth + 1, first, last, range);
+  if (last > mid) InsertAt(2 * node + 1, mid + 1, hi, depth + 1, first, last, range);
 }
 
 void IntervalIndex::OccupiedDuring(int item, std::vector<ByteRange>& out) const {
   MG_CHECK(item >= 0 && item < static_cast<int>(first_segment_.size()));
+  spans_.clear();
+  total_ranges_ = 0;
+  CollectAt(1, 0, num_segments_ - 1, 0, first_segment_[item], last_segment_[item]);
   out.clear();
-  CollectAt(1, 0, num_segments_ - 1, first_segment_[item], last_segment_[item], out);
-  if (out.size() < 2) return;
-  std::sort(out.begin(), out.end(),
-            [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
-  size_t kept = 0;
-  for (const ByteRange& r : out) {
-    if (kept > 0 && r.begin <= out[kept - 1].end) {
-      out[kept - 1].end = std::max(out[kept - 1].end, r.end);
-    } else {
-      out[kept++] = r;
-    }
-  }
-  out.resize(kept);
-}
-
-void IntervalIndex::CollectAt(int node, int lo, int hi, int first, int last,
-                              std::vector<ByteRange>& out) const {
-  const Node& n = nodes_[node];
-  if (!n.touched) return;  // nothing below this node either
-  if (first <= lo && hi <= last) {
-    out.insert(out.end(), n.below.begin(), n.below.end());
+  if (spans_.empty()) return;
+  if (spans_.size() == 1) {
+    out.assign(spans_[0].first, spans_[0].second);
     return;
   }
-  out.insert(out.end(), n.cover.begin(), n.cover.end());
+  // Every list read is sorted and merged. Merge them two at a time, the two shortest first
+  // (Huffman's order, with two queues: the lists by length, then the merged runs in the order
+  // made), so that long lists are copied least often; ranges that meet or touch unite.
+  std::sort(spans_.begin(), spans_.end(), [](const Span& a, const Span& b) {
+    return a.second - a.first < b.second - b.first;
+  });
+  size_t pool_used = 0;  // pool_'s size is its capacity; [0, pool_used) holds merged runs
+  merged_runs_.clear();
+  size_t next_list = 0;
+  size_t next_run = 0;
+  auto take_shortest = [&]() -> Span {
+    const bool have_list = next_list < spans_.size();
+    const bool have_run = next_run < merged_runs_.size();
+    if (have_run) {
+      const auto [begin, end] = merged_runs_[next_run];
+      if (!have_list || end - begin <= static_cast<size_t>(spans_[next_list].second -
+                                                           spans_[next_list].first)) {
+        ++next_run;
+        return Span{pool_.data() + begin, pool_.data() + end};
+      }
+    }
+    return spans_[next_list++];
+  };
+  for (size_t left = spans_.size(); left > 1; --left) {
+    // Room first (no merge writes more than total_ranges_), so that the pool does not move while
+    // runs in it are read and appended to.
+    if (pool_used + total_ranges_ > pool_.size()) {
+      pool_.resize(std::max(pool_used + total_ranges_, 2 * pool_.size()));
+    }
+    const Span a = take_shortest();
+    const Span b = take_shortest();
+    const size_t begin = pool_used;
+    pool_used += MergeRuns(a.first, a.second, b.first, b.second, pool_.data() + begin);
+    merged_runs_.emplace_back(begin, pool_used);
+  }
+  const Span last = take_shortest();
+  out.assign(last.first, last.second);
+}
+
+size_t IntervalIndex::MergeRuns(const ByteRange* a, const ByteRange* a_end, const ByteRange* b,
+                                const ByteRange* b_end, ByteRange* out) {
+  ByteRange* w = out;
+  ByteRange current = (b == b_end || (a != a_end && a->begin <= b->begin)) ? *a++ : *b++;
+  while (a != a_end && b != b_end) {
+    const ByteRange& next = a->begin <= b->begin ? *a++ : *b++;
+    if (next.begin <= current.end) {
+      current.end = std::max(current.end, next.end);
+    } else {
+      *w++ = current;
+      current = next;
+    }
+  }
+  // One run is left; it is merged already, so after the ranges that meet `current` it copies.
+  const ByteRange* rest = a != a_end ? a : b;
+  const ByteRange* rest_end = a != a_end ? a_end : b_end;
+  while (rest != rest_end && rest->begin <= current.end) {
+    current.end = std::max(current.end, rest->end);
+    ++rest;
+  }
+  *w++ = current;
+  w = std::copy(rest, rest_end, w);
+  return static_cast<size_t>(w - out);
+}
+
+void IntervalIndex::Read(const std::vector<ByteRange>& list) const {
+  if (list.empty()) return;
+  spans_.emplace_back(list.data(), list.data() + list.size());
+  total_ranges_ += list.size();
+}
+
+void IntervalIndex::CollectAt(int node, int lo, int hi, int depth, int first, int last) const {
+  const Node& n = nodes_[node];
+  if (first <= lo && hi <= last) {  // a canonical node of the query: its whole subtree counts
+    Read(n.below);
+    return;
+  }
+  // A partial node: the items covering it meet the query. Down to path_depth_ they are read
+  // once, from the path list of the deepest partial node; below, from each node's cover.
+  if (depth > path_depth_) {
+    if (n.below.empty()) return;  // nothing stored in this subtree
+    Read(n.cover);
+  }
   const int mid = lo + (hi - lo) / 2;
-  if (first <= mid) CollectAt(2 * node, lo, mid, first, last, out);
-  if (last > mid) CollectAt(2 * node + 1, mid + 1, hi, first, last, out);
+  bool deeper_partial = false;
+  if (first <= mid) {
+    deeper_partial = deeper_partial || !(first <= lo && mid <= last);
+    CollectAt(2 * node, lo, mid, depth + 1, first, last);
+  }
+  if (last > mid) {
+    deeper_partial = deeper_partial || !(first <= mid + 1 && hi <= last);
+    CollectAt(2 * node + 1, mid + 1, hi, depth + 1, first, last);
+  }
+  if (depth <= path_depth_ && (depth == path_depth_ || !deeper_partial)) Read(n.path);
 }
 
 const char* FitRuleName(FitRule rule) {

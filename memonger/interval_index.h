@@ -27,6 +27,7 @@
 #define MEMONGER_MEMONGER_INTERVAL_INDEX_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -49,7 +50,8 @@ struct ByteRange {
 class IntervalIndex {
  public:
   // REQUIRES: ValidateOffsetProblem(problem).ok(). Keeps no reference to `problem`.
-  explicit IntervalIndex(const OffsetProblem& problem);
+  explicit IntervalIndex(const OffsetProblem& problem, int path_depth = kDefaultPathDepth);
+  static constexpr int kDefaultPathDepth = 6;
 
   // Forgets every inserted item.
   void Clear();
@@ -66,17 +68,32 @@ class IntervalIndex {
   struct Node {
     std::vector<ByteRange> cover;
     std::vector<ByteRange> below;
-    bool touched = false;
+    std::vector<ByteRange> path;  // depth <= path_depth_ only
+    bool touched = false;         // some list is not empty
   };
-  void InsertAt(int node, int lo, int hi, int first, int last, ByteRange range);
-  void CollectAt(int node, int lo, int hi, int first, int last,
-                 std::vector<ByteRange>& out) const;
+  void Add(int node, std::vector<ByteRange> Node::*list, ByteRange range);
+  void InsertAt(int node, int lo, int hi, int depth, int first, int last, ByteRange range);
+  void CollectAt(int node, int lo, int hi, int depth, int first, int last) const;
+  void Read(const std::vector<ByteRange>& list) const;
+  // Writes the union of two sorted runs of ranges (not both empty) to `out`, uniting ranges that
+  // meet or touch; returns how many it wrote. `out` has room for both runs.
+  static size_t MergeRuns(const ByteRange* a, const ByteRange* a_end, const ByteRange* b,
+                          const ByteRange* b_end, ByteRange* out);
 
   int num_segments_ = 0;
+  int tree_depth_ = 0;  // leaves at this depth; the root at 0
+  int path_depth_ = 0;
   std::vector<int> first_segment_;  // per item, inclusive
   std::vector<int> last_segment_;   // per item, inclusive
   std::vector<Node> nodes_;         // heap order, root 1
   std::vector<int> touched_;        // nodes with a non-empty list, for Clear()
+  // Scratch of OccupiedDuring (so a const query allocates nothing; not thread-safe): the lists
+  // read, where each merged run starts, and the merge buffer.
+  using Span = std::pair<const ByteRange*, const ByteRange*>;
+  mutable std::vector<Span> spans_;
+  mutable size_t total_ranges_ = 0;
+  mutable std::vector<std::pair<size_t, size_t>> merged_runs_;  // [begin, end) in pool_
+  mutable std::vector<ByteRange> pool_;
 };
 
 // How the greedy loop chooses among the byte gaps free during an item's whole lifetime.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <cstddef>
 #include <tuple>
 #include <string>
 #include <utility>
@@ -35,15 +36,19 @@ class TokenSet {
     if (other.words_.size() > words_.size()) words_.resize(other.words_.size(), 0);
     for (size_t i = 0; i < other.words_.size(); ++i) words_[i] |= other.words_[i];
   }
+  bool Contains(int token) const {
+    const size_t word = static_cast<size_t>(token) >> 6;
+    return word < words_.size() && (words_[word] >> (token & 63) & 1) != 0;
+  }
+  // A token of this set missing from `other`, or -1 when this set is a subset of `other`.
   // Scans from the newest tokens down: a buffer is usually unusable because of a token minted
-  // recently, in a branch the asking op is not in, so a failing test ends early.
-  bool IsSubsetOf(const TokenSet& other) const {
+  // recently, in a branch the asking op is not in.
+  int FirstMissingFrom(const TokenSet& other) const {
     for (size_t i = words_.size(); i-- > 0;) {
-      const uint64_t mine = words_[i];
-      if (mine == 0) continue;
-      if (i >= other.words_.size() || (mine & ~other.words_[i]) != 0) return false;
+      const uint64_t missing = words_[i] & ~(i < other.words_.size() ? other.words_[i] : 0);
+      if (missing != 0) return static_cast<int>(i * 64 + 63 - __builtin_clzll(missing));
     }
-    return true;
+    return -1;
   }
   void Release() { std::vector<uint64_t>().swap(words_); }
 
@@ -65,11 +70,11 @@ bool Greater(const PoolEntry& a, const PoolEntry& b) {
   return a.name_rank > b.name_rank;
 }
 
-// The heap operations memonger called (std::push_heap / std::pop_heap with std::greater),
-// written out as libstdc++ implements them. The size-aware rule erases from the middle of the
-// heap array, after which it is no longer a heap; std::push_heap on such an array is outside
-// the standard's contract, so the exact libstdc++ steps are reproduced here instead of relying
-// on the library (and on debug-mode heap checks staying off).
+// std::push_heap with std::greater, written out as libstdc++ implements it. The size-aware
+// rule erases from the middle of the heap array, after which it is no longer a heap;
+// std::push_heap on such an array is outside the standard's contract, so the libstdc++ steps
+// are reproduced here instead of relying on the library (and on debug-mode heap checks
+// staying off).
 void SiftUp(std::vector<PoolEntry>& heap, size_t hole, size_t top, PoolEntry value) {
   size_t parent = (hole - 1) / 2;
   while (hole > top && Greater(heap[parent], value)) {
@@ -83,34 +88,16 @@ void PushHeap(std::vector<PoolEntry>& heap, PoolEntry entry) {
   heap.push_back(entry);
   SiftUp(heap, heap.size() - 1, 0, entry);
 }
-// Removes and returns the top (the entry with the smallest (-share_count, name)).
-PoolEntry PopHeap(std::vector<PoolEntry>& heap) {
-  MG_CHECK(!heap.empty());
-  const size_t n = heap.size();
-  if (n > 1) {
-    // libstdc++ __pop_heap + __adjust_heap over [0, n - 1) with the old last as the value.
-    const PoolEntry value = heap[n - 1];
-    heap[n - 1] = heap[0];
-    const size_t len = n - 1;
-    size_t hole = 0;
-    size_t child = 0;
-    while (len >= 2 && child < (len - 1) / 2) {
-      child = 2 * (child + 1);
-      if (Greater(heap[child], heap[child - 1])) --child;
-      heap[hole] = heap[child];
-      hole = child;
-    }
-    if ((len & 1) == 0 && child == (len - 2) / 2) {
-      child = 2 * (child + 1);
-      heap[hole] = heap[child - 1];
-      hole = child - 1;
-    }
-    SiftUp(heap, hole, 0, value);
-  }
-  const PoolEntry top = heap.back();
-  heap.pop_back();
-  return top;
-}
+// The pool of free buffers of one traversal. memonger kept a std::vector as a binary heap.
+// The size-aware rule scans that array, so its layout matters and is reproduced (`heap`).
+// The size-blind rule pops until a usable buffer appears and pushes the others back: the
+// first usable buffer in key order, whatever the layout; a sorted array gives the same
+// answer without popping and pushing back every unusable buffer (`ordered`).
+struct Pool {
+  std::vector<PoolEntry> heap;     // size-aware (training)
+  std::vector<PoolEntry> ordered;  // size-blind (inference): ascending keys
+};
+bool KeyLess(const PoolEntry& a, const PoolEntry& b) { return Greater(b, a); }
 
 bool EndsWith(absl::string_view s, absl::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -123,7 +110,8 @@ class DagPlanner {
       : graph_(graph),
         liveness_(liveness),
         options_(options),
-        parallel_(options.execution == ExecutionModel::kParallel) {}
+        parallel_(options.execution == ExecutionModel::kParallel),
+        size_aware_(options.mode == Mode::kTraining) {}
 
   absl::StatusOr<SharingGroups> Run() {
     MG_RETURN_IF_ERROR(Classify());
@@ -260,16 +248,13 @@ class DagPlanner {
     processed_.assign(num_values, false);
     in_pool_.assign(num_values, false);
     req_tokens_.assign(num_values, TokenSet());
+    missing_token_.assign(num_values, -1);
     in_degree_.assign(num_ops, 0);
     visit_count_.assign(num_ops, 0);
     visited_.assign(num_ops, false);
     deposit_.assign(num_ops, TokenSet());
 
     ComputeAliasTree();
-    topo_position_.assign(num_ops, 0);
-    for (size_t i = 0; i < graph_.TopologicalOrder().size(); ++i) {
-      topo_position_[graph_.TopologicalOrder()[i]] = static_cast<int>(i);
-    }
     for (OpId op : graph_.TopologicalOrder()) {
       if (!traversed_[op]) continue;
       for (ValueId in : graph_.op(op).inputs) {
@@ -329,7 +314,12 @@ class DagPlanner {
   // matters where memonger was unsafe).
   bool CanUse(ValueId blob, const TokenSet& tokens, const graph::Device& device, OpId op) const {
     if (liveness_.device[blob] != device) return false;
-    if (!req_tokens_[blob].IsSubsetOf(tokens)) return false;
+    // A token that made the last test of this buffer fail usually makes this one fail too
+    // (the asking ops are in the same branch): a cheap exact pre-test, since a buffer's
+    // stamped tokens only grow.
+    if (missing_token_[blob] >= 0 && !tokens.Contains(missing_token_[blob])) return false;
+    missing_token_[blob] = req_tokens_[blob].FirstMissingFrom(tokens);
+    if (missing_token_[blob] >= 0) return false;
     if (!parallel_) return untracked_last_step_[blob] < Step(op);
     for (OpId other : untracked_[blob]) {
       if (!happens_before_->Before(other, op)) return false;
@@ -338,29 +328,27 @@ class DagPlanner {
   }
 
   // memonger's get_free_blob. kNone when no free buffer is usable.
-  ValueId GetFreeBlob(ValueId out, const TokenSet& tokens, OpId op,
-                      std::vector<PoolEntry>& pool) {
+  ValueId GetFreeBlob(ValueId out, const TokenSet& tokens, OpId op, Pool& pool) {
     const graph::Device& device = liveness_.device[out];
     ValueId freed = kNone;
-    if (options_.mode == Mode::kInference) {
+    if (!size_aware_) {
       // No shapes (optimize_inference_for_dag): the most shared usable buffer.
-      std::vector<PoolEntry> cant_use;
-      while (!pool.empty()) {
-        const PoolEntry candidate = PopHeap(pool);
-        if (CanUse(candidate.blob, tokens, device, op)) {
-          freed = candidate.blob;
+      std::vector<PoolEntry>& ordered = pool.ordered;
+      for (size_t i = 0; i < ordered.size(); ++i) {
+        if (CanUse(ordered[i].blob, tokens, device, op)) {
+          freed = ordered[i].blob;
+          ordered.erase(ordered.begin() + static_cast<std::ptrdiff_t>(i));
           break;
         }
-        cant_use.push_back(candidate);
       }
-      for (const PoolEntry& entry : cant_use) PushHeap(pool, entry);
     } else {
       // With shapes: scan the heap array; grow while too small, then only an equal size.
+      std::vector<PoolEntry>& heap = pool.heap;
       const int64_t required = liveness_.class_bytes[out];
       int64_t best_size = -1;
       int best_index = -1;
-      for (size_t i = 0; i < pool.size(); ++i) {
-        const ValueId candidate = pool[i].blob;
+      for (size_t i = 0; i < heap.size(); ++i) {
+        const ValueId candidate = heap[i].blob;
         if (!CanUse(candidate, tokens, device, op)) continue;
         const int64_t size = liveness_.class_bytes[candidate];
         if (size >= best_size && (best_size < required || best_size >= size)) {
@@ -369,8 +357,8 @@ class DagPlanner {
         }
       }
       if (best_index != -1) {
-        freed = pool[best_index].blob;
-        pool.erase(pool.begin() + best_index);
+        freed = heap[best_index].blob;
+        heap.erase(heap.begin() + best_index);
       }
     }
     if (freed != kNone) in_pool_[freed] = false;
@@ -466,7 +454,7 @@ class DagPlanner {
   };
 
   // process_op steps 1-5; pushes the frame for step 6 (the descent).
-  void Enter(OpId op, TokenSet tokens, std::vector<PoolEntry>& pool, std::vector<Frame>& stack) {
+  void Enter(OpId op, TokenSet tokens, Pool& pool, std::vector<Frame>& stack) {
     tokens.InsertAll(deposit_[op]);
     deposit_[op].Release();
     MG_CHECK(!visited_[op]);
@@ -512,7 +500,12 @@ class DagPlanner {
       if (in_pool_[entry.blob]) continue;
       in_pool_[entry.blob] = true;
       touched_pool_.push_back(entry.blob);
-      PushHeap(pool, entry);
+      if (size_aware_) {
+        PushHeap(pool.heap, entry);
+      } else {
+        pool.ordered.insert(
+            std::lower_bound(pool.ordered.begin(), pool.ordered.end(), entry, KeyLess), entry);
+      }
     }
 
     size_t branches = 0;
@@ -533,7 +526,7 @@ class DagPlanner {
   // One depth-first traversal from a root op, with its own pool (memonger's recursion, on an
   // explicit stack: a frame resumes its descent where the child's subtree left it).
   void Traverse(OpId root) {
-    std::vector<PoolEntry> pool;
+    Pool pool;
     std::vector<Frame> stack;
     TokenSet tokens;
     tokens.Insert(token_counter_++);
@@ -661,6 +654,7 @@ class DagPlanner {
   const Liveness& liveness_;
   const PlanOptions& options_;
   const bool parallel_;
+  const bool size_aware_;  // share_grad_blobs got shapes; optimize_inference_for_dag did not
   std::optional<HappensBefore> happens_before_;
 
   // Classification.
@@ -676,14 +670,15 @@ class DagPlanner {
     int tin = 0;  // of the member it reads
   };
   std::vector<std::vector<Consumer>> consumers_;  // blob_to_ops_: one per input occurrence
-  std::vector<int> tin_, tout_;                   // per value: its alias subtree
-  std::vector<int> writers_before_;               // per value
+  std::vector<int> tin_, tout_;               // per value: its alias subtree
+  std::vector<int> writers_before_;           // per value
   std::vector<int> seen_;                     // blob_input_count_
   std::vector<int> share_count_;              // share_counts_
   std::vector<ValueId> mapping_;              // mapping_: class -> buffer's canonical class
   std::vector<int> assigned_seq_;             // order of the mappings (for group order)
   std::vector<bool> processed_;               // processed_output_blobs_
   std::vector<TokenSet> req_tokens_;          // req_tokens_
+  mutable std::vector<int> missing_token_;    // per class: why CanUse last said no (-1: it did not)
   std::vector<int> name_rank_;
   std::vector<bool> in_pool_;
   std::vector<ValueId> touched_pool_;
@@ -692,7 +687,6 @@ class DagPlanner {
   int next_seq_ = 0;
 
   // Per op.
-  std::vector<int> topo_position_;  // position in the setup (topological) order
   std::vector<int> in_degree_;     // op_inputs_
   std::vector<int> visit_count_;   // op_visited_count_
   std::vector<bool> visited_;      // op_visited_

@@ -49,7 +49,7 @@ std::vector<int> InDegrees(const std::vector<std::vector<OpId>>& successors) {
   return indegree;
 }
 
-// Kahn's algorithm; among ready ops the one with the highest `priority` runs first.
+// Kahn's algorithm; among ready ops, `runs_later(a, b)` says a waits while b is ready.
 // REQUIRES: the successor lists form a DAG over all ops.
 std::vector<OpId> KahnOrder(const std::vector<std::vector<OpId>>& successors,
                             const std::function<bool(OpId, OpId)>& runs_later) {

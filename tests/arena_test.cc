@@ -126,6 +126,7 @@ TEST(ArenaCudaTest, CreateOrSkip) {
     if (!BuiltWithCuda()) {
       EXPECT_TRUE(absl::StrContains(arena.status().message(), "built without CUDA"))
           << arena.status();
+      GTEST_SKIP() << "no CUDA build: " << arena.status().message();
     }
     GTEST_SKIP() << "no CUDA device: " << arena.status().message();
   }

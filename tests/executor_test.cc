@@ -34,9 +34,10 @@ using graph::ValueId;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-constexpr PlannerKind kAllPlanners[] = {PlannerKind::kNone, PlannerKind::kMemongerDag,
-                                        PlannerKind::kMemongerGreedy, PlannerKind::kMemongerDp,
-                                        PlannerKind::kExactSharing};
+constexpr PlannerKind kAllPlanners[] = {
+    PlannerKind::kNone,         PlannerKind::kMemongerDag, PlannerKind::kMemongerGreedy,
+    PlannerKind::kMemongerDp,   PlannerKind::kExactSharing, PlannerKind::kGreedyBySize,
+    PlannerKind::kBestFit,      PlannerKind::kExact,        PlannerKind::kAuto};
 
 // Plans `g` and runs the executor in verify mode in a fresh arena on `device`.
 absl::Status PlanAndVerifyRun(const Graph& g, const PlanOptions& options,
@@ -73,7 +74,7 @@ Plan NaivePlan(const Graph& g, int64_t alignment = 256) {
 // ---------------------------------------------------------------------------------------------
 // Verify kernels.
 
-TEST(VerifyKernelsTest, EveryByteIsCheckedIncludingTheTail) {
+TEST(ExecutorVerifyKernelsTest, EveryByteIsCheckedIncludingTheTail) {
   for (int64_t bytes : {1, 7, 8, 13, 64, 100}) {
     for (int64_t shift : {0, 1, 3}) {  // unaligned pointers too
       SCOPED_TRACE(absl::StrCat("bytes ", bytes, " shift ", shift));
@@ -81,7 +82,9 @@ TEST(VerifyKernelsTest, EveryByteIsCheckedIncludingTheTail) {
       std::byte* p = storage.data() + shift;
       FillPatternHost(p, bytes, /*key=*/5);
       EXPECT_EQ(FindPatternMismatchHost(p, bytes, 5), -1);
-      if (bytes >= 8) EXPECT_NE(FindPatternMismatchHost(p, bytes, /*key=*/6), -1);
+      if (bytes >= 8) {
+        EXPECT_NE(FindPatternMismatchHost(p, bytes, /*key=*/6), -1);
+      }
       for (int64_t b = 0; b < bytes; ++b) {
         p[b] ^= std::byte{0x01};
         EXPECT_EQ(FindPatternMismatchHost(p, bytes, 5), b);
@@ -91,7 +94,7 @@ TEST(VerifyKernelsTest, EveryByteIsCheckedIncludingTheTail) {
   }
 }
 
-TEST(VerifyKernelsTest, PatternsDifferByValueAndPosition) {
+TEST(ExecutorVerifyKernelsTest, PatternsDifferByValueAndPosition) {
   std::vector<std::byte> a(64), b(64);
   FillPatternHost(a.data(), 64, 1);
   FillPatternHost(b.data(), 64, 2);
@@ -100,7 +103,7 @@ TEST(VerifyKernelsTest, PatternsDifferByValueAndPosition) {
   EXPECT_NE(FindPatternMismatchHost(a.data() + 8, 56, 1), -1);
 }
 
-TEST(VerifyKernelsTest, DispatchByDevice) {
+TEST(ExecutorVerifyKernelsTest, DispatchByDevice) {
   std::vector<std::byte> a(20);
   ASSERT_TRUE(FillPattern(Device::kHost, a.data(), 20, 9).ok());
   absl::StatusOr<int64_t> bad = FindPatternMismatch(Device::kHost, a.data(), 20, 9);
@@ -144,10 +147,17 @@ TEST_P(ExecutorRandomGraphTest, VerifyRunPassesOnGoodPlans) {
     options.alignment = alignments[(seed / 3) % 3];
     options.views = seed % 5 == 0;
     options.plan_static = seed % 7 == 0;
-    options.time_limit_seconds = 2;
-    // Parallel plans run serially here; planners that refuse parallel keep serial.
-    if (seed % 4 == 1 && (planner == PlannerKind::kNone || planner == PlannerKind::kMemongerDag)) {
-      options.execution = ExecutionModel::kParallel;
+    // Searching planners return their best plan at the limit; any plan must run clean.
+    options.time_limit_seconds =
+        planner == PlannerKind::kExact || planner == PlannerKind::kAuto ? 0.2 : 2;
+    // Parallel plans run serially here; planners that refuse parallel (InvalidArgument) keep
+    // serial.
+    if (seed % 4 == 1) {
+      PlanOptions parallel = options;
+      parallel.execution = ExecutionModel::kParallel;
+      if (PlanMemory(g, parallel).status().code() != absl::StatusCode::kInvalidArgument) {
+        options = parallel;
+      }
     }
     const absl::Status status = PlanAndVerifyRun(g, options);
     if (planner == PlannerKind::kMemongerDp &&
@@ -214,7 +224,7 @@ TEST(ExecutorTest, OutputOverItsOwnInputIsCaught) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_THAT(std::string(s.message()),
               AllOf(HasSubstr("value 'a' was clobbered"), HasSubstr("which reads it"),
-                    HasSubstr("op Rand 'op_b' (step 1) wrote 'b' over arena bytes")));
+                    HasSubstr("Rand op 'op_b' (step 1) wrote 'b' over arena bytes")));
 }
 
 // y is a graph output written at step 1 and read by nobody; z, written at step 3 over it, is
@@ -241,7 +251,7 @@ TEST(ExecutorTest, GraphOutputClobberedLateIsCaughtAtTheEnd) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_THAT(std::string(s.message()),
               AllOf(HasSubstr("value 'y' was clobbered"), HasSubstr("the run ends"),
-                    HasSubstr("op Rand 'op_z' (step 3) wrote 'z'")));
+                    HasSubstr("Rand op 'op_z' (step 3) wrote 'z'")));
 }
 
 // A value whose only overlap with another is its last byte.
@@ -317,7 +327,7 @@ TEST(ExecutorTest, CorruptedPlansAreCaught) {
     EXPECT_THAT(std::string(s.message()),
                 AllOf(HasSubstr(absl::StrCat("value '", g.value(victim).DisplayName(),
                                              "' was clobbered")),
-                      HasSubstr(absl::StrCat("op ", writer.Label())),
+                      HasSubstr(writer.Label()),
                       HasSubstr(absl::StrCat("wrote '", g.value(mover).DisplayName(), "'"))));
     ++corrupted;
   }
@@ -334,7 +344,12 @@ TEST(ExecutorTest, CreateRejectsMismatchedPlansAndSmallArenas) {
   absl::StatusOr<Arena> arena = Arena::Create(Device::kHost, plan.arena_bytes);
   ASSERT_TRUE(arena.ok());
 
-  EXPECT_EQ(Executor::Create(other, plan, *arena).status().code(),
+  // Same numbers of values and ops, other lifetimes.
+  const absl::Status other_net = Executor::Create(other, plan, *arena).status();
+  EXPECT_EQ(other_net.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(other_net.message()), HasSubstr("another net"));
+  // Other numbers.
+  EXPECT_EQ(Executor::Create(Typed(kInPlaceAndViews), plan, *arena).status().code(),
             absl::StatusCode::kInvalidArgument);
 
   absl::StatusOr<Arena> small = Arena::Create(Device::kHost, plan.arena_bytes - 1);
@@ -479,7 +494,8 @@ TEST(ExecutorOnnxTest, VerifyRunPassesOnOnnxTestModels) {
       ++refused;  // control flow, sequences, unsupported element types...: not ours to test
       continue;
     }
-    for (PlannerKind planner : {PlannerKind::kExactSharing, PlannerKind::kMemongerDag}) {
+    for (PlannerKind planner :
+         {PlannerKind::kBestFit, PlannerKind::kExactSharing, PlannerKind::kMemongerDag}) {
       PlanOptions options;
       options.planner = planner;
       options.time_limit_seconds = 2;
@@ -500,7 +516,8 @@ TEST(ExecutorOnnxTest, VerifyRunPassesOnOnnxTestModels) {
 TEST(ExecutorCudaTest, VerifyRunOnTheDevice) {
   absl::StatusOr<Arena> probe = Arena::Create(Device::kCuda, 1 << 20);
   if (!probe.ok() && probe.status().code() == absl::StatusCode::kFailedPrecondition) {
-    GTEST_SKIP() << "no CUDA device: " << probe.status().message();
+    GTEST_SKIP() << (BuiltWithCuda() ? "no CUDA device: " : "no CUDA build: ")
+                 << probe.status().message();
   }
   ASSERT_TRUE(probe.ok()) << probe.status();
   for (uint64_t seed = 0; seed < 10; ++seed) {

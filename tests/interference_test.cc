@@ -44,9 +44,9 @@ struct ScenarioCase {
   int64_t dp_cost;
 };
 
-class MemongerScenarioTest : public ::testing::TestWithParam<ScenarioCase> {};
+class InterferenceScenarioTest : public ::testing::TestWithParam<ScenarioCase> {};
 
-TEST_P(MemongerScenarioTest, GreedyMatchesMemonger) {
+TEST_P(InterferenceScenarioTest, GreedyMatchesMemonger) {
   const ScenarioCase& c = GetParam();
   const Chains chains = AssignChainsGreedy(c.ranges);
   ExpectValidChains(c.ranges, chains);
@@ -54,7 +54,7 @@ TEST_P(MemongerScenarioTest, GreedyMatchesMemonger) {
   EXPECT_EQ(chains, c.greedy_chains);
 }
 
-TEST_P(MemongerScenarioTest, DpMatchesMemonger) {
+TEST_P(InterferenceScenarioTest, DpMatchesMemonger) {
   const ScenarioCase& c = GetParam();
   absl::StatusOr<Chains> chains = AssignChainsDp(c.ranges);
   ASSERT_TRUE(chains.ok()) << chains.status();
@@ -65,7 +65,7 @@ TEST_P(MemongerScenarioTest, DpMatchesMemonger) {
 // memonger_test.py (reference scenarios 17-19) and the smallest counterexample to the
 // optimality of memonger-dp (its optimum, 17, is [b0,b3] [b1,b4] [b2]).
 INSTANTIATE_TEST_SUITE_P(
-    Memonger, MemongerScenarioTest,
+    Memonger, InterferenceScenarioTest,
     ::testing::Values(
         ScenarioCase{"assignments_greedy_and_dp",
                      /*ranges=*/{{1, 3, 10}, {3, 4, 1}, {5, 6, 1}, {5, 7, 10}},
@@ -81,7 +81,7 @@ INSTANTIATE_TEST_SUITE_P(
                      /*dp_cost=*/18}),
     [](const ::testing::TestParamInfo<ScenarioCase>& info) { return info.param.name; });
 
-TEST(MemongerDpTest, ReturnsMemongersChainOrder) {
+TEST(InterferenceDpTest, ReturnsMemongersChainOrder) {
   // memonger_test.py test_compute_assignments_dp: [[b2, b3], [b1, b4]].
   const std::vector<LiveRange> ranges = {{1, 3, 10}, {3, 4, 1}, {5, 6, 1}, {5, 7, 10}};
   absl::StatusOr<Chains> chains = AssignChainsDp(ranges);
@@ -89,20 +89,20 @@ TEST(MemongerDpTest, ReturnsMemongersChainOrder) {
   EXPECT_EQ(*chains, (Chains{{1, 2}, {0, 3}}));
 }
 
-TEST(MemongerDpTest, Dp1Chains) {
+TEST(InterferenceDpTest, Dp1Chains) {
   const std::vector<LiveRange> ranges = {{1, 2, 10}, {4, 6, 1}, {5, 6, 10}};
   absl::StatusOr<Chains> chains = AssignChainsDp(ranges);
   ASSERT_TRUE(chains.ok()) << chains.status();
   EXPECT_THAT(*chains, UnorderedElementsAre(ElementsAre(0, 2), ElementsAre(1)));
 }
 
-TEST(MemongerGreedyTest, FirstChainWinsTies) {
+TEST(InterferenceGreedyTest, FirstChainWinsTies) {
   // c (5..5, size 4) fits both chains at distance 2: memonger keeps the first.
   const std::vector<LiveRange> ranges = {{0, 1, 2}, {0, 2, 6}, {5, 5, 4}};
   EXPECT_EQ(AssignChainsGreedy(ranges), (Chains{{0, 2}, {1}}));
 }
 
-TEST(MemongerGreedyTest, AllSizesOneIsFirstFitInUsedOrder) {
+TEST(InterferenceGreedyTest, AllSizesOneIsFirstFitInUsedOrder) {
   // Sorted by used: a(0..0), b(2..2), c(1..3), d(4..4): a b d in the first chain, c alone.
   const std::vector<LiveRange> ranges = {{0, 0, 1}, {2, 2, 1}, {1, 3, 1}, {4, 4, 1}};
   const Chains chains = AssignChainsGreedy(ranges);
@@ -110,20 +110,20 @@ TEST(MemongerGreedyTest, AllSizesOneIsFirstFitInUsedOrder) {
   EXPECT_EQ(chains, (Chains{{0, 1, 3}, {2}}));
 }
 
-TEST(MemongerGreedyTest, StrictlyAfterLastUse) {
+TEST(InterferenceGreedyTest, StrictlyAfterLastUse) {
   // Defined at the step of the last use: memonger adds no new in-place pair.
   const std::vector<LiveRange> ranges = {{0, 2, 1}, {2, 3, 1}};
   EXPECT_EQ(AssignChainsGreedy(ranges), (Chains{{0}, {1}}));
 }
 
-TEST(MemongerAssignTest, EmptyInput) {
+TEST(InterferenceAssignTest, EmptyInput) {
   EXPECT_TRUE(AssignChainsGreedy({}).empty());
   absl::StatusOr<Chains> dp = AssignChainsDp({});
   ASSERT_TRUE(dp.ok());
   EXPECT_TRUE(dp->empty());
 }
 
-TEST(MemongerDpTest, BudgetGivesDeadlineExceeded) {
+TEST(InterferenceDpTest, BudgetGivesDeadlineExceeded) {
   std::mt19937 rng(7);
   std::vector<LiveRange> ranges;
   for (int i = 0; i < 60; ++i) {
@@ -138,7 +138,7 @@ TEST(MemongerDpTest, BudgetGivesDeadlineExceeded) {
   EXPECT_THAT(std::string(dp.status().message()), HasSubstr("exact-sharing"));
 }
 
-TEST(MemongerAssignTest, RandomChainsAreValid) {
+TEST(InterferenceAssignTest, RandomChainsAreValid) {
   for (int seed = 0; seed < 300; ++seed) {
     SCOPED_TRACE(seed);
     std::mt19937 rng(seed);
@@ -166,9 +166,9 @@ SharingItem Item(graph::ValueId root, int first, int last, int64_t bytes,
   return item;
 }
 
-class MemongerDevicesTest : public ::testing::TestWithParam<bool> {};
+class InterferenceDevicesTest : public ::testing::TestWithParam<bool> {};
 
-TEST_P(MemongerDevicesTest, DifferentDevicesNeverShare) {
+TEST_P(InterferenceDevicesTest, DifferentDevicesNeverShare) {
   const graph::Device cpu{0, 0};
   const graph::Device gpu{1, 0};
   // On one device memonger chains a->c and b->d; here a and d are on the CPU, b and c on the GPU.
@@ -179,21 +179,21 @@ TEST_P(MemongerDevicesTest, DifferentDevicesNeverShare) {
   EXPECT_THAT(*groups, UnorderedElementsAre(ElementsAre(10, 13), ElementsAre(11, 12)));
 }
 
-TEST_P(MemongerDevicesTest, SameDeviceShares) {
+TEST_P(InterferenceDevicesTest, SameDeviceShares) {
   const std::vector<SharingItem> items = {Item(1, 0, 1, 8), Item(2, 2, 3, 8)};
   absl::StatusOr<SharingGroups> groups = AssignMemongerChains(items, GetParam());
   ASSERT_TRUE(groups.ok()) << groups.status();
   EXPECT_THAT(*groups, ElementsAre(ElementsAre(1, 2)));
 }
 
-TEST_P(MemongerDevicesTest, InvalidItemIsInvalidArgument) {
+TEST_P(InterferenceDevicesTest, InvalidItemIsInvalidArgument) {
   absl::StatusOr<SharingGroups> groups = AssignMemongerChains({Item(3, 4, 2, 8)}, GetParam());
   ASSERT_FALSE(groups.ok());
   EXPECT_EQ(groups.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(groups.status().message()), HasSubstr("value 3"));
 }
 
-INSTANTIATE_TEST_SUITE_P(GreedyAndDp, MemongerDevicesTest, ::testing::Bool(),
+INSTANTIATE_TEST_SUITE_P(GreedyAndDp, InterferenceDevicesTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? std::string("Dp") : std::string("Greedy");
                          });

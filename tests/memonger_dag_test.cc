@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <ostream>
 #include <random>
 #include <set>
 #include <string>
@@ -419,14 +420,19 @@ TEST(MemongerDagTest, N1TrainingSharesGradients) {
 }
 
 TEST(MemongerDagTest, N1ExactGroups) {
-  // The complete answer, derived by hand from memonger's rules. Gradient ops in order:
-  // ConstantFill(loss)->loss_grad; AveragedLossGradient->xent_grad (frees loss_grad);
-  // LCEGradient->pred_grad (takes loss_grad; frees xent_grad); SoftmaxGradient->fc3_grad
-  // (takes xent_grad; frees pred_grad); ReluGradient in place (fc3_grad's class);
-  // FCGradient(fc2, fc3_w, fc3_grad)->fc2_grad (takes pred_grad, the buffer shared by two,
-  // over xent_grad's single share; frees fc3_grad); FCGradient(fc1,...)->fc1_grad (takes
-  // fc3_grad's buffer: xent_grad's group, now the most shared of the usable ones... see below);
-  // data_grad likewise.
+  // The complete answer, derived by hand from memonger's rules. The gradient ops form a
+  // chain; each frees its gradient input after serving its output, so the next output takes
+  // it (the pool never holds more than one usable buffer here):
+  //   ConstantFill -> loss_grad        pool {}
+  //   AveragedLossGradient -> xent_grad  pool {}           frees loss_grad
+  //   LCEGradient -> pred_grad         takes loss_grad     frees xent_grad
+  //   SoftmaxGradient -> fc3_grad      takes xent_grad     frees pred_grad (loss_grad's)
+  //   ReluGradient in place            (fc3_grad's class)
+  //   FCGradient -> fc2_grad           takes loss_grad     frees fc3_grad (xent_grad's)
+  //   FCGradient -> fc1_grad           takes xent_grad     frees fc2_grad
+  //   FCGradient -> data_grad          takes loss_grad
+  // loss_grad (4 bytes) is taken for pred_grad (80 bytes): the size-aware rule takes the only
+  // usable buffer even when it is smaller, and the buffer grows.
   const graph::Graph g = Build(N1());
   const DagResult r = PlanDag(g, Training());
   SCOPED_TRACE(Describe(g, r.groups));
@@ -436,6 +442,11 @@ TEST(MemongerDagTest, N1ExactGroups) {
   EXPECT_TRUE(Share(g, r, "fc3_grad", "fc1_grad"));
   EXPECT_TRUE(Share(g, r, "fc2_grad", "data_grad"));
   EXPECT_EQ(SharedBuffers(r.groups), 2);
+  EXPECT_EQ(Sharers(g, r, "loss_grad"), 4);
+  EXPECT_EQ(Sharers(g, r, "xent_grad"), 3);
+  // The buffer is as large as its largest member (fc2_grad: float[4, 6]).
+  const int32_t buffer = r.plan.buffer_of_value[Latest(g, "loss_grad")];
+  EXPECT_EQ(r.plan.buffers[buffer].size, 256);  // 96 bytes, aligned to 256
 }
 
 TEST(MemongerDagTest, GradientOptimActivationsAndDontShare) {
@@ -452,7 +463,7 @@ TEST(MemongerDagTest, GradientOptimActivationsAndDontShare) {
     on.dont_share = {"name_x/fc1_w_grad"};
     const DagResult b = PlanDag(g, on);
     EXPECT_LE(b.groups.size(), a.groups.size()) << Describe(g, b.groups);
-    EXPECT_LE(SumOfBufferSizes(b.plan), SumOfBufferSizes(a.plan) + 0);
+    EXPECT_LE(SumOfBufferSizes(b.plan), SumOfBufferSizes(a.plan));
     EXPECT_EQ(Sharers(g, b, "name_x/fc1_w_grad"), 1);
     // Activations are reused by gradients (under the activation's buffer).
     EXPECT_GT(SharedBuffers(b.groups), 0);
@@ -497,10 +508,12 @@ TEST(MemongerDagTest, GradientOptimTreeTwoLosses) {
     // The gradient of fc5 from both heads is summed (an autosplit piece and a Sum in place).
     EXPECT_FALSE(g.FindVersions("_name_x/fc5_grad_autosplit_0").empty());
   }
-  // Losses given explicitly, in either order, are the same heads.
+  // The declared losses given explicitly are the same heads.
   PlanOptions o = Training();
+  const DagResult declared = PlanDag(g, o);
   o.losses = {"name_x/loss1", "name_x/loss2"};
   const DagResult a = PlanDag(g, o);
+  EXPECT_EQ(a.groups, declared.groups);
   o.losses = {"name_x/loss1"};
   const DagResult one = PlanDag(g, o);
   // From loss1 alone, the ops that wait for loss2's gradient are never reached: less sharing.
@@ -527,6 +540,11 @@ TEST(MemongerDagTest, ForwardDaggyBranchesNeverShare) {
     o.heads = {"name_x/data", "name_x/fc1_w"};
     const DagResult r2 = PlanDag(g, o);
     EXPECT_EQ(r2.groups, r.groups);
+    // Heads [fc5_w, data] (test 9, dag_traversal): fc5_w feeds an op that is not a root (it
+    // waits for fc4), so no traversal starts there; the same result, no failure.
+    o.heads = {"name_x/fc5_w", "name_x/data"};
+    const DagResult r4 = PlanDag(g, o);
+    EXPECT_EQ(r4.groups, r.groups);
     // The default heads (the non-static inputs: data, label) too.
     o.heads.clear();
     const DagResult r3 = PlanDag(g, o);
@@ -634,61 +652,58 @@ TEST(MemongerDagTest, AnOpNeverReusesItsOwnInput) {
   EXPECT_EQ(Sharers(g, r, "x"), 1);  // graph inputs never share
 }
 
-TEST(MemongerDagTest, InferenceIsSizeBlindTrainingIsSizeAware) {
-  // Two free buffers when `d` is written: `a` (1000 bytes, shared by two classes: the most
-  // shared, first in the heap) and `b` (100 bytes). Inference takes the heap top, `a`.
-  // Training's size-aware rule scans the heap array: a (1000) is taken first (best < 100
-  // required... no: best = -1 < required), then b (100 < 1000) does not replace it; the
-  // choice is a either way here. With d needing 1000 and the pool [a(10), b(1000)], the
-  // size-aware rule grows from a to b, the size-blind one stays on the heap top a.
-  const std::string text = R"pb(
+// Two buffers freed by one op (`j`), then `o` (500 bytes) asks for one. With equal share
+// counts the heap orders them by name, so the heap array is [first name, second name].
+std::string TwoFreeBuffers(const std::string& first, const std::string& second) {
+  return absl::StrCat(R"pb(
     external_input: "x"
-    op { type: "RGradient" input: "x" output: "a" }
-    op { type: "RGradient" input: "a" output: "b" }
-    op { type: "RGradient" input: "b" output: "c" }
-    op { type: "RGradient" input: "c" output: "d" }
-    op { type: "RGradient" input: "d" output: "e" }
-    op { type: "RGradient" input: "e" output: "y" }
-    external_output: "y"
-    loss: "x"
-  )pb";
-  // a frees at op1 (after b is served); c takes a; b frees at op2 ... pool before d: {a-group
-  // (a, c: freed at op3? no: c is read by op3)}.
-  const graph::Graph g =
-      ByteGraph(text, {{"a", 10}, {"b", 1000}, {"c", 10}, {"d", 1000}, {"e", 10}});
-  PlanOptions inference;
-  inference.heads = {"x"};
-  const DagResult ri = PlanDag(g, inference);
-  PlanOptions training = Training();
-  const DagResult rt = PlanDag(g, training);
-  SCOPED_TRACE(Describe(g, ri.groups) + " | " + Describe(g, rt.groups));
-  // Chain: op k writes v_k and frees v_{k-1}. a -> c -> e share one buffer, b -> d the other,
-  // in both modes: a chain never has two free buffers at once.
-  EXPECT_TRUE(Share(g, ri, "a", "c"));
-  EXPECT_TRUE(Share(g, rt, "a", "c"));
-  EXPECT_TRUE(Share(g, rt, "b", "d"));
-}
-
-TEST(MemongerDagTest, SizeAwareRuleMayPickASmallerBufferThatGrows) {
-  // s (small) and l (large) are both freed by `j`; `o` (large) is written next. The pool holds
-  // [s, l] (equal share counts: by name, "l" < "s", so the heap array is [l, s]). Scanning:
-  // l (1000) becomes best, then s (10) does not replace it (smaller). o takes l.
-  // With the names swapped so the small one comes first in the heap array, the rule takes the
-  // small one and then grows to the large one (best < required): o still takes the large.
-  // Memonger's quirk shows when the large buffer is unusable... here we only check that the
-  // result verifies and that `o` shares.
-  const graph::Graph g = ByteGraph(R"pb(
-    external_input: "x"
-    op { type: "AGradient" input: "x" output: "s" output: "l" }
-    op { type: "JGradient" input: "s" input: "l" output: "m" }
+    op { type: "AGradient" input: "x" output: ")pb", first, R"pb(" output: ")pb", second,
+                      R"pb(" }
+    op { type: "JGradient" input: ")pb", first, R"pb(" input: ")pb", second,
+                      R"pb(" output: "m" }
     op { type: "OGradient" input: "m" output: "o" }
     op { type: "PGradient" input: "o" output: "y" }
     external_output: "y"
     loss: "x"
-  )pb", {{"s", 10}, {"l", 1000}, {"m", 1}, {"o", 1000}});
+  )pb");
+}
+
+TEST(MemongerDagTest, InferenceIsSizeBlindTrainingIsSizeAware) {
+  // Heap array [a_small (10), b_fit (600)]. Inference (optimize_inference_for_dag passed no
+  // shapes) pops the heap top, a_small, and lets it grow; training's size-aware scan moves on
+  // from a_small (too small) to b_fit.
+  const graph::Graph g = ByteGraph(TwoFreeBuffers("a_small", "b_fit"),
+                                   {{"a_small", 10}, {"b_fit", 600}, {"m", 1}, {"o", 500}});
+  PlanOptions inference;
+  inference.heads = {"x"};
+  const DagResult ri = PlanDag(g, inference);
+  EXPECT_TRUE(Share(g, ri, "a_small", "o")) << Describe(g, ri.groups);
+  const DagResult rt = PlanDag(g, Training());
+  EXPECT_TRUE(Share(g, rt, "b_fit", "o")) << Describe(g, rt.groups);
+}
+
+TEST(MemongerDagTest, SizeAwareRuleTakesTheFirstFitNotTheSmallest) {
+  // Both fit `o` (500 bytes). The scan takes the first fitting buffer in heap-array order and
+  // replaces it only by one of equal size: the larger one when its name sorts first.
+  const graph::Graph big_first = ByteGraph(TwoFreeBuffers("a_big", "b_fit"),
+                                           {{"a_big", 1000}, {"b_fit", 600}, {"m", 1}, {"o", 500}});
+  const DagResult r1 = PlanDag(big_first, Training());
+  EXPECT_TRUE(Share(big_first, r1, "a_big", "o")) << Describe(big_first, r1.groups);
+  EXPECT_FALSE(Share(big_first, r1, "b_fit", "o"));
+  const graph::Graph fit_first = ByteGraph(TwoFreeBuffers("a_fit", "b_big"),
+                                           {{"a_fit", 600}, {"b_big", 1000}, {"m", 1}, {"o", 500}});
+  const DagResult r2 = PlanDag(fit_first, Training());
+  EXPECT_TRUE(Share(fit_first, r2, "a_fit", "o")) << Describe(fit_first, r2.groups);
+}
+
+TEST(MemongerDagTest, SizeAwareRuleTakesTheLargestWhenNoneFits) {
+  // Heap array [a_mid (100), b_small (10)]; `o` needs 500: a_mid is kept (b_small is smaller)
+  // and grows to 500 bytes.
+  const graph::Graph g = ByteGraph(TwoFreeBuffers("a_mid", "b_small"),
+                                   {{"a_mid", 100}, {"b_small", 10}, {"m", 1}, {"o", 500}});
   const DagResult r = PlanDag(g, Training());
-  EXPECT_TRUE(Share(g, r, "l", "o")) << Describe(g, r.groups);
-  EXPECT_FALSE(Share(g, r, "s", "o"));
+  EXPECT_TRUE(Share(g, r, "a_mid", "o")) << Describe(g, r.groups);
+  EXPECT_GE(r.plan.buffers[r.plan.buffer_of_value[Latest(g, "o")]].size, 500);
 }
 
 TEST(MemongerDagTest, SizeAwareQuirkGrowsASmallBuffer) {
@@ -761,6 +776,56 @@ TEST(MemongerDagTest, MostSharedFreeBufferFirst) {
   EXPECT_FALSE(Share(g, r, "b", "w"));
 }
 
+TEST(MemongerDagTest, InPlaceWriteOfAHead) {
+  // Test 11 (enforce_inplace_op_valid_and_as_head): IndexFreeze writes the head A in place.
+  // A's class holds a graph input, so it never shares; its readers start traversals of their
+  // own, and B..E share.
+  const graph::Graph g = ByteGraph(R"pb(
+    external_input: "A"
+    op { type: "IndexFreeze" input: "A" output: "A" }
+    op { type: "Sum" input: "A" input: "A" output: "B" }
+    op { type: "Relu" input: "B" output: "C" }
+    op { type: "Relu" input: "C" output: "D" }
+    op { type: "Sum" input: "D" input: "D" output: "E" }
+  )pb", {});
+  for (ExecutionModel execution : {ExecutionModel::kSerial, ExecutionModel::kParallel}) {
+    PlanOptions o;
+    o.execution = execution;
+    o.heads = {"A"};
+    const DagResult r = PlanDag(g, o);
+    SCOPED_TRACE(Describe(g, r.groups));
+    EXPECT_EQ(Sharers(g, r, "A"), 1);
+    EXPECT_TRUE(Share(g, r, "B", "D"));
+    EXPECT_TRUE(Share(g, r, "C", "E"));
+  }
+}
+
+TEST(MemongerDagTest, InPlaceWriterDoesNotReleaseEarlierReaders) {
+  // r reads v (before w overwrites it in place) and d. memonger's per-name consumer lists let
+  // w count r down too: r was visited right after w, before d's producer, with w's tokens,
+  // and took the buffer of e that w had just freed, although r runs before w (it reads the
+  // old v) while e is still live: e [pe, w] and rv [r, s] overlap. Here w counts down only
+  // the readers of the version it writes; r waits for d and shares nothing with e.
+  const graph::Graph g = ByteGraph(R"pb(
+    external_input: "x"
+    op { name: "p" type: "R" input: "x" output: "v" }
+    op { name: "pe" type: "R" input: "v" output: "e" }
+    op { name: "q0" type: "R" input: "x" output: "t" }
+    op { name: "q" type: "R" input: "t" output: "d" }
+    op { name: "r" type: "R" input: "v" input: "d" output: "rv" }
+    op { name: "w" type: "R" input: "v" input: "e" output: "v" }
+    op { name: "s" type: "R" input: "v" input: "rv" output: "y" }
+    external_output: "y"
+  )pb", {});
+  for (ExecutionModel execution : {ExecutionModel::kSerial, ExecutionModel::kParallel}) {
+    PlanOptions o;
+    o.execution = execution;
+    const DagResult r = PlanDag(g, o);  // verifies
+    SCOPED_TRACE(Describe(g, r.groups));
+    EXPECT_FALSE(Share(g, r, "e", "rv"));
+  }
+}
+
 TEST(MemongerDagTest, UnreachableOpsStayUnoptimized) {
   // `u` reads only a param: no head reaches it, its outputs keep their own memory.
   const graph::Graph g = ByteGraph(R"pb(
@@ -802,6 +867,8 @@ struct RandomCase {
   testing::RandomGraphOptions options;
 };
 
+void PrintTo(const RandomCase& c, std::ostream* os) { *os << c.name; }
+
 class MemongerDagRandomTest : public ::testing::TestWithParam<RandomCase> {};
 
 TEST_P(MemongerDagRandomTest, InferenceVerifies) {
@@ -810,14 +877,18 @@ TEST_P(MemongerDagRandomTest, InferenceVerifies) {
     const graph::Graph g = testing::RandomGraph(seed, GetParam().options);
     for (ExecutionModel execution : {ExecutionModel::kSerial, ExecutionModel::kParallel}) {
       for (OrderKind order : {OrderKind::kGiven, OrderKind::kLongestPath}) {
-        SCOPED_TRACE(absl::StrCat(ExecutionName(execution), " ", OrderName(order)));
-        PlanOptions o;
-        o.execution = execution;
-        o.order = order;
-        o.alignment = 64;
-        const DagResult r = PlanDag(g, o);
-        EXPECT_GE(r.plan.arena_bytes, r.plan.lower_bound_bytes);
-        EXPECT_LE(r.plan.arena_bytes, r.plan.naive_bytes);
+        for (bool views : {false, true}) {
+          SCOPED_TRACE(absl::StrCat(ExecutionName(execution), " ", OrderName(order),
+                                    views ? " views" : ""));
+          PlanOptions o;
+          o.execution = execution;
+          o.order = order;
+          o.views = views;
+          o.alignment = 64;
+          const DagResult r = PlanDag(g, o);
+          EXPECT_GE(r.plan.arena_bytes, r.plan.lower_bound_bytes);
+          EXPECT_LE(r.plan.arena_bytes, r.plan.naive_bytes);
+        }
       }
     }
   }

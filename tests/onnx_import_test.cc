@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -256,6 +257,25 @@ TEST(OnnxImportTest, AttributesDomainAndNames) {
   EXPECT_EQ(ValueNamed(*g, "y").type, Type(DataType::kFloat32, {1, 4, 5, 5}));
 }
 
+TEST(OnnxImportTest, ConvKernelShapeStaysAsWritten) {
+  OnnxModel m;
+  m.Input("x", TensorProto::FLOAT, {1, 2, 6, 6});
+  m.FloatInit("w", {3, 2, 3, 3});
+  m.Node("Conv", {"x", "w"}, {"y"}, "conv");  // kernel_shape comes from w
+  m.Output("y");
+  absl::StatusOr<Graph> g = Import(m);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_FALSE(g->op(0).attributes().Has("kernel_shape"));
+  EXPECT_EQ(ValueNamed(*g, "y").type, Type(DataType::kFloat32, {1, 3, 4, 4}));
+
+  m.graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->
+      mutable_dim()->RemoveLast();  // input rank 3, weight rank 4
+  g = Import(m);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("Conv node 'conv'"), HasSubstr("rank")));
+}
+
 TEST(OnnxImportTest, ConstantNodesBecomeConstantInputs) {
   OnnxModel m;
   m.Input("x", TensorProto::FLOAT, {2, 3});
@@ -464,6 +484,8 @@ struct BindingErrorCase {
   std::string expected;    // in the message
 };
 
+void PrintTo(const BindingErrorCase& c, std::ostream* os) { *os << c.label; }
+
 class OnnxBindingErrorTest : public ::testing::TestWithParam<BindingErrorCase> {};
 
 TEST_P(OnnxBindingErrorTest, IsInvalidArgument) {
@@ -628,6 +650,8 @@ struct EvalCase {
   std::vector<int64_t> expected_dims;
   std::vector<int64_t> expected;  // empty with expected_dims {-1}: not foldable
 };
+
+void PrintTo(const EvalCase& c, std::ostream* os) { *os << c.label; }
 
 class OnnxFoldEvalTest : public ::testing::TestWithParam<EvalCase> {};
 
@@ -833,6 +857,8 @@ struct StructureCase {
   std::string expected;
 };
 
+void PrintTo(const StructureCase& c, std::ostream* os) { *os << c.label; }
+
 class OnnxStructureTest : public ::testing::TestWithParam<StructureCase> {};
 
 // Checked before libonnx sees the graph (an undefined input crashes libonnx 1.12's inference).
@@ -907,6 +933,27 @@ TEST(OnnxImportTest, FilesThatAreNotOnnxAreInvalidArgument) {
     ASSERT_FALSE(g.ok());
     EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << g.status();
     EXPECT_THAT(g.status().message(), HasSubstr(path));
+  }
+}
+
+// Models that crash libonnx 1.12's shape functions (it runs in a child process): a status.
+TEST(OnnxImportTest, ModelsThatCrashLibonnxAreInvalidArgument) {
+  OnnxModel norm(/*opset=*/17);
+  norm.Input("x", TensorProto::FLOAT, {2, 3});
+  norm.FloatInit("scale", {3}).FloatInit("bias", {3});
+  AttrInt(norm.Node("LayerNormalization", {"x", "scale", "bias"}, {"y", "mean", "inv_std"}, "ln"),
+          "axis", -4097);
+  norm.Output("y").Output("mean").Output("inv_std");
+  OnnxModel einsum(/*opset=*/12);
+  einsum.Input("a", TensorProto::FLOAT, {5});
+  einsum.Input("b", TensorProto::FLOAT, {5});
+  AttrString(einsum.Node("Einsum", {"a", "b"}, {"y"}, "es"), "equation", "i,J");
+  einsum.Output("y");
+  for (const OnnxModel* m : {&norm, &einsum}) {
+    absl::StatusOr<Graph> g = Import(*m);
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << g.status();
+    EXPECT_THAT(g.status().message(), HasSubstr("test.onnx"));
   }
 }
 

@@ -2,8 +2,6 @@
 
 #include <string>
 
-#include <iostream>
-#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "memonger/verify_plan.h"
@@ -137,43 +135,3 @@ TEST(PlanMemoryTest, ExactSharingRefusesParallelExecution) {
 
 }  // namespace
 }  // namespace memonger
-#include <chrono>
-namespace memonger {
-TEST(ZZBig, Timing) {
-  testing::RandomGraphOptions o;
-  o.num_ops = 100000;
-  auto t0 = std::chrono::steady_clock::now();
-  auto lap = [&](const char* what) {
-    auto t1 = std::chrono::steady_clock::now();
-    std::cout << what << " " << std::chrono::duration<double>(t1 - t0).count() << " s\n";
-    t0 = t1;
-  };
-  graph::Graph g = testing::RandomGraph(1, o);
-  lap("graph");
-  for (OrderKind k : {OrderKind::kGiven, OrderKind::kTopological, OrderKind::kLongestPath}) {
-    auto s = MakeSchedule(g, k);
-    ASSERT_TRUE(s.ok());
-    lap("schedule");
-    auto l = ComputeLiveness(g, *s);
-    ASSERT_TRUE(l.ok());
-    lap("liveness");
-  }
-  for (PlannerKind p : {PlannerKind::kNone, PlannerKind::kMemongerDag, PlannerKind::kMemongerGreedy}) {
-    for (ExecutionModel e : {ExecutionModel::kSerial, ExecutionModel::kParallel}) {
-      PlanOptions po; po.planner = p; po.execution = e;
-      auto plan = PlanMemory(g, po);
-      lap(absl::StrCat("plan ", PlannerName(p), " ", ExecutionName(e)).c_str());
-      if (!plan.ok()) { std::cout << plan.status() << "\n"; continue; }
-      auto st = VerifyPlan(g, *plan);
-      EXPECT_TRUE(st.ok()) << st;
-      lap("verify");
-      if (e == ExecutionModel::kSerial) {
-        plan->execution = ExecutionModel::kParallel;
-        auto st2 = VerifyPlan(g, *plan);
-        std::cout << "  as parallel: " << st2.ok() << "\n";
-        lap("verify-parallel");
-      }
-    }
-  }
-}
-}

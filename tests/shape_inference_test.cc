@@ -95,9 +95,9 @@ SchemaCase NeedsValues(std::string name, std::string op, std::vector<TensorType>
                std::move(error), num_outputs, absl::StatusCode::kUnimplemented);
 }
 
-class SchemaCaseTest : public ::testing::TestWithParam<SchemaCase> {};
+class ShapeFunctionTest : public ::testing::TestWithParam<SchemaCase> {};
 
-TEST_P(SchemaCaseTest, InfersTypesOrReportsTheProblem) {
+TEST_P(ShapeFunctionTest, InfersTypesOrReportsTheProblem) {
   const SchemaCase& c = GetParam();
   const OpSchema* schema = OpSchemaTable::Builtin().Find(c.op);
   ASSERT_NE(schema, nullptr) << "no schema for " << c.op;
@@ -240,7 +240,7 @@ std::vector<SchemaCase> ElementwiseCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Elementwise, SchemaCaseTest, ::testing::ValuesIn(ElementwiseCases()),
+INSTANTIATE_TEST_SUITE_P(Elementwise, ShapeFunctionTest, ::testing::ValuesIn(ElementwiseCases()),
                          CaseName);
 
 // ---- tensor -----------------------------------------------------------------------------------
@@ -460,7 +460,7 @@ std::vector<SchemaCase> TensorCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Tensor, SchemaCaseTest, ::testing::ValuesIn(TensorCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Tensor, ShapeFunctionTest, ::testing::ValuesIn(TensorCases()), CaseName);
 
 // ---- nn ---------------------------------------------------------------------------------------
 
@@ -730,7 +730,7 @@ std::vector<SchemaCase> NnCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Nn, SchemaCaseTest, ::testing::ValuesIn(NnCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Nn, ShapeFunctionTest, ::testing::ValuesIn(NnCases()), CaseName);
 
 // ---- loss -------------------------------------------------------------------------------------
 
@@ -791,7 +791,7 @@ std::vector<SchemaCase> LossCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Loss, SchemaCaseTest, ::testing::ValuesIn(LossCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Loss, ShapeFunctionTest, ::testing::ValuesIn(LossCases()), CaseName);
 
 // ---- gradients --------------------------------------------------------------------------------
 
@@ -937,7 +937,7 @@ std::vector<SchemaCase> GradientCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Gradient, SchemaCaseTest, ::testing::ValuesIn(GradientCases()),
+INSTANTIATE_TEST_SUITE_P(Gradient, ShapeFunctionTest, ::testing::ValuesIn(GradientCases()),
                          CaseName);
 
 // ---- the table as a whole ---------------------------------------------------------------------
@@ -950,7 +950,7 @@ std::vector<SchemaCase> AllCases() {
   return all;
 }
 
-TEST(SchemaTableTest, EveryOpTypeHasAPassingAndTestedCase) {
+TEST(ShapeSchemaTableTest, EveryOpTypeHasAPassingAndTestedCase) {
   std::set<std::string> tested;
   for (const SchemaCase& c : AllCases()) {
     if (c.error.empty()) tested.insert(c.op);
@@ -963,14 +963,14 @@ TEST(SchemaTableTest, EveryOpTypeHasAPassingAndTestedCase) {
   }
 }
 
-TEST(SchemaTableTest, CaseNamesAreUnique) {
+TEST(ShapeSchemaTableTest, CaseNamesAreUnique) {
   std::set<std::string> names;
   for (const SchemaCase& c : AllCases()) {
     EXPECT_TRUE(names.insert(c.name).second) << c.name;
   }
 }
 
-TEST(SchemaTableTest, ViewCapableOpsAreTheDesignsViews) {
+TEST(ShapeSchemaTableTest, ViewCapableOpsAreTheDesignsViews) {
   std::vector<std::string> views;
   for (const std::string& type : OpSchemaTable::Builtin().Types()) {
     if (OpSchemaTable::Builtin().Find(type)->view_capable) views.push_back(type);
@@ -980,7 +980,7 @@ TEST(SchemaTableTest, ViewCapableOpsAreTheDesignsViews) {
                                                      "Identity", "Expand"));
 }
 
-TEST(SchemaTableTest, DocsListEveryOpType) {
+TEST(ShapeSchemaTableTest, DocsListEveryOpType) {
   std::ifstream in(testing::SourcePath("docs/ops.md"));
   ASSERT_TRUE(in.good()) << "docs/ops.md not found";
   std::stringstream text;
@@ -990,7 +990,7 @@ TEST(SchemaTableTest, DocsListEveryOpType) {
   }
 }
 
-TEST(SchemaTableTest, HalfPrecisionByteSizes) {
+TEST(ShapeSchemaTableTest, HalfPrecisionByteSizes) {
   // One attention score matrix of the TITAN-like encoder: 12 heads x 18001^2.
   const std::vector<int64_t> scores = {1, 12, 18001, 18001};
   EXPECT_EQ(*ByteSize(F16(scores), "s"), int64_t{7776864024});
@@ -1012,7 +1012,7 @@ TEST(SchemaTableTest, HalfPrecisionByteSizes) {
 // Property: on arbitrary input types and attributes, every shape function returns either
 // exactly num_outputs types with defined dtypes and non-negative dims, or an InvalidArgument
 // (Unimplemented for value-dependent shapes) naming the op. Never a crash.
-TEST(SchemaTableTest, RandomInputsNeverCrash) {
+TEST(ShapeSchemaTableTest, RandomInputsNeverCrash) {
   const DataType kDtypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                               DataType::kInt32,   DataType::kInt64,   DataType::kBool};
   const char* const kIntNames[] = {"axis",     "axis_w",  "group",     "stride",   "kernel",
