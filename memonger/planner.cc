@@ -54,7 +54,8 @@ absl::Status PlaceWithOffsets(const graph::Graph& graph, const Liveness& livenes
                                        ? OffsetStrategy::kBestFitWithLocalSearch
                                        : OffsetStrategy::kBestFit;
   MG_RETURN_IF_ERROR(PlaceOffsets(graph, liveness, options, heuristic, plan));
-  if (plan.proven_optimal) return absl::OkStatus();
+  // The exact branch and bound is not called until its crash in tests is fixed.
+  if (plan.proven_optimal || options.planner == PlannerKind::kAuto) return absl::OkStatus();
   MG_ASSIGN_OR_RETURN(std::vector<DeviceOffsetProblem> problems,
                       OffsetProblemsFor(graph, liveness, options.alignment));
   std::vector<OffsetSolution> solutions;
@@ -207,8 +208,13 @@ absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name) {
   for (PlannerKind planner : {PlannerKind::kNone, PlannerKind::kMemongerDag,
                               PlannerKind::kMemongerGreedy, PlannerKind::kMemongerDp,
                               PlannerKind::kExactSharing, PlannerKind::kGreedyBySize,
-                              PlannerKind::kBestFit, PlannerKind::kExact, PlannerKind::kAuto}) {
+                              PlannerKind::kBestFit, PlannerKind::kAuto}) {
     if (PlannerName(planner) == name) return planner;
+  }
+  if (name == "exact") {
+    // The branch and bound still crashes on some inputs in its tests: not offered until fixed.
+    return absl::UnimplementedError(
+        "planner 'exact' is unfinished in this version; use auto or best-fit");
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown planner '", name, "' (known: ", kKnownPlanners, ")"));
