@@ -1,6 +1,7 @@
 #include "graph/records.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -198,6 +199,7 @@ absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
   for (size_t k = 0; k < ops.size(); ++k) {
     ops[k].type = kRecordStepOpType;
     ops[k].name = absl::StrCat("step_", boundaries[k]);
+    ops[k].attrs.push_back(Attribute{std::string(kRecordStepTimeAttr), boundaries[k]});
   }
   GraphBuilder builder(name);
   for (const UsageRecord& r : records) {
@@ -210,6 +212,19 @@ absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
   }
   for (OpSpec& op : ops) builder.AddOp(std::move(op));
   return std::move(builder).Build();
+}
+
+std::vector<int64_t> RecordStepTimes(const Graph& graph, const std::vector<OpId>& order) {
+  std::vector<int64_t> times;
+  times.reserve(order.size());
+  for (OpId id : order) {
+    const Op& op = graph.op(id);
+    const std::optional<int64_t> time =
+        op.type == kRecordStepOpType ? op.attributes().GetInt(kRecordStepTimeAttr) : std::nullopt;
+    if (!time.has_value() || (!times.empty() && *time <= times.back())) return {};
+    times.push_back(*time);
+  }
+  return times;
 }
 
 }  // namespace memonger::graph

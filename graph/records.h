@@ -47,8 +47,16 @@ absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& t
 absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
                                        const std::string& name);
 
-// The operation type of the synthetic step ops.
+// The operation type of the synthetic step ops, and their int attribute holding the step's
+// time in the records (the records' own first_step / last_step values).
 inline constexpr char kRecordStepOpType[] = "Step";
+inline constexpr char kRecordStepTimeAttr[] = "time";
+
+// The records' times of the ops in `order` (a schedule of `graph`), when every op is a step op of
+// GraphFromRecords and the times increase along the order; otherwise empty. Planners use them
+// as OffsetProblem::step_times: how long a record lives in its own time unit, which the steps
+// (compressed to distinct boundaries) no longer show.
+std::vector<int64_t> RecordStepTimes(const Graph& graph, const std::vector<OpId>& order);
 
 }  // namespace memonger::graph
 

@@ -1,14 +1,15 @@
 #include "memonger/best_fit.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <optional>
 
+#include "util/check.h"
 #include "util/status_macros.h"
 
 namespace memonger {
 namespace {
-
-int Duration(const OffsetItem& item) { return item.last_step - item.first_step + 1; }
 
 // Sorts item indices by a key (larger first), then size descending, earlier first_step, index.
 template <typename Key>
@@ -71,14 +72,14 @@ std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder
       return SortedByKeyDescending(problem, [](int) { return 0; });
     case PortfolioOrder::kSizeThenDuration:
       return SortedByKeyDescending(problem, [&](int i) {
-        return std::make_pair(items[i].bytes, Duration(items[i]));
+        return std::make_pair(items[i].bytes, Duration(problem, items[i]));
       });
     case PortfolioOrder::kDuration:
-      return SortedByKeyDescending(problem, [&](int i) { return Duration(items[i]); });
+      return SortedByKeyDescending(problem, [&](int i) { return Duration(problem, items[i]); });
     case PortfolioOrder::kArea:
       return SortedByKeyDescending(problem, [&](int i) {
         return static_cast<unsigned __int128>(items[i].bytes) *
-               static_cast<unsigned __int128>(Duration(items[i]));
+               static_cast<unsigned __int128>(Duration(problem, items[i]));
       });
     case PortfolioOrder::kConflicts: {
       const std::vector<int64_t> conflicts = ConflictCounts(problem);
@@ -99,11 +100,16 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(const OffsetProblem& problem) 
     std::vector<int> order = PortfolioItemOrder(problem, kind);
     if (std::find(tried.begin(), tried.end(), order) != tried.end()) continue;
     for (FitRule rule : {FitRule::kBestFit, FitRule::kLowestOffset}) {
-      OffsetSolution solution = placer.Place(order, rule);
+      // A run that cannot end strictly lower than the best so far (an earlier run, which wins
+      // ties) stops early.
+      std::optional<OffsetSolution> solution = placer.PlaceFrom(
+          order, rule, 0, {},
+          have ? best.solution.height - 1 : std::numeric_limits<int64_t>::max());
       ++best.runs;
-      if (!have || solution.height < best.solution.height) {
+      if (solution.has_value()) {
+        MG_CHECK(!have || solution->height < best.solution.height);
         have = true;
-        best.solution = std::move(solution);
+        best.solution = *std::move(solution);
         best.order_kind = kind;
         best.rule = rule;
         best.order = order;
@@ -114,9 +120,6 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(const OffsetProblem& problem) 
       }
     }
     tried.push_back(std::move(order));
-  }
-  if (!have) {  // no items at all
-    best.solution.proven_optimal = true;
   }
   return best;
 }

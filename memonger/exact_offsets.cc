@@ -7,12 +7,10 @@
 #include <numeric>
 #include <utility>
 #include <vector>
-#ifdef EXACT_DEV_STATS
-#include <string>
-#endif
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "memonger/interval_index.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 
@@ -24,12 +22,24 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kNoOffset = -1;
 constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max();
 
+// The static preorders, tried round-robin: W = lifetime width in steps, A = area (bytes x
+// width), T = the largest unplaced total over the item's sections; each descending, ties by
+// item index.
+constexpr const char* kPreorders[] = {"WAT", "TAW", "TWA"};
+
+// Probes above the lowest open height get this fraction of the round's node limit.
+constexpr int64_t kUpperProbeShare = 8;
+
 bool IsPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
 // REQUIRES: `alignment` is a power of two and x + alignment does not overflow.
 int64_t AlignUp(int64_t x, int64_t alignment) { return (x + alignment - 1) & ~(alignment - 1); }
 
+int Size(const std::vector<int>& v) { return static_cast<int>(v.size()); }
+
+// ValidateOffsetProblem, plus what the search assumes besides.
 absl::Status ValidateProblem(const OffsetProblem& problem) {
+  MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
   for (size_t i = 0; i < problem.items.size(); ++i) {
     const OffsetItem& item = problem.items[i];
     if (item.last_step < item.first_step) {
@@ -50,7 +60,7 @@ absl::Status ValidateProblem(const OffsetProblem& problem) {
                                                      " bytes, not a multiple of its alignment ",
                                                      item.alignment));
     }
-    // Keeps every sum of sizes and aligned offset the search forms inside int64.
+    // Keeps every sum the search forms (a height plus one size or alignment) inside int64.
     if (item.bytes > (int64_t{1} << 56) || item.alignment > (int64_t{1} << 56)) {
       return absl::InvalidArgumentError(absl::StrCat("exact: item ", i, " is too large (",
                                                      item.bytes, " bytes, alignment ",
@@ -87,24 +97,22 @@ struct Prepared {
   std::vector<int> original;  // search item -> problem item
   std::vector<int64_t> bytes;
   std::vector<int64_t> alignment;
-  std::vector<int64_t> width;         // steps: last_step - first_step + 1
-  std::vector<int> section_begin;     // sections [section_begin, section_end) of each item
+  std::vector<int64_t> width;      // Duration(): in the problem's own time unit
+  std::vector<int> section_begin;  // sections [section_begin, section_end) of each item
   std::vector<int> section_end;
   int num_sections = 0;
-  std::vector<int> overlap_start;     // CSR: items sharing a step with item i are
-  std::vector<int> overlaps;          //   overlaps[overlap_start[i] .. overlap_start[i + 1])
-  std::vector<int> members_start;     // CSR: items live in section s are
-  std::vector<int> members;           //   members[members_start[s] .. members_start[s + 1])
-  std::vector<int> membership_start;  // item i in section s is membership
+  std::vector<int> overlap_start;  // CSR: the items sharing a step with item i are
+  std::vector<int> overlaps;       //   overlaps[overlap_start[i] .. overlap_start[i + 1])
+  std::vector<int> members_start;  // CSR: the items live in section s are
+  std::vector<int> members;        //   members[members_start[s] .. members_start[s + 1])
+  std::vector<int> membership_start;  // item i in section s is the membership
                                       //   membership_start[i] + s - section_begin[i]
   std::vector<int> member_position;   // per membership: its index in `members`
   std::vector<int64_t> section_total;  // bytes live in each section
-  std::vector<int> cuts;               // items live in both section b and b + 1
+  std::vector<int> cuts;               // per boundary b: items live in sections b and b + 1
   int64_t max_total = 0;               // the lower bound
   int64_t granule = 0;                 // gcd of every size and alignment
 };
-
-int Size(const std::vector<int>& v) { return static_cast<int>(v.size()); }
 
 // False when the problem exceeds kMaxExactItems or kMaxExactOverlaps (not searched).
 bool Prepare(const OffsetProblem& problem, Prepared& p) {
@@ -114,7 +122,7 @@ bool Prepare(const OffsetProblem& problem, Prepared& p) {
   const int n = Size(p.original);
   if (n > kMaxExactItems) return false;
 
-  // Sections: between consecutive distinct lifetime boundaries (first_step, last_step + 1).
+  // Sections lie between consecutive distinct lifetime boundaries (first_step, last_step + 1).
   std::vector<int64_t> points;
   points.reserve(2 * static_cast<size_t>(n));
   for (int i : p.original) {
@@ -133,7 +141,7 @@ bool Prepare(const OffsetProblem& problem, Prepared& p) {
     const OffsetItem& item = problem.items[i];
     p.bytes.push_back(item.bytes);
     p.alignment.push_back(item.alignment);
-    p.width.push_back(int64_t{item.last_step} - item.first_step + 1);
+    p.width.push_back(Duration(problem, item));
     p.section_begin.push_back(point_index(item.first_step));
     p.section_end.push_back(point_index(int64_t{item.last_step} + 1));
     memberships += p.section_end.back() - p.section_begin.back();
@@ -208,10 +216,10 @@ class Budget {
         next_report_(start + std::chrono::seconds(1)),
         progress_(options.progress) {}
 
-  // Counts one node; false once the time limit has passed (checked every 256 nodes).
+  // Counts one node; false once the time limit has passed (the clock is read every 64 nodes).
   bool Tick() {
     ++state_.nodes;
-    if ((state_.nodes & 255) == 0) Poll();
+    if ((state_.nodes & 63) == 0) Poll();
     return !expired_;
   }
   bool Expired() {
@@ -219,7 +227,6 @@ class Budget {
     return expired_;
   }
   ExactProgress& state() { return state_; }
-  int64_t nodes() const { return state_.nodes; }
 
  private:
   void Poll() {
@@ -239,15 +246,6 @@ class Budget {
   ExactProgress state_;
   bool expired_ = false;
 };
-
-// The static preorders, tried round-robin: W = lifetime width, A = area (bytes x width),
-// T = the largest section total over the item's sections; each descending, ties by index.
-constexpr const char* kPreorders[] = {"WAT", "TAW", "TWA"};
-
-#ifndef EXACT_RELEASE_BOUND
-#define EXACT_RELEASE_BOUND 1
-#endif
-constexpr bool kReleaseBound = EXACT_RELEASE_BOUND;
 
 // Decides whether the prepared problem has a placement within `capacity` (see the header).
 class DecisionSearch {
@@ -272,53 +270,35 @@ class DecisionSearch {
     }
   }
 
-  // kFeasible (offsets() holds the plan), kInfeasible (proven), or kTimeout.
-  Outcome Run() {
+  // One pass: each preorder in turn searches with at most `node_limit` nodes. kFeasible
+  // (offsets() holds the plan), kInfeasible (a search finished: proven), kNodeLimit (every
+  // preorder ran out of nodes) or kTimeout. Every change is undone before returning.
+  Outcome Run(int64_t node_limit) {
     const int n = Size(p_.original);
     if (n == 0) return Outcome::kFeasible;
     for (int i = 0; i < n; ++i) {
       if (p_.bytes[i] > capacity_) return Outcome::kInfeasible;
     }
     if (p_.max_total > capacity_) return Outcome::kInfeasible;
-    const std::vector<Group> groups = InitialGroups();
-    int64_t node_limit = n;
-    while (true) {
-      node_limit = node_limit > kInfinity / 2 ? kInfinity : 2 * node_limit;
-#ifdef EXACT_DEV_STATS
-      std::vector<std::string> dev_orders;
-      {
-        const char* env = getenv("PREORDERS");
-        std::string list = env ? env : "WAT,TAW,TWA";
-        size_t pos = 0;
-        while (pos <= list.size()) {
-          size_t comma = list.find(',', pos);
-          if (comma == std::string::npos) comma = list.size();
-          dev_orders.push_back(list.substr(pos, comma - pos));
-          pos = comma + 1;
-        }
+    if (groups_.empty()) groups_ = InitialGroups();
+    for (const char* preorder : kPreorders) {
+      nodes_left_ = node_limit;
+      Outcome outcome = Outcome::kFeasible;
+      for (const Group& group : groups_) {
+        outcome = SolveGroup(group, preorder);
+        if (outcome != Outcome::kFeasible) break;
       }
-      for (const std::string& dev_order : dev_orders) {
-        const char* preorder = dev_order.c_str();
-#else
-      for (const char* preorder : kPreorders) {
-#endif
-        nodes_left_ = node_limit;
-        Outcome outcome = Outcome::kFeasible;
-        for (const Group& group : groups) {
-          outcome = SolveGroup(group, preorder);
-          if (outcome != Outcome::kFeasible) break;
-        }
-        if (outcome != Outcome::kNodeLimit) return outcome;
-      }
+      if (outcome != Outcome::kNodeLimit) return outcome;
     }
+    return Outcome::kNodeLimit;
   }
 
   // Per search item; valid after Run() returned kFeasible.
   const std::vector<int64_t>& offsets() const { return solution_; }
 
  private:
-  // Unplaced items that share no step with items outside the group, and the sections
-  // [section_begin, section_end) they live in.
+  // Unplaced items that share no step with unplaced items outside the group, and the
+  // sections [section_begin, section_end) they live in.
   struct Group {
     std::vector<int> items;
     int section_begin = 0;
@@ -326,14 +306,10 @@ class DecisionSearch {
   };
   struct Candidate {
     int64_t offset;  // the item's minimum offset
-    int rank;        // position in the group's preorder
+    int rank;        // its position in the group's preorder
     int item;
   };
-  struct Saved {
-    int index;
-    int64_t value;
-  };
-  // An undo stack: values to write back, newest last.
+  // An undo stack of (index, old value) pairs, newest last.
   class Trail {
    public:
     size_t size() const { return size_; }
@@ -341,16 +317,16 @@ class DecisionSearch {
       if (size_ == entries_.size()) entries_.resize(2 * size_ + 64);
       entries_[size_++] = {index, value};
     }
-    // Writes back every entry above `mark` into `values`, newest first.
+    // Writes every entry above `mark` back into `values`, newest first.
     void RestoreTo(size_t mark, std::vector<int64_t>& values) {
       while (size_ > mark) {
         --size_;
-        values[entries_[size_].index] = entries_[size_].value;
+        values[entries_[size_].first] = entries_[size_].second;
       }
     }
 
    private:
-    std::vector<Saved> entries_;
+    std::vector<std::pair<int, int64_t>> entries_;
     size_t size_ = 0;
   };
 
@@ -365,8 +341,8 @@ class DecisionSearch {
     return Split(all, 0, p_.num_sections, cutpoints);
   }
 
-  // Splits the unplaced items of `items` at `cutpoints` (section indices, ascending, inside
-  // (begin, end)), which no unplaced item crosses.
+  // Splits the unplaced items of `items` (sections [begin, end)) at `cutpoints`: ascending
+  // section indices inside (begin, end) that no unplaced item crosses.
   std::vector<Group> Split(const std::vector<int>& items, int begin, int end,
                            const std::vector<int>& cutpoints) const {
     std::vector<Group> groups(cutpoints.size() + 1);
@@ -376,9 +352,9 @@ class DecisionSearch {
     }
     for (int item : items) {
       if (offset_[item] != kNoOffset) continue;
-      const size_t g = std::upper_bound(cutpoints.begin(), cutpoints.end(),
-                                        p_.section_begin[item]) -
-                       cutpoints.begin();
+      const size_t g =
+          std::upper_bound(cutpoints.begin(), cutpoints.end(), p_.section_begin[item]) -
+          cutpoints.begin();
       MG_CHECK(p_.section_end[item] <= groups[g].section_end);
       groups[g].items.push_back(item);
     }
@@ -388,19 +364,12 @@ class DecisionSearch {
     return groups;
   }
 
-  // Orders the group by `preorder` and searches it from its current state.
+  // Ranks the group's items by `preorder` and searches the group from the current state.
   Outcome SolveGroup(const Group& group, const char* preorder) {
-#ifdef EXACT_DEV_STATS
-    ++solve_groups_;
-#endif
     struct Key {
-      int64_t width;    // W: steps
-      __int128 area;    // A: bytes x steps
-      int64_t total;    // T: the largest unplaced total of its sections
-      int64_t size;     // Z: bytes
-      int64_t sections;  // C: sections spanned
-      __int128 section_area;  // B: bytes x sections
-      int64_t overlaps;  // O: items sharing a step
+      int64_t width;
+      __int128 area;
+      int64_t total;
       int item;
     };
     std::vector<Key> keys;
@@ -410,31 +379,24 @@ class DecisionSearch {
       for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
         total = std::max(total, total_[s]);
       }
-      const int64_t sections = p_.section_end[item] - p_.section_begin[item];
       keys.push_back({p_.width[item], static_cast<__int128>(p_.bytes[item]) * p_.width[item],
-                      total, p_.bytes[item], sections,
-                      static_cast<__int128>(p_.bytes[item]) * sections,
-                      p_.overlap_start[item + 1] - p_.overlap_start[item], item});
+                      total, item});
     }
-    auto compare = [preorder](const Key& a, const Key& b) {
+    auto before = [preorder](const Key& a, const Key& b) {
       for (const char* c = preorder; *c != '\0'; ++c) {
         if (*c == 'W' && a.width != b.width) return a.width > b.width;
         if (*c == 'A' && a.area != b.area) return a.area > b.area;
         if (*c == 'T' && a.total != b.total) return a.total > b.total;
-        if (*c == 'Z' && a.size != b.size) return a.size > b.size;
-        if (*c == 'C' && a.sections != b.sections) return a.sections > b.sections;
-        if (*c == 'B' && a.section_area != b.section_area) return a.section_area > b.section_area;
-        if (*c == 'O' && a.overlaps != b.overlaps) return a.overlaps > b.overlaps;
       }
       return a.item < b.item;
     };
-    std::sort(keys.begin(), keys.end(), compare);
-    std::vector<Candidate> order;
-    order.reserve(keys.size());
+    std::sort(keys.begin(), keys.end(), before);
+    std::vector<Candidate> ranked;
+    ranked.reserve(keys.size());
     for (size_t r = 0; r < keys.size(); ++r) {
-      order.push_back({0, static_cast<int>(r), keys[r].item});
+      ranked.push_back({0, static_cast<int>(r), keys[r].item});
     }
-    return Search(group, order, /*last_offset=*/0, /*last_rank=*/-1, preorder);
+    return Search(group, ranked, /*last_offset=*/0, /*last_rank=*/-1, preorder);
   }
 
   // One node: `parent` holds the group's items unplaced at the parent (a superset of those
@@ -460,8 +422,8 @@ class DecisionSearch {
     // of sections; the others keep these totals (see Place).
     const int num_sections = group.section_end - group.section_begin;
     std::vector<int64_t> max_totals(2 * static_cast<size_t>(num_sections) + 2, 0);
-    int64_t* const prefix = max_totals.data();  // prefix[k]: max over the first k sections
-    int64_t* const suffix = prefix + num_sections + 1;  // suffix[k]: over sections k..
+    int64_t* const prefix = max_totals.data();          // prefix[k]: the first k sections
+    int64_t* const suffix = prefix + num_sections + 1;  // suffix[k]: sections k and later
     for (int k = 0; k < num_sections; ++k) {
       prefix[k + 1] = std::max(prefix[k], total_[group.section_begin + k]);
     }
@@ -470,12 +432,12 @@ class DecisionSearch {
     }
 
     for (const Candidate& c : order) {
-      // Canonical: placements in non-decreasing (offset, rank).
+      // Canonical: placements come in non-decreasing (offset, rank).
       if (c.offset < last_offset || (c.offset == last_offset && c.rank < last_rank)) continue;
       // Dominance: this and every later candidate would leave a hole an unplaced item fits.
       if (c.offset >= lowest_top) break;
-      // Every unplaced byte of the fullest section would have to fit above c.offset (for the
-      // sections of c.item too: their floor becomes its top). Offsets only grow from here.
+      // The fullest section's unplaced bytes would all lie above c.offset (in c.item's own
+      // sections too: their floor becomes its top). Later candidates are no lower.
       if (c.offset + prefix[num_sections] > capacity_) break;
       if (c.offset + p_.bytes[c.item] > capacity_) continue;
       const Outcome outcome = Place(group, order, c, prefix, suffix, preorder);
@@ -485,19 +447,17 @@ class DecisionSearch {
   }
 
   // Places c.item at c.offset, propagates, recurses (splitting the group when a cut drops to
-  // zero), and undoes everything before returning. prefix[k] and suffix[k]: the largest
-  // total_ of the group's first k sections and of its sections from k on, before placing.
+  // zero) and undoes everything before returning. prefix[k] and suffix[k]: the largest
+  // total_ over the group's first k sections and over its sections from k on, before placing.
   Outcome Place(const Group& group, const std::vector<Candidate>& order, const Candidate& c,
                 const int64_t* prefix, const int64_t* suffix, const char* preorder) {
-#ifdef EXACT_DEV_STATS
-    ++places_;
-#endif
     const int item = c.item;
     const int64_t top = c.offset + p_.bytes[item];
     const size_t offsets_mark = saved_offsets_.size();
 
-    // Minimum offsets of the unplaced items that share a step with `item`. Their sections and
-    // those of `item` form one range [changed_begin, changed_end) (each overlaps `item`).
+    // Raise the minimum offsets of the unplaced items sharing a step with `item`. Their
+    // sections and those of `item` form one range [changed_begin, changed_end): each of them
+    // overlaps `item`'s sections.
     bool fits = true;
     int changed_begin = p_.section_begin[item];
     int changed_end = p_.section_end[item];
@@ -520,11 +480,10 @@ class DecisionSearch {
       const size_t floors_mark = saved_floors_.size();
       Remove(item, top);
       RaiseFloors(changed_begin, changed_end);
-      // Sections outside the changed range passed the check at the parent; now every unplaced
-      // item there also lies at or above c.offset.
-      const int64_t unchanged_total =
-          std::max(prefix[std::max(0, changed_begin - group.section_begin)],
-                   suffix[std::min(group.section_end, changed_end) - group.section_begin]);
+      // Sections outside the changed range passed this check at the parent; now their
+      // unplaced items also lie at or above c.offset.
+      const int64_t unchanged_total = std::max(prefix[changed_begin - group.section_begin],
+                                               suffix[changed_end - group.section_begin]);
       if (c.offset + unchanged_total <= capacity_ &&
           RangeFits(changed_begin, changed_end, c.offset)) {
         outcome = Recurse(group, order, c, preorder);
@@ -537,9 +496,9 @@ class DecisionSearch {
     return outcome;
   }
 
-  // Sections of `item` (now placed with its top at `top`): the floor rises to the top, the
+  // The sections of `item`, now placed with its top at `top`: the floor rises to the top, the
   // unplaced total falls, and `item` leaves the unplaced members (swapped to the end of their
-  // prefix, where it stays until Restore: placements are undone in LIFO order).
+  // prefix, where it stays until Restore, as placements are undone in LIFO order).
   void Remove(int item, int64_t top) {
     for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
       saved_floors_.Push(s, floor_[s]);
@@ -572,7 +531,7 @@ class DecisionSearch {
       const int* const last = member + unplaced_members_[s];
       for (; member != last; ++member) {
         const int64_t m = min_offset_[*member];
-        if (m <= floor) break;  // cannot raise the floor
+        if (m <= floor) break;  // the floor stays
         least = std::min(least, m);
       }
       if (member == last && least != kInfinity) {
@@ -582,39 +541,18 @@ class DecisionSearch {
     }
   }
 
-  // Section inference on [begin, end): the unplaced items of a section lie at or above their
-  // minimum offsets and at or above the last placed offset, in disjoint bytes below the
-  // capacity. For one section that is one machine with release dates: the least height is
-  // max over r of (r + bytes of the items released at or after r).
-  bool RangeFits(int begin, int end, int64_t last_offset) {
+  // Section inference on [begin, end): a section's unplaced items lie at or above its floor
+  // and the last placed offset, in disjoint bytes below the capacity.
+  bool RangeFits(int begin, int end, int64_t last_offset) const {
     for (int s = begin; s < end; ++s) {
-      if (total_[s] == 0) continue;
-      if (std::max(floor_[s], last_offset) + total_[s] > capacity_) return false;
-      if (!kReleaseBound) continue;
-      // Nothing to find unless the highest release plus every byte overflows.
-      const int* const first = &members_[p_.members_start[s]];
-      const int* const last = first + unplaced_members_[s];
-      int64_t highest = last_offset;
-      for (const int* member = first; member != last; ++member) {
-        highest = std::max(highest, min_offset_[*member]);
-      }
-      if (highest + total_[s] <= capacity_) continue;
-      releases_.clear();
-      for (const int* member = first; member != last; ++member) {
-        releases_.push_back({std::max(min_offset_[*member], last_offset), p_.bytes[*member]});
-      }
-      std::sort(releases_.begin(), releases_.end(),
-                [](const Saved64& a, const Saved64& b) { return a.first > b.first; });
-      int64_t above = 0;
-      for (const Saved64& r : releases_) {
-        above += r.second;
-        if (r.first + above > capacity_) return false;
+      if (total_[s] > 0 && std::max(floor_[s], last_offset) + total_[s] > capacity_) {
+        return false;
       }
     }
     return true;
   }
 
-  // Continues after placing c.item: in the same group, or in each part it split into.
+  // Continues after placing c.item: in the same group, or in each part the group split into.
   Outcome Recurse(const Group& group, const std::vector<Candidate>& order, const Candidate& c,
                   const char* preorder) {
     const int item = c.item;
@@ -636,31 +574,25 @@ class DecisionSearch {
     return outcome;
   }
 
-#ifdef EXACT_DEV_STATS
- public:
-  int64_t places_ = 0, solve_groups_ = 0;
- private:
-#endif
   const Prepared& p_;
   const int64_t capacity_;
   Budget& budget_;
   int64_t nodes_left_ = 0;
+  std::vector<Group> groups_;  // the whole problem, split where no item crosses
 
-  std::vector<int64_t> offset_;      // per item: placed offset or kNoOffset
-  std::vector<int64_t> solution_;    // per item: offset on the latest successful path
+  std::vector<int64_t> offset_;      // per item: its offset, or kNoOffset while unplaced
+  std::vector<int64_t> solution_;    // per item: its offset on the latest successful path
   std::vector<int64_t> min_offset_;  // per unplaced item: m(i)
-  std::vector<int64_t> floor_;       // per section
-  std::vector<int64_t> total_;       // per section: bytes of unplaced items
+  std::vector<int64_t> floor_;       // per section: no unplaced member lies below
+  std::vector<int64_t> total_;       // per section: bytes of its unplaced members
   std::vector<int> cuts_;            // per boundary: unplaced items crossing it
-  Trail saved_offsets_;  // undo trails
+  Trail saved_offsets_;              // undo stacks of min_offset_ and floor_
   Trail saved_floors_;
-  // Per section s: its unplaced items first, members_[members_start[s] ..
-  // members_start[s] + unplaced_members_[s]); member_position_ finds an item's entry.
+  // Per section s, its unplaced members come first: members_[members_start[s] ..
+  // members_start[s] + unplaced_members_[s]). member_position_ locates each membership.
   std::vector<int> members_;
   std::vector<int> member_position_;
   std::vector<int> unplaced_members_;
-  using Saved64 = std::pair<int64_t, int64_t>;
-  std::vector<Saved64> releases_;  // RangeFits' scratch: (release offset, bytes)
 };
 
 }  // namespace
@@ -709,44 +641,54 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
   MG_CHECK(prepared.granule > 0 && lower_bound % prepared.granule == 0);
   const int64_t granule = prepared.granule;
 
-  // Binary search for the least feasible height in [low, high] (multiples of the granule);
-  // heights below `low` are proven infeasible, best.height is feasible.
+  // Heights below `low` are proven infeasible and best.height is feasible, so the optimum is
+  // a multiple of the granule in [low, best.height]. Each round gives every probe a node
+  // limit per preorder, doubled from round to round: first `low` itself (a plan there is
+  // optimal), then a binary search over (low, high] with a smaller limit, where an unsettled
+  // probe counts as infeasible for the rest of the round (plans found there lower the upper
+  // end early, so a time limit still returns a good plan). Node limits, not clocks, decide
+  // every step, so only where the time limit cuts depends on the machine.
   Budget budget(options, start);
   int64_t low = lower_bound;
-  int64_t high = (best.height - 1) / granule * granule;
-  bool first_probe = true;
-  while (low <= high && !budget.Expired()) {
-    const int64_t capacity = first_probe ? low : low + (high - low) / granule / 2 * granule;
-    first_probe = false;
+  int64_t high = (best.height - 1) / granule * granule;  // the highest height worth probing
+  int64_t node_limit = 2 * static_cast<int64_t>(prepared.original.size());
+  // A feasible probe lowers best and high, an infeasible one raises low; false on timeout.
+  auto probe = [&](int64_t capacity, int64_t limit, DecisionSearch::Outcome& outcome) {
     budget.state().lower_bound = low;
     budget.state().best_height = best.height;
     budget.state().probing_height = capacity;
     DecisionSearch search(prepared, capacity, budget);
-    const DecisionSearch::Outcome outcome = search.Run();
-#ifdef EXACT_DEV_STATS
-    fprintf(stderr, "probe %ld outcome %d nodes %ld places %ld groups %ld\n", (long)capacity, (int)outcome, (long)budget.nodes(), (long)search.places_, (long)search.solve_groups_);
-#endif
+    outcome = search.Run(limit);
+    if (outcome == DecisionSearch::Outcome::kTimeout) return false;
+    if (outcome == DecisionSearch::Outcome::kInfeasible) low = capacity + granule;
+    if (outcome == DecisionSearch::Outcome::kFeasible) {
+      std::vector<int64_t> offsets(problem.items.size(), 0);
+      for (size_t k = 0; k < prepared.original.size(); ++k) {
+        MG_CHECK(search.offsets()[k] != kNoOffset);
+        offsets[prepared.original[k]] = search.offsets()[k];
+      }
+      const int64_t height = HeightOf(problem, offsets);
+      MG_CHECK(height <= capacity);
+      best.offsets = std::move(offsets);
+      best.height = height;
+      high = height - granule;
+    }
+    return true;
+  };
+  while (low <= high && !budget.Expired()) {
+    DecisionSearch::Outcome outcome;
+    if (!probe(low, node_limit, outcome)) break;
+    if (outcome != DecisionSearch::Outcome::kNodeLimit) continue;
+    int64_t unsettled_from = low + granule;
+    while (unsettled_from <= high) {
+      const int64_t capacity = unsettled_from + (high - unsettled_from) / granule / 2 * granule;
+      if (!probe(capacity, std::max<int64_t>(1, node_limit / kUpperProbeShare), outcome)) break;
+      if (outcome != DecisionSearch::Outcome::kFeasible) unsettled_from = capacity + granule;
+    }
     if (outcome == DecisionSearch::Outcome::kTimeout) break;
-    if (outcome == DecisionSearch::Outcome::kInfeasible) {
-      low = capacity + granule;
-      continue;
-    }
-    MG_CHECK(outcome == DecisionSearch::Outcome::kFeasible);
-    std::vector<int64_t> offsets(problem.items.size(), 0);
-    for (size_t k = 0; k < prepared.original.size(); ++k) {
-      MG_CHECK(search.offsets()[k] != kNoOffset);
-      offsets[prepared.original[k]] = search.offsets()[k];
-    }
-    const int64_t height = HeightOf(problem, offsets);
-    MG_CHECK(height <= capacity);
-    best.offsets = std::move(offsets);
-    best.height = height;
-    high = height - granule;
+    node_limit = node_limit > kInfinity / 2 ? kInfinity : 2 * node_limit;
   }
   best.proven_optimal = low > high;
-#ifdef EXACT_DEV_STATS
-  fprintf(stderr, "nodes %ld\n", (long)budget.nodes());
-#endif
   return best;
 }
 

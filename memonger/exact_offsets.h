@@ -9,14 +9,18 @@
 //
 // The outer loop searches the arena height H between the lower bound LB (OffsetLowerBound: the
 // most bytes live at one step) and the incumbent's height. Each probe asks a decision question,
-// "is there a placement within H?":
+// "is there a placement within H?", with a node limit:
 //   1. Probe H = LB first: most real and benchmark problems have an optimum equal to LB, and a
 //      plan that reaches LB is optimal, so the search stops there.
-//   2. If LB is infeasible, binary search over the remaining range: a plan found within H of
-//      height h lowers the upper end to h - g, an infeasible probe raises the lower end to
-//      H + g. g is the gcd of every size and alignment: the offsets the search produces are
-//      sums of sizes rounded up to alignments, hence multiples of g, so the optimum is too.
-//   3. When the range is empty the best plan is optimal. When the time limit cuts a probe, the
+//   2. If that probe runs out of nodes, binary search the heights above it with a smaller
+//      limit (an unsettled probe counts as infeasible for the rest of the round): plans found
+//      there lower the upper end early, so a time limit still returns a good plan.
+//   3. Double the node limit and repeat. A plan found within H of height h lowers the upper
+//      end to h - g; a probe whose search finishes without a plan proves optimum > H and
+//      raises the lower end to H + g. g is the gcd of every size and alignment: the offsets the
+//      search produces are sums of sizes rounded up to alignments, hence multiples of g, so
+//      the optimum is one too.
+//   4. When the range is empty the best plan is optimal. When the time limit cuts a probe, the
 //      best plan so far is returned (possibly the incumbent) with proven_optimal = false.
 //
 // The decision search for H is a depth-first search over partial placements.
@@ -33,14 +37,19 @@
 //     is skipped (it would leave a hole below it that k fits in).
 //   - Section inference: a section's floor is the top of the last item placed in it, raised to
 //     the least m(k) over its unplaced items; the section is dead when max(floor, offset of the
-//     last placement) + (bytes of its unplaced items) > H.
+//     last placement) + (bytes of its unplaced items) > H. Only the sections a placement
+//     touches are rescanned; for the others a prefix/suffix maximum of their unplaced bytes
+//     suffices, and a candidate whose offset plus the fullest section's unplaced bytes exceeds
+//     H ends the node (every later candidate is at least as high).
 //   - Temporal decomposition: when a placement drops a cut to zero, the unplaced items fall
 //     into groups that share no step; each group is solved on its own (fresh preorder), and the
 //     node fails if any group fails. Groups never interact, so no backtracking across them.
-//   - Preorders (ties by item index): "WAT" (lifetime width, area, section total: each
-//     descending), "TAW" and "TWA", tried round-robin with a node limit that starts at 2n and
-//     doubles per round, so that one lucky order finds a feasible plan quickly; a run that
-//     exhausts its tree without reaching the node limit proves the probe infeasible.
+//   - Preorders (ties by item index): "WAT" (lifetime width in steps, area, section total:
+//     each descending), "TAW" and "TWA" (MiniMalloc's defaults), tried in turn with the round's
+//     node limit (2n in the first round), so that one lucky order finds a feasible plan
+//     quickly; a run that exhausts its tree within the limit proves the probe infeasible.
+//     The widths are in the problem's steps: a trace whose times were compressed to distinct
+//     boundaries loses them, and some hard traces then take far longer (docs/exact-offsets.md).
 //
 // Soundness (the search is complete for "is there a placement within H?"). Every placement
 // within H can be compacted: while some item can move to a lower aligned offset without
@@ -87,8 +96,9 @@
 
 namespace memonger {
 
-// Larger problems get the incumbent only (recursion depth and the overlap lists grow with them).
-inline constexpr int kMaxExactItems = 8192;
+// Larger problems get the incumbent only: the search recurses once per placement (a few
+// hundred bytes of stack each) and keeps every overlapping pair.
+inline constexpr int kMaxExactItems = 4096;
 inline constexpr int64_t kMaxExactOverlaps = int64_t{4} << 20;
 
 struct ExactProgress {

@@ -15,8 +15,8 @@ std::vector<int> SizeDescendingOrder(const OffsetProblem& problem) {
     const OffsetItem& x = problem.items[a];
     const OffsetItem& y = problem.items[b];
     if (x.bytes != y.bytes) return x.bytes > y.bytes;
-    const int dx = x.last_step - x.first_step;
-    const int dy = y.last_step - y.first_step;
+    const int64_t dx = Duration(problem, x);
+    const int64_t dy = Duration(problem, y);
     if (dx != dy) return dx > dy;
     if (x.first_step != y.first_step) return x.first_step < y.first_step;
     return a < b;

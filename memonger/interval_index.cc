@@ -43,6 +43,25 @@ absl::Status ValidateOffsetProblem(const OffsetProblem& problem) {
     return absl::InvalidArgumentError(
         absl::StrCat("offset problem: num_steps ", problem.num_steps, " is negative"));
   }
+  if (!problem.step_times.empty()) {
+    if (problem.step_times.size() != static_cast<size_t>(problem.num_steps)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("offset problem: ", problem.step_times.size(), " step times for ",
+                       problem.num_steps, " steps"));
+    }
+    for (int s = 1; s < problem.num_steps; ++s) {
+      if (problem.step_times[s] <= problem.step_times[s - 1]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("offset problem: step times are not increasing at step ", s, " (",
+                         problem.step_times[s - 1], ", then ", problem.step_times[s], ")"));
+      }
+    }
+    if (problem.num_steps > 0 &&
+        (problem.step_times.front() < -(int64_t{1} << 62) ||
+         problem.step_times.back() > (int64_t{1} << 62))) {
+      return absl::InvalidArgumentError("offset problem: step times beyond +-2^62");
+    }
+  }
   int64_t worst = 0;
   for (size_t i = 0; i < problem.items.size(); ++i) {
     const OffsetItem& item = problem.items[i];
@@ -283,11 +302,15 @@ int64_t ChooseOffset(const std::vector<ByteRange>& occupied, int64_t bytes, int6
 GreedyPlacer::GreedyPlacer(const OffsetProblem& problem) : problem_(problem), index_(problem) {}
 
 OffsetSolution GreedyPlacer::Place(const std::vector<int>& order, FitRule rule) {
-  return PlaceFrom(order, rule, 0, {});
+  std::optional<OffsetSolution> solution = PlaceFrom(order, rule, 0, {});
+  MG_CHECK(solution.has_value());  // no limit
+  return *std::move(solution);
 }
 
-OffsetSolution GreedyPlacer::PlaceFrom(const std::vector<int>& order, FitRule rule, int keep,
-                                       std::vector<int64_t> offsets) {
+std::optional<OffsetSolution> GreedyPlacer::PlaceFrom(const std::vector<int>& order,
+                                                      FitRule rule, int keep,
+                                                      std::vector<int64_t> offsets,
+                                                      int64_t limit) {
   const int n = static_cast<int>(problem_.items.size());
   MG_CHECK(static_cast<int>(order.size()) == n);
   MG_CHECK(keep >= 0 && keep <= n);
@@ -311,6 +334,7 @@ OffsetSolution GreedyPlacer::PlaceFrom(const std::vector<int>& order, FitRule ru
     }
     index_.Insert(i, offsets[i], item.bytes);
     solution.height = std::max(solution.height, offsets[i] + item.bytes);
+    if (solution.height > limit) return std::nullopt;
   }
   solution.offsets = std::move(offsets);
   return solution;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -116,10 +117,12 @@ absl::StatusOr<LocalSearchResult> ImproveUntil(const OffsetProblem& problem,
       from = position[partner];
       std::swap(order[from], order[pt]);
     }
-    OffsetSolution candidate = placer.PlaceFrom(order, rule, from, current.offsets);
-    if (candidate.height <= current.height) {
-      if (candidate.height < current.height) ++result.improvements;
-      result.solution = std::move(candidate);
+    // Placements that grow past the current height stop early (they would be rejected).
+    std::optional<OffsetSolution> candidate =
+        placer.PlaceFrom(order, rule, from, current.offsets, current.height);
+    if (candidate.has_value()) {
+      if (candidate->height < current.height) ++result.improvements;
+      result.solution = *std::move(candidate);
       for (int k = from; k <= pt; ++k) position[order[k]] = k;
     } else if (promote) {  // undo
       std::rotate(order.begin() + from, order.begin() + from + 1, order.begin() + pt + 1);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/records.h"
 #include "memonger/best_fit.h"
 #include "memonger/greedy_by_size.h"
 #include "memonger/local_search.h"
@@ -19,29 +20,54 @@ namespace {
 
 bool IsPowerOfTwo(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
 
-absl::StatusOr<OffsetSolution> Solve(const OffsetProblem& problem, OffsetStrategy strategy,
-                                     double seconds_left) {
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
+                                                  OffsetStrategy strategy,
+                                                  const OffsetSolveOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (!(options.time_limit_seconds >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("time limit ", options.time_limit_seconds, " s is negative"));
+  }
+  LocalSearchOptions local;
   switch (strategy) {
     case OffsetStrategy::kGreedyBySize:
       return PlanGreedyBySize(problem);
     case OffsetStrategy::kBestFit:
       return PlanBestFit(problem);
-    case OffsetStrategy::kBestFitWithLocalSearch: {
-      LocalSearchOptions options;
-      options.time_limit_seconds = std::max(seconds_left, 0.0);
-      return PlanBestFitWithLocalSearch(problem, options);
-    }
+    case OffsetStrategy::kBestFitWithLocalSearch:
+      local.time_limit_seconds = options.time_limit_seconds;
+      return PlanBestFitWithLocalSearch(problem, local);
+    case OffsetStrategy::kExact:
+    case OffsetStrategy::kAuto:
+      break;
   }
-  return absl::InternalError("unknown offset strategy");
+  OffsetSolution incumbent;
+  if (strategy == OffsetStrategy::kExact) {
+    MG_ASSIGN_OR_RETURN(incumbent, PlanBestFit(problem));
+  } else {
+    local.time_limit_seconds = options.time_limit_seconds / 2;
+    MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local));
+  }
+  if (incumbent.proven_optimal) return incumbent;
+  ExactOffsetsOptions exact;
+  exact.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
+  exact.progress = options.exact_progress;
+  return PlaceExact(problem, incumbent, exact);
 }
-
-}  // namespace
 
 absl::string_view OffsetStrategyName(OffsetStrategy strategy) {
   switch (strategy) {
     case OffsetStrategy::kGreedyBySize: return "greedy-by-size";
     case OffsetStrategy::kBestFit: return "best-fit";
     case OffsetStrategy::kBestFitWithLocalSearch: return "best-fit+local-search";
+    case OffsetStrategy::kExact: return "exact";
+    case OffsetStrategy::kAuto: return "auto";
   }
   return "best-fit";
 }
@@ -85,9 +111,15 @@ absl::StatusOr<std::vector<DeviceOffsetProblem>> OffsetProblemsFor(const graph::
     p.problem.items.push_back(item);
     p.roots.push_back(id);
   }
+  // Records graphs keep the records' times: search orders rank items by how long they live.
+  std::vector<int64_t> step_times = graph::RecordStepTimes(graph, liveness.schedule.ops);
+  if (step_times.size() != static_cast<size_t>(liveness.num_steps)) step_times.clear();
   std::vector<DeviceOffsetProblem> problems;
   problems.reserve(by_device.size());
-  for (auto& [key, p] : by_device) problems.push_back(std::move(p));
+  for (auto& [key, p] : by_device) {
+    p.problem.step_times = step_times;
+    problems.push_back(std::move(p));
+  }
   return problems;
 }
 
@@ -117,6 +149,7 @@ absl::StatusOr<OffsetProblem> OffsetProblemFromRecords(
   };
   OffsetProblem problem;
   problem.num_steps = static_cast<int>(steps.size());
+  problem.step_times = steps;
   problem.items.reserve(records.size());
   for (const graph::UsageRecord& r : records) {
     if (r.bytes < 0 || (r.alignment != 0 && !IsPowerOfTwo(r.alignment))) {
@@ -189,7 +222,7 @@ absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liv
       ++placed;
     }
     region_end = *end;
-    optimal = optimal && height == OffsetLowerBound(p.problem);
+    optimal = optimal && (s.proven_optimal || height == OffsetLowerBound(p.problem));
   }
   MG_CHECK(placed == num_buffers);  // every planned class in exactly one problem
   FinishPlan(plan);
@@ -197,9 +230,23 @@ absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liv
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<OffsetSolution>> SolveOffsetProblems(
+    const std::vector<DeviceOffsetProblem>& problems, OffsetStrategy strategy,
+    const OffsetSolveOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<OffsetSolution> solutions;
+  solutions.reserve(problems.size());
+  for (const DeviceOffsetProblem& p : problems) {
+    OffsetSolveOptions left = options;
+    left.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
+    MG_ASSIGN_OR_RETURN(OffsetSolution s, SolveOffsetProblem(p.problem, strategy, left));
+    solutions.push_back(std::move(s));
+  }
+  return solutions;
+}
+
 absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,
                           const PlanOptions& options, OffsetStrategy strategy, Plan& plan) {
-  const auto start = std::chrono::steady_clock::now();
   if (options.execution == ExecutionModel::kParallel) {
     return absl::InvalidArgumentError(absl::StrCat(
         OffsetStrategyName(strategy),
@@ -208,15 +255,11 @@ absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,
   }
   MG_ASSIGN_OR_RETURN(std::vector<DeviceOffsetProblem> problems,
                       OffsetProblemsFor(graph, liveness, options.alignment));
-  std::vector<OffsetSolution> solutions;
-  solutions.reserve(problems.size());
-  for (const DeviceOffsetProblem& p : problems) {
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    MG_ASSIGN_OR_RETURN(OffsetSolution s,
-                        Solve(p.problem, strategy, options.time_limit_seconds - elapsed));
-    solutions.push_back(std::move(s));
-  }
+  OffsetSolveOptions solve;
+  solve.time_limit_seconds = options.time_limit_seconds;
+  solve.exact_progress = options.exact_progress;
+  MG_ASSIGN_OR_RETURN(std::vector<OffsetSolution> solutions,
+                      SolveOffsetProblems(problems, strategy, solve));
   return ApplyOffsetSolutions(graph, liveness, problems, solutions, plan);
 }
 

@@ -19,6 +19,7 @@
 #ifndef MEMONGER_MEMONGER_OFFSET_PLANNING_H_
 #define MEMONGER_MEMONGER_OFFSET_PLANNING_H_
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -26,6 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
 #include "graph/records.h"
+#include "memonger/exact_offsets.h"
 #include "memonger/liveness.h"
 #include "memonger/offset_problem.h"
 #include "memonger/plan.h"
@@ -33,13 +35,28 @@
 
 namespace memonger {
 
-enum class OffsetStrategy { kGreedyBySize, kBestFit, kBestFitWithLocalSearch };
+// What runs on each device's problem.
+enum class OffsetStrategy {
+  kGreedyBySize,             // PlanGreedyBySize
+  kBestFit,                  // PlanBestFit (the portfolio)
+  kBestFitWithLocalSearch,   // PlanBestFitWithLocalSearch
+  kExact,                    // PlanBestFit, then PlaceExact from it with the whole time limit
+  kAuto,                     // PlanBestFitWithLocalSearch with half the time limit, then
+                             // PlaceExact from it with what is left, unless already optimal
+};
 absl::string_view OffsetStrategyName(OffsetStrategy strategy);  // "greedy-by-size", ...
+
+struct OffsetSolveOptions {
+  double time_limit_seconds = 2;  // shared by every searching step, over all problems
+  // kExact and kAuto: called about once per second while the branch and bound runs.
+  std::function<void(const ExactProgress&)> exact_progress;
+};
 
 // One device's classes as a raw problem: item i is the alias class rooted at roots[i].
 struct DeviceOffsetProblem {
   graph::Device device;
-  OffsetProblem problem;               // num_steps = liveness.num_steps
+  OffsetProblem problem;               // num_steps = liveness.num_steps; step_times from
+                                       // graph::RecordStepTimes for a records graph
   std::vector<graph::ValueId> roots;   // ascending
 };
 
@@ -51,9 +68,11 @@ absl::StatusOr<std::vector<DeviceOffsetProblem>> OffsetProblemsFor(const graph::
 
 // Stacks the device regions, sets plan.buffers (one per class, in root-id order: offset = region
 // base + the solution's offset, size = the item's bytes, the device), buffer_of_value for every
-// member of every class, then FinishPlan. proven_optimal is set when every region's height is
-// its problem's OffsetLowerBound. InvalidArgument when a solution does not pass
-// CheckOffsetSolution, or the stacked arena does not fit in int64.
+// member of every class, then FinishPlan. proven_optimal is set when every region's solution is
+// proven optimal (OffsetSolution::proven_optimal, e.g. by an exact search) or its height is its
+// problem's OffsetLowerBound: each device's arena is then as small as it can be.
+// InvalidArgument when a solution does not pass CheckOffsetSolution, or the stacked arena does
+// not fit in int64.
 // REQUIRES: plan initialised by InitPlan; `problems` from OffsetProblemsFor for this graph and
 // liveness; one solution per problem.
 absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liveness,
@@ -63,15 +82,28 @@ absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liv
 // A raw problem straight from usage records (graph/records.h), without building a graph: item i
 // is records[i], its steps compressed to the ranks of the sorted distinct first_step and
 // last_step values (which keeps every overlap, hence the lower bound and the optimum; MiniMalloc
-// traces have steps up to 2^20 but a few hundred distinct ones). Alignment as for graphs: the
+// traces have steps up to 2^20 but a few hundred distinct ones); step_times keeps those values.
+// Alignment as for graphs: the
 // larger of `alignment` and the record's own; bytes rounded up to it. InvalidArgument for an
 // alignment that is not a power of two or sizes that do not fit in int64 once aligned.
 absl::StatusOr<OffsetProblem> OffsetProblemFromRecords(
     const std::vector<graph::UsageRecord>& records, int64_t alignment);
 
-// OffsetProblemsFor, the strategy on each device's problem (local search shares
-// options.time_limit_seconds among the devices, 1000 iterations at most each, seed 1), then
-// ApplyOffsetSolutions. InvalidArgument for the parallel execution model: the items carry serial
+// The strategy on one problem (local search: at most 1000 iterations, seed 1). A searching
+// strategy that runs out of time returns the best plan found (proven_optimal false).
+// InvalidArgument for a malformed problem or a negative time limit.
+absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
+                                                  OffsetStrategy strategy,
+                                                  const OffsetSolveOptions& options);
+
+// SolveOffsetProblem on each problem, in order; the time limit is shared (each problem gets what
+// the earlier ones left).
+absl::StatusOr<std::vector<OffsetSolution>> SolveOffsetProblems(
+    const std::vector<DeviceOffsetProblem>& problems, OffsetStrategy strategy,
+    const OffsetSolveOptions& options);
+
+// OffsetProblemsFor, SolveOffsetProblems (with options.time_limit_seconds and
+// options.exact_progress), then ApplyOffsetSolutions. InvalidArgument for the parallel execution model: the items carry serial
 // lifetimes, and disjoint serial lifetimes do not order two values under a parallel executor.
 // REQUIRES: plan initialised by InitPlan.
 absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,

@@ -29,6 +29,11 @@ std::string Describe(const OffsetProblem& problem, const std::vector<int64_t>& o
 
 }  // namespace
 
+int64_t Duration(const OffsetProblem& problem, const OffsetItem& item) {
+  if (problem.step_times.empty()) return int64_t{item.last_step} - item.first_step + 1;
+  return problem.step_times[item.last_step] - problem.step_times[item.first_step] + 1;
+}
+
 int64_t OffsetLowerBound(const OffsetProblem& problem) {
   const size_t n = problem.items.size();
   bool dense = problem.num_steps >= 0 &&

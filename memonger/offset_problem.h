@@ -31,7 +31,18 @@ struct OffsetItem {
 struct OffsetProblem {
   std::vector<OffsetItem> items;
   int num_steps = 0;  // every item lies in [0, num_steps)
+  // Optional: when each step happens, in the problem's own time unit (strictly increasing, one
+  // per step), for problems whose steps were compressed from sparse times (usage records and
+  // MiniMalloc traces keep only their distinct lifetime boundaries as steps). Empty: step s
+  // happens at time s. Only the planners' search orders read it (how long a value lives
+  // decides which to place first); no placement rule and no check depends on it.
+  std::vector<int64_t> step_times;
 };
+
+// How long `item` lives in the problem's time unit: last_step - first_step + 1 steps, or the
+// time between its first and last step (plus one) when the problem has step_times.
+// REQUIRES: the item is one of problem's (steps inside [0, num_steps)).
+int64_t Duration(const OffsetProblem& problem, const OffsetItem& item);
 
 struct OffsetSolution {
   std::vector<int64_t> offsets;  // per item

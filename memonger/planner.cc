@@ -28,70 +28,23 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The offset planners. best-fit and greedy-by-size are single heuristics; exact starts from
-// best-fit and runs the branch and bound per device; auto adds the local search pass before
-// the branch and bound and keeps whichever is smallest (the search never returns worse than
-// its incumbent).
+// The offset planners, each an OffsetStrategy run on every device's problem.
 absl::Status PlaceWithOffsets(const graph::Graph& graph, const Liveness& liveness,
-                              const PlanOptions& options,
-                              std::chrono::steady_clock::time_point start, Plan& plan) {
+                              const PlanOptions& options, Plan& plan) {
   if (options.execution == ExecutionModel::kParallel) {
     return absl::InvalidArgumentError(absl::StrCat(
         PlannerName(options.planner),
         " places offsets over serial lifetimes; for a parallel executor use memonger-dag (auto "
         "does so by itself)"));
   }
+  OffsetStrategy strategy = OffsetStrategy::kAuto;
   switch (options.planner) {
-    case PlannerKind::kGreedyBySize:
-      return PlaceOffsets(graph, liveness, options, OffsetStrategy::kGreedyBySize, plan);
-    case PlannerKind::kBestFit:
-      return PlaceOffsets(graph, liveness, options, OffsetStrategy::kBestFit, plan);
-    default:
-      break;
+    case PlannerKind::kGreedyBySize: strategy = OffsetStrategy::kGreedyBySize; break;
+    case PlannerKind::kBestFit: strategy = OffsetStrategy::kBestFit; break;
+    case PlannerKind::kExact: strategy = OffsetStrategy::kExact; break;
+    default: break;
   }
-  // exact and auto: a heuristic incumbent, then the branch and bound per device problem.
-  const OffsetStrategy heuristic = options.planner == PlannerKind::kAuto
-                                       ? OffsetStrategy::kBestFitWithLocalSearch
-                                       : OffsetStrategy::kBestFit;
-  MG_RETURN_IF_ERROR(PlaceOffsets(graph, liveness, options, heuristic, plan));
-  // The exact branch and bound is not called until its crash in tests is fixed.
-  if (plan.proven_optimal || options.planner == PlannerKind::kAuto) return absl::OkStatus();
-  MG_ASSIGN_OR_RETURN(std::vector<DeviceOffsetProblem> problems,
-                      OffsetProblemsFor(graph, liveness, options.alignment));
-  std::vector<OffsetSolution> solutions;
-  bool all_proven = true;
-  for (const DeviceOffsetProblem& p : problems) {
-    // The incumbent: the heuristic's offsets, relative to this device's region.
-    OffsetSolution incumbent;
-    // Shift down by a multiple of every item's alignment (powers of two: the largest one).
-    int64_t base = INT64_MAX;
-    int64_t max_alignment = 1;
-    for (size_t k = 0; k < p.roots.size(); ++k) {
-      base = std::min(base, plan.offset_of_value[p.roots[k]]);
-      max_alignment = std::max(max_alignment, p.problem.items[k].alignment);
-    }
-    if (p.roots.empty()) base = 0;
-    base -= base % max_alignment;
-    for (size_t k = 0; k < p.roots.size(); ++k) {
-      const int64_t offset = plan.offset_of_value[p.roots[k]] - base;
-      incumbent.offsets.push_back(offset);
-      incumbent.height = std::max(incumbent.height, offset + p.problem.items[k].bytes);
-    }
-    ExactOffsetsOptions exact;
-    exact.time_limit_seconds =
-        std::max(0.001, options.time_limit_seconds - SecondsSince(start));
-    exact.progress = options.exact_progress;
-    MG_ASSIGN_OR_RETURN(OffsetSolution solution, PlaceExact(p.problem, incumbent, exact));
-    all_proven = all_proven && solution.proven_optimal;
-    solutions.push_back(std::move(solution));
-  }
-  Plan exact_plan = plan;
-  MG_RETURN_IF_ERROR(ApplyOffsetSolutions(graph, liveness, problems, solutions, exact_plan));
-  if (exact_plan.arena_bytes <= plan.arena_bytes) {
-    exact_plan.proven_optimal = all_proven;
-    plan = std::move(exact_plan);
-  }
-  return absl::OkStatus();
+  return PlaceOffsets(graph, liveness, options, strategy, plan);
 }
 
 absl::Status ValidateOptions(const PlanOptions& options) {
@@ -208,13 +161,8 @@ absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name) {
   for (PlannerKind planner : {PlannerKind::kNone, PlannerKind::kMemongerDag,
                               PlannerKind::kMemongerGreedy, PlannerKind::kMemongerDp,
                               PlannerKind::kExactSharing, PlannerKind::kGreedyBySize,
-                              PlannerKind::kBestFit, PlannerKind::kAuto}) {
+                              PlannerKind::kBestFit, PlannerKind::kExact, PlannerKind::kAuto}) {
     if (PlannerName(planner) == name) return planner;
-  }
-  if (name == "exact") {
-    // The branch and bound still crashes on some inputs in its tests: not offered until fixed.
-    return absl::UnimplementedError(
-        "planner 'exact' is unfinished in this version; use auto or best-fit");
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown planner '", name, "' (known: ", kKnownPlanners, ")"));
@@ -252,7 +200,7 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
     return plan;
   }
   if (IsOffsetPlanner(options.planner)) {
-    MG_RETURN_IF_ERROR(PlaceWithOffsets(graph, liveness, options, start, plan));
+    MG_RETURN_IF_ERROR(PlaceWithOffsets(graph, liveness, options, plan));
     plan.planning_seconds = SecondsSince(start);
     return plan;
   }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <ostream>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -110,6 +112,8 @@ struct ChooseCase {
   int64_t lowest_offset;
 };
 
+void PrintTo(const ChooseCase& c, std::ostream* os) { *os << c.name; }
+
 class OffsetChooseOffsetTest : public ::testing::TestWithParam<ChooseCase> {};
 
 TEST_P(OffsetChooseOffsetTest, BothRules) {
@@ -148,10 +152,15 @@ TEST(OffsetGreedyPlacerTest, PlaceFromAPrefixEqualsAFullPlacement) {
   GreedyPlacer placer(p);
   const OffsetSolution full = placer.Place(order, FitRule::kBestFit);
   for (int keep : {0, 1, 17, 59, 60}) {
-    const OffsetSolution again = placer.PlaceFrom(order, FitRule::kBestFit, keep, full.offsets);
-    EXPECT_EQ(again.offsets, full.offsets) << keep;
-    EXPECT_EQ(again.height, full.height) << keep;
+    const std::optional<OffsetSolution> again =
+        placer.PlaceFrom(order, FitRule::kBestFit, keep, full.offsets);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->offsets, full.offsets) << keep;
+    EXPECT_EQ(again->height, full.height) << keep;
   }
+  // A limit below the height gives up; at the height it does not.
+  EXPECT_FALSE(placer.PlaceFrom(order, FitRule::kBestFit, 0, {}, full.height - 1).has_value());
+  EXPECT_TRUE(placer.PlaceFrom(order, FitRule::kBestFit, 0, {}, full.height).has_value());
   EXPECT_TRUE(CheckOffsetSolution(p, full.offsets).ok());
 }
 
@@ -171,6 +180,27 @@ TEST(OffsetValidateProblemTest, NamesTheBadItem) {
   EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()), HasSubstr("2^63"));
   p.items[1] = Item(0, 3, 8);
   EXPECT_TRUE(ValidateOffsetProblem(p).ok());
+  // step_times: one per step, increasing.
+  p.step_times = {10, 20, 30};
+  EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()), HasSubstr("3 step times for 4"));
+  p.step_times = {10, 20, 20, 40};
+  EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()),
+              HasSubstr("not increasing at step 2"));
+  p.step_times = {10, 20, 30, 40};
+  EXPECT_TRUE(ValidateOffsetProblem(p).ok());
+}
+
+// Durations come from step_times when a problem has them: the search orders see how long an
+// item lives in the problem's own time, not how many compressed steps it spans.
+TEST(OffsetValidateProblemTest, DurationUsesStepTimes) {
+  OffsetProblem p;
+  p.num_steps = 3;
+  p.items = {Item(0, 2, 8), Item(1, 1, 8)};
+  EXPECT_EQ(Duration(p, p.items[0]), 3);
+  EXPECT_EQ(Duration(p, p.items[1]), 1);
+  p.step_times = {0, 1000, 1001};
+  EXPECT_EQ(Duration(p, p.items[0]), 1002);
+  EXPECT_EQ(Duration(p, p.items[1]), 1);
 }
 
 }  // namespace

@@ -99,9 +99,9 @@ TEST(OffsetCorpusTest, EveryTracePlansWithBestFit) {
   }
 }
 
-// The largest trace: 62,185 buffers with 1.8 * 10^8 pairs meeting in time. A pair-by-pair
-// best-fit needs seconds; the interval index needs a small fraction of one. The bound here is
-// loose (shared, loaded test machines); the printed times are what to look at.
+// The largest trace again, with a 256-byte alignment: 62,185 buffers with 1.8 * 10^8 pairs
+// meeting in time (a pair-by-pair greedy placement needs seconds). Speed is measured by the
+// benchmarks, not asserted here (shared, noisy machines); this prints it.
 TEST(OffsetCorpusTest, LargestTracePlansAndVerifies) {
   const fs::path path = testing::SourcePath("../shared/corpus/traces/Y_1.csv");
   if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
@@ -110,18 +110,17 @@ TEST(OffsetCorpusTest, LargestTracePlansAndVerifies) {
   auto start = Clock::now();
   absl::StatusOr<OffsetSolution> greedy = PlanGreedyBySize(*problem);
   const double greedy_ms = Millis(Clock::now() - start);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
   start = Clock::now();
-  absl::StatusOr<OffsetSolution> best = PlanBestFit(*problem);
-  const double best_ms = Millis(Clock::now() - start);
-  ASSERT_TRUE(greedy.ok() && best.ok());
-  start = Clock::now();
-  EXPECT_TRUE(CheckOffsetSolution(*problem, best->offsets).ok());
+  EXPECT_TRUE(CheckOffsetSolution(*problem, greedy->offsets).ok());
   const double check_ms = Millis(Clock::now() - start);
-  std::printf("Y_1 (alignment 256): greedy-by-size %.1f ms, best-fit portfolio %.1f ms, check "
-              "%.1f ms; height / lower bound %.4f\n",
-              greedy_ms, best_ms, check_ms,
-              static_cast<double>(best->height) / OffsetLowerBound(*problem));
-  // Speed is checked by the benchmarks, not here (shared, noisy machines): this prints it.
+  for (size_t i = 0; i < problem->items.size(); ++i) {
+    ASSERT_EQ(greedy->offsets[i] % 256, 0) << "item " << i;
+  }
+  std::printf("Y_1 (alignment 256): greedy-by-size %.1f ms, check %.1f ms; height / lower bound "
+              "%.4f\n",
+              greedy_ms, check_ms,
+              static_cast<double>(greedy->height) / OffsetLowerBound(*problem));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "memonger/offset_problem.h"
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,8 @@ struct CheckCase {
   bool ok;
   std::vector<std::string> message_parts;  // each must appear in the error
 };
+
+void PrintTo(const CheckCase& c, std::ostream* os) { *os << c.name; }
 
 class CheckOffsetSolutionTest : public ::testing::TestWithParam<CheckCase> {};
 
