@@ -9,7 +9,7 @@
 // steps compressed to distinct boundaries, the trace's times kept as step_times), alignment 1
 // (the traces' sizes are already what their systems allocate). The planners run through
 // SolveOffsetProblem, the same call PlanMemory makes:
-//   greedy-by-size, best-fit (the portfolio), best-fit+local-search (1000 iterations),
+//   greedy-by-size, best-fit (the portfolio), best-fit+local-search (1000 iterations or 10 s),
 //   exact (best-fit, then the branch and bound, 10 s), auto (local search, then the branch and
 //   bound, 2 s: the CLI's default --time-limit).
 // Counters: items, lower_bound, arena, ratio (arena / lower bound), proven (0/1), seconds (wall,
@@ -45,7 +45,7 @@ struct PlannerCase {
 constexpr PlannerCase kPlanners[] = {
     {"greedy-by-size", OffsetStrategy::kGreedyBySize, 0},
     {"best-fit", OffsetStrategy::kBestFit, 0},
-    {"best-fit+local-search", OffsetStrategy::kBestFitWithLocalSearch, 60},
+    {"best-fit+local-search", OffsetStrategy::kBestFitWithLocalSearch, 10},
     {"exact", OffsetStrategy::kExact, 10},
     {"auto", OffsetStrategy::kAuto, 2},
 };

@@ -38,6 +38,7 @@ const char* PortfolioOrderName(PortfolioOrder order) {
     case PortfolioOrder::kDuration: return "duration";
     case PortfolioOrder::kArea: return "area";
     case PortfolioOrder::kConflicts: return "conflicts";
+    case PortfolioOrder::kPeak: return "peak";
   }
   return "size";
 }
@@ -65,6 +66,37 @@ std::vector<int64_t> ConflictCounts(const OffsetProblem& problem) {
   return counts;
 }
 
+std::vector<int64_t> PeakLoads(const OffsetProblem& problem) {
+  const int steps = problem.num_steps;
+  // Per-step loads by a difference array, then a sparse table: level k holds the maximum over
+  // 2^k steps from each step.
+  std::vector<int64_t> delta(static_cast<size_t>(steps) + 1, 0);
+  for (const OffsetItem& item : problem.items) {
+    delta[item.first_step] += item.bytes;
+    delta[item.last_step + 1] -= item.bytes;
+  }
+  std::vector<std::vector<int64_t>> table(1, std::vector<int64_t>(steps));
+  int64_t load = 0;
+  for (int s = 0; s < steps; ++s) table[0][s] = load += delta[s];
+  for (int k = 1; (1 << k) <= steps; ++k) {
+    const std::vector<int64_t>& prev = table[k - 1];
+    std::vector<int64_t> level(steps - (1 << k) + 1);
+    for (size_t s = 0; s < level.size(); ++s) {
+      level[s] = std::max(prev[s], prev[s + (size_t{1} << (k - 1))]);
+    }
+    table.push_back(std::move(level));
+  }
+  std::vector<int64_t> peaks(problem.items.size());
+  for (size_t i = 0; i < problem.items.size(); ++i) {
+    const OffsetItem& item = problem.items[i];
+    const int length = item.last_step - item.first_step + 1;
+    int k = 0;
+    while ((2 << k) <= length) ++k;
+    peaks[i] = std::max(table[k][item.first_step], table[k][item.last_step + 1 - (1 << k)]);
+  }
+  return peaks;
+}
+
 std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder order) {
   const std::vector<OffsetItem>& items = problem.items;
   switch (order) {
@@ -84,6 +116,10 @@ std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder
     case PortfolioOrder::kConflicts: {
       const std::vector<int64_t> conflicts = ConflictCounts(problem);
       return SortedByKeyDescending(problem, [&](int i) { return conflicts[i]; });
+    }
+    case PortfolioOrder::kPeak: {
+      const std::vector<int64_t> peaks = PeakLoads(problem);
+      return SortedByKeyDescending(problem, [&](int i) { return peaks[i]; });
     }
   }
   return SortedByKeyDescending(problem, [](int) { return 0; });

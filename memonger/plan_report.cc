@@ -125,7 +125,8 @@ std::string PlanToText(const graph::Graph& graph, const Plan& plan) {
   }
   absl::StrAppendFormat(&out, "planner          %s (order %s, %s execution, alignment %d)%s\n",
                         plan.planner, OrderName(plan.order), ExecutionName(plan.execution),
-                        plan.alignment, plan.proven_optimal ? ", proven optimal" : "");
+                        plan.alignment,
+                        plan.proven_optimal ? ", proven optimal" : ", not proven optimal");
   absl::StrAppendFormat(&out, "planning time    %.3f s\n", plan.planning_seconds);
   absl::StrAppendFormat(&out, "buffers          %d (%d shared by several values)\n",
                         plan.buffers.size(), SharedBufferCount(graph, plan));

@@ -1,4 +1,7 @@
 // optimize-net as a user meets it: exit codes, messages on stderr, never a signal.
+#include <fstream>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "gmock/gmock.h"
@@ -89,6 +92,27 @@ TEST(OptimizeNetTest, PlansUsageRecords) {
   EXPECT_EQ(nlohmann::json::parse(dp.out)["arena_bytes"], 18);
   EXPECT_EQ(nlohmann::json::parse(dp.out)["lower_bound_bytes"], 16);
   EXPECT_EQ(RunOptimizeNet("'" + records + "' --order longest-path").exit_code, 1);
+  // Offsets go below every sharing plan: exact reaches the lower bound and says it is optimal;
+  // best-fit's greedy orders stop at 17 and say they are not proven.
+  auto offsets = RunOptimizeNet("'" + records + "' --alignment 1 --planner exact");
+  ASSERT_EQ(offsets.exit_code, 0) << offsets.err;
+  EXPECT_THAT(offsets.out, HasSubstr("arena bytes      16 B (16)"));
+  EXPECT_THAT(offsets.out, HasSubstr("planner          exact (order given, serial execution, "
+                                     "alignment 1), proven optimal"));
+  auto greedy = RunOptimizeNet("'" + records + "' --alignment 1 --planner best-fit");
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  EXPECT_THAT(greedy.out, HasSubstr("arena bytes      17 B (17)"));
+  EXPECT_THAT(greedy.out, HasSubstr("not proven optimal"));
+}
+
+// A search the time limit cuts returns its best plan, valid, and says it is not proven.
+TEST(OptimizeNetTest, ExactUnderATimeLimitSaysNotProven) {
+  const std::string trace = SourcePath("../shared/corpus/traces/mm_D.csv");
+  if (!std::ifstream(trace).good()) GTEST_SKIP() << "no " << trace;
+  auto r = RunOptimizeNet("'" + trace + "' --alignment 1 --planner exact --time-limit 0.2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("planner          exact"));
+  EXPECT_THAT(r.out, HasSubstr("not proven optimal"));
 }
 
 TEST(OptimizeNetTest, PlannerAndOrderNamesAreUsageErrors) {

@@ -52,6 +52,42 @@ TEST(PlannerNameTest, EveryPlannerRoundTripsAndUnknownNamesAreListed) {
               HasSubstr("auto, best-fit, greedy-by-size, exact, exact-sharing, memonger-dag"));
 }
 
+// An op's workspace is an output nobody reads: it lives at that op's step only, and the offset
+// planners place it like any other value, so consecutive ops' workspaces share bytes.
+TEST(PlanMemoryTest, WorkspacesLiveAtTheirOpAndShare) {
+  absl::StatusOr<Graph> g = GraphFromText(R"pb(
+    name: "workspaces"
+    external_input: "x"
+    op { type: "ConvLike" input: "x" output: "a" output: "ws1" }
+    op { type: "ConvLike" input: "a" output: "b" output: "ws2" }
+    op { type: "ConvLike" input: "b" output: "c" output: "ws3" }
+    external_output: "c"
+    value_info { name: "ws1" role: ROLE_WORKSPACE }
+    value_info { name: "ws2" role: ROLE_WORKSPACE }
+    value_info { name: "ws3" role: ROLE_WORKSPACE }
+  )pb");
+  ASSERT_TRUE(g.ok()) << g.status();
+  AssignByteTypes(*g, {{"ws1", 8192}, {"ws2", 8192}, {"ws3", 8192}}, 1024);
+  for (PlannerKind planner : {PlannerKind::kGreedyBySize, PlannerKind::kBestFit,
+                              PlannerKind::kExact, PlannerKind::kAuto}) {
+    SCOPED_TRACE(PlannerName(planner));
+    PlanOptions options;
+    options.planner = planner;
+    absl::StatusOr<Plan> plan = PlanMemory(*g, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);
+    for (int step = 0; step < 3; ++step) {
+      const graph::ValueId ws = g->FindValue("ws" + std::to_string(step + 1)).value();
+      EXPECT_EQ(plan->lifetime[ws].first_step, step);
+      EXPECT_EQ(plan->lifetime[ws].last_step, step);
+    }
+    // Peak: one workspace plus two activations (an op's input and output) = 8192 + 2048.
+    EXPECT_EQ(plan->lower_bound_bytes, 8192 + 2 * 1024);
+    EXPECT_EQ(plan->arena_bytes, plan->lower_bound_bytes);
+    EXPECT_TRUE(plan->proven_optimal);
+  }
+}
+
 TEST(PlanMemoryTest, RejectsBadOptions) {
   const Graph g = Chain();
   PlanOptions options;
