@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "memonger/interval_index.h"
 #include "util/check.h"
+#include "util/deep_stack.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -26,6 +27,10 @@ constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max();
 // width), T = the largest unplaced total over the item's sections; each descending, ties by
 // item index.
 constexpr const char* kPreorders[] = {"WAT", "TAW", "TWA"};
+
+// An upper bound on the stack one level of the search takes (Search, with Place and Recurse
+// inlined, is under 400 bytes with GCC 12 -O2; SolveGroup adds about 200 when a group splits).
+constexpr size_t kStackBytesPerPlacement = 2048;
 
 // Probes above the lowest open height get this fraction of the round's node limit.
 constexpr int64_t kUpperProbeShare = 8;
@@ -247,6 +252,39 @@ class Budget {
   bool expired_ = false;
 };
 
+// The largest of n values over index ranges, with point updates: a segment tree kept in an
+// array (leaves at [size, 2 * size)). O(log n) per update and per query.
+class MaxTree {
+ public:
+  explicit MaxTree(const std::vector<int64_t>& values) {
+    size_ = 1;
+    while (size_ < values.size()) size_ *= 2;
+    tree_.assign(2 * size_, 0);
+    std::copy(values.begin(), values.end(), tree_.begin() + static_cast<std::ptrdiff_t>(size_));
+    for (size_t k = size_ - 1; k >= 1; --k) tree_[k] = std::max(tree_[2 * k], tree_[2 * k + 1]);
+  }
+  void Set(int index, int64_t value) {
+    size_t k = size_ + static_cast<size_t>(index);
+    tree_[k] = value;
+    for (k /= 2; k >= 1; k /= 2) tree_[k] = std::max(tree_[2 * k], tree_[2 * k + 1]);
+  }
+  // The largest value in [begin, end); 0 when the range is empty (every value is >= 0).
+  int64_t Max(int begin, int end) const {
+    int64_t best = 0;
+    size_t lo = size_ + static_cast<size_t>(begin);
+    size_t hi = size_ + static_cast<size_t>(end);
+    for (; lo < hi; lo /= 2, hi /= 2) {
+      if (lo & 1) best = std::max(best, tree_[lo++]);
+      if (hi & 1) best = std::max(best, tree_[--hi]);
+    }
+    return best;
+  }
+
+ private:
+  size_t size_ = 1;
+  std::vector<int64_t> tree_;
+};
+
 // Decides whether the prepared problem has a placement within `capacity` (see the header).
 class DecisionSearch {
  public:
@@ -261,6 +299,7 @@ class DecisionSearch {
         min_offset_(p.bytes.size(), 0),
         floor_(p.num_sections, 0),
         total_(p.section_total),
+        max_total_(p.section_total),
         cuts_(p.cuts),
         members_(p.members),
         member_position_(p.member_position),
@@ -399,58 +438,52 @@ class DecisionSearch {
     return Search(group, ranked, /*last_offset=*/0, /*last_rank=*/-1, preorder);
   }
 
-  // One node: `parent` holds the group's items unplaced at the parent (a superset of those
-  // unplaced now); (last_offset, last_rank) is the previous placement in this group.
-  Outcome Search(const Group& group, const std::vector<Candidate>& parent, int64_t last_offset,
+  // One node: `ranked` holds the group's items with their ranks (placed ones are skipped);
+  // (last_offset, last_rank) is the previous placement in this group.
+  Outcome Search(const Group& group, const std::vector<Candidate>& ranked, int64_t last_offset,
                  int last_rank, const char* preorder) {
     if (!budget_.Tick()) return Outcome::kTimeout;
     if (--nodes_left_ < 0) return Outcome::kNodeLimit;
 
-    std::vector<Candidate> order;
-    order.reserve(parent.size());
+    bool any_unplaced = false;
     int64_t lowest_top = kInfinity;  // min over unplaced k of m(k) + bytes(k)
-    for (const Candidate& c : parent) {
+    for (const Candidate& c : ranked) {
       if (offset_[c.item] != kNoOffset) continue;
-      order.push_back({min_offset_[c.item], c.rank, c.item});
+      any_unplaced = true;
       lowest_top = std::min(lowest_top, min_offset_[c.item] + p_.bytes[c.item]);
     }
-    if (order.empty()) return Outcome::kFeasible;
+    if (!any_unplaced) return Outcome::kFeasible;
+    // The children: only candidates below lowest_top (dominance: any other would leave a hole an
+    // unplaced item fits in) that come after the previous placement in (offset, rank) order
+    // (canonical: each layout is built in one order only). Kept per node, so this list, not
+    // every unplaced item, is what the recursion holds in memory.
+    std::vector<Candidate> order;
+    for (const Candidate& c : ranked) {
+      if (offset_[c.item] != kNoOffset) continue;
+      const int64_t m = min_offset_[c.item];
+      if (m >= lowest_top) continue;
+      if (m < last_offset || (m == last_offset && c.rank < last_rank)) continue;
+      order.push_back({m, c.rank, c.item});
+    }
     std::sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
       return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
     });
-    // Prefix and suffix maxima of the sections' unplaced bytes: a placement changes one range
-    // of sections; the others keep these totals (see Place).
-    const int num_sections = group.section_end - group.section_begin;
-    std::vector<int64_t> max_totals(2 * static_cast<size_t>(num_sections) + 2, 0);
-    int64_t* const prefix = max_totals.data();          // prefix[k]: the first k sections
-    int64_t* const suffix = prefix + num_sections + 1;  // suffix[k]: sections k and later
-    for (int k = 0; k < num_sections; ++k) {
-      prefix[k + 1] = std::max(prefix[k], total_[group.section_begin + k]);
-    }
-    for (int k = num_sections - 1; k >= 0; --k) {
-      suffix[k] = std::max(suffix[k + 1], total_[group.section_begin + k]);
-    }
-
+    const int64_t fullest = max_total_.Max(group.section_begin, group.section_end);
     for (const Candidate& c : order) {
-      // Canonical: placements come in non-decreasing (offset, rank).
-      if (c.offset < last_offset || (c.offset == last_offset && c.rank < last_rank)) continue;
-      // Dominance: this and every later candidate would leave a hole an unplaced item fits.
-      if (c.offset >= lowest_top) break;
       // The fullest section's unplaced bytes would all lie above c.offset (in c.item's own
       // sections too: their floor becomes its top). Later candidates are no lower.
-      if (c.offset + prefix[num_sections] > capacity_) break;
+      if (c.offset + fullest > capacity_) break;
       if (c.offset + p_.bytes[c.item] > capacity_) continue;
-      const Outcome outcome = Place(group, order, c, prefix, suffix, preorder);
+      const Outcome outcome = Place(group, ranked, c, preorder);
       if (outcome != Outcome::kInfeasible) return outcome;
     }
     return Outcome::kInfeasible;
   }
 
   // Places c.item at c.offset, propagates, recurses (splitting the group when a cut drops to
-  // zero) and undoes everything before returning. prefix[k] and suffix[k]: the largest
-  // total_ over the group's first k sections and over its sections from k on, before placing.
-  Outcome Place(const Group& group, const std::vector<Candidate>& order, const Candidate& c,
-                const int64_t* prefix, const int64_t* suffix, const char* preorder) {
+  // zero) and undoes everything before returning.
+  Outcome Place(const Group& group, const std::vector<Candidate>& ranked, const Candidate& c,
+                const char* preorder) {
     const int item = c.item;
     const int64_t top = c.offset + p_.bytes[item];
     const size_t offsets_mark = saved_offsets_.size();
@@ -480,13 +513,15 @@ class DecisionSearch {
       const size_t floors_mark = saved_floors_.size();
       Remove(item, top);
       RaiseFloors(changed_begin, changed_end);
-      // Sections outside the changed range passed this check at the parent; now their
-      // unplaced items also lie at or above c.offset.
-      const int64_t unchanged_total = std::max(prefix[changed_begin - group.section_begin],
-                                               suffix[changed_end - group.section_begin]);
+      // Sections outside the changed range passed this check at the parent (their totals are
+      // unchanged: `item` lies inside the range); now their unplaced items also lie at or above
+      // c.offset.
+      const int64_t unchanged_total =
+          std::max(max_total_.Max(group.section_begin, changed_begin),
+                   max_total_.Max(changed_end, group.section_end));
       if (c.offset + unchanged_total <= capacity_ &&
           RangeFits(changed_begin, changed_end, c.offset)) {
-        outcome = Recurse(group, order, c, preorder);
+        outcome = Recurse(group, ranked, c, preorder);
       }
       Restore(item);
       saved_floors_.RestoreTo(floors_mark, floor_);
@@ -504,6 +539,7 @@ class DecisionSearch {
       saved_floors_.Push(s, floor_[s]);
       floor_[s] = top;
       total_[s] -= p_.bytes[item];
+      max_total_.Set(s, total_[s]);
       const int membership = p_.membership_start[item] + s - p_.section_begin[item];
       const int from = member_position_[membership];
       const int to = p_.members_start[s] + --unplaced_members_[s];
@@ -518,6 +554,7 @@ class DecisionSearch {
   void Restore(int item) {
     for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
       total_[s] += p_.bytes[item];
+      max_total_.Set(s, total_[s]);
       ++unplaced_members_[s];
     }
   }
@@ -553,7 +590,7 @@ class DecisionSearch {
   }
 
   // Continues after placing c.item: in the same group, or in each part the group split into.
-  Outcome Recurse(const Group& group, const std::vector<Candidate>& order, const Candidate& c,
+  Outcome Recurse(const Group& group, const std::vector<Candidate>& ranked, const Candidate& c,
                   const char* preorder) {
     const int item = c.item;
     std::vector<int> cutpoints;
@@ -562,7 +599,7 @@ class DecisionSearch {
     }
     Outcome outcome = Outcome::kFeasible;
     if (cutpoints.empty()) {
-      outcome = Search(group, order, c.offset, c.rank, preorder);
+      outcome = Search(group, ranked, c.offset, c.rank, preorder);
     } else {
       for (const Group& part :
            Split(group.items, group.section_begin, group.section_end, cutpoints)) {
@@ -585,6 +622,7 @@ class DecisionSearch {
   std::vector<int64_t> min_offset_;  // per unplaced item: m(i)
   std::vector<int64_t> floor_;       // per section: no unplaced member lies below
   std::vector<int64_t> total_;       // per section: bytes of its unplaced members
+  MaxTree max_total_;                // total_, for range maxima
   std::vector<int> cuts_;            // per boundary: unplaced items crossing it
   Trail saved_offsets_;              // undo stacks of min_offset_ and floor_
   Trail saved_floors_;
@@ -675,19 +713,26 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
     }
     return true;
   };
-  while (low <= high && !budget.Expired()) {
-    DecisionSearch::Outcome outcome;
-    if (!probe(low, node_limit, outcome)) break;
-    if (outcome != DecisionSearch::Outcome::kNodeLimit) continue;
-    int64_t unsettled_from = low + granule;
-    while (unsettled_from <= high) {
-      const int64_t capacity = unsettled_from + (high - unsettled_from) / granule / 2 * granule;
-      if (!probe(capacity, std::max<int64_t>(1, node_limit / kUpperProbeShare), outcome)) break;
-      if (outcome != DecisionSearch::Outcome::kFeasible) unsettled_from = capacity + granule;
+  auto search = [&] {
+    while (low <= high && !budget.Expired()) {
+      DecisionSearch::Outcome outcome;
+      if (!probe(low, node_limit, outcome)) break;
+      if (outcome != DecisionSearch::Outcome::kNodeLimit) continue;
+      int64_t unsettled_from = low + granule;
+      while (unsettled_from <= high) {
+        const int64_t capacity = unsettled_from + (high - unsettled_from) / granule / 2 * granule;
+        if (!probe(capacity, std::max<int64_t>(1, node_limit / kUpperProbeShare), outcome)) break;
+        if (outcome != DecisionSearch::Outcome::kFeasible) unsettled_from = capacity + granule;
+      }
+      if (outcome == DecisionSearch::Outcome::kTimeout) break;
+      node_limit = node_limit > kInfinity / 2 ? kInfinity : 2 * node_limit;
     }
-    if (outcome == DecisionSearch::Outcome::kTimeout) break;
-    node_limit = node_limit > kInfinity / 2 ? kInfinity : 2 * node_limit;
-  }
+  };
+  // The search recurses once per placement (and once more per split): give it a stack of its
+  // own, sized for the deepest path.
+  const size_t stack_bytes =
+      (size_t{1} << 20) + prepared.original.size() * kStackBytesPerPlacement;
+  MG_RETURN_IF_ERROR(util::RunWithStack(stack_bytes, search));
   best.proven_optimal = low > high;
   return best;
 }

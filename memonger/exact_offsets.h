@@ -38,7 +38,7 @@
 //   - Section inference: a section's floor is the top of the last item placed in it, raised to
 //     the least m(k) over its unplaced items; the section is dead when max(floor, offset of the
 //     last placement) + (bytes of its unplaced items) > H. Only the sections a placement
-//     touches are rescanned; for the others a prefix/suffix maximum of their unplaced bytes
+//     touches are rescanned; for the others a max tree over the sections' unplaced bytes
 //     suffices, and a candidate whose offset plus the fullest section's unplaced bytes exceeds
 //     H ends the node (every later candidate is at least as high).
 //   - Temporal decomposition: when a placement drops a cut to zero, the unplaced items fall
@@ -75,10 +75,12 @@
 // answer therefore proves optimum > H.
 //
 // Complexity: the decision problem is NP-complete (dynamic storage allocation), so the search
-// is exponential in the worst case; the time limit bounds it. Per node: O(m log m) to order the
-// m unplaced items of the current group, O(overlaps of the placed item + sections touched) to
-// update minimum offsets and section data, O(sections of the group) for inference. Memory:
-// O(n + sections + overlapping pairs). Problems above kMaxExactItems items (after dropping
+// is exponential in the worst case; the time limit bounds it. Per node: O(g) to scan the g items
+// of the current group and O(c log c) to order the c candidates that pass dominance and the
+// canonical rule, O(overlaps of the placed item + sections touched x log sections) to update
+// minimum offsets, floors and a max tree of the sections' unplaced bytes, O(log sections) for
+// inference outside the touched sections. Memory: O(n + sections + overlapping pairs), plus the
+// candidate lists along the current path. Problems above kMaxExactItems items (after dropping
 // zero-byte items) or kMaxExactOverlaps overlapping pairs are not searched: the incumbent is
 // returned, proven only when it already meets the lower bound.
 //
@@ -96,10 +98,11 @@
 
 namespace memonger {
 
-// Larger problems get the incumbent only: the search recurses once per placement (a few
-// hundred bytes of stack each) and keeps every overlapping pair.
-inline constexpr int kMaxExactItems = 4096;
-inline constexpr int64_t kMaxExactOverlaps = int64_t{4} << 20;
+// Larger problems get the incumbent only: the search keeps every overlapping pair and every
+// (item, section) membership (a few hundred MB at these limits). It recurses once per placement
+// on a thread of its own whose stack is sized for the problem (util/deep_stack.h).
+inline constexpr int kMaxExactItems = 16384;
+inline constexpr int64_t kMaxExactOverlaps = int64_t{16} << 20;
 
 struct ExactProgress {
   int64_t lower_bound = 0;     // proven: no placement is lower (LB, raised by infeasible probes)
@@ -111,7 +114,8 @@ struct ExactProgress {
 
 struct ExactOffsetsOptions {
   double time_limit_seconds = 10;
-  // Called from the search at most about once per second (and never after PlaceExact returns).
+  // Called from the search at most about once per second (and never after PlaceExact returns),
+  // on the search's own thread.
   std::function<void(const ExactProgress&)> progress;
 };
 
