@@ -129,10 +129,12 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
   if (isatty(STDERR_FILENO)) {
     options.exact_progress = [](const memonger::ExactProgress& p) {
       if (p.seconds < 1) return;
+      // Gaps in bytes: on large arenas best and bound often differ by less than the rounding.
       std::cerr << "\rexact: " << static_cast<int>(p.seconds) << " s, best "
-                << memonger::util::FormatBytes(p.best_height) << ", lower bound "
-                << memonger::util::FormatBytes(p.lower_bound) << ", probing "
-                << memonger::util::FormatBytes(p.probing_height) << "   " << std::flush;
+                << memonger::util::FormatBytes(p.best_height) << " (lower bound + "
+                << p.best_height - p.lower_bound << " B), probing lower bound + "
+                << p.probing_height - p.lower_bound << " B, " << p.nodes << " nodes   "
+                << std::flush;
     };
   }
   options.losses = flags.losses;
@@ -190,6 +192,7 @@ int Run(const Flags& flags) {
   absl::StatusOr<memonger::Plan> plan;
   if (flags.plan_in.empty()) {
     plan = memonger::PlanMemory(*graph, *options);
+    if (options->exact_progress) std::cerr << "\r\033[K" << std::flush;  // clear the progress line
   } else {
     std::ifstream in(flags.plan_in, std::ios::binary);
     if (!in) return fail(absl::NotFoundError(absl::StrCat(flags.plan_in, ": cannot open the file")));
