@@ -18,6 +18,7 @@ const OpSchemaTable& OpSchemaTable::Builtin() {
     AddNnSchemas(*table);
     AddLossSchemas(*table);
     AddGradientSchemas(*table);
+    AddAttentionSchemas(*table);
     return table;
   }();
   return *kTable;

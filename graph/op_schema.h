@@ -65,6 +65,7 @@ void AddTensorSchemas(OpSchemaTable& table);       // graph/schemas_tensor.cc
 void AddNnSchemas(OpSchemaTable& table);           // graph/schemas_nn.cc
 void AddLossSchemas(OpSchemaTable& table);         // graph/schemas_loss.cc
 void AddGradientSchemas(OpSchemaTable& table);     // graph/schemas_gradient.cc
+void AddAttentionSchemas(OpSchemaTable& table);    // graph/schemas_attention.cc
 
 }  // namespace memonger::graph
 

@@ -235,5 +235,59 @@ INSTANTIATE_TEST_SUITE_P(
                      "", "upper 5 <= lower 5"}),
     [](const ::testing::TestParamInfo<BadInputCase>& info) { return info.param.label; });
 
+// --workload builds a net; --net-out writes it as an ordinary net that loads back and plans the
+// same.
+TEST(OptimizeNetTest, WorkloadPlansAndRoundTripsThroughNetOut) {
+  const std::string out = WriteTempFile("attention_workload.pbtxt", "");
+  auto r = RunOptimizeNet(
+      "--workload attention:n=63,heads=2,dim=16,mlp=32,depth=2,kernel=efficient,bias_dtype=fp16 "
+      "--planner none --format json --net-out '" + out + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(r.out);
+  auto again = RunOptimizeNet("'" + out + "' --planner none --format json");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto reloaded = nlohmann::json::parse(again.out);
+  EXPECT_EQ(reloaded["naive_bytes"], plan["naive_bytes"]);
+  EXPECT_EQ(reloaded["lower_bound_bytes"], plan["lower_bound_bytes"]);
+  EXPECT_EQ(reloaded["values"].size(), plan["values"].size());
+}
+
+TEST(OptimizeNetTest, WhatIfTableAndBudget) {
+  const std::string base = "--workload attention:n=1023,heads=4,dim=64,mlp=128,depth=2 ";
+  auto r = RunOptimizeNet(base + "--compare kernel=math,efficient --variant bias_dtype=fp16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("what-if for attention:n=1023"));
+  EXPECT_THAT(r.out, HasSubstr("bias_dtype=fp16 kernel=math"));
+  EXPECT_THAT(r.out, HasSubstr("bias_dtype=fp16 kernel=efficient"));
+  // The math variant needs 3 maps of 4 x 1024^2 fp16 elements (25 MB): over a 20 MB budget;
+  // the efficient one keeps only the bias (8.4 MB).
+  auto over = RunOptimizeNet(base + "--variant bias_dtype=fp16 --compare kernel=math,efficient "
+                             "--budget 20MB");
+  EXPECT_EQ(over.exit_code, 3) << over.err;
+  EXPECT_THAT(over.out, HasSubstr("over by"));
+  EXPECT_THAT(over.out, HasSubstr("fits,"));
+}
+
+TEST(OptimizeNetTest, WorkloadUsageAndSpecErrors) {
+  // A model and a workload, or neither: usage errors.
+  EXPECT_EQ(RunOptimizeNet(Example() + " --workload mlp").exit_code, 2);
+  EXPECT_EQ(RunOptimizeNet("--planner best-fit").exit_code, 2);
+  // --compare needs a workload.
+  EXPECT_EQ(RunOptimizeNet(Example() + " --compare kernel=math,efficient").exit_code, 2);
+  // Bad specs: exit 1 with the reason.
+  auto heads = RunOptimizeNet("--workload attention:dim=768,heads=10");
+  EXPECT_EQ(heads.exit_code, 1);
+  EXPECT_THAT(heads.err, HasSubstr("heads=10 does not divide dim=768"));
+  auto key = RunOptimizeNet("--workload attention:n=5,sequence=9");
+  EXPECT_EQ(key.exit_code, 1);
+  EXPECT_THAT(key.err, HasSubstr("unknown key 'sequence'"));
+  auto zero = RunOptimizeNet("--workload attention:n=0");
+  EXPECT_EQ(zero.exit_code, 1);
+  EXPECT_THAT(zero.err, HasSubstr("n=0 is out of range"));
+  auto compare = RunOptimizeNet("--workload attention:n=5 --compare kernel");
+  EXPECT_EQ(compare.exit_code, 1);
+  EXPECT_THAT(compare.err, HasSubstr("write KEY=V1,V2"));
+}
+
 }  // namespace
 }  // namespace memonger

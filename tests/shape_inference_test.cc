@@ -940,11 +940,66 @@ std::vector<SchemaCase> GradientCases() {
 INSTANTIATE_TEST_SUITE_P(Gradient, ShapeFunctionTest, ::testing::ValuesIn(GradientCases()),
                          CaseName);
 
+// ---- attention (ours) -------------------------------------------------------------------------
+
+std::vector<SchemaCase> AttentionCases() {
+  std::vector<SchemaCase> cases;
+  // 5 patches + 1 class token = L 6; rows padded to 8.
+  cases.push_back(Ok("AlibiBias_fp16_padded", "AlibiBias", {I64({5, 2})},
+                     {AttrInt("heads", 4), AttrInt("pad", 8), AttrStr("dtype", "fp16")},
+                     {F16({1, 4, 6, 8})}));
+  cases.push_back(Ok("AlibiBias_defaults", "AlibiBias", {F32({5, 2})}, {AttrInt("heads", 2)},
+                     {F32({1, 2, 6, 6})}));
+  cases.push_back(Ok("AlibiBias_no_cls", "AlibiBias", {I64({5, 2})},
+                     {AttrInt("heads", 2), AttrInt("cls", 0)}, {F32({1, 2, 5, 5})}));
+  cases.push_back(Fails("AlibiBias_no_heads", "AlibiBias", {I64({5, 2})}, {},
+                        "heads 0 must be at least 1"));
+  cases.push_back(Fails("AlibiBias_coords_3", "AlibiBias", {I64({5, 3})}, {AttrInt("heads", 2)},
+                        "must be [N, 2]"));
+  cases.push_back(Fails("AlibiBias_negative_pad", "AlibiBias", {I64({5, 2})},
+                        {AttrInt("heads", 2), AttrInt("pad", -8)}, "pad -8 is negative"));
+  cases.push_back(Fails("AlibiBias_int_dtype", "AlibiBias", {I64({5, 2})},
+                        {AttrInt("heads", 2), AttrStr("dtype", "int32")},
+                        "not a floating-point type"));
+  cases.push_back(Ok("AddAttentionBias", "AddAttentionBias",
+                     {F16({2, 4, 6, 6}), F16({1, 4, 6, 8})}, {}, {F16({2, 4, 6, 6})}));
+  cases.push_back(Fails("AddAttentionBias_short_rows", "AddAttentionBias",
+                        {F16({2, 4, 6, 6}), F16({1, 4, 6, 5})}, {}, "does not fit scores"));
+  cases.push_back(Fails("AddAttentionBias_dtype", "AddAttentionBias",
+                        {F16({2, 4, 6, 6}), F32({1, 4, 6, 6})}, {}, "dtype"));
+  cases.push_back(Fails("AddAttentionBias_not_square", "AddAttentionBias",
+                        {F16({2, 4, 6, 7}), F16({1, 4, 6, 7})}, {}, "is not [B, H, L, L]"));
+  cases.push_back(Ok("PadLastDim", "PadLastDim", {F16({1, 4, 6, 6})}, {AttrInt("multiple", 8)},
+                     {F16({1, 4, 6, 8})}));
+  cases.push_back(Ok("PadLastDim_already", "PadLastDim", {F16({3, 16})},
+                     {AttrInt("multiple", 8)}, {F16({3, 16})}));
+  cases.push_back(Fails("PadLastDim_zero", "PadLastDim", {F16({3, 16})}, {},
+                        "multiple 0 must be at least 1"));
+  cases.push_back(Ok("EfficientAttention", "EfficientAttention",
+                     {F16({2, 4, 6, 8}), F16({2, 4, 6, 8}), F16({2, 4, 6, 8}),
+                      F16({1, 4, 6, 8})},
+                     {}, {F16({2, 6, 32}), F32({6, 10})}));
+  cases.push_back(Ok("EfficientAttention_lse_no_bias", "EfficientAttention",
+                     {BF16({1, 2, 5, 4}), BF16({1, 2, 5, 4}), BF16({1, 2, 5, 4})}, {},
+                     {BF16({1, 5, 8}), F32({5, 6}), F32({1, 2, 5})}));
+  cases.push_back(Fails("EfficientAttention_k_differs", "EfficientAttention",
+                        {F16({1, 2, 5, 4}), F16({1, 2, 6, 4}), F16({1, 2, 5, 4})}, {},
+                        "k float16[1,2,6,4] differs from q", 2));
+  cases.push_back(Fails("EfficientAttention_bias_batch", "EfficientAttention",
+                        {F16({2, 2, 5, 4}), F16({2, 2, 5, 4}), F16({2, 2, 5, 4}),
+                         F16({3, 2, 5, 8})},
+                        {}, "does not fit scores", 2));
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(Attention, ShapeFunctionTest, ::testing::ValuesIn(AttentionCases()),
+                         CaseName);
+
 // ---- the table as a whole ---------------------------------------------------------------------
 
 std::vector<SchemaCase> AllCases() {
   std::vector<SchemaCase> all;
-  for (auto cases : {ElementwiseCases(), TensorCases(), NnCases(), LossCases(), GradientCases()}) {
+  for (auto cases : {ElementwiseCases(), TensorCases(), NnCases(), LossCases(), GradientCases(),
+                     AttentionCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -21,6 +22,8 @@
 #include "graph/net_def.h"
 #include "graph/records.h"
 #include "graph/shape_inference.h"
+#include "graph/workload_spec.h"
+#include "graph/workloads.h"
 #include "allocator/arena.h"
 #include "allocator/executor.h"
 #include "memonger/model_summary.h"
@@ -31,6 +34,7 @@
 #include "memonger/plan_report.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
+#include "memonger/what_if.h"
 #include "util/bytes.h"
 #include "util/status_macros.h"
 
@@ -43,6 +47,9 @@ constexpr int kExitOverBudget = 3;
 
 struct Flags {
   std::string model;
+  std::string workload;              // instead of a model file
+  std::vector<std::string> compare;  // what-if: KEY=V1,V2,... over the workload
+  std::vector<std::string> variants;  // what-if: KEY=V,KEY=V (one variant each)
   std::vector<std::string> input_shapes;
   std::vector<std::string> dims;
   std::string format = "text";
@@ -124,7 +131,7 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
   options.time_limit_seconds = flags.time_limit;
   options.plan_static = flags.plan_static;
   options.views = flags.views;
-  options.model_name = flags.model;
+  options.model_name = flags.model.empty() ? flags.workload : flags.model;
   // Progress of a long branch and bound, for a person watching a terminal.
   if (isatty(STDERR_FILENO)) {
     options.exact_progress = [](const memonger::ExactProgress& p) {
@@ -184,11 +191,34 @@ int Run(const Flags& flags) {
       return fail(st);
     }
   }
-  auto graph = memonger::graph::LoadModel(flags.model, load);
+  absl::StatusOr<memonger::graph::Graph> graph;
+  std::optional<memonger::graph::WorkloadSpec> workload;
+  if (!flags.workload.empty()) {
+    auto spec = memonger::graph::ParseWorkloadSpec(flags.workload);
+    if (!spec.ok()) return fail(spec.status());
+    workload = *spec;
+    graph = memonger::graph::BuildWorkload(*spec);  // typed already
+  } else {
+    graph = memonger::graph::LoadModel(flags.model, load);
+    if (graph.ok()) {
+      if (auto s = memonger::graph::InferShapes(*graph, load.bindings); !s.ok()) return fail(s);
+    }
+  }
   if (!graph.ok()) return fail(graph.status());
-  if (auto s = memonger::graph::InferShapes(*graph, load.bindings); !s.ok()) return fail(s);
   auto options = MakePlanOptions(flags, *graph);
   if (!options.ok()) return fail(options.status());
+  if (!flags.compare.empty() || !flags.variants.empty()) {
+    // The what-if report: the workload in each variant, planned and verified, side by side.
+    auto variants = memonger::ExpandVariants(*workload, flags.variants, flags.compare);
+    if (!variants.ok()) return fail(variants.status());
+    auto rows = memonger::PlanVariants(*variants, *options);
+    if (!rows.ok()) return fail(rows.status());
+    std::cout << memonger::WhatIfToText(*workload, *rows, budget);
+    for (const memonger::WhatIfRow& row : *rows) {
+      if (budget >= 0 && row.device_bytes > budget) return kExitOverBudget;
+    }
+    return kExitOk;
+  }
   absl::StatusOr<memonger::Plan> plan;
   if (flags.plan_in.empty()) {
     plan = memonger::PlanMemory(*graph, *options);
@@ -250,7 +280,7 @@ int Run(const Flags& flags) {
   if (flags.format == "json") {
     std::cout << memonger::PlanToJson(*graph, *plan);
   } else {
-    auto summary = memonger::SummarizeModel(*graph, flags.model, flags.top);
+    auto summary = memonger::SummarizeModel(*graph, options->model_name, flags.top);
     if (!summary.ok()) return fail(summary.status());
     std::cout << memonger::SummaryToText(*graph, *summary) << "\n"
               << memonger::PlanToText(*graph, *plan);
@@ -276,10 +306,25 @@ int main(int argc, char** argv) {
       "whose lifetimes do not overlap share memory, verifies the plan and reports it."};
   app.set_version_flag("--version", "optimize-net 0.1.0");
   Flags flags;
-  app.add_option("model", flags.model,
-                 "model file: .onnx, .pb (binary NetDef), .pbtxt (text NetDef), .json (usage "
-                 "records, memonger.records/v1), .csv (MiniMalloc trace)")
-      ->required();
+  CLI::Option* model =
+      app.add_option("model", flags.model,
+                     "model file: .onnx, .pb (binary NetDef), .pbtxt (text NetDef), .json (usage "
+                     "records, memonger.records/v1), .csv (MiniMalloc trace)");
+  CLI::Option* workload =
+      app.add_option("--workload", flags.workload,
+                     "a generated net instead of MODEL: attention:n=18000,kernel=math,... or "
+                     "mlp:layers=3,... (docs/attention.md)");
+  model->excludes(workload);
+  workload->excludes(model);
+  app.add_option("--compare", flags.compare,
+                 "KEY=V1,V2,... : plan the --workload once per value and print a what-if "
+                 "table (repeatable: every combination)")
+      ->allow_extra_args(false)
+      ->needs(workload);
+  app.add_option("--variant", flags.variants,
+                 "KEY=V,KEY=V : one what-if variant of the --workload (repeatable)")
+      ->allow_extra_args(false)
+      ->needs(workload);
   app.add_option("--input-shape", flags.input_shapes,
                  "NAME=D0,D1,... : the shape of a graph input (repeatable)")
       ->allow_extra_args(false);
@@ -345,6 +390,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    return kExitUsage;
+  }
+  if (flags.model.empty() && flags.workload.empty()) {
+    std::cerr << "optimize-net: give a MODEL file or --workload SPEC (see --help)\n";
     return kExitUsage;
   }
   if ((flags.alignment & (flags.alignment - 1)) != 0) {

@@ -1,0 +1,27 @@
+// Generated nets (`optimize-net --workload SPEC`): each is an ordinary, typed Graph that plans,
+// exports (--net-out) and loads back like any model file.
+//
+//   MG_ASSIGN_OR_RETURN(WorkloadSpec spec, ParseWorkloadSpec("mlp:layers=3,batch=4"));
+//   MG_ASSIGN_OR_RETURN(Graph graph, BuildWorkload(spec));
+//
+// Kinds:
+//   attention  a long-sequence ViT encoder with an ALiBi bias (graph/workload_attention.h)
+//   mlp        memonger's FC test nets: layers x (FC, Relu), FC to classes, Softmax,
+//              LabelCrossEntropy, AveragedLoss. Keys: layers (3), batch (4), dim (10),
+//              classes (8), mode (inference). The loss is declared; fp32.
+// mode=training needs the gradient builder, which is not built yet: Unimplemented.
+#ifndef MEMONGER_GRAPH_WORKLOADS_H_
+#define MEMONGER_GRAPH_WORKLOADS_H_
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "graph/workload_spec.h"
+
+namespace memonger::graph {
+
+// InvalidArgument for an unknown kind (listing the known ones) or a bad parameter.
+absl::StatusOr<Graph> BuildWorkload(const WorkloadSpec& spec);
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_GRAPH_WORKLOADS_H_
