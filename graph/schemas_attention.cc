@@ -126,6 +126,35 @@ absl::StatusOr<TypeList> EfficientAttention(const ShapeContext& ctx) {
   return out;
 }
 
+// EfficientAttentionGradient(dO, q, k, v, O, lse, [bias]) -> dq, dk, dv, workspace float32
+// [L, 3d + 1] (one head's fp32 dq, dk, dv accumulators and the row dot products dO . O).
+absl::StatusOr<TypeList> EfficientAttentionGradient(const ShapeContext& ctx) {
+  const TensorType& q = ctx.inputs[1];
+  MG_RETURN_IF_ERROR(CheckFloat(ctx, "q", q));
+  MG_RETURN_IF_ERROR(CheckRank(ctx, "q", q, 4, 4));
+  for (int i = 2; i <= 3; ++i) {
+    if (ctx.inputs[i] != q) {
+      return ctx.Error(absl::StrCat(i == 2 ? "k " : "v ", Str(ctx.inputs[i]), " differs from q ",
+                                    Str(q)));
+    }
+  }
+  const int64_t batch = q.dims[0], heads = q.dims[1], length = q.dims[2], head_dim = q.dims[3];
+  const TensorType o{q.dtype, {batch, length, heads * head_dim}};
+  if (ctx.inputs[0] != o || ctx.inputs[4] != o) {
+    return ctx.Error(absl::StrCat("dO ", Str(ctx.inputs[0]), " and O ", Str(ctx.inputs[4]),
+                                  " must be ", Str(o)));
+  }
+  const TensorType lse{DataType::kFloat32, {batch, heads, length}};
+  if (ctx.inputs[5] != lse) {
+    return ctx.Error(absl::StrCat("lse ", Str(ctx.inputs[5]), " must be ", Str(lse)));
+  }
+  if (ctx.inputs.size() == 7) {
+    MG_RETURN_IF_ERROR(
+        CheckBias(ctx, TensorType{q.dtype, {batch, heads, length, length}}, ctx.inputs[6]));
+  }
+  return TypeList{q, q, q, TensorType{DataType::kFloat32, {length, 3 * head_dim + 1}}};
+}
+
 }  // namespace
 
 void AddAttentionSchemas(OpSchemaTable& table) {
@@ -134,6 +163,7 @@ void AddAttentionSchemas(OpSchemaTable& table) {
   AddSchemas(table, {"AddAttentionBias"}, {2, 2}, kOne, AddAttentionBias);
   AddSchemas(table, {"PadLastDim"}, kOne, kOne, PadLastDim);
   AddSchemas(table, {"EfficientAttention"}, {3, 4}, {2, 3}, EfficientAttention);
+  AddSchemas(table, {"EfficientAttentionGradient"}, {6, 7}, {4, 4}, EfficientAttentionGradient);
 }
 
 }  // namespace memonger::graph

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/gradient_builder.h"
 #include "graph/shape_inference.h"
 #include "util/status_macros.h"
 
@@ -116,6 +117,7 @@ void WriteBlock(NetWriter& net, const AttentionWorkload& w, int block, const std
     std::vector<std::string> inputs = {p + "q", p + "k", p + "v"};
     if (w.alibi) inputs.push_back(layer_bias);
     std::vector<std::string> outputs = {p + "attn", p + "attn_workspace"};
+    net.builder().DeclareRole(p + "attn_workspace", Role::kWorkspace);
     if (w.training) outputs.push_back(p + "attn_lse");
     net.Op("EfficientAttention", p + "attention", inputs, outputs,
            {Attribute{"scale", 1.0 / std::sqrt(static_cast<double>(d))}});
@@ -190,11 +192,6 @@ absl::StatusOr<AttentionWorkload> ParseAttentionWorkload(const WorkloadSpec& spe
 }
 
 absl::StatusOr<Graph> BuildAttentionGraph(const AttentionWorkload& w) {
-  if (w.training) {
-    return absl::UnimplementedError(
-        "attention workload: mode=training needs the gradient builder, which is not built yet; "
-        "use mode=inference");
-  }
   NetWriter net(absl::StrCat("attention_n", w.n, w.efficient ? "_efficient" : "_math"));
   const int64_t L = w.tokens();
   net.Declare("x", w.dtype, {w.batch, L, w.dim}, Role::kInput);
@@ -222,8 +219,16 @@ absl::StatusOr<Graph> BuildAttentionGraph(const AttentionWorkload& w) {
     x = out;
   }
   net.builder().AddExternalOutput("y");
+  if (w.training) {
+    // A surrogate loss: the mean of the output. What training holds in memory (saved
+    // activations, gradients) does not depend on which scalar is differentiated.
+    net.Op("AveragedLoss", "loss", {"y"}, {"loss"});
+    net.builder().AddExternalOutput("loss");
+    net.builder().AddLoss("loss");
+  }
   MG_ASSIGN_OR_RETURN(Graph graph, std::move(net.builder()).Build());
   MG_RETURN_IF_ERROR(InferShapes(graph, ShapeBindings{}));
+  if (w.training) return AddGradientOps(graph, {"loss"});
   return graph;
 }
 

@@ -27,7 +27,9 @@
 //              h = MatMul(ln2, Wfc1); h += bfc1; g = Gelu(h); m = MatMul(g, Wfc2); m += bfc2;
 //              x = x1 + m
 // Weights are params (static: outside the arena unless --plan-static). Op and value names are
-// "b<i>/<name>" per block.
+// "b<i>/<name>" per block. mode=training adds loss = AveragedLoss(y) (a surrogate: what training
+// holds does not depend on which scalar is differentiated) and the backward ops of
+// graph/gradient_builder.h; the efficient kernel then also outputs its lse.
 #ifndef MEMONGER_GRAPH_WORKLOAD_ATTENTION_H_
 #define MEMONGER_GRAPH_WORKLOAD_ATTENTION_H_
 
@@ -63,8 +65,7 @@ struct AttentionWorkload {
 // cls, bias_pad >= 0), heads that do not divide dim, unknown choices.
 absl::StatusOr<AttentionWorkload> ParseAttentionWorkload(const WorkloadSpec& spec);
 
-// The net, typed (shape inference done). Unimplemented for mode=training: the gradient builder
-// that would append the backward ops is not built yet.
+// The net, typed (shape inference done).
 absl::StatusOr<Graph> BuildAttentionGraph(const AttentionWorkload& workload);
 
 }  // namespace memonger::graph

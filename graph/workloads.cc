@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/gradient_builder.h"
 #include "graph/shape_inference.h"
 #include "graph/workload_attention.h"
 #include "util/status_macros.h"
@@ -29,11 +30,6 @@ absl::StatusOr<Graph> BuildMlp(const WorkloadSpec& spec) {
   MG_ASSIGN_OR_RETURN(std::string mode,
                       params.Choice("mode", "inference", {"inference", "training"}));
   MG_RETURN_IF_ERROR(params.Finish());
-  if (mode == "training") {
-    return absl::UnimplementedError(
-        "mlp workload: mode=training needs the gradient builder, which is not built yet; use "
-        "mode=inference");
-  }
   GraphBuilder builder(absl::StrCat("mlp_", layers));
   auto input = [&](const std::string& name, DataType dtype, const std::vector<int64_t>& dims,
                    Role role) {
@@ -70,6 +66,7 @@ absl::StatusOr<Graph> BuildMlp(const WorkloadSpec& spec) {
   builder.AddLoss("loss");
   MG_ASSIGN_OR_RETURN(Graph graph, std::move(builder).Build());
   MG_RETURN_IF_ERROR(InferShapes(graph, ShapeBindings{}));
+  if (mode == "training") return AddGradientOps(graph, {"loss"});
   return graph;
 }
 

@@ -8,8 +8,8 @@
 //   attention  a long-sequence ViT encoder with an ALiBi bias (graph/workload_attention.h)
 //   mlp        memonger's FC test nets: layers x (FC, Relu), FC to classes, Softmax,
 //              LabelCrossEntropy, AveragedLoss. Keys: layers (3), batch (4), dim (10),
-//              classes (8), mode (inference). The loss is declared; fp32.
-// mode=training needs the gradient builder, which is not built yet: Unimplemented.
+//              classes (8), mode (inference | training). The loss is declared; fp32.
+// mode=training appends the backward ops (graph/gradient_builder.h).
 #ifndef MEMONGER_GRAPH_WORKLOADS_H_
 #define MEMONGER_GRAPH_WORKLOADS_H_
 

@@ -989,6 +989,14 @@ std::vector<SchemaCase> AttentionCases() {
                         {F16({2, 2, 5, 4}), F16({2, 2, 5, 4}), F16({2, 2, 5, 4}),
                          F16({3, 2, 5, 8})},
                         {}, "does not fit scores", 2));
+  cases.push_back(Ok("EfficientAttentionGradient", "EfficientAttentionGradient",
+                     {F16({2, 6, 8}), F16({2, 2, 6, 4}), F16({2, 2, 6, 4}), F16({2, 2, 6, 4}),
+                      F16({2, 6, 8}), F32({2, 2, 6}), F16({1, 2, 6, 8})},
+                     {}, {F16({2, 2, 6, 4}), F16({2, 2, 6, 4}), F16({2, 2, 6, 4}), F32({6, 13})}));
+  cases.push_back(Fails("EfficientAttentionGradient_lse", "EfficientAttentionGradient",
+                        {F16({2, 6, 8}), F16({2, 2, 6, 4}), F16({2, 2, 6, 4}), F16({2, 2, 6, 4}),
+                         F16({2, 6, 8}), F16({2, 2, 6})},
+                        {}, "lse float16[2,2,6] must be float32[2,2,6]", 4));
   return cases;
 }
 INSTANTIATE_TEST_SUITE_P(Attention, ShapeFunctionTest, ::testing::ValuesIn(AttentionCases()),

@@ -46,8 +46,8 @@ TEST(WorkloadsTest, UnknownKindsAndKeysAreErrors) {
   ASSERT_FALSE(key.ok());
   EXPECT_THAT(std::string(key.status().message()), HasSubstr("unknown key 'width'"));
   absl::StatusOr<Graph> training = Build("mlp:mode=training");
-  ASSERT_FALSE(training.ok());
-  EXPECT_EQ(training.status().code(), absl::StatusCode::kUnimplemented);
+  ASSERT_TRUE(training.ok()) << training.status();
+  EXPECT_EQ(training->param_grads().size(), 8u);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "graph/gradient_builder.h"
 #include "graph/model_loader.h"
 #include "graph/net_def.h"
 #include "graph/records.h"
@@ -205,6 +206,11 @@ int Run(const Flags& flags) {
     }
   }
   if (!graph.ok()) return fail(graph.status());
+  if (flags.mode == "training" && !memonger::graph::HasGradientOps(*graph)) {
+    // A forward net: training means its backward pass too (memonger's AddGradientOperators).
+    graph = memonger::graph::AddGradientOps(*graph, flags.losses);
+    if (!graph.ok()) return fail(graph.status());
+  }
   auto options = MakePlanOptions(flags, *graph);
   if (!options.ok()) return fail(options.status());
   if (!flags.compare.empty() || !flags.variants.empty()) {

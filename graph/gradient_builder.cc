@@ -1,0 +1,400 @@
+#include "graph/gradient_builder.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "graph/attribute.h"
+#include "graph/shape_inference.h"
+#include "util/status_macros.h"
+
+namespace memonger::graph {
+namespace {
+
+Declaration DeclarationOf(const TensorType& type) {
+  Declaration d;
+  d.dtype = type.dtype;
+  std::vector<DeclaredDim> dims;
+  for (int64_t size : type.dims) dims.push_back(DeclaredDim{size, ""});
+  d.dims = std::move(dims);
+  return d;
+}
+
+bool IsGradientOp(const Op& op) {
+  return op.is_gradient_op || absl::EndsWith(op.type, "Gradient");
+}
+
+class Builder {
+ public:
+  explicit Builder(const Graph& forward) : fwd_(forward), out_(forward.name() + "_training") {
+    for (const Value& v : fwd_.values()) used_names_.insert(v.name);
+    specs_.reserve(fwd_.num_ops());
+    for (const Op& op : fwd_.ops()) specs_.push_back(SpecOf(op));
+    contributions_.resize(fwd_.num_values());
+  }
+
+  absl::StatusOr<Graph> Build(const std::vector<ValueId>& losses) {
+    MarkNeeds(losses);
+    for (ValueId loss : losses) {
+      if (!needs_[loss]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "loss '", fwd_.value(loss).DisplayName(), "' does not depend on any parameter"));
+      }
+      const std::string grad = NewName(fwd_.value(loss), "grad");
+      Emit("ConstantFill", grad, {fwd_.value(loss).name}, {grad},
+           {Attribute{"value", 1.0},
+            Attribute{"dtype", std::string(DataTypeName(fwd_.value(loss).type->dtype))}});
+      contributions_[loss].push_back(grad);
+    }
+    for (OpId id = fwd_.num_ops() - 1; id >= 0; --id) MG_RETURN_IF_ERROR(Backward(id));
+    // Parameters (no producer): their gradients, declared.
+    for (ValueId v = 0; v < fwd_.num_values(); ++v) {
+      const Value& value = fwd_.value(v);
+      if (value.role != Role::kParam || contributions_[v].empty()) continue;
+      MG_ASSIGN_OR_RETURN(std::optional<std::string> grad, GradientOf(v));
+      out_.AddParamGrad(value.name, *grad);
+    }
+    return Finish();
+  }
+
+ private:
+  static OpSpec SpecOfOp(const Graph& g, const Op& op) {
+    OpSpec spec;
+    spec.name = op.name;
+    spec.type = op.type;
+    spec.domain = op.domain;
+    for (ValueId v : op.inputs) spec.inputs.push_back(g.value(v).name);
+    for (ValueId v : op.outputs) spec.outputs.push_back(g.value(v).name);
+    for (ValueId v : op.control_inputs) spec.control_inputs.push_back(g.value(v).name);
+    spec.attrs = op.attrs;
+    spec.device = op.device;
+    spec.engine = op.engine;
+    spec.is_gradient_op = op.is_gradient_op;
+    spec.view = op.view;
+    return spec;
+  }
+  OpSpec SpecOf(const Op& op) const { return SpecOfOp(fwd_, op); }
+
+  // needs_[v]: v is a floating-point parameter, or a floating-point output of an op reading a
+  // value that needs a gradient, and some loss depends on v.
+  void MarkNeeds(const std::vector<ValueId>& losses) {
+    const int n = fwd_.num_values();
+    std::vector<bool> from_param(n, false);
+    auto is_float = [&](ValueId v) { return IsFloatingPoint(fwd_.value(v).type->dtype); };
+    for (ValueId v = 0; v < n; ++v) {
+      from_param[v] = fwd_.value(v).role == Role::kParam && is_float(v);
+    }
+    for (OpId id : fwd_.TopologicalOrder()) {
+      const Op& op = fwd_.op(id);
+      bool any = false;
+      for (ValueId in : op.inputs) any = any || from_param[in];
+      for (ValueId out : op.outputs) from_param[out] = any && is_float(out);
+    }
+    std::vector<bool> to_loss(n, false);
+    for (ValueId loss : losses) to_loss[loss] = true;
+    const std::vector<OpId>& order = fwd_.TopologicalOrder();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Op& op = fwd_.op(*it);
+      bool any = false;
+      for (ValueId out : op.outputs) any = any || to_loss[out];
+      if (!any) continue;
+      // (An in-place output's previous version is one of the op's inputs.)
+      for (ValueId in : op.inputs) to_loss[in] = true;
+    }
+    needs_.assign(n, false);
+    for (ValueId v = 0; v < n; ++v) needs_[v] = from_param[v] && to_loss[v];
+  }
+
+  // A fresh blob name "<value>_<suffix>" ('@' of later versions spelled "_v").
+  std::string NewName(const Value& value, absl::string_view suffix) {
+    const std::string base =
+        absl::StrCat(absl::StrReplaceAll(value.DisplayName(), {{"@", "_v"}}), "_", suffix);
+    std::string name = base;
+    for (int k = 1; !used_names_.insert(name).second; ++k) name = absl::StrCat(base, "_", k);
+    return name;
+  }
+
+  void Emit(const std::string& type, const std::string& name, std::vector<std::string> inputs,
+            std::vector<std::string> outputs, std::vector<Attribute> attrs = {}) {
+    OpSpec spec;
+    spec.type = type;
+    spec.name = name;
+    spec.inputs = std::move(inputs);
+    spec.outputs = std::move(outputs);
+    spec.attrs = std::move(attrs);
+    spec.is_gradient_op = true;
+    backward_.push_back(std::move(spec));
+  }
+
+  // The blob name of forward value `v` for a backward op to read: only its latest version is
+  // still there when the backward pass runs.
+  absl::StatusOr<std::string> Read(ValueId v, const Op& op) const {
+    const Value& value = fwd_.value(v);
+    const std::optional<ValueId> latest = fwd_.FindValue(value.name);
+    if (latest != v) {
+      return absl::UnimplementedError(absl::StrCat(
+          "gradient of ", op.Label(), " needs '", value.DisplayName(),
+          "', which a later op overwrites in place ('", fwd_.value(*latest).DisplayName(),
+          "'): it no longer exists when the backward pass runs"));
+    }
+    return value.name;
+  }
+
+  // The gradient of `v`: its one contribution, or the Sum of several; nullopt when none.
+  absl::StatusOr<std::optional<std::string>> GradientOf(ValueId v) {
+    std::vector<std::string>& parts = contributions_[v];
+    if (parts.empty()) return std::optional<std::string>();
+    if (parts.size() > 1) {
+      const std::string sum = NewName(fwd_.value(v), "grad");
+      Emit("Sum", sum, parts, {sum});
+      parts = {sum};
+    }
+    return std::optional<std::string>(parts[0]);
+  }
+
+  void Contribute(ValueId v, const std::string& grad) {
+    if (needs_[v]) contributions_[v].push_back(grad);
+  }
+
+  // A gradient output name for input `v` of a gradient op that computes it whether or not it
+  // is needed (the value then dies at once).
+  std::string GradOutput(ValueId v) {
+    const std::string name = NewName(fwd_.value(v), needs_[v] ? "grad" : "grad_unused");
+    Contribute(v, name);
+    return name;
+  }
+
+  // Adds output `suffix` to forward op `id` unless it has at least `index` + 1 outputs; returns
+  // the blob name at `index`.
+  std::string EnsureOutput(OpId id, size_t index, absl::string_view suffix) {
+    OpSpec& spec = specs_[id];
+    while (spec.outputs.size() <= index) {
+      const Value& first = fwd_.value(fwd_.op(id).outputs[0]);
+      spec.outputs.push_back(NewName(first, suffix));
+    }
+    return spec.outputs[index];
+  }
+
+  absl::Status Backward(OpId id) {
+    const Op& op = fwd_.op(id);
+    bool input_needs = false;
+    for (ValueId in : op.inputs) input_needs = input_needs || needs_[in];
+    if (!input_needs) return absl::OkStatus();
+    std::vector<std::optional<std::string>> dy;
+    bool any = false;
+    for (ValueId out : op.outputs) {
+      MG_ASSIGN_OR_RETURN(std::optional<std::string> g, GradientOf(out));
+      any = any || g.has_value();
+      dy.push_back(std::move(g));
+    }
+    if (!any) return absl::OkStatus();
+    auto in = [&](size_t i) { return op.inputs[i]; };
+    auto read = [&](size_t i) { return Read(op.inputs[i], op); };
+    auto read_out = [&](size_t i) { return Read(op.outputs[i], op); };
+    const std::string& t = op.type;
+    const std::string name = op.name + "_grad";
+    auto missing = [&](size_t i) {
+      return absl::UnimplementedError(absl::StrCat("gradient of ", op.Label(), ": output ", i,
+                                                   " has no gradient (not supported)"));
+    };
+    if (t == "FC") {
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      MG_ASSIGN_OR_RETURN(std::string w, read(1));
+      std::vector<std::string> outs = {GradOutput(in(1)), GradOutput(in(2))};
+      if (needs_[in(0)]) outs.push_back(GradOutput(in(0)));
+      Emit("FCGradient", name, {x, w, *dy[0]}, outs, op.attrs);
+    } else if (t == "MatMul") {
+      MG_ASSIGN_OR_RETURN(std::string a, read(0));
+      MG_ASSIGN_OR_RETURN(std::string b, read(1));
+      Emit("MatMulGradient", name, {*dy[0], a, b}, {GradOutput(in(0)), GradOutput(in(1))},
+           op.attrs);
+    } else if (t == "Relu" || t == "Softmax") {
+      MG_ASSIGN_OR_RETURN(std::string y, read_out(0));
+      Emit(t + "Gradient", name, {y, *dy[0]}, {GradOutput(in(0))}, op.attrs);
+    } else if (t == "Gelu") {
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      Emit("GeluGradient", name, {*dy[0], x}, {GradOutput(in(0))}, op.attrs);
+    } else if (t == "LabelCrossEntropy") {
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      MG_ASSIGN_OR_RETURN(std::string label, read(1));
+      Emit("LabelCrossEntropyGradient", name, {x, label, *dy[0]}, {GradOutput(in(0))});
+    } else if (t == "AveragedLoss") {
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      Emit("AveragedLossGradient", name, {x, *dy[0]}, {GradOutput(in(0))});
+    } else if (t == "LayerNormalization") {
+      if (!dy[0].has_value()) return missing(0);
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      MG_ASSIGN_OR_RETURN(std::string scale, read(1));
+      const std::string mean = EnsureOutput(id, 1, "mean");
+      const std::string inv_std = EnsureOutput(id, 2, "inv_std_dev");
+      std::vector<std::string> outs = {GradOutput(in(0)), GradOutput(in(1))};
+      if (op.inputs.size() > 2) outs.push_back(GradOutput(in(2)));
+      Emit("LayerNormalizationGradient", name, {*dy[0], x, scale, mean, inv_std}, outs,
+           op.attrs);
+    } else if (t == "EfficientAttention") {
+      if (!dy[0].has_value()) return missing(0);
+      std::vector<std::string> inputs = {*dy[0]};
+      for (size_t i = 0; i < 3; ++i) {
+        MG_ASSIGN_OR_RETURN(std::string v, read(i));
+        inputs.push_back(v);
+      }
+      MG_ASSIGN_OR_RETURN(std::string o, read_out(0));
+      inputs.push_back(o);
+      inputs.push_back(EnsureOutput(id, 2, "lse"));
+      if (op.inputs.size() > 3) {
+        if (needs_[in(3)]) {
+          return absl::UnimplementedError(absl::StrCat(
+              "gradient of ", op.Label(), ": a bias that needs a gradient is not supported"));
+        }
+        MG_ASSIGN_OR_RETURN(std::string bias, read(3));
+        inputs.push_back(bias);
+      }
+      Emit("EfficientAttentionGradient", name, inputs,
+           {GradOutput(in(0)), GradOutput(in(1)), GradOutput(in(2)), op.name + "_grad_workspace"},
+           op.attrs);
+    } else if (t == "Add") {
+      const TensorType& c = *fwd_.value(op.outputs[0]).type;
+      for (size_t i = 0; i < 2; ++i) {
+        if (!needs_[in(i)]) continue;
+        const TensorType& x = *fwd_.value(in(i)).type;
+        if (x.dims == c.dims) {
+          Contribute(in(i), *dy[0]);
+          continue;
+        }
+        // A trailing-dims operand (a bias): sum the leading dims away.
+        const size_t lead = c.dims.size() - std::min(c.dims.size(), x.dims.size());
+        if (x.dims.size() > c.dims.size() ||
+            !std::equal(x.dims.begin(), x.dims.end(), c.dims.begin() + lead)) {
+          return absl::UnimplementedError(
+              absl::StrCat("gradient of ", op.Label(), ": operand ", i,
+                           " broadcasts other than over leading dims (not supported)"));
+        }
+        std::vector<int64_t> axes;
+        for (size_t a = 0; a < lead; ++a) axes.push_back(static_cast<int64_t>(a));
+        const std::string g = GradOutput(in(i));
+        Emit("ReduceSum", g, {*dy[0]}, {g},
+             {Attribute{"axes", axes}, Attribute{"keepdims", int64_t{0}}});
+      }
+    } else if (t == "Mul") {
+      if (needs_[in(1)]) {
+        return absl::UnimplementedError(
+            absl::StrCat("gradient of ", op.Label(), ": only a factor without a gradient (a "
+                         "constant) is supported as input 1"));
+      }
+      MG_ASSIGN_OR_RETURN(std::string b, read(1));
+      const std::string g = GradOutput(in(0));
+      Emit("Mul", g, {*dy[0], b}, {g});
+    } else if (t == "Transpose") {
+      std::optional<std::vector<int64_t>> perm = op.attributes().GetInts("perm");
+      const size_t rank = fwd_.value(in(0)).type->dims.size();
+      std::vector<int64_t> inverse(rank);
+      for (size_t i = 0; i < rank; ++i) {
+        const int64_t p = perm.has_value() ? (*perm)[i] : static_cast<int64_t>(rank - 1 - i);
+        inverse[p] = static_cast<int64_t>(i);
+      }
+      const std::string g = GradOutput(in(0));
+      Emit("Transpose", g, {*dy[0]}, {g}, {Attribute{"perm", inverse}});
+    } else if (t == "Reshape" || t == "Squeeze" || t == "Unsqueeze" || t == "Flatten") {
+      const std::string g = GradOutput(in(0));
+      Emit("Reshape", g, {*dy[0]}, {g},
+           {Attribute{"shape", fwd_.value(in(0)).type->dims}, Attribute{"allowzero", int64_t{1}}});
+    } else if (t == "Split") {
+      std::vector<std::string> parts;
+      for (size_t i = 0; i < dy.size(); ++i) {
+        if (!dy[i].has_value()) return missing(i);
+        parts.push_back(*dy[i]);
+      }
+      const std::string g = GradOutput(in(0));
+      Emit("Concat", g, parts, {g}, {Attribute{"axis", op.attributes().GetInt("axis", 1)}});
+    } else if (t == "Cast") {
+      const std::string g = GradOutput(in(0));
+      Emit("Cast", g, {*dy[0]}, {g},
+           {Attribute{"to", std::string(DataTypeName(fwd_.value(in(0)).type->dtype))}});
+    } else if (t == "Identity" || t == "Copy" || t == "AddAttentionBias") {
+      if (t == "AddAttentionBias" && needs_[in(1)]) {
+        return absl::UnimplementedError(absl::StrCat(
+            "gradient of ", op.Label(), ": a bias that needs a gradient is not supported"));
+      }
+      Contribute(in(0), *dy[0]);
+    } else {
+      return absl::UnimplementedError(absl::StrCat(
+          "no gradient rule for ", op.Label(), " (graph/gradient_builder.h lists the rules)"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Graph> Finish() {
+    for (ValueId v : fwd_.inputs()) {
+      const Value& value = fwd_.value(v);
+      out_.AddExternalInput(value.name);
+      out_.Declare(value.name, DeclarationOf(*value.type), value.alignment);
+    }
+    for (const Value& value : fwd_.values()) {
+      if (value.role == Role::kParam || value.role == Role::kConstant ||
+          value.role == Role::kWorkspace || value.role == Role::kInput) {
+        out_.DeclareRole(value.name, value.role);
+      }
+    }
+    for (ValueId v : fwd_.outputs()) out_.AddExternalOutput(fwd_.value(v).name);
+    for (ValueId v : fwd_.losses()) out_.AddLoss(fwd_.value(v).name);
+    for (OpSpec& spec : specs_) out_.AddOp(std::move(spec));
+    for (OpSpec& spec : backward_) out_.AddOp(std::move(spec));
+    MG_ASSIGN_OR_RETURN(Graph graph, std::move(out_).Build());
+    MG_RETURN_IF_ERROR(InferShapes(graph, ShapeBindings{}));
+    return graph;
+  }
+
+  const Graph& fwd_;
+  GraphBuilder out_;
+  std::vector<OpSpec> specs_;     // the forward ops, possibly with saved outputs added
+  std::vector<OpSpec> backward_;  // in emission order
+  std::vector<std::vector<std::string>> contributions_;  // per forward value
+  std::vector<bool> needs_;
+  absl::flat_hash_set<std::string> used_names_;
+};
+
+}  // namespace
+
+bool HasGradientOps(const Graph& graph) {
+  for (const Op& op : graph.ops()) {
+    if (IsGradientOp(op)) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<Graph> AddGradientOps(const Graph& forward,
+                                     const std::vector<std::string>& losses) {
+  if (!forward.AllTypesKnown()) {
+    return absl::FailedPreconditionError(
+        "the gradient builder needs a typed graph: run shape inference first");
+  }
+  std::vector<ValueId> loss_ids;
+  if (losses.empty()) {
+    loss_ids = forward.losses();
+  } else {
+    for (const std::string& name : losses) {
+      const std::optional<ValueId> id = forward.FindValue(name);
+      if (!id.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat("loss '", name, "' is not a value"));
+      }
+      loss_ids.push_back(*id);
+    }
+  }
+  if (loss_ids.empty()) {
+    return absl::InvalidArgumentError(
+        "no loss to differentiate: declare one in the net or name it with --loss");
+  }
+  for (ValueId id : loss_ids) {
+    if (!IsFloatingPoint(forward.value(id).type->dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "loss '", forward.value(id).DisplayName(), "' is not floating-point"));
+    }
+  }
+  return Builder(forward).Build(loss_ids);
+}
+
+}  // namespace memonger::graph

@@ -1,0 +1,61 @@
+// The gradient builder: appends the backward ops of a forward net, as Caffe2's
+// AddGradientOperators did for memonger's training nets.
+//
+//   MG_ASSIGN_OR_RETURN(Graph training, AddGradientOps(forward, {"loss"}));
+//   // training: the forward ops (some with extra saved outputs), then the backward ops;
+//   // every parameter's gradient is a declared param-grad output.
+//
+// Algorithm (one pass over the ops in reverse program order):
+//   1. A value needs a gradient when it is a floating-point parameter, or a floating-point
+//      output of an op with an input that needs one, and a loss depends on it.
+//   2. Each loss L is seeded with L_grad = ConstantFill(L, value 1).
+//   3. Going backwards, an op with a gradient on some output and an input that needs one gets
+//      its gradient ops (rules below); each input receives a gradient *contribution*. All of a
+//      value's consumers come after its producer, so when its producer is reached every
+//      contribution is known: one is used as it is, several are summed (Sum).
+//   4. Parameters' gradients are declared param-grads (outputs of the net).
+//
+// Rules (dY: the output's gradient; ops marked is_gradient_op, so their outputs have role
+// gradient):
+//   FC -> FCGradient(X, W, dY); MatMul -> MatMulGradient(dY, A, B); Relu, Softmax ->
+//   <Op>Gradient(Y, dY); Gelu -> GeluGradient(dY, X); LabelCrossEntropy ->
+//   LabelCrossEntropyGradient(X, label, dY); AveragedLoss -> AveragedLossGradient(X, dL);
+//   LayerNormalization -> LayerNormalizationGradient(dY, X, Scale, Mean, InvStdDev) (the
+//   forward op gains the Mean and InvStdDev outputs when it lacks them: saved statistics);
+//   EfficientAttention -> EfficientAttentionGradient(dO, q, k, v, O, lse, [bias]) (the forward
+//   op gains its lse output); Add -> the gradient itself for an operand of the output's shape,
+//   ReduceSum over the broadcast leading dims for a trailing-dims operand (a bias);
+//   Mul by a value without gradient -> Mul(dC, B); Transpose -> Transpose by the inverse
+//   permutation; Reshape, Squeeze, Unsqueeze, Flatten -> Reshape to the input's dims;
+//   Split -> Concat; Cast -> Cast back; Identity, Copy, AddAttentionBias (to S) -> the
+//   gradient itself.
+//
+// In-place writes: a gradient op reads forward values by name, which means their latest
+// version. When a rule needs a value that a later op overwrote in place, the result is
+// Unimplemented naming both (the value is gone when the backward pass runs), never a silent
+// read of the wrong version. Ops without a rule on the path to a loss are Unimplemented, naming
+// the op. REQUIRES: `forward` is typed (shape inference done); the result is typed too.
+//
+// Complexity: O(ops + values) plus shape inference of the result.
+#ifndef MEMONGER_GRAPH_GRADIENT_BUILDER_H_
+#define MEMONGER_GRAPH_GRADIENT_BUILDER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+
+namespace memonger::graph {
+
+// `losses`: value names (their latest versions); empty: the graph's declared losses.
+// InvalidArgument for no loss, an unknown loss name, a loss that is not floating-point or that
+// no parameter influences; Unimplemented as described above.
+absl::StatusOr<Graph> AddGradientOps(const Graph& forward, const std::vector<std::string>& losses);
+
+// True when the graph already has gradient ops (is_gradient_op or a type ending in Gradient).
+bool HasGradientOps(const Graph& graph);
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_GRAPH_GRADIENT_BUILDER_H_
