@@ -314,6 +314,41 @@ class Builder {
       const std::string g = GradOutput(in(0));
       Emit("Cast", g, {*dy[0]}, {g},
            {Attribute{"to", std::string(DataTypeName(fwd_.value(in(0)).type->dtype))}});
+    } else if (t == "Conv") {
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      MG_ASSIGN_OR_RETURN(std::string w, read(1));
+      const bool has_bias = op.inputs.size() > 2;
+      std::vector<std::string> outs = {GradOutput(in(1))};
+      if (has_bias) outs.push_back(GradOutput(in(2)));
+      if (needs_[in(0)]) outs.push_back(GradOutput(in(0)));
+      std::vector<Attribute> attrs = op.attrs;
+      if (!has_bias) attrs.push_back(Attribute{"no_bias", int64_t{1}});
+      Emit("ConvGradient", name, {x, w, *dy[0]}, outs, attrs);
+    } else if (t == "SpatialBN") {
+      if (!dy[0].has_value()) return missing(0);
+      if (op.outputs.size() != 5) {
+        return absl::UnimplementedError(absl::StrCat(
+            "gradient of ", op.Label(), ": needs training mode (is_test=0) with saved_mean and "
+            "saved_var outputs"));
+      }
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      MG_ASSIGN_OR_RETURN(std::string scale, read(1));
+      MG_ASSIGN_OR_RETURN(std::string saved_mean, read_out(3));
+      MG_ASSIGN_OR_RETURN(std::string saved_var, read_out(4));
+      Emit("SpatialBNGradient", name, {x, scale, *dy[0], saved_mean, saved_var},
+           {GradOutput(in(0)), GradOutput(in(1)), GradOutput(in(2))}, op.attrs);
+    } else if (t == "MaxPool" || t == "AveragePool") {
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      MG_ASSIGN_OR_RETURN(std::string y, read_out(0));
+      Emit(t + "Gradient", name, {x, y, *dy[0]}, {GradOutput(in(0))}, op.attrs);
+    } else if (t == "Sum") {
+      for (ValueId v : op.inputs) {
+        if (*fwd_.value(v).type != *fwd_.value(op.outputs[0]).type) {
+          return absl::UnimplementedError(absl::StrCat(
+              "gradient of ", op.Label(), ": inputs that broadcast are not supported"));
+        }
+        Contribute(v, *dy[0]);
+      }
     } else if (t == "Identity" || t == "Copy" || t == "AddAttentionBias") {
       if (t == "AddAttentionBias" && needs_[in(1)]) {
         return absl::UnimplementedError(absl::StrCat(

@@ -27,8 +27,10 @@
 //   ReduceSum over the broadcast leading dims for a trailing-dims operand (a bias);
 //   Mul by a value without gradient -> Mul(dC, B); Transpose -> Transpose by the inverse
 //   permutation; Reshape, Squeeze, Unsqueeze, Flatten -> Reshape to the input's dims;
-//   Split -> Concat; Cast -> Cast back; Identity, Copy, AddAttentionBias (to S) -> the
-//   gradient itself.
+//   Split -> Concat; Cast -> Cast back; Identity, Copy, AddAttentionBias (to S), Sum (to each
+//   input) -> the gradient itself; Conv -> ConvGradient(X, W, dY) (no_bias when Conv has no
+//   bias); SpatialBN (training: 5 outputs) -> SpatialBNGradient(X, scale, dY, saved_mean,
+//   saved_var); MaxPool, AveragePool -> <Op>Gradient(X, Y, dY).
 //
 // In-place writes: a gradient op reads forward values by name, which means their latest
 // version. When a rule needs a value that a later op overwrote in place, the result is

@@ -7,6 +7,7 @@
 #include "graph/gradient_builder.h"
 #include "graph/shape_inference.h"
 #include "graph/workload_attention.h"
+#include "graph/workload_resnet.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
@@ -78,8 +79,9 @@ absl::StatusOr<Graph> BuildWorkload(const WorkloadSpec& spec) {
     return BuildAttentionGraph(workload);
   }
   if (spec.kind == "mlp") return BuildMlp(spec);
+  if (spec.kind == "resnet50") return BuildResnet50(spec);
   return absl::InvalidArgumentError(absl::StrCat("unknown workload '", spec.kind,
-                                                 "' (known: attention, mlp)"));
+                                                 "' (known: attention, mlp, resnet50)"));
 }
 
 }  // namespace memonger::graph

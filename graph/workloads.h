@@ -9,6 +9,8 @@
 //   mlp        memonger's FC test nets: layers x (FC, Relu), FC to classes, Softmax,
 //              LabelCrossEntropy, AveragedLoss. Keys: layers (3), batch (4), dim (10),
 //              classes (8), mode (inference | training). The loss is declared; fp32.
+//   resnet50   Caffe2's ResNet-50 (graph/workload_resnet.h). Keys: batch (32), image (224),
+//              classes (1000), mode (inference | training).
 // mode=training appends the backward ops (graph/gradient_builder.h).
 #ifndef MEMONGER_GRAPH_WORKLOADS_H_
 #define MEMONGER_GRAPH_WORKLOADS_H_
