@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "graph/model_loader.h"
 #include "graph/shape_inference.h"
+#include "graph/workloads.h"
 #include "gtest/gtest.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
@@ -187,6 +188,32 @@ constexpr char kInPlaceAndViews[] = R"pb(
   op { name: "read_both" type: "Rand" input: "v" input: "a" output: "y" }
   external_output: "y"
 )pb";
+
+// The generated training nets (in-place bias adds and ReLUs, summed residual gradients, saved
+// statistics) run in verify mode under every planner that serves the serial model.
+TEST(ExecutorTest, WorkloadTrainingNetsPassVerifyMode) {
+  for (const char* spec :
+       {"mlp:layers=3,mode=training", "resnet50:batch=2,image=32,mode=training",
+        "attention:n=31,heads=2,dim=16,mlp=32,depth=2,mode=training",
+        "attention:n=30,heads=2,dim=16,mlp=32,depth=2,batch=2,mode=training,kernel=efficient,"
+        "bias_dtype=fp16,broadcast=repeat"}) {
+    absl::StatusOr<Graph> g = graph::BuildWorkload(*graph::ParseWorkloadSpec(spec));
+    ASSERT_TRUE(g.ok()) << spec << ": " << g.status();
+    for (PlannerKind planner : kAllPlanners) {
+      SCOPED_TRACE(absl::StrCat(spec, " ", PlannerName(planner)));
+      PlanOptions options;
+      options.planner = planner;
+      options.mode = Mode::kTraining;
+      options.alignment = 64;
+      options.time_limit_seconds = 0.5;
+      const absl::Status s = PlanAndVerifyRun(*g, options);
+      if (planner == PlannerKind::kMemongerDp && s.code() == absl::StatusCode::kDeadlineExceeded) {
+        continue;  // memonger's exponential DP may not finish on these sizes
+      }
+      EXPECT_TRUE(s.ok()) << s;
+    }
+  }
+}
 
 TEST(ExecutorTest, InPlaceAndViewsPass) {
   const Graph g = Typed(kInPlaceAndViews, {{"x", 13}, {"y", 5}}, 1000);
