@@ -9,20 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "graph/attribute.h"
+#include "graph/rebuild.h"
 #include "graph/shape_inference.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
 namespace {
-
-Declaration DeclarationOf(const TensorType& type) {
-  Declaration d;
-  d.dtype = type.dtype;
-  std::vector<DeclaredDim> dims;
-  for (int64_t size : type.dims) dims.push_back(DeclaredDim{size, ""});
-  d.dims = std::move(dims);
-  return d;
-}
 
 bool IsGradientOp(const Op& op) {
   return op.is_gradient_op || absl::EndsWith(op.type, "Gradient");
@@ -33,7 +25,7 @@ class Builder {
   explicit Builder(const Graph& forward) : fwd_(forward), out_(forward.name() + "_training") {
     for (const Value& v : fwd_.values()) used_names_.insert(v.name);
     specs_.reserve(fwd_.num_ops());
-    for (const Op& op : fwd_.ops()) specs_.push_back(SpecOf(op));
+    for (const Op& op : fwd_.ops()) specs_.push_back(SpecOf(fwd_, op));
     contributions_.resize(fwd_.num_values());
   }
 
@@ -62,23 +54,6 @@ class Builder {
   }
 
  private:
-  static OpSpec SpecOfOp(const Graph& g, const Op& op) {
-    OpSpec spec;
-    spec.name = op.name;
-    spec.type = op.type;
-    spec.domain = op.domain;
-    for (ValueId v : op.inputs) spec.inputs.push_back(g.value(v).name);
-    for (ValueId v : op.outputs) spec.outputs.push_back(g.value(v).name);
-    for (ValueId v : op.control_inputs) spec.control_inputs.push_back(g.value(v).name);
-    spec.attrs = op.attrs;
-    spec.device = op.device;
-    spec.engine = op.engine;
-    spec.is_gradient_op = op.is_gradient_op;
-    spec.view = op.view;
-    return spec;
-  }
-  OpSpec SpecOf(const Op& op) const { return SpecOfOp(fwd_, op); }
-
   // needs_[v]: v is a floating-point parameter, or a floating-point output of an op reading a
   // value that needs a gradient, and some loss depends on v.
   void MarkNeeds(const std::vector<ValueId>& losses) {
@@ -363,19 +338,7 @@ class Builder {
   }
 
   absl::StatusOr<Graph> Finish() {
-    for (ValueId v : fwd_.inputs()) {
-      const Value& value = fwd_.value(v);
-      out_.AddExternalInput(value.name);
-      out_.Declare(value.name, DeclarationOf(*value.type), value.alignment);
-    }
-    for (const Value& value : fwd_.values()) {
-      if (value.role == Role::kParam || value.role == Role::kConstant ||
-          value.role == Role::kWorkspace || value.role == Role::kInput) {
-        out_.DeclareRole(value.name, value.role);
-      }
-    }
-    for (ValueId v : fwd_.outputs()) out_.AddExternalOutput(fwd_.value(v).name);
-    for (ValueId v : fwd_.losses()) out_.AddLoss(fwd_.value(v).name);
+    CopyInterface(fwd_, out_);
     for (OpSpec& spec : specs_) out_.AddOp(std::move(spec));
     for (OpSpec& spec : backward_) out_.AddOp(std::move(spec));
     MG_ASSIGN_OR_RETURN(Graph graph, std::move(out_).Build());

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "graph/fp16_storage.h"
 #include "graph/gradient_builder.h"
 #include "graph/model_loader.h"
 #include "graph/net_def.h"
@@ -51,6 +52,7 @@ struct Flags {
   std::string workload;              // instead of a model file
   std::vector<std::string> compare;  // what-if: KEY=V1,V2,... over the workload
   std::vector<std::string> variants;  // what-if: KEY=V,KEY=V (one variant each)
+  std::vector<std::string> store_fp16;  // values kept in float16 between uses
   std::vector<std::string> input_shapes;
   std::vector<std::string> dims;
   std::string format = "text";
@@ -211,6 +213,10 @@ int Run(const Flags& flags) {
     graph = memonger::graph::AddGradientOps(*graph, flags.losses);
     if (!graph.ok()) return fail(graph.status());
   }
+  if (!flags.store_fp16.empty()) {
+    graph = memonger::graph::StoreInFp16(*graph, flags.store_fp16);
+    if (!graph.ok()) return fail(graph.status());
+  }
   auto options = MakePlanOptions(flags, *graph);
   if (!options.ok()) return fail(options.status());
   if (!flags.compare.empty() || !flags.variants.empty()) {
@@ -327,6 +333,10 @@ int main(int argc, char** argv) {
                  "table (repeatable: every combination)")
       ->allow_extra_args(false)
       ->needs(workload);
+  app.add_option("--store-fp16", flags.store_fp16,
+                 "NAME: keep this float32/bfloat16 value in float16 between its uses, cast back "
+                 "at each reader (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--variant", flags.variants,
                  "KEY=V,KEY=V : one what-if variant of the --workload (repeatable)")
       ->allow_extra_args(false)

@@ -1,0 +1,28 @@
+// Rewriting a typed graph into a new one (the gradient builder, fp16 storage): the pieces every
+// rewrite starts from, so that a rebuilt net keeps the original's interface and types.
+//
+//   GraphBuilder out(graph.name());
+//   CopyInterface(graph, out);                       // inputs, outputs, roles, declared types
+//   for (const Op& op : graph.ops()) out.AddOp(SpecOf(graph, op));  // ... plus new ops
+#ifndef MEMONGER_GRAPH_REBUILD_H_
+#define MEMONGER_GRAPH_REBUILD_H_
+
+#include "graph/graph.h"
+
+namespace memonger::graph {
+
+// Adds `graph`'s external inputs and outputs, losses and param-grads to `builder`, declares the
+// roles that are not derived (param, constant, workspace), and declares the type of every
+// external input and of every blob written exactly once, so that the rebuilt net re-infers the
+// same types even where an op type has no schema. REQUIRES: `graph` is typed.
+void CopyInterface(const Graph& graph, GraphBuilder& builder);
+
+// `op` as the builder takes it: value ids back to blob names.
+OpSpec SpecOf(const Graph& graph, const Op& op);
+
+// The declaration of a concrete type.
+Declaration DeclarationOf(const TensorType& type);
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_GRAPH_REBUILD_H_
