@@ -291,8 +291,8 @@ absl::Status Not(const KernelArgs& args) {
 
 enum class Nary { kSum, kMax, kMin, kMean };
 
-// out = in0 (broadcast), then out = out (op) in_k for k = 1.... An output may alias input 0
-// only (the first pass reads it in place); aliasing a later input is refused.
+// acc = in0 (broadcast), then acc = acc (op) in_k for k = 1, ... in a compute-type buffer; the
+// output is written only at the end, so it may be any input exactly (in place).
 Kernel NaryKernel(Nary op) {
   return [op](const KernelArgs& args) -> absl::Status {
     MG_RETURN_IF_ERROR(CheckArity(args, 1, -1, 1, 1));
@@ -300,10 +300,7 @@ Kernel NaryKernel(Nary op) {
     for (const TensorType* t : args.input_types) {
       if (t->dtype != dtype) return KernelError(args, "every input must have the output's type");
     }
-    MG_RETURN_IF_ERROR(CheckElementwiseAlias(args, 0));
-    for (int in = 1; in < static_cast<int>(args.inputs.size()); ++in) {
-      MG_RETURN_IF_ERROR(CheckNoOverlap(args, in, 0));
-    }
+    MG_RETURN_IF_ERROR(CheckAllAliases(args));
     return DispatchNumeric(args, dtype, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       using C = Compute<T>;
