@@ -257,6 +257,20 @@ TEST(ElementwiseKernelTest, CastBetweenTypes) {
   EXPECT_EQ(ToDoubles(b)[4], 999424);  // 1e6 in bfloat16 (8 significant bits)
 }
 
+TEST(ElementwiseKernelTest, ClipWithOmittedMinAndMixedPow) {
+  TestTensor x = MakeTensor(DataType::kFloat32, {4}, {-5, 0.5, 2, 9});
+  TestTensor hi = MakeTensor(DataType::kFloat32, {}, {1});
+  TestTensor y = EmptyTensor(DataType::kFloat32, {4});
+  // Clip(x, "", max): the importer keeps slots 0 and 2.
+  ASSERT_TRUE(RunKernel("Clip", {{"onnx_input_slots", std::vector<int64_t>{0, 2}}}, {&x, &hi}, {&y}).ok());
+  EXPECT_EQ(ToDoubles(y), (std::vector<double>{-5, 0.5, 1, 1}));
+  ASSERT_TRUE(RunKernel("Clip", {{"min", 0.0}, {"max", 3.0}}, {&x}, {&x}).ok());  // opset 6, in place
+  EXPECT_EQ(ToDoubles(x), (std::vector<double>{0, 0.5, 2, 3}));
+  TestTensor e = MakeTensor(DataType::kInt64, {1}, {2});
+  ASSERT_TRUE(RunKernel("Pow", {}, {&x, &e}, {&y}).ok());
+  EXPECT_EQ(ToDoubles(y), (std::vector<double>{0, 0.25, 4, 9}));
+}
+
 TEST(ElementwiseKernelTest, UnsupportedTypesAreUnimplementedNamingTheOp) {
   TestTensor x = MakeTensor(DataType::kBool, {2}, {1, 0});
   TestTensor y = EmptyTensor(DataType::kBool, {2});

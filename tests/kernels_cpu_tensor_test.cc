@@ -170,5 +170,23 @@ TEST(TensorKernelTest, GatherExpandShape) {
   EXPECT_EQ(ToDoubles(shape), (std::vector<double>{2, 2}));
 }
 
+TEST(TensorKernelTest, TileTriluSize) {
+  TestTensor x = MakeTensor(DataType::kInt64, {2, 2}, {1, 2, 3, 4});
+  TestTensor tiled = EmptyTensor(DataType::kInt64, {2, 4});
+  TestTensor repeats = MakeTensor(DataType::kInt64, {2}, {1, 2});
+  ASSERT_TRUE(RunKernel("Tile", {}, {&x, &repeats}, {&tiled}).ok());
+  EXPECT_EQ(ToDoubles(tiled), (std::vector<double>{1, 2, 1, 2, 3, 4, 3, 4}));
+  TestTensor m = MakeTensor(DataType::kFloat32, {3, 3}, Iota(9));
+  TestTensor lower = EmptyTensor(DataType::kFloat32, {3, 3});
+  ASSERT_TRUE(RunKernel("Trilu", {{"upper", int64_t{0}}}, {&m}, {&lower}).ok());
+  EXPECT_EQ(ToDoubles(lower), (std::vector<double>{0, 0, 0, 3, 4, 0, 6, 7, 8}));
+  TestTensor k = MakeTensor(DataType::kInt64, {}, {1});
+  ASSERT_TRUE(RunKernel("Trilu", {}, {&m, &k}, {&m}).ok());  // in place, upper, k = 1
+  EXPECT_EQ(ToDoubles(m), (std::vector<double>{0, 1, 2, 0, 0, 5, 0, 0, 0}));
+  TestTensor size = EmptyTensor(DataType::kInt64, {});
+  ASSERT_TRUE(RunKernel("Size", {}, {&tiled}, {&size}).ok());
+  EXPECT_EQ(ToDoubles(size), (std::vector<double>{8}));
+}
+
 }  // namespace
 }  // namespace memonger::alloc
