@@ -20,6 +20,10 @@
 // Prints passed / failed / skipped by reason, and asserts the floors below (measured counts
 // minus a small margin).
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -125,7 +129,16 @@ std::string Compare(const HostRunOutput& actual, const TensorData& expected) {
   return testing::CompareClose(a, e, rtol, atol);
 }
 
-Outcome RunCase(const fs::path& dir, const KernelTable& kernels) {
+// Seconds spent loading, planning and running, over all cases (printed with the summary).
+struct Timing {
+  double load = 0, plan = 0, run = 0;
+};
+
+double Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Outcome RunCase(const fs::path& dir, const KernelTable& kernels, Timing& timing) {
   const fs::path model_path = dir / "model.onnx";
   absl::StatusOr<onnx::ModelProto> model = ParseModel(model_path);
   if (!model.ok()) return {Outcome::kSkipped, "model does not parse"};
@@ -163,7 +176,9 @@ Outcome RunCase(const fs::path& dir, const KernelTable& kernels) {
     load.bindings.inputs[name] = data->type.dims;
     options.data[name] = *std::move(data);
   }
+  auto start = std::chrono::steady_clock::now();
   absl::StatusOr<graph::Graph> g = graph::LoadModel(model_path.string(), load);
+  timing.load += Since(start);
   if (!g.ok()) {
     return {Outcome::kSkipped, absl::StrCat("model does not load (",
                                             absl::StatusCodeToString(g.status().code()), ")")};
@@ -171,12 +186,16 @@ Outcome RunCase(const fs::path& dir, const KernelTable& kernels) {
   if (absl::Status s = graph::InferShapes(*g, load.bindings); !s.ok()) {
     return {Outcome::kSkipped, "shape inference fails"};
   }
+  start = std::chrono::steady_clock::now();
   absl::StatusOr<Plan> plan = PlanMemory(*g, PlanOptions{});
+  timing.plan += Since(start);
   if (!plan.ok()) return {Outcome::kFailed, absl::StrCat("planning: ", plan.status().message())};
   if (absl::Status s = VerifyPlan(*g, *plan); !s.ok()) {
     return {Outcome::kFailed, absl::StrCat("plan: ", s.message())};
   }
+  start = std::chrono::steady_clock::now();
   absl::StatusOr<HostRunReport> report = RunOnHost(*g, *plan, options);
+  timing.run += Since(start);
   if (!report.ok()) {
     if (report.status().code() == absl::StatusCode::kUnimplemented) {
       if (std::getenv("MEMONGER_LIST_MISSING") != nullptr) {
@@ -219,10 +238,11 @@ TEST(OnnxNodeKernelsTest, BackendNodeTestsMatchTheReferenceOutputs) {
   std::sort(cases.begin(), cases.end());
   const KernelTable kernels = MakeCpuKernelTable();
   int passed = 0, failed = 0, skipped = 0;
+  Timing timing;
   std::map<std::string, int> skip_reasons;
   std::vector<std::string> failures, passes;
   for (const fs::path& dir : cases) {
-    const Outcome o = RunCase(dir, kernels);
+    const Outcome o = RunCase(dir, kernels, timing);
     const std::string name = dir.filename().string();
     switch (o.kind) {
       case Outcome::kPassed:
@@ -241,6 +261,8 @@ TEST(OnnxNodeKernelsTest, BackendNodeTestsMatchTheReferenceOutputs) {
   }
   std::printf("ONNX node tests through the CPU kernels: %zu cases, %d passed, %d failed, %d skipped\n",
               cases.size(), passed, failed, skipped);
+  std::printf("  seconds: loading %.1f, planning %.1f, running (with reading constants) %.1f\n",
+              timing.load, timing.plan, timing.run);
   for (const auto& [reason, count] : skip_reasons) std::printf("  skipped %4d  %s\n", count, reason.c_str());
   for (const std::string& f : failures) std::printf("  FAILED  %s\n", f.c_str());
   if (std::getenv("MEMONGER_LIST_PASSED") != nullptr) {
