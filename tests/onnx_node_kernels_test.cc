@@ -1,5 +1,7 @@
-// The ONNX backend node tests as an outside reference for the CPU kernels. For every case
-// directory of Debian's libonnx-testdata (data/node/<case>/) whose nodes all have a kernel in
+// The ONNX backend node tests as an outside reference for the CPU kernels (and, in a second
+// test, the pytorch-converted and pytorch-operator suites, which have the same layout). For
+// every case directory of Debian's libonnx-testdata (data/node/<case>/) whose nodes all have a
+// kernel in
 // MakeCpuKernelTable(): load model.onnx with the input shapes of test_data_set_0/input_K.pb
 // bound, plan it (default planner), run it in one host arena with those inputs (constants from
 // the model), and compare every graph output with output_K.pb.
@@ -27,6 +29,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -53,12 +56,17 @@ namespace fs = std::filesystem;
 using graph::DataType;
 
 constexpr char kNodeDir[] = "/usr/share/libonnx-testdata/data/node";
+constexpr char kPytorchConvertedDir[] = "/usr/share/libonnx-testdata/data/pytorch-converted";
+constexpr char kPytorchOperatorDir[] = "/usr/share/libonnx-testdata/data/pytorch-operator";
 
 // Measured with libonnx-testdata 1.12 (Debian 12): 932 cases, 456 passed, 0 failed, 476 skipped
 // (453 an op without a kernel, 20 input data of an unsupported element type, 2 Pad modes other
 // than constant, 1 model that does not load). The floor sits a little below.
 constexpr int kMinPassed = 450;
 constexpr int kMaxFailed = 0;
+// The pytorch-converted (82 cases: 26 passed, 56 skipped) and pytorch-operator (35 cases: 30
+// passed, 5 skipped) suites, same format, older opsets.
+constexpr int kMinPassedPytorch = 50;
 
 struct Outcome {
   enum Kind { kPassed, kFailed, kSkipped } kind = kPassed;
@@ -226,18 +234,23 @@ Outcome RunCase(const fs::path& dir, const KernelTable& kernels, Timing& timing)
   return {Outcome::kPassed, ""};
 }
 
-TEST(OnnxNodeKernelsTest, BackendNodeTestsMatchTheReferenceOutputs) {
+struct SuiteResult {
+  size_t cases = 0;
+  int passed = 0, failed = 0, skipped = 0;
+};
+
+// Runs every case of `suite_dir`, prints the summary; empty when the directory is absent.
+std::optional<SuiteResult> RunSuite(const std::string& suite_dir) {
   std::error_code error;
-  if (!fs::is_directory(kNodeDir, error)) {
-    GTEST_SKIP() << kNodeDir << " is absent (Debian package libonnx-testdata)";
-  }
+  if (!fs::is_directory(suite_dir, error)) return std::nullopt;
   std::vector<fs::path> cases;
-  for (const fs::directory_entry& e : fs::directory_iterator(kNodeDir, error)) {
+  for (const fs::directory_entry& e : fs::directory_iterator(suite_dir, error)) {
     if (fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
   }
   std::sort(cases.begin(), cases.end());
   const KernelTable kernels = MakeCpuKernelTable();
-  int passed = 0, failed = 0, skipped = 0;
+  SuiteResult result;
+  result.cases = cases.size();
   Timing timing;
   std::map<std::string, int> skip_reasons;
   std::vector<std::string> failures, passes;
@@ -246,21 +259,21 @@ TEST(OnnxNodeKernelsTest, BackendNodeTestsMatchTheReferenceOutputs) {
     const std::string name = dir.filename().string();
     switch (o.kind) {
       case Outcome::kPassed:
-        ++passed;
+        ++result.passed;
         passes.push_back(name);
         break;
       case Outcome::kFailed:
-        ++failed;
+        ++result.failed;
         failures.push_back(absl::StrCat(name, ": ", o.reason));
         break;
       case Outcome::kSkipped:
-        ++skipped;
+        ++result.skipped;
         ++skip_reasons[o.reason];
         break;
     }
   }
-  std::printf("ONNX node tests through the CPU kernels: %zu cases, %d passed, %d failed, %d skipped\n",
-              cases.size(), passed, failed, skipped);
+  std::printf("%s through the CPU kernels: %zu cases, %d passed, %d failed, %d skipped\n",
+              suite_dir.c_str(), cases.size(), result.passed, result.failed, result.skipped);
   std::printf("  seconds: loading %.1f, planning %.1f, running (with reading constants) %.1f\n",
               timing.load, timing.plan, timing.run);
   for (const auto& [reason, count] : skip_reasons) std::printf("  skipped %4d  %s\n", count, reason.c_str());
@@ -268,8 +281,29 @@ TEST(OnnxNodeKernelsTest, BackendNodeTestsMatchTheReferenceOutputs) {
   if (std::getenv("MEMONGER_LIST_PASSED") != nullptr) {
     for (const std::string& p : passes) std::printf("  passed  %s\n", p.c_str());
   }
-  EXPECT_GE(passed, kMinPassed);
-  EXPECT_LE(failed, kMaxFailed);
+  return result;
+}
+
+TEST(OnnxNodeKernelsTest, BackendNodeTestsMatchTheReferenceOutputs) {
+  const std::optional<SuiteResult> r = RunSuite(kNodeDir);
+  if (!r.has_value()) {
+    GTEST_SKIP() << kNodeDir << " is absent (Debian package libonnx-testdata)";
+  }
+  EXPECT_GE(r->passed, kMinPassed);
+  EXPECT_LE(r->failed, kMaxFailed);
+}
+
+TEST(OnnxNodeKernelsTest, PytorchSuitesMatchTheReferenceOutputs) {
+  int suites = 0, passed = 0;
+  for (const char* dir : {kPytorchConvertedDir, kPytorchOperatorDir}) {
+    const std::optional<SuiteResult> r = RunSuite(dir);
+    if (!r.has_value()) continue;
+    ++suites;
+    passed += r->passed;
+    EXPECT_LE(r->failed, kMaxFailed) << dir;
+  }
+  if (suites == 0) GTEST_SKIP() << "the pytorch suites of libonnx-testdata are absent";
+  EXPECT_GE(passed, kMinPassedPytorch);
 }
 
 }  // namespace
