@@ -208,7 +208,10 @@ absl::Status Clip(const KernelArgs& args) {
 
 absl::Status IsNaN(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
-  if (args.output_types[0]->dtype != DataType::kBool) return KernelError(args, "the output must be bool");
+  if (args.output_types[0]->dtype != DataType::kBool ||
+      args.output_types[0]->dims != args.input_types[0]->dims) {
+    return KernelError(args, "the output must be bool with X's dims");
+  }
   MG_RETURN_IF_ERROR(CheckElementwiseAlias(args, 0));
   return DispatchFloat(args, args.input_types[0]->dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
@@ -376,9 +379,8 @@ Kernel LogicKernel(Logic op) {
 
 absl::Status Not(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
-  if (args.input_types[0]->dtype != DataType::kBool ||
-      args.output_types[0]->dtype != DataType::kBool) {
-    return KernelError(args, "input and output must be bool");
+  if (args.input_types[0]->dtype != DataType::kBool || *args.output_types[0] != *args.input_types[0]) {
+    return KernelError(args, "input and output must be bool of one shape");
   }
   MG_RETURN_IF_ERROR(CheckElementwiseAlias(args, 0));
   const bool* in = reinterpret_cast<const bool*>(args.inputs[0]);
