@@ -4,6 +4,7 @@
 // element types.
 #include <cmath>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ struct UnaryCase {
   std::function<double(double)> reference;
   double lo, hi;  // input range
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const UnaryCase& c, std::ostream* os) { *os << c.op; }
 
 class UnaryKernelTest
     : public ::testing::TestWithParam<std::tuple<UnaryCase, DataType>> {};
@@ -103,6 +106,8 @@ struct BinaryCase {
   std::vector<int64_t> a, b, out;
   std::vector<Attribute> attrs;
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const BinaryCase& c, std::ostream* os) { *os << c.name; }
 
 double Apply(const std::string& op, double a, double b) {
   if (op == "Add") return a + b;

@@ -1,6 +1,7 @@
 // Reductions: axes from the attribute or the second input, keepdims, all axes, the no-op form,
 // integer sums, float16 accumulated in float32.
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct ReduceCase {
   std::vector<int64_t> out_dims;
   std::vector<double> expected;
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const ReduceCase& c, std::ostream* os) { *os << c.name; }
 
 class ReduceKernelTest : public ::testing::TestWithParam<ReduceCase> {};
 

@@ -2,6 +2,7 @@
 // input's address), Concat, Split, Slice (inputs, attributes, negative steps, omitted optional
 // inputs), Pad (constant value, cropping), Gather, Expand, Shape; refusal of aliased outputs.
 #include <numeric>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,8 @@ struct SliceCase {
   std::vector<int64_t> out_dims;
   std::vector<double> expected;
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const SliceCase& c, std::ostream* os) { *os << c.name; }
 
 class SliceKernelTest : public ::testing::TestWithParam<SliceCase> {};
 

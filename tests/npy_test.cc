@@ -3,6 +3,7 @@
 #include "allocator/npy.h"
 
 #include <cstring>
+#include <ostream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -17,6 +18,8 @@ struct NpyCase {
   graph::TensorType type;
   std::string header;  // the dict, without padding
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const NpyCase& c, std::ostream* os) { *os << c.name; }
 
 class NpyTest : public ::testing::TestWithParam<NpyCase> {};
 
