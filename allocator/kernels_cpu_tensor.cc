@@ -151,12 +151,11 @@ absl::Status Concat(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
   const TensorType& y = *args.output_types[0];
   MG_ASSIGN_OR_RETURN(const int64_t axis_attr, ConcatAxisAttr(args));
-  MG_ASSIGN_OR_RETURN(const int64_t add_axis, IntAttr(args, "add_axis", 0));
-  // With add_axis the inputs are stacked along a new output axis: each is one slice of it.
+  // The axis indexes the output's dims: with Caffe2's add_axis the inputs are stacked along a
+  // new output axis (each input is one slice of it), which the same copy handles.
   MG_ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(args, axis_attr, Rank(y), "axis"));
   const int64_t outer = Product(y.dims, 0, axis);
-  const int64_t elem = ElemBytes(y);
-  int64_t out_row = ByteSizeOf(y) / std::max<int64_t>(outer, 1);  // bytes per outer index
+  const int64_t out_row = ByteSizeOf(y) / std::max<int64_t>(outer, 1);  // bytes per outer index
   int64_t offset = 0;
   for (size_t i = 0; i < args.inputs.size(); ++i) {
     const TensorType& t = *args.input_types[i];
@@ -174,8 +173,6 @@ absl::Status Concat(const KernelArgs& args) {
     offset += chunk;
   }
   if (offset != out_row) return KernelError(args, "the inputs do not fill the output");
-  (void)elem;
-  (void)add_axis;
   if (args.outputs.size() == 2) {
     // Caffe2's split_info: each input's size along the axis, int32.
     const TensorType& info = *args.output_types[1];

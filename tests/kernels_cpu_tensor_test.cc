@@ -71,6 +71,22 @@ TEST(TensorKernelTest, ConcatAndSplitAreInverse) {
   ASSERT_TRUE(RunKernel("Split", {{"axis", int64_t{1}}}, {&c}, {&a2, &b2}).ok());
   EXPECT_EQ(ToDoubles(a2), ToDoubles(a));
   EXPECT_EQ(ToDoubles(b2), ToDoubles(b));
+  // Caffe2's add_axis stacks along a new axis; Split with add_axis takes it apart again.
+  TestTensor p = MakeTensor(DataType::kFloat32, {2}, {1, 2});
+  TestTensor q = MakeTensor(DataType::kFloat32, {2}, {3, 4});
+  TestTensor stacked = EmptyTensor(DataType::kFloat32, {2, 2});
+  ASSERT_TRUE(RunKernel("Concat", {{"axis", int64_t{1}}, {"add_axis", int64_t{1}}}, {&p, &q}, {&stacked}).ok());
+  EXPECT_EQ(ToDoubles(stacked), (std::vector<double>{1, 3, 2, 4}));
+  TestTensor p2 = EmptyTensor(DataType::kFloat32, {2});
+  TestTensor q2 = EmptyTensor(DataType::kFloat32, {2});
+  ASSERT_TRUE(RunKernel("Split", {{"axis", int64_t{1}}, {"add_axis", int64_t{1}}}, {&stacked}, {&p2, &q2}).ok());
+  EXPECT_EQ(ToDoubles(p2), ToDoubles(p));
+  EXPECT_EQ(ToDoubles(q2), ToDoubles(q));
+  // ONNX Split without an axis: 0 (the outputs are not pieces along 1).
+  TestTensor top = EmptyTensor(DataType::kFloat32, {1, 2});
+  TestTensor bottom = EmptyTensor(DataType::kFloat32, {1, 2});
+  ASSERT_TRUE(RunKernel("Split", {}, {&stacked}, {&top, &bottom}).ok());
+  EXPECT_EQ(ToDoubles(top), (std::vector<double>{1, 3}));
   // Caffe2's split_info output.
   TestTensor info = EmptyTensor(DataType::kInt32, {2});
   ASSERT_TRUE(RunKernel("Concat", {{"axis", int64_t{1}}}, {&a, &b}, {&c, &info}).ok());
