@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "graph/fp16_storage.h"
 #include "graph/gradient_builder.h"
 #include "graph/model_loader.h"
@@ -28,6 +29,7 @@
 #include "graph/workloads.h"
 #include "allocator/arena.h"
 #include "allocator/executor.h"
+#include "allocator/host_run.h"
 #include "memonger/model_summary.h"
 #include "memonger/net_rewrite.h"
 #include "memonger/plan_ascii.h"
@@ -68,6 +70,8 @@ struct Flags {
   double time_limit = 2;
   std::string execute = "none";
   bool verify = false;
+  std::string outputs_out;
+  uint64_t seed = 0;
   bool plan_static = false;
   bool views = false;
   std::string budget;
@@ -159,6 +163,49 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
         "usage records and traces have fixed steps: only --order given applies");
   }
   return options;
+}
+
+// Runs the net in one arena of the planned size: verify mode (--verify: every op fills its
+// outputs with a pattern and checks its inputs) or the real kernels (host only). Returns the
+// report's lines.
+absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::Graph& graph,
+                                    const memonger::Plan& plan) {
+  namespace alloc = memonger::alloc;
+  if (flags.verify) {
+    const auto device = flags.execute == "cuda" ? alloc::Device::kCuda : alloc::Device::kHost;
+    MG_ASSIGN_OR_RETURN(alloc::Arena arena,
+                        alloc::Arena::Create(device, plan.arena_bytes, plan.alignment));
+    MG_ASSIGN_OR_RETURN(alloc::Executor executor, alloc::Executor::Create(graph, plan, arena));
+    MG_RETURN_IF_ERROR(executor.RunVerify());
+    return absl::StrCat("executed        verify mode on ", flags.execute, ": ", graph.num_ops(),
+                        " ops, every input intact\n");
+  }
+  if (flags.execute == "cuda") {
+    return absl::UnimplementedError(
+        "--execute cuda runs verify mode only in this version (no CUDA kernels): add --verify, "
+        "or use --execute host");
+  }
+  alloc::HostRunOptions options;
+  options.model_path = flags.model;
+  options.seed = flags.seed;
+  options.outputs_dir = flags.outputs_out;
+  options.keep_outputs = false;
+  MG_ASSIGN_OR_RETURN(alloc::HostRunReport report, alloc::RunOnHost(graph, plan, options));
+  std::string text = absl::StrCat(
+      "executed        host kernels: ", graph.num_ops(), " ops in ",
+      absl::StrFormat("%.1f", report.kernel_seconds * 1000), " ms; inputs and statics: ",
+      report.from_model, " from the model, ", report.seeded, " seeded (seed ", flags.seed,
+      ")\n");
+  if (!report.seeded_statics.empty()) {
+    absl::StrAppend(&text, "seeded statics  ", report.seeded_statics.size(),
+                    " params/constants without data in the model, e.g. '",
+                    report.seeded_statics.front(), "'\n");
+  }
+  if (!flags.outputs_out.empty()) {
+    absl::StrAppend(&text, "outputs         ", report.outputs.size(), " written to ",
+                    flags.outputs_out, " (.npy)\n");
+  }
+  return text;
 }
 
 // Returns the exit code; prints what failed.
@@ -273,21 +320,9 @@ int Run(const Flags& flags) {
   }
   std::string execution_report;
   if (flags.execute != "none") {
-    // Runs the net in one arena of the planned size. Without kernels for the net's ops, verify
-    // mode is what runs: every op fills its outputs with a pattern and checks its inputs.
-    const auto device =
-        flags.execute == "cuda" ? memonger::alloc::Device::kCuda : memonger::alloc::Device::kHost;
-    auto arena = memonger::alloc::Arena::Create(device, plan->arena_bytes, plan->alignment);
-    if (!arena.ok()) return fail(arena.status());
-    auto executor = memonger::alloc::Executor::Create(*graph, *plan, *arena);
-    if (!executor.ok()) return fail(executor.status());
-    if (!flags.verify) {
-      return fail(absl::UnimplementedError(
-          "--execute runs verify mode only in this version (no op kernels yet): add --verify"));
-    }
-    if (auto s = executor->RunVerify(); !s.ok()) return fail(s);
-    execution_report = absl::StrCat("executed        verify mode on ", flags.execute, ": ",
-                                    graph->num_ops(), " ops, every input intact\n");
+    auto report = Execute(flags, *graph, *plan);
+    if (!report.ok()) return fail(report.status());
+    execution_report = *std::move(report);
   }
   if (flags.format == "json") {
     std::cout << memonger::PlanToJson(*graph, *plan);
@@ -385,11 +420,20 @@ int main(int argc, char** argv) {
                  "read a saved plan (memonger.plan/v1) instead of planning, and verify it");
   app.add_option("--net-out", flags.net_out,
                  "write the rewritten net (shared values renamed) to FILE (.pb or .pbtxt)");
-  app.add_option("--execute", flags.execute, "none, host or cuda: run the net in the arena")
+  app.add_option("--execute", flags.execute,
+                 "none, host or cuda: run the net in the arena (host: the CPU kernels; "
+                 "cuda: verify mode only)")
       ->check(CLI::IsMember({"none", "host", "cuda"}))
       ->capture_default_str();
   app.add_flag("--verify", flags.verify,
-               "with --execute: verify mode (ops fill outputs with patterns, check inputs)");
+               "with --execute: verify mode (ops fill outputs with patterns, check inputs); "
+               "without it, --execute host runs the CPU kernels");
+  app.add_option("--outputs-out", flags.outputs_out,
+                 "with --execute host: write every graph output as DIR/<name>.npy");
+  app.add_option("--seed", flags.seed,
+                 "with --execute host: seed of the values given to inputs and params the model "
+                 "has no data for (uniform [-1, 1) per value name)")
+      ->capture_default_str();
   app.add_option("--html", flags.html,
                  "write a picture of the plan (steps x addresses, one HTML file) to FILE");
   app.add_flag("--ascii", flags.ascii, "add a small time x address map to the text report");
@@ -410,6 +454,10 @@ int main(int argc, char** argv) {
   }
   if (flags.model.empty() && flags.workload.empty()) {
     std::cerr << "optimize-net: give a MODEL file or --workload SPEC (see --help)\n";
+    return kExitUsage;
+  }
+  if (!flags.outputs_out.empty() && (flags.execute != "host" || flags.verify)) {
+    std::cerr << "optimize-net: --outputs-out needs --execute host (without --verify)\n";
     return kExitUsage;
   }
   if ((flags.alignment & (flags.alignment - 1)) != 0) {

@@ -1,0 +1,116 @@
+// Half-precision storage types: IEEE 754 binary16 (`Half`) and bfloat16 (`BFloat16`), and their
+// conversions to and from float32. Kernels store these types and compute in float32.
+//
+//   alloc::Half h = alloc::Half::FromFloat(0.1f);   // nearest binary16: 0.0999755859375
+//   float f = h.ToFloat();                          // exact: every binary16 is a float32
+//   alloc::BFloat16 b = alloc::BFloat16::FromFloat(3.14159f);  // 3.140625
+//
+// Rounding from float32 is to nearest, ties to even, for both types:
+//   - binary16 (1 sign, 5 exponent, 10 mantissa bits, bias 15): values of magnitude >= 65520
+//     (halfway between the largest finite 65504 and 2^16) become infinity; magnitudes below
+//     2^-14 become subnormals (multiples of 2^-24), and those of at most 2^-25 become zero
+//     (2^-25 itself is a tie and goes to the even zero). Signed zeros keep their sign.
+//   - bfloat16 (the upper 16 bits of a float32): overflow past the largest finite bfloat16
+//     rounds to infinity; float32 subnormals round like any other value (no flush to zero).
+// Infinities keep their sign. A NaN stays a NaN (quiet; the top mantissa bits of the payload
+// are kept, the quiet bit is set so a payload never truncates to an infinity).
+//
+// Conversions from binary16 or bfloat16 to float32 are exact.
+//
+// The algorithms are the usual bit manipulations: no lookup tables (so no global state) and no
+// dependence on F16C or AVX-512 instructions; the float32 -> binary16 subnormal path uses one
+// float addition, which rounds to nearest-even in the default floating-point environment.
+#ifndef MEMONGER_ALLOCATOR_FLOAT16_H_
+#define MEMONGER_ALLOCATOR_FLOAT16_H_
+
+#include <cstdint>
+#include <cstring>
+
+namespace memonger::alloc {
+
+namespace float16_internal {
+inline uint32_t FloatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+inline float BitsFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+}  // namespace float16_internal
+
+// binary16 bits -> float32 (exact).
+inline float HalfBitsToFloat(uint16_t h) {
+  using float16_internal::BitsFloat;
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24, exact in float32.
+    const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+    return BitsFloat(sign | float16_internal::FloatBits(magnitude));
+  }
+  if (exponent == 0x1f) return BitsFloat(sign | 0x7f800000u | (mantissa << 13));  // inf, NaN
+  // Rebias the exponent: 127 - 15 = 112.
+  return BitsFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+// float32 -> binary16 bits, round to nearest even.
+inline uint16_t FloatToHalfBits(float f) {
+  using float16_internal::BitsFloat;
+  using float16_internal::FloatBits;
+  uint32_t x = FloatBits(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) {  // infinity or NaN
+    if (x == 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u);
+    return static_cast<uint16_t>(sign | 0x7e00u | ((x >> 13) & 0x3ffu));
+  }
+  if (x >= 0x47800000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 2^16: overflow
+  if (x < 0x38800000u) {
+    // Below 2^-14: the result is subnormal or zero. Adding 0.5 (2^-1) puts the value's bits
+    // at multiples of 2^-24 into the low mantissa bits of the sum, and the float addition
+    // rounds the discarded bits to nearest even, which is the binary16 rounding we want.
+    const float sum = BitsFloat(x) + 0.5f;
+    return static_cast<uint16_t>(sign | (FloatBits(sum) - 0x3f000000u));
+  }
+  // Normal: rebias, then round the 13 dropped mantissa bits to nearest even. A carry out of
+  // the mantissa correctly bumps the exponent (up to infinity for [65520, 65536)).
+  const uint32_t odd = (x >> 13) & 1u;
+  x += 0xc8000000u + 0xfffu + odd;  // (15 - 127) << 23 wraps to 0xc8000000
+  return static_cast<uint16_t>(sign | (x >> 13));
+}
+
+// bfloat16 bits -> float32 (exact).
+inline float BFloat16BitsToFloat(uint16_t b) {
+  return float16_internal::BitsFloat(static_cast<uint32_t>(b) << 16);
+}
+
+// float32 -> bfloat16 bits, round to nearest even.
+inline uint16_t FloatToBFloat16Bits(float f) {
+  const uint32_t x = float16_internal::FloatBits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) {
+    return static_cast<uint16_t>((x >> 16) | 0x0040u);  // NaN: keep it a (quiet) NaN
+  }
+  const uint32_t odd = (x >> 16) & 1u;
+  return static_cast<uint16_t>((x + 0x7fffu + odd) >> 16);
+}
+
+// Storage types: distinct C++ types so that kernels can be templated on the element type.
+struct Half {
+  uint16_t bits = 0;
+  static Half FromFloat(float f) { return Half{FloatToHalfBits(f)}; }
+  float ToFloat() const { return HalfBitsToFloat(bits); }
+};
+struct BFloat16 {
+  uint16_t bits = 0;
+  static BFloat16 FromFloat(float f) { return BFloat16{FloatToBFloat16Bits(f)}; }
+  float ToFloat() const { return BFloat16BitsToFloat(bits); }
+};
+static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2, "storage types must be 2 bytes");
+
+}  // namespace memonger::alloc
+
+#endif  // MEMONGER_ALLOCATOR_FLOAT16_H_

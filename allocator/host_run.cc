@@ -1,0 +1,107 @@
+#include "allocator/host_run.h"
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "allocator/arena.h"
+#include "allocator/executor.h"
+#include "allocator/kernels_cpu.h"
+#include "allocator/npy.h"
+#include "allocator/value_fill.h"
+#include "util/status_macros.h"
+
+namespace memonger::alloc {
+namespace {
+
+bool IsOnnxPath(const std::string& path) {
+  return absl::AsciiStrToLower(std::filesystem::path(path).extension().string()) == ".onnx";
+}
+
+absl::Status CopyData(const graph::Value& v, const TensorData& data, std::byte* dst) {
+  if (data.type != *v.type) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the data for '", v.DisplayName(), "' is ", graph::TensorTypeToString(data.type),
+        " but the value is ", graph::TensorTypeToString(*v.type)));
+  }
+  if (!data.bytes.empty()) std::memcpy(dst, data.bytes.data(), data.bytes.size());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<HostRunReport> RunOnHost(const graph::Graph& graph, const Plan& plan,
+                                        const HostRunOptions& options) {
+  MG_ASSIGN_OR_RETURN(Arena arena, Arena::Create(Device::kHost, plan.arena_bytes,
+                                                 std::max<int64_t>(plan.alignment, 1)));
+  MG_ASSIGN_OR_RETURN(Executor executor, Executor::Create(graph, plan, arena));
+  absl::flat_hash_map<std::string, TensorData> model_data;
+  if (!options.model_path.empty() && IsOnnxPath(options.model_path)) {
+    MG_ASSIGN_OR_RETURN(model_data, ReadOnnxConstants(options.model_path, graph));
+  }
+
+  HostRunReport report;
+  for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
+    const graph::Value& v = graph.value(id);
+    if (v.producer != graph::kNone) continue;
+    std::byte* dst = executor.ValueAddress(id);
+    if (auto it = options.data.find(v.name); it != options.data.end()) {
+      MG_RETURN_IF_ERROR(CopyData(v, it->second, dst));
+      ++report.from_caller;
+    } else if (auto jt = model_data.find(v.name); jt != model_data.end()) {
+      MG_RETURN_IF_ERROR(CopyData(v, jt->second, dst));
+      ++report.from_model;
+    } else {
+      FillSeeded(*v.type, v.name, options.seed, dst);
+      ++report.seeded;
+      if (graph::IsStatic(v.role)) report.seeded_statics.push_back(v.DisplayName());
+    }
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  MG_RETURN_IF_ERROR(executor.Run(MakeCpuKernelTable()));
+  report.kernel_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (!options.outputs_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.outputs_dir, error);
+    if (error) {
+      return absl::InvalidArgumentError(absl::StrCat(options.outputs_dir,
+                                                     ": cannot create the directory: ",
+                                                     error.message()));
+    }
+  }
+  absl::flat_hash_set<graph::ValueId> seen;
+  absl::flat_hash_set<std::string> files;
+  for (graph::ValueId id : graph.outputs()) {
+    if (!seen.insert(id).second) continue;
+    const graph::Value& v = graph.value(id);
+    HostRunOutput out;
+    out.name = v.name;
+    out.type = *v.type;
+    MG_ASSIGN_OR_RETURN(const int64_t bytes, graph::ByteSize(*v.type, v.DisplayName()));
+    if (options.keep_outputs) {
+      out.bytes.assign(reinterpret_cast<const char*>(executor.ValueAddress(id)),
+                       static_cast<size_t>(bytes));
+    }
+    if (!options.outputs_dir.empty()) {
+      // Two names may map to one file name: later ones get a numeric suffix.
+      std::string file = NpyFileName(v.name);
+      for (int k = 1; files.contains(file); ++k) {
+        file = absl::StrCat(file.substr(0, file.size() - 4), "_", k, ".npy");
+      }
+      files.insert(file);
+      out.file = (std::filesystem::path(options.outputs_dir) / file).string();
+      MG_RETURN_IF_ERROR(WriteNpy(out.file, *v.type, executor.ValueAddress(id)));
+    }
+    report.outputs.push_back(std::move(out));
+  }
+  return report;
+}
+
+}  // namespace memonger::alloc

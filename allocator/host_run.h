@@ -1,0 +1,68 @@
+// Runs a planned net for real on the host: one arena of the plan's size, every input and static
+// value filled deterministically, the CPU kernels (kernels_cpu.h) through Executor::Run, and the
+// graph outputs handed back and/or written as .npy files. This is what `optimize-net
+// --execute host` does.
+//
+//   alloc::HostRunOptions options;
+//   options.model_path = "model.onnx";   // constants come from the file
+//   options.outputs_dir = "out";         // out/<output name>.npy
+//   MG_ASSIGN_OR_RETURN(alloc::HostRunReport report, alloc::RunOnHost(graph, plan, options));
+//
+// Where the values without a producer (graph inputs, params, constants) come from, first match:
+//   1. HostRunOptions::data, by value name (the caller's tensors, e.g. test inputs);
+//   2. for an .onnx model, the file's initializers, Constant nodes and folded values
+//      (onnx_tensor_data.h);
+//   3. the seeded generator (value_fill.h): uniform [-1, 1) per value name for floats, 0 for
+//      integers. NetDef files (.pb, .pbtxt) carry no tensor data, so their params are seeded.
+// Data whose type differs from the value's is an InvalidArgument naming the value.
+//
+// Deterministic: the kernels are single-threaded and their results do not depend on addresses,
+// so the same model, options and seed give the same output bytes under every valid plan.
+#ifndef MEMONGER_ALLOCATOR_HOST_RUN_H_
+#define MEMONGER_ALLOCATOR_HOST_RUN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "allocator/onnx_tensor_data.h"
+#include "graph/graph.h"
+#include "memonger/plan.h"
+
+namespace memonger::alloc {
+
+struct HostRunOptions {
+  std::string model_path;   // an .onnx path: its constant data is used; else ignored
+  uint64_t seed = 0;        // mixed into every seeded value's name hash
+  absl::flat_hash_map<std::string, TensorData> data;  // by value name; wins over the model
+  std::string outputs_dir;  // non-empty: every graph output is written there as .npy
+  bool keep_outputs = true; // copy the outputs into the report
+};
+
+struct HostRunOutput {
+  std::string name;
+  graph::TensorType type;
+  std::string bytes;  // when keep_outputs
+  std::string file;   // when outputs_dir is set
+};
+
+struct HostRunReport {
+  int from_caller = 0;  // values filled from HostRunOptions::data
+  int from_model = 0;   // from the model file's data
+  int seeded = 0;       // from the seeded generator
+  std::vector<std::string> seeded_statics;  // params/constants seeded for lack of data
+  std::vector<HostRunOutput> outputs;       // the graph outputs, in order, each once
+  double kernel_seconds = 0;                // time spent in Executor::Run
+};
+
+// Errors: those of Arena::Create, Executor::Create, Executor::Run (an op without a kernel is
+// Unimplemented naming it; a kernel's error names the op), data of the wrong type, files that
+// cannot be written.
+absl::StatusOr<HostRunReport> RunOnHost(const graph::Graph& graph, const Plan& plan,
+                                        const HostRunOptions& options);
+
+}  // namespace memonger::alloc
+
+#endif  // MEMONGER_ALLOCATOR_HOST_RUN_H_

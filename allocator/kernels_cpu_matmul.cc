@@ -1,0 +1,268 @@
+// Matrix-product CPU kernels over GemmCpu (gemm_cpu.h): MatMul (ONNX numpy semantics with
+// broadcast batch dims; Caffe2's trans_a/trans_b and axis_a/axis_b), BatchMatMul (Caffe2),
+// Gemm (ONNX: transA, transB, alpha, beta, optional C broadcast to [M, N]) and FC /
+// FCTransposed (Caffe2: X flattened at `axis` to [M, K], W at `axis_w` to [N, K] (FC) or [K, N]
+// (FCTransposed), b [N]).
+//
+// Storage float32, float16 or bfloat16, products and sums in float32, rounded once to the
+// output's type in the epilogue (after the bias or C is added in float32). An output that
+// shares any byte with an input is refused: a product reads its inputs after it has started
+// writing.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "allocator/gemm_cpu.h"
+#include "allocator/kernel_util.h"
+#include "allocator/kernels_cpu.h"
+#include "util/status_macros.h"
+
+namespace memonger::alloc {
+namespace {
+
+using graph::DataType;
+using graph::TensorType;
+using namespace kernel_internal;  // NOLINT: the helpers of every kernel file
+
+bool IsGemmType(DataType d) {
+  return d == DataType::kFloat32 || d == DataType::kFloat16 || d == DataType::kBFloat16;
+}
+
+absl::Status CheckGemmTypes(const KernelArgs& args) {
+  const DataType dtype = args.output_types[0]->dtype;
+  for (const TensorType* t : args.input_types) {
+    if (t->dtype != dtype) {
+      return KernelError(args, absl::StrCat("every input must have the output's element type ",
+                                            graph::DataTypeName(dtype), ", got ",
+                                            graph::TensorTypeToString(*t)));
+    }
+  }
+  if (!IsGemmType(dtype)) {
+    return UnsupportedDtype(args, dtype, "float32, float16, bfloat16");
+  }
+  return CheckNoOverlapAll(args);
+}
+
+// Stores float32 results into an output row of element type T.
+template <typename T>
+void StoreRow(std::byte* base, int64_t offset, int64_t count, const float* values) {
+  T* out = reinterpret_cast<T*>(base) + offset;
+  for (int64_t j = 0; j < count; ++j) out[j] = Store<T>(values[j]);
+}
+
+using StoreRowFn = void (*)(std::byte*, int64_t, int64_t, const float*);
+StoreRowFn StoreRowFor(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat16: return StoreRow<Half>;
+    case DataType::kBFloat16: return StoreRow<BFloat16>;
+    default: return StoreRow<float>;
+  }
+}
+
+// Element i of a float32/float16/bfloat16 tensor as float32.
+float LoadAsFloat(DataType dtype, const std::byte* data, int64_t i) {
+  switch (dtype) {
+    case DataType::kFloat16: return reinterpret_cast<const Half*>(data)[i].ToFloat();
+    case DataType::kBFloat16: return reinterpret_cast<const BFloat16*>(data)[i].ToFloat();
+    default: return reinterpret_cast<const float*>(data)[i];
+  }
+}
+
+// A stored matrix operand: the dims before any transposition, and whether op() transposes.
+struct MatrixView {
+  Dims dims;  // batch dims..., rows, cols (as stored)
+  bool transposed = false;
+};
+
+absl::Status MatMul(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
+  MG_RETURN_IF_ERROR(CheckGemmTypes(args));
+  const TensorType& ta = *args.input_types[0];
+  const TensorType& tb = *args.input_types[1];
+  MG_ASSIGN_OR_RETURN(const int64_t trans_a, IntAttr(args, "trans_a", 0));
+  MG_ASSIGN_OR_RETURN(const int64_t trans_b, IntAttr(args, "trans_b", 0));
+  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_a, OptionalIntAttr(args, "axis_a"));
+  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_b, OptionalIntAttr(args, "axis_b"));
+  MatrixView a{ta.dims, trans_a != 0};
+  MatrixView b{tb.dims, trans_b != 0};
+  if (a.dims.empty() || b.dims.empty()) return KernelError(args, "operands must have rank >= 1");
+  if (axis_a.has_value() || axis_b.has_value()) {
+    // Caffe2 MatMul: flatten each operand into a matrix at its axis first.
+    MG_ASSIGN_OR_RETURN(const int64_t ax_a, NormalizeAxis(args, axis_a.value_or(1), Rank(ta), "axis_a"));
+    MG_ASSIGN_OR_RETURN(const int64_t ax_b, NormalizeAxis(args, axis_b.value_or(1), Rank(tb), "axis_b"));
+    a.dims = {Product(ta.dims, 0, ax_a), Product(ta.dims, ax_a, ta.dims.size())};
+    b.dims = {Product(tb.dims, 0, ax_b), Product(tb.dims, ax_b, tb.dims.size())};
+  }
+  // numpy: a 1-D A is a row [1, K], a 1-D B a column [K, 1]. Transposition flags apply to
+  // operands of rank >= 2 only.
+  if (a.dims.size() == 1) {
+    a.dims.insert(a.dims.begin(), 1);
+    a.transposed = false;
+  }
+  if (b.dims.size() == 1) {
+    b.dims.push_back(1);
+    b.transposed = false;
+  }
+  const size_t ra = a.dims.size();
+  const size_t rb = b.dims.size();
+  const int64_t m = a.transposed ? a.dims[ra - 1] : a.dims[ra - 2];
+  const int64_t k = a.transposed ? a.dims[ra - 2] : a.dims[ra - 1];
+  const int64_t k_b = b.transposed ? b.dims[rb - 1] : b.dims[rb - 2];
+  const int64_t n = b.transposed ? b.dims[rb - 2] : b.dims[rb - 1];
+  if (k != k_b) {
+    return KernelError(args, absl::StrCat("inner dimensions differ: K=", k, " and K=", k_b));
+  }
+  const Dims batch_a(a.dims.begin(), a.dims.end() - 2);
+  const Dims batch_b(b.dims.begin(), b.dims.end() - 2);
+  const TensorType& ty = *args.output_types[0];
+  const int64_t out_count = NumElements(ty.dims);
+  if (m * n == 0) return absl::OkStatus();
+  const int64_t batches = out_count / (m * n);
+  if (batches * m * n != out_count) {
+    return KernelError(args, absl::StrCat("the output ", graph::TensorTypeToString(ty),
+                                          " does not hold batches of ", m, "x", n));
+  }
+  // Output batch dims: the broadcast of both operands' batch dims (the output's leading dims).
+  const size_t batch_rank = std::max(batch_a.size(), batch_b.size());
+  Dims batch(batch_rank, 1);
+  for (size_t i = 0; i < batch_rank; ++i) {
+    const int64_t da = i + batch_a.size() >= batch_rank ? batch_a[i + batch_a.size() - batch_rank] : 1;
+    const int64_t db = i + batch_b.size() >= batch_rank ? batch_b[i + batch_b.size() - batch_rank] : 1;
+    if (da != db && da != 1 && db != 1) {
+      return KernelError(args, "the operands' batch dims do not broadcast");
+    }
+    batch[i] = da == 1 ? db : da;
+  }
+  if (NumElements(batch) != batches) {
+    return KernelError(args, "the output's batch dims do not match the operands'");
+  }
+  const Dims stride_a = BroadcastStrides(batch_a, batch);
+  const Dims stride_b = BroadcastStrides(batch_b, batch);
+  const int64_t matrix_a = a.dims[ra - 2] * a.dims[ra - 1];
+  const int64_t matrix_b = b.dims[rb - 2] * b.dims[rb - 1];
+  const int64_t elem = graph::DataTypeSize(ty.dtype);
+  const StoreRowFn store = StoreRowFor(ty.dtype);
+  std::byte* out = args.outputs[0];
+  Dims index(batch_rank, 0);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t off_a = 0;
+    int64_t off_b = 0;
+    for (size_t d = 0; d < batch_rank; ++d) {
+      off_a += index[d] * stride_a[d];
+      off_b += index[d] * stride_b[d];
+    }
+    const GemmOperand ga{ta.dtype, args.inputs[0] + off_a * matrix_a * elem, a.dims[ra - 1],
+                         a.transposed};
+    const GemmOperand gb{tb.dtype, args.inputs[1] + off_b * matrix_b * elem, b.dims[rb - 1],
+                         b.transposed};
+    const int64_t out_base = bi * m * n;
+    MG_RETURN_IF_ERROR(GemmCpu(m, n, k, ga, gb,
+                               [&](int64_t row, int64_t col, int64_t count, const float* acc) {
+                                 store(out, out_base + row * n + col, count, acc);
+                               }));
+    for (size_t d = batch_rank; d-- > 0;) {
+      if (++index[d] < batch[d]) break;
+      index[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ONNX Gemm: Y = alpha * op(A) x op(B) + beta * C.
+absl::Status Gemm(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 2, 3, 1, 1));
+  MG_RETURN_IF_ERROR(CheckGemmTypes(args));
+  const TensorType& ta = *args.input_types[0];
+  const TensorType& tb = *args.input_types[1];
+  if (ta.dims.size() != 2 || tb.dims.size() != 2) return KernelError(args, "A and B must be 2-D");
+  MG_ASSIGN_OR_RETURN(const int64_t trans_a, IntAttr(args, "transA", 0));
+  MG_ASSIGN_OR_RETURN(const int64_t trans_b, IntAttr(args, "transB", 0));
+  MG_ASSIGN_OR_RETURN(const double alpha_d, FloatAttr(args, "alpha", 1.0));
+  MG_ASSIGN_OR_RETURN(const double beta_d, FloatAttr(args, "beta", 1.0));
+  const float alpha = static_cast<float>(alpha_d);
+  const float beta = static_cast<float>(beta_d);
+  const int64_t m = trans_a ? ta.dims[1] : ta.dims[0];
+  const int64_t k = trans_a ? ta.dims[0] : ta.dims[1];
+  const int64_t n = trans_b ? tb.dims[0] : tb.dims[1];
+  if ((trans_b ? tb.dims[1] : tb.dims[0]) != k) return KernelError(args, "inner dimensions differ");
+  if (args.output_types[0]->dims != Dims{m, n}) {
+    return KernelError(args, "the output must be [M, N]");
+  }
+  Dims c_strides{0, 0};
+  const std::byte* c = nullptr;
+  if (args.inputs.size() == 3) {
+    const Dims& cd = args.input_types[2]->dims;
+    if (!BroadcastsTo(cd, {m, n})) return KernelError(args, "C does not broadcast to [M, N]");
+    c_strides = BroadcastStrides(cd, {m, n});
+    c = args.inputs[2];
+  }
+  const DataType dtype = args.output_types[0]->dtype;
+  const StoreRowFn store = StoreRowFor(dtype);
+  std::vector<float> row(static_cast<size_t>(std::min<int64_t>(n, 4096)));
+  return GemmCpu(m, n, k, GemmOperand{ta.dtype, args.inputs[0], ta.dims[1], trans_a != 0},
+                 GemmOperand{tb.dtype, args.inputs[1], tb.dims[1], trans_b != 0},
+                 [&](int64_t r, int64_t col, int64_t count, const float* acc) {
+                   if (row.size() < static_cast<size_t>(count)) row.resize(count);
+                   for (int64_t j = 0; j < count; ++j) {
+                     float v = alpha * acc[j];
+                     if (c != nullptr) {
+                       v += beta * LoadAsFloat(dtype, c, r * c_strides[0] + (col + j) * c_strides[1]);
+                     }
+                     row[j] = v;
+                   }
+                   store(args.outputs[0], r * n + col, count, row.data());
+                 });
+}
+
+// Caffe2 FC(X, W, b) / FCTransposed: Y[M, N] = X[M, K] x W^T (+ b), W [N, K] or [K, N].
+Kernel FcKernel(bool transposed) {
+  return [transposed](const KernelArgs& args) -> absl::Status {
+    MG_RETURN_IF_ERROR(CheckArity(args, 3, 3, 1, 1));
+    MG_RETURN_IF_ERROR(CheckGemmTypes(args));
+    const TensorType& tx = *args.input_types[0];
+    const TensorType& tw = *args.input_types[1];
+    const TensorType& tbias = *args.input_types[2];
+    MG_ASSIGN_OR_RETURN(const int64_t axis_attr, IntAttr(args, "axis", 1));
+    MG_ASSIGN_OR_RETURN(const int64_t axis_w_attr, IntAttr(args, "axis_w", 1));
+    MG_ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(args, axis_attr, Rank(tx), "axis"));
+    MG_ASSIGN_OR_RETURN(const int64_t axis_w, NormalizeAxis(args, axis_w_attr, Rank(tw), "axis_w"));
+    const int64_t m = Product(tx.dims, 0, axis);
+    const int64_t k = Product(tx.dims, axis, tx.dims.size());
+    const int64_t w_front = Product(tw.dims, 0, axis_w);
+    const int64_t w_back = Product(tw.dims, axis_w, tw.dims.size());
+    const int64_t n = transposed ? w_back : w_front;
+    if ((transposed ? w_front : w_back) != k) {
+      return KernelError(args, absl::StrCat("X has K=", k, " but W does not"));
+    }
+    if (NumElements(tbias.dims) != n) return KernelError(args, absl::StrCat("b must hold N=", n));
+    if (NumElements(args.output_types[0]->dims) != m * n) {
+      return KernelError(args, "the output must hold M x N elements");
+    }
+    const DataType dtype = args.output_types[0]->dtype;
+    const StoreRowFn store = StoreRowFor(dtype);
+    // W [N, K] is op(B) = W^T: stored [N, K] transposed. FCTransposed's W [K, N] is B itself.
+    const GemmOperand gw{tw.dtype, args.inputs[1], transposed ? n : k, !transposed};
+    std::vector<float> bias(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) bias[j] = LoadAsFloat(dtype, args.inputs[2], j);
+    std::vector<float> row;
+    return GemmCpu(m, n, k, GemmOperand{tx.dtype, args.inputs[0], k, false}, gw,
+                   [&](int64_t r, int64_t col, int64_t count, const float* acc) {
+                     row.resize(count);
+                     for (int64_t j = 0; j < count; ++j) row[j] = acc[j] + bias[col + j];
+                     store(args.outputs[0], r * n + col, count, row.data());
+                   });
+  };
+}
+
+}  // namespace
+
+void AddCpuMatMulKernels(KernelMap& kernels) {
+  kernels["MatMul"] = MatMul;
+  kernels["BatchMatMul"] = MatMul;
+  kernels["Gemm"] = Gemm;
+  kernels["FC"] = FcKernel(/*transposed=*/false);
+  kernels["FCTransposed"] = FcKernel(/*transposed=*/true);
+}
+
+}  // namespace memonger::alloc
