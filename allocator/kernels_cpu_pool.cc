@@ -112,6 +112,7 @@ Kernel PoolGradientKernel(PoolKind kind) {
       return KernelError(args, "Y and dY must have one type, X's element type; dX X's type");
     }
     MG_ASSIGN_OR_RETURN(const WindowGeometry w, ReadWindowGeometry(args, x, std::nullopt, y.dims));
+    if (y.dims[1] != w.channels) return KernelError(args, "Y must have X's channels");
     MG_ASSIGN_OR_RETURN(const bool include_pad, IncludePad(args));
     MG_ASSIGN_OR_RETURN(const FloatLoader load, LoaderFor(args, x));
     MG_ASSIGN_OR_RETURN(const FloatStorer store, StorerFor(args, x));
