@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/gradient_builder.h"
-#include "graph/shape_inference.h"
+#include "graph/net_writer.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
@@ -18,41 +18,6 @@ absl::StatusOr<DataType> FloatChoice(WorkloadParams& params, absl::string_view k
   MG_ASSIGN_OR_RETURN(std::string name, params.Choice(key, fallback, {"fp16", "bf16", "fp32"}));
   return ParseDataType(name);
 }
-
-// Writes the net op by op: names, declarations and roles go to one GraphBuilder.
-class NetWriter {
- public:
-  explicit NetWriter(std::string name) : builder_(std::move(name)) {}
-
-  // A graph input or parameter of a declared type.
-  void Declare(const std::string& name, DataType dtype, const std::vector<int64_t>& dims,
-               Role role) {
-    Declaration d;
-    d.dtype = dtype;
-    std::vector<DeclaredDim> declared;
-    for (int64_t size : dims) declared.push_back(DeclaredDim{size, ""});
-    d.dims = std::move(declared);
-    builder_.Declare(name, std::move(d));
-    builder_.DeclareRole(name, role);
-    builder_.AddExternalInput(name);
-  }
-
-  void Op(const std::string& type, const std::string& name, std::vector<std::string> inputs,
-          std::vector<std::string> outputs, std::vector<Attribute> attrs = {}) {
-    OpSpec op;
-    op.type = type;
-    op.name = name;
-    op.inputs = std::move(inputs);
-    op.outputs = std::move(outputs);
-    op.attrs = std::move(attrs);
-    builder_.AddOp(std::move(op));
-  }
-
-  GraphBuilder& builder() { return builder_; }
-
- private:
-  GraphBuilder builder_;
-};
 
 Attribute Int(const char* name, int64_t value) { return Attribute{name, value}; }
 Attribute Ints(const char* name, std::vector<int64_t> values) {
@@ -69,7 +34,7 @@ void WriteBlock(NetWriter& net, const AttentionWorkload& w, int block, const std
   const int64_t D = w.dim, H = w.heads, d = w.dim / w.heads, F = w.mlp;
   const DataType dt = w.dtype;
   auto param = [&](const std::string& name, std::vector<int64_t> dims) {
-    net.Declare(p + name, dt, dims, Role::kParam);
+    net.Input(p + name, dt, dims, Role::kParam);
     return p + name;
   };
   // Linear layer: MatMul, then the bias added in place.
@@ -194,10 +159,10 @@ absl::StatusOr<AttentionWorkload> ParseAttentionWorkload(const WorkloadSpec& spe
 absl::StatusOr<Graph> BuildAttentionGraph(const AttentionWorkload& w) {
   NetWriter net(absl::StrCat("attention_n", w.n, w.efficient ? "_efficient" : "_math"));
   const int64_t L = w.tokens();
-  net.Declare("x", w.dtype, {w.batch, L, w.dim}, Role::kInput);
+  net.Input("x", w.dtype, {w.batch, L, w.dim}, Role::kInput);
   std::string bias;
   if (w.alibi) {
-    net.Declare("coords", DataType::kInt64, {w.n, 2}, Role::kInput);
+    net.Input("coords", DataType::kInt64, {w.n, 2}, Role::kInput);
     net.Op("AlibiBias", "alibi_bias", {"coords"}, {"alibi_bias"},
            {Int("heads", w.heads), Int("cls", w.cls), Int("pad", w.bias_pad),
             Str("dtype", DataTypeName(w.bias_dtype))});
@@ -210,7 +175,7 @@ absl::StatusOr<Graph> BuildAttentionGraph(const AttentionWorkload& w) {
     }
   }
   if (!w.efficient) {
-    net.Declare("sqrt_scale", w.dtype, {}, Role::kConstant);
+    net.Input("sqrt_scale", w.dtype, {}, Role::kConstant);
   }
   std::string x = "x";
   for (int block = 0; block < w.depth; ++block) {
@@ -226,8 +191,7 @@ absl::StatusOr<Graph> BuildAttentionGraph(const AttentionWorkload& w) {
     net.builder().AddExternalOutput("loss");
     net.builder().AddLoss("loss");
   }
-  MG_ASSIGN_OR_RETURN(Graph graph, std::move(net.builder()).Build());
-  MG_RETURN_IF_ERROR(InferShapes(graph, ShapeBindings{}));
+  MG_ASSIGN_OR_RETURN(Graph graph, std::move(net).Finish());
   if (w.training) return AddGradientOps(graph, {"loss"});
   return graph;
 }

@@ -6,69 +6,45 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/gradient_builder.h"
-#include "graph/shape_inference.h"
+#include "graph/net_writer.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
 namespace {
 
+// The ResNet's repeated unit on top of a NetWriter.
 class ResnetWriter {
  public:
-  ResnetWriter(std::string name, bool training) : builder_(std::move(name)), training_(training) {}
-
-  void Input(const std::string& name, DataType dtype, const std::vector<int64_t>& dims,
-             Role role) {
-    Declaration d;
-    d.dtype = dtype;
-    std::vector<DeclaredDim> declared;
-    for (int64_t size : dims) declared.push_back(DeclaredDim{size, ""});
-    d.dims = std::move(declared);
-    builder_.Declare(name, std::move(d));
-    builder_.DeclareRole(name, role);
-    builder_.AddExternalInput(name);
-  }
-
-  void Op(const std::string& type, const std::string& name, std::vector<std::string> inputs,
-          std::vector<std::string> outputs, std::vector<Attribute> attrs = {}) {
-    OpSpec op;
-    op.type = type;
-    op.name = name;
-    op.inputs = std::move(inputs);
-    op.outputs = std::move(outputs);
-    op.attrs = std::move(attrs);
-    builder_.AddOp(std::move(op));
-  }
+  ResnetWriter(NetWriter& net, bool training) : net_(net), training_(training) {}
 
   // conv (no bias) + SpatialBN [+ in-place Relu]; returns the output blob.
   std::string ConvBn(const std::string& in, const std::string& name, int64_t in_channels,
                      int64_t out_channels, int64_t kernel, int64_t stride, bool relu) {
     const std::string w = name + "_w";
-    Input(w, DataType::kFloat32, {out_channels, in_channels, kernel, kernel}, Role::kParam);
-    Op("Conv", name, {in, w}, {name},
+    net_.Input(w, DataType::kFloat32, {out_channels, in_channels, kernel, kernel}, Role::kParam);
+    net_.Op("Conv", name, {in, w}, {name},
        {Attribute{"kernel", kernel}, Attribute{"stride", stride},
         Attribute{"pad", (kernel - 1) / 2}, Attribute{"order", std::string("NCHW")}});
     const std::string bn = name + "_bn";
     std::vector<std::string> bn_inputs = {name};
     for (const char* p : {"_scale", "_bias", "_mean", "_var"}) {
-      Input(bn + p, DataType::kFloat32, {out_channels}, Role::kParam);
+      net_.Input(bn + p, DataType::kFloat32, {out_channels}, Role::kParam);
       bn_inputs.push_back(bn + p);
     }
     if (training_) {
-      Op("SpatialBN", bn, bn_inputs,
+      net_.Op("SpatialBN", bn, bn_inputs,
          {bn, bn + "_running_mean", bn + "_running_var", bn + "_saved_mean", bn + "_saved_var"},
          {Attribute{"is_test", int64_t{0}}, Attribute{"epsilon", 1e-5}});
     } else {
-      Op("SpatialBN", bn, bn_inputs, {bn},
+      net_.Op("SpatialBN", bn, bn_inputs, {bn},
          {Attribute{"is_test", int64_t{1}}, Attribute{"epsilon", 1e-5}});
     }
-    if (relu) Op("Relu", name + "_relu", {bn}, {bn});
+    if (relu) net_.Op("Relu", name + "_relu", {bn}, {bn});
     return bn;
   }
 
-  GraphBuilder& builder() { return builder_; }
-
  private:
-  GraphBuilder builder_;
+  NetWriter& net_;
   bool training_;
 };
 
@@ -83,11 +59,12 @@ absl::StatusOr<Graph> BuildResnet50(const WorkloadSpec& spec) {
                       params.Choice("mode", "inference", {"inference", "training"}));
   MG_RETURN_IF_ERROR(params.Finish());
   const bool training = mode == "training";
-  ResnetWriter net(absl::StrCat("resnet50_b", batch), training);
-  net.Input("data", DataType::kFloat32, {batch, 3, image, image}, Role::kInput);
-  net.Input("label", DataType::kInt32, {batch}, Role::kInput);
-  std::string x = net.ConvBn("data", "conv1", 3, 64, 7, 2, /*relu=*/true);
-  net.Op("MaxPool", "pool1", {x}, {"pool1"},
+  NetWriter writer(absl::StrCat("resnet50_b", batch));
+  ResnetWriter resnet(writer, training);
+  writer.Input("data", DataType::kFloat32, {batch, 3, image, image}, Role::kInput);
+  writer.Input("label", DataType::kInt32, {batch}, Role::kInput);
+  std::string x = resnet.ConvBn("data", "conv1", 3, 64, 7, 2, /*relu=*/true);
+  writer.Op("MaxPool", "pool1", {x}, {"pool1"},
          {Attribute{"kernel", int64_t{3}}, Attribute{"stride", int64_t{2}},
           Attribute{"pad", int64_t{1}}, Attribute{"order", std::string("NCHW")}});
   x = "pool1";
@@ -99,31 +76,32 @@ absl::StatusOr<Graph> BuildResnet50(const WorkloadSpec& spec) {
       const std::string p = absl::StrCat("res", stage + 2, "_", block, "_");
       const int64_t width = kWidths[stage];
       const int64_t stride = block == 0 && stage > 0 ? 2 : 1;
-      std::string b = net.ConvBn(x, p + "branch2a", channels, width, 1, 1, true);
-      b = net.ConvBn(b, p + "branch2b", width, width, 3, stride, true);
-      b = net.ConvBn(b, p + "branch2c", width, 4 * width, 1, 1, false);
+      std::string b = resnet.ConvBn(x, p + "branch2a", channels, width, 1, 1, true);
+      b = resnet.ConvBn(b, p + "branch2b", width, width, 3, stride, true);
+      b = resnet.ConvBn(b, p + "branch2c", width, 4 * width, 1, 1, false);
       std::string shortcut = x;
-      if (block == 0) shortcut = net.ConvBn(x, p + "branch1", channels, 4 * width, 1, stride, false);
-      net.Op("Sum", p + "sum", {b, shortcut}, {p + "sum"});
-      net.Op("Relu", p + "relu", {p + "sum"}, {p + "sum"});
+      if (block == 0) {
+        shortcut = resnet.ConvBn(x, p + "branch1", channels, 4 * width, 1, stride, false);
+      }
+      writer.Op("Sum", p + "sum", {b, shortcut}, {p + "sum"});
+      writer.Op("Relu", p + "relu", {p + "sum"}, {p + "sum"});
       x = p + "sum";
       channels = 4 * width;
     }
   }
   const int64_t final_size = (image + 31) / 32;
-  net.Op("AveragePool", "pool5", {x}, {"pool5"},
+  writer.Op("AveragePool", "pool5", {x}, {"pool5"},
          {Attribute{"kernel", final_size}, Attribute{"stride", int64_t{1}},
           Attribute{"order", std::string("NCHW")}});
-  net.Input("pred_w", DataType::kFloat32, {classes, channels}, Role::kParam);
-  net.Input("pred_b", DataType::kFloat32, {classes}, Role::kParam);
-  net.Op("FC", "pred", {"pool5", "pred_w", "pred_b"}, {"pred"});
-  net.Op("Softmax", "softmax", {"pred"}, {"softmax"});
-  net.Op("LabelCrossEntropy", "xent", {"softmax", "label"}, {"xent"});
-  net.Op("AveragedLoss", "loss", {"xent"}, {"loss"});
-  net.builder().AddExternalOutput("loss");
-  net.builder().AddLoss("loss");
-  MG_ASSIGN_OR_RETURN(Graph graph, std::move(net.builder()).Build());
-  MG_RETURN_IF_ERROR(InferShapes(graph, ShapeBindings{}));
+  writer.Input("pred_w", DataType::kFloat32, {classes, channels}, Role::kParam);
+  writer.Input("pred_b", DataType::kFloat32, {classes}, Role::kParam);
+  writer.Op("FC", "pred", {"pool5", "pred_w", "pred_b"}, {"pred"});
+  writer.Op("Softmax", "softmax", {"pred"}, {"softmax"});
+  writer.Op("LabelCrossEntropy", "xent", {"softmax", "label"}, {"xent"});
+  writer.Op("AveragedLoss", "loss", {"xent"}, {"loss"});
+  writer.builder().AddExternalOutput("loss");
+  writer.builder().AddLoss("loss");
+  MG_ASSIGN_OR_RETURN(Graph graph, std::move(writer).Finish());
   if (training) return AddGradientOps(graph, {"loss"});
   return graph;
 }

@@ -5,22 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/gradient_builder.h"
-#include "graph/shape_inference.h"
+#include "graph/net_writer.h"
 #include "graph/workload_attention.h"
 #include "graph/workload_resnet.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
 namespace {
-
-Declaration Declared(DataType dtype, const std::vector<int64_t>& dims) {
-  Declaration d;
-  d.dtype = dtype;
-  std::vector<DeclaredDim> declared;
-  for (int64_t size : dims) declared.push_back(DeclaredDim{size, ""});
-  d.dims = std::move(declared);
-  return d;
-}
 
 absl::StatusOr<Graph> BuildMlp(const WorkloadSpec& spec) {
   WorkloadParams params(spec, {"layers", "batch", "dim", "classes", "mode"});
@@ -31,20 +22,11 @@ absl::StatusOr<Graph> BuildMlp(const WorkloadSpec& spec) {
   MG_ASSIGN_OR_RETURN(std::string mode,
                       params.Choice("mode", "inference", {"inference", "training"}));
   MG_RETURN_IF_ERROR(params.Finish());
-  GraphBuilder builder(absl::StrCat("mlp_", layers));
+  NetWriter net(absl::StrCat("mlp_", layers));
   auto input = [&](const std::string& name, DataType dtype, const std::vector<int64_t>& dims,
-                   Role role) {
-    builder.Declare(name, Declared(dtype, dims));
-    builder.DeclareRole(name, role);
-    builder.AddExternalInput(name);
-  };
+                   Role role) { net.Input(name, dtype, dims, role); };
   auto op = [&](const std::string& type, std::vector<std::string> inputs, std::string output) {
-    OpSpec spec_op;
-    spec_op.type = type;
-    spec_op.name = output;
-    spec_op.inputs = std::move(inputs);
-    spec_op.outputs = {std::move(output)};
-    builder.AddOp(std::move(spec_op));
+    net.Op(type, output, std::move(inputs), {output});
   };
   input("data", DataType::kFloat32, {batch, dim}, Role::kInput);
   input("label", DataType::kInt32, {batch}, Role::kInput);
@@ -63,10 +45,9 @@ absl::StatusOr<Graph> BuildMlp(const WorkloadSpec& spec) {
   op("Softmax", {"pred"}, "softmax");
   op("LabelCrossEntropy", {"softmax", "label"}, "xent");
   op("AveragedLoss", {"xent"}, "loss");
-  builder.AddExternalOutput("loss");
-  builder.AddLoss("loss");
-  MG_ASSIGN_OR_RETURN(Graph graph, std::move(builder).Build());
-  MG_RETURN_IF_ERROR(InferShapes(graph, ShapeBindings{}));
+  net.builder().AddExternalOutput("loss");
+  net.builder().AddLoss("loss");
+  MG_ASSIGN_OR_RETURN(Graph graph, std::move(net).Finish());
   if (mode == "training") return AddGradientOps(graph, {"loss"});
   return graph;
 }
