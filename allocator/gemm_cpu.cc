@@ -149,24 +149,30 @@ absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
         " and ", graph::DataTypeName(b.dtype)));
   }
   if (m == 0 || n == 0) return absl::OkStatus();
+  // B's column tile is packed once for all of K (each block of kKc rows at its own offset),
+  // then reused by every row tile of A; A's blocks are packed per (row tile, K block).
+  const int64_t k_blocks = std::max<int64_t>((k + kKc - 1) / kKc, 1);
   const int64_t kc_max = std::min(kKc, std::max<int64_t>(k, 1));
   std::vector<float> packed_a(static_cast<size_t>(kMc * kc_max));
-  std::vector<float> packed_b(static_cast<size_t>(kNc * kc_max));
+  std::vector<float> packed_b(static_cast<size_t>(k_blocks * kKc * kNc));
   std::vector<float> tile(static_cast<size_t>(kMc * kNc));
-  for (int64_t i0 = 0; i0 < m; i0 += kMc) {
-    const int64_t mc = std::min(kMc, m - i0);
-    const int64_t mc_padded = RoundUp(mc, kMr);
-    for (int64_t j0 = 0; j0 < n; j0 += kNc) {
-      const int64_t nc = std::min(kNc, n - j0);
-      const int64_t nc_padded = RoundUp(nc, kNr);
+  for (int64_t j0 = 0; j0 < n; j0 += kNc) {
+    const int64_t nc = std::min(kNc, n - j0);
+    const int64_t nc_padded = RoundUp(nc, kNr);
+    for (int64_t p0 = 0; p0 < k; p0 += kKc) {
+      pack_b(b, p0, std::min(kKc, k - p0), j0, nc, packed_b.data() + (p0 / kKc) * kKc * kNc);
+    }
+    for (int64_t i0 = 0; i0 < m; i0 += kMc) {
+      const int64_t mc = std::min(kMc, m - i0);
+      const int64_t mc_padded = RoundUp(mc, kMr);
       // The accumulator tile starts at +0.0: the first add of each sum is exact, as in the
       // naive loop that starts from 0.
       std::fill(tile.begin(), tile.end(), 0.0f);
       for (int64_t p0 = 0; p0 < k; p0 += kKc) {
         const int64_t kc = std::min(kKc, k - p0);
         pack_a(a, i0, mc, p0, kc, packed_a.data());
-        pack_b(b, p0, kc, j0, nc, packed_b.data());
-        MacroKernel(mc_padded, nc_padded, kc, packed_a.data(), packed_b.data(), tile.data(), kNc);
+        MacroKernel(mc_padded, nc_padded, kc, packed_a.data(),
+                    packed_b.data() + (p0 / kKc) * kKc * kNc, tile.data(), kNc);
       }
       for (int64_t r = 0; r < mc; ++r) epilogue(i0 + r, j0, nc, tile.data() + r * kNc);
     }

@@ -9,10 +9,11 @@
 //                                                 const float* acc) { ...store acc[0..count) }));
 //
 // The algorithm (the GotoBLAS loop nest, without threads):
-//   1. C is cut into tiles of kMc x kNc; each tile has a float32 accumulator buffer.
-//   2. For each tile, K is walked in blocks of kKc: the A block (kMc x kKc) is packed into
-//      slivers of kMr rows and the B block (kKc x kNc) into panels of kNr columns, converting
-//      to float32 while packing (so half types cost one conversion per packed element).
+//   1. C is cut into column tiles of kNc; for each, all of op(B)'s rows in that tile are packed
+//      once, in blocks of kKc rows, into panels of kNr columns (converted to float32 while
+//      packing, so half types cost one conversion per packed element).
+//   2. Each column tile is cut into row tiles of kMc with a float32 accumulator buffer; K is
+//      walked in blocks of kKc and the A block (kMc x kKc) is packed into slivers of kMr rows.
 //   3. A register-blocked micro-kernel adds one sliver x one panel into a kMr x kNr block of
 //      the accumulator, k in ascending order.
 //   4. When K is done, the epilogue receives the tile row by row.
@@ -22,8 +23,8 @@
 // or the vector width the CPU offers (the micro-kernel is also compiled for AVX2 and chosen at
 // run time). Results are therefore reproducible across plans and machines.
 //
-// Limits: one thread; memory for packing and accumulators is O(kMc*kKc + kKc*kNc + kMc*kNc)
-// floats (about 0.6 MB), allocated per call, outside the arena.
+// Limits: one thread; memory for packing and accumulators, allocated per call outside the
+// arena: K x kNc floats for B (1 KiB per unit of K: 3 MiB for K = 3072) plus about 0.3 MiB.
 #ifndef MEMONGER_ALLOCATOR_GEMM_CPU_H_
 #define MEMONGER_ALLOCATOR_GEMM_CPU_H_
 

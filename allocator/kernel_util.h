@@ -97,10 +97,13 @@ absl::Status DispatchFloat(const KernelArgs& args, graph::DataType dtype, F&& f)
   }
 }
 
-// The floating-point types plus int32 and int64 (arithmetic that also makes sense on indices).
+// The floating-point types plus the integers (arithmetic wraps as numpy's does).
 template <typename F>
 absl::Status DispatchNumeric(const KernelArgs& args, graph::DataType dtype, F&& f) {
   switch (dtype) {
+    case graph::DataType::kUInt8: return f(Tag<uint8_t>{});
+    case graph::DataType::kInt8: return f(Tag<int8_t>{});
+    case graph::DataType::kInt16: return f(Tag<int16_t>{});
     case graph::DataType::kInt32: return f(Tag<int32_t>{});
     case graph::DataType::kInt64: return f(Tag<int64_t>{});
     case graph::DataType::kFloat32:
@@ -108,7 +111,9 @@ absl::Status DispatchNumeric(const KernelArgs& args, graph::DataType dtype, F&& 
     case graph::DataType::kBFloat16:
     case graph::DataType::kFloat64: return DispatchFloat(args, dtype, f);
     default:
-      return UnsupportedDtype(args, dtype, "float32, float16, bfloat16, float64, int32, int64");
+      return UnsupportedDtype(args, dtype,
+                              "float32, float16, bfloat16, float64, uint8, int8, int16, int32, "
+                              "int64");
   }
 }
 
@@ -116,9 +121,6 @@ absl::Status DispatchNumeric(const KernelArgs& args, graph::DataType dtype, F&& 
 template <typename F>
 absl::Status DispatchAny(const KernelArgs& args, graph::DataType dtype, F&& f) {
   switch (dtype) {
-    case graph::DataType::kUInt8: return f(Tag<uint8_t>{});
-    case graph::DataType::kInt8: return f(Tag<int8_t>{});
-    case graph::DataType::kInt16: return f(Tag<int16_t>{});
     case graph::DataType::kBool: return f(Tag<bool>{});
     default: return DispatchNumeric(args, dtype, f);
   }

@@ -146,6 +146,83 @@ Kernel AlphaKernel(double default_alpha, Make make) {
   };
 }
 
+// HardSigmoid: max(0, min(1, alpha x + beta)), alpha 0.2, beta 0.5.
+absl::Status HardSigmoid(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
+  MG_ASSIGN_OR_RETURN(const double alpha, FloatAttr(args, "alpha", 0.2));
+  MG_ASSIGN_OR_RETURN(const double beta, FloatAttr(args, "beta", 0.5));
+  return UnaryKernel<true>([alpha, beta](auto x) {
+    using C = decltype(x);
+    const C y = static_cast<C>(alpha) * x + static_cast<C>(beta);
+    return y < C(0) ? C(0) : (y > C(1) ? C(1) : y);
+  })(args);
+}
+
+// Selu: gamma (x > 0 ? x : alpha (e^x - 1)), ONNX's default alpha and gamma.
+absl::Status Selu(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
+  MG_ASSIGN_OR_RETURN(const double alpha, FloatAttr(args, "alpha", 1.67326319217681884765625));
+  MG_ASSIGN_OR_RETURN(const double gamma, FloatAttr(args, "gamma", 1.05070102214813232421875));
+  return UnaryKernel<true>([alpha, gamma](auto x) {
+    using C = decltype(x);
+    return static_cast<C>(gamma) * (x > C(0) ? x : static_cast<C>(alpha) * (std::exp(x) - C(1)));
+  })(args);
+}
+
+// Clip: bounds from the inputs min, max (ONNX opset 11+, either may be omitted: the importer's
+// onnx_input_slots say which) or the attributes min, max (opset 6, Caffe2).
+absl::Status Clip(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 3, 1, 1));
+  const TensorType& x = *args.input_types[0];
+  if (x != *args.output_types[0]) return KernelError(args, "the output must have X's type");
+  MG_RETURN_IF_ERROR(CheckAllAliases(args));
+  const int min_in = FindInputSlot(args, 1);
+  const int max_in = FindInputSlot(args, 2);
+  for (int in : {min_in, max_in}) {
+    if (in >= 0 && (args.input_types[in]->dtype != x.dtype || NumElements(args.input_types[in]->dims) != 1)) {
+      return KernelError(args, "min and max must be one element of X's type");
+    }
+  }
+  MG_ASSIGN_OR_RETURN(const double min_attr, FloatAttr(args, "min", -INFINITY));
+  MG_ASSIGN_OR_RETURN(const double max_attr, FloatAttr(args, "max", INFINITY));
+  return DispatchNumeric(args, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using C = Compute<T>;
+    auto bound = [&](int in, double attr, C fallback) -> C {
+      if (in >= 0) return Load(*reinterpret_cast<const T*>(args.inputs[in]));
+      if (std::isinf(attr)) return fallback;
+      return static_cast<C>(attr);
+    };
+    const C lo = bound(min_in, min_attr, std::numeric_limits<C>::lowest());
+    const C hi = bound(max_in, max_attr, std::numeric_limits<C>::max());
+    const T* in = reinterpret_cast<const T*>(args.inputs[0]);
+    T* out = reinterpret_cast<T*>(args.outputs[0]);
+    const int64_t n = NumElements(x.dims);
+    for (int64_t i = 0; i < n; ++i) {
+      const C v = Load(in[i]);
+      out[i] = Store<T>(v < lo ? lo : (v > hi ? hi : v));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status IsNaN(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
+  if (args.output_types[0]->dtype != DataType::kBool ||
+      args.output_types[0]->dims != args.input_types[0]->dims) {
+    return KernelError(args, "the output must be bool with X's dims");
+  }
+  MG_RETURN_IF_ERROR(CheckElementwiseAlias(args, 0));
+  return DispatchFloat(args, args.input_types[0]->dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const T* in = reinterpret_cast<const T*>(args.inputs[0]);
+    bool* out = reinterpret_cast<bool*>(args.outputs[0]);
+    const int64_t n = NumElements(args.input_types[0]->dims);
+    for (int64_t i = 0; i < n; ++i) out[i] = std::isnan(Load(in[i]));
+    return absl::OkStatus();
+  });
+}
+
 // ---- binary ----------------------------------------------------------------------------------
 
 enum class Arith { kAdd, kSub, kMul, kDiv, kPow };
@@ -190,6 +267,33 @@ absl::Status BinaryLoop(const KernelArgs& args, Fn fn) {
   return absl::OkStatus();
 }
 
+// Pow(X of type T, Y of type U) -> T: computed in double, converted to T.
+absl::Status MixedPow(const KernelArgs& args) {
+  return DispatchNumeric(args, args.input_types[0]->dtype, [&](auto base_tag) -> absl::Status {
+    using T = typename decltype(base_tag)::type;
+    return DispatchNumeric(args, args.input_types[1]->dtype, [&](auto exp_tag) -> absl::Status {
+      using U = typename decltype(exp_tag)::type;
+      const Dims& out_dims = args.output_types[0]->dims;
+      MG_ASSIGN_OR_RETURN(Dims sa, OperandStrides(args, 0, out_dims));
+      MG_ASSIGN_OR_RETURN(Dims sb, OperandStrides(args, 1, out_dims));
+      const T* a = reinterpret_cast<const T*>(args.inputs[0]);
+      const U* b = reinterpret_cast<const U*>(args.inputs[1]);
+      T* out = reinterpret_cast<T*>(args.outputs[0]);
+      const std::array<Dims, 3> strides{Strides(out_dims), std::move(sa), std::move(sb)};
+      ForEachStrided<3>(out_dims, strides,
+                        [&](int64_t n, const std::array<int64_t, 3>& base,
+                            const std::array<int64_t, 3>& step) {
+                          for (int64_t i = 0; i < n; ++i) {
+                            const double v = std::pow(static_cast<double>(Load(a[base[1] + i * step[1]])),
+                                                      static_cast<double>(Load(b[base[2] + i * step[2]])));
+                            out[base[0] + i * step[0]] = Store<T>(static_cast<Compute<T>>(v));
+                          }
+                        });
+      return absl::OkStatus();
+    });
+  });
+}
+
 Kernel ArithKernel(Arith op) {
   return [op](const KernelArgs& args) -> absl::Status {
     MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
@@ -202,8 +306,8 @@ Kernel ArithKernel(Arith op) {
     }
     MG_RETURN_IF_ERROR(CheckAllAliases(args));
     if (op == Arith::kPow && args.input_types[1]->dtype != dtype) {
-      // ONNX Pow allows an exponent of another type; only the common case is implemented.
-      return KernelUnimplemented(args, "an exponent of another element type than the base");
+      // ONNX Pow's exponent may have another type: each pair goes through double.
+      return MixedPow(args);
     }
     return DispatchNumeric(args, dtype, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
@@ -275,9 +379,8 @@ Kernel LogicKernel(Logic op) {
 
 absl::Status Not(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
-  if (args.input_types[0]->dtype != DataType::kBool ||
-      args.output_types[0]->dtype != DataType::kBool) {
-    return KernelError(args, "input and output must be bool");
+  if (args.input_types[0]->dtype != DataType::kBool || *args.output_types[0] != *args.input_types[0]) {
+    return KernelError(args, "input and output must be bool of one shape");
   }
   MG_RETURN_IF_ERROR(CheckElementwiseAlias(args, 0));
   const bool* in = reinterpret_cast<const bool*>(args.inputs[0]);
@@ -440,12 +543,41 @@ absl::Status Cast(const KernelArgs& args) {
   });
 }
 
+// CastLike(X, like): Cast to like's element type (the output type says which).
+absl::Status CastLike(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
+  KernelArgs cast = args;
+  cast.inputs.resize(1);
+  cast.input_types.resize(1);
+  return Cast(cast);
+}
+
 }  // namespace
 
 void AddCpuElementwiseKernels(KernelMap& kernels) {
   kernels["Relu"] = UnaryKernel<false>([](auto x) { return x > 0 ? x : decltype(x)(0); });
   kernels["Neg"] = UnaryKernel<false>([](auto x) { return -x; });
-  kernels["Abs"] = UnaryKernel<false>([](auto x) { return x < 0 ? -x : x; });
+  kernels["Abs"] = UnaryKernel<false>([](auto x) {
+    if constexpr (std::is_unsigned_v<decltype(x)>) {
+      return x;
+    } else {
+      return x < 0 ? -x : x;
+    }
+  });
+  kernels["Sign"] = UnaryKernel<false>([](auto x) {
+    using C = decltype(x);
+    return x > 0 ? C(1) : (x < 0 ? static_cast<C>(-1) : C(0));
+  });
+  kernels["Round"] = UnaryKernel<true>([](auto x) { return std::nearbyint(x); });  // ties to even
+  kernels["Tan"] = UnaryKernel<true>([](auto x) { return std::tan(x); });
+  kernels["ThresholdedRelu"] = AlphaKernel(1.0, [](double alpha) {
+    return [alpha](auto x) { return x > static_cast<decltype(x)>(alpha) ? x : decltype(x)(0); };
+  });
+  kernels["HardSigmoid"] = HardSigmoid;
+  kernels["Selu"] = Selu;
+  kernels["Clip"] = Clip;
+  kernels["CastLike"] = CastLike;
+  kernels["IsNaN"] = IsNaN;
   kernels["Sigmoid"] = UnaryKernel<true>([](auto x) {
     // Both branches keep exp's argument <= 0, so neither overflows.
     using C = decltype(x);

@@ -199,11 +199,11 @@ absl::Status Gemm(const KernelArgs& args) {
   }
   const DataType dtype = args.output_types[0]->dtype;
   const StoreRowFn store = StoreRowFor(dtype);
-  std::vector<float> row(static_cast<size_t>(std::min<int64_t>(n, 4096)));
+  std::vector<float> row;
   return GemmCpu(m, n, k, GemmOperand{ta.dtype, args.inputs[0], ta.dims[1], trans_a != 0},
                  GemmOperand{tb.dtype, args.inputs[1], tb.dims[1], trans_b != 0},
                  [&](int64_t r, int64_t col, int64_t count, const float* acc) {
-                   if (row.size() < static_cast<size_t>(count)) row.resize(count);
+                   row.resize(static_cast<size_t>(count));
                    for (int64_t j = 0; j < count; ++j) {
                      float v = alpha * acc[j];
                      if (c != nullptr) {

@@ -243,6 +243,12 @@ absl::Status Caffe2LayerNorm(const KernelArgs& args) {
     spec.scale_input = 1;
     spec.bias_input = 2;
   }
+  for (int out : {1, 2}) {
+    if (NumElements(args.output_types[out]->dims) != spec.rows) {
+      return KernelError(args, absl::StrCat("output ", out, " must hold one value per row (",
+                                            spec.rows, ")"));
+    }
+  }
   spec.mean_output = 1;
   spec.stat_output = 2;
   spec.stat_is_std = true;

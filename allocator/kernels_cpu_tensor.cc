@@ -151,12 +151,11 @@ absl::Status Concat(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
   const TensorType& y = *args.output_types[0];
   MG_ASSIGN_OR_RETURN(const int64_t axis_attr, ConcatAxisAttr(args));
-  MG_ASSIGN_OR_RETURN(const int64_t add_axis, IntAttr(args, "add_axis", 0));
-  // With add_axis the inputs are stacked along a new output axis: each is one slice of it.
+  // The axis indexes the output's dims: with Caffe2's add_axis the inputs are stacked along a
+  // new output axis (each input is one slice of it), which the same copy handles.
   MG_ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(args, axis_attr, Rank(y), "axis"));
   const int64_t outer = Product(y.dims, 0, axis);
-  const int64_t elem = ElemBytes(y);
-  int64_t out_row = ByteSizeOf(y) / std::max<int64_t>(outer, 1);  // bytes per outer index
+  const int64_t out_row = ByteSizeOf(y) / std::max<int64_t>(outer, 1);  // bytes per outer index
   int64_t offset = 0;
   for (size_t i = 0; i < args.inputs.size(); ++i) {
     const TensorType& t = *args.input_types[i];
@@ -174,8 +173,6 @@ absl::Status Concat(const KernelArgs& args) {
     offset += chunk;
   }
   if (offset != out_row) return KernelError(args, "the inputs do not fill the output");
-  (void)elem;
-  (void)add_axis;
   if (args.outputs.size() == 2) {
     // Caffe2's split_info: each input's size along the axis, int32.
     const TensorType& info = *args.output_types[1];
@@ -193,11 +190,35 @@ absl::Status Concat(const KernelArgs& args) {
   return absl::OkStatus();
 }
 
+// True when the outputs are pieces of `x` along `axis` (same dims elsewhere, or the axis
+// removed as Caffe2's add_axis does).
+bool SplitsAlong(const KernelArgs& args, const TensorType& x, int64_t axis) {
+  if (axis < 0 || axis >= Rank(x)) return false;
+  for (const TensorType* t : args.output_types) {
+    Dims rest = t->dims;
+    Dims xs = x.dims;
+    if (rest.size() == xs.size()) rest.erase(rest.begin() + axis);
+    xs.erase(xs.begin() + axis);
+    if (rest != xs) return false;
+  }
+  return true;
+}
+
 absl::Status Split(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 1, 2, 1, -1));
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
   const TensorType& x = *args.input_types[0];
-  MG_ASSIGN_OR_RETURN(const int64_t axis_attr, ConcatAxisAttr(args));
+  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_given, OptionalIntAttr(args, "axis"));
+  MG_ASSIGN_OR_RETURN(const std::optional<std::string> order, StringAttr(args, "order"));
+  int64_t axis_attr = 0;
+  if (axis_given.has_value() || order.has_value()) {
+    MG_ASSIGN_OR_RETURN(axis_attr, ConcatAxisAttr(args));
+  } else {
+    // No axis: ONNX means 0, Caffe2 means 1 (NCHW channels). The graph does not say which
+    // format the op came from, but the outputs' types do: take 1 when the outputs are pieces
+    // along it, else 0.
+    axis_attr = SplitsAlong(args, x, 1) ? 1 : 0;
+  }
   MG_ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(args, axis_attr, Rank(x), "axis"));
   const int64_t outer = Product(x.dims, 0, axis);
   const int64_t in_row = outer > 0 ? ByteSizeOf(x) / outer : 0;
@@ -442,9 +463,100 @@ absl::Status Shape(const KernelArgs& args) {
   return absl::OkStatus();
 }
 
+// Size: the element count as an int64 scalar.
+absl::Status Size(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
+  const TensorType& y = *args.output_types[0];
+  if (y.dtype != DataType::kInt64 || NumElements(y.dims) != 1) {
+    return KernelError(args, "the output must be one int64");
+  }
+  const int64_t n = NumElements(args.input_types[0]->dims);
+  std::memcpy(args.outputs[0], &n, sizeof(n));
+  return absl::OkStatus();
+}
+
+// Tile: output dim d is input dim d times repeats[d] (the output type says how many); element
+// index i_d reads input index i_d mod dim_d.
+absl::Status Tile(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 2, 1, 1));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& x = *args.input_types[0];
+  const TensorType& y = *args.output_types[0];
+  if (x.dtype != y.dtype || x.dims.size() != y.dims.size()) {
+    return KernelError(args, "the output must have the input's type and rank");
+  }
+  const int64_t rank = Rank(x);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (x.dims[d] == 0 ? y.dims[d] != 0 : y.dims[d] % x.dims[d] != 0) {
+      return KernelError(args, "the output's dims are not multiples of the input's");
+    }
+  }
+  const int64_t n = NumElements(y.dims);
+  if (n == 0) return absl::OkStatus();
+  const Dims in_strides = Strides(x.dims);
+  const int64_t elem = ElemBytes(x);
+  return DispatchBytes(args, elem, [&](auto tag) -> absl::Status {
+    using U = typename decltype(tag)::type;
+    const U* in = reinterpret_cast<const U*>(args.inputs[0]);
+    U* out = reinterpret_cast<U*>(args.outputs[0]);
+    Dims index(rank, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t src = 0;
+      for (int64_t d = 0; d < rank; ++d) src += (index[d] % x.dims[d]) * in_strides[d];
+      out[i] = in[src];
+      for (int64_t d = rank; d-- > 0;) {
+        if (++index[d] < y.dims[d]) break;
+        index[d] = 0;
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// Trilu: keeps the upper (upper=1, default) or lower triangle of the last two dims, shifted by
+// the optional scalar input k; zeroes the rest.
+absl::Status Trilu(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 2, 1, 1));
+  const TensorType& x = *args.input_types[0];
+  if (x != *args.output_types[0] || x.dims.size() < 2) {
+    return KernelError(args, "X must have rank >= 2 and the output X's type");
+  }
+  if (args.inputs[0] != args.outputs[0]) MG_RETURN_IF_ERROR(CheckNoOverlap(args, 0, 0));
+  MG_ASSIGN_OR_RETURN(const int64_t upper, IntAttr(args, "upper", 1));
+  int64_t k = 0;
+  if (args.inputs.size() == 2) {
+    MG_ASSIGN_OR_RETURN(const Dims kv, ReadInts(args, 1, "k"));
+    if (kv.size() != 1) return KernelError(args, "k must be one integer");
+    k = kv[0];
+  }
+  const int64_t rows = x.dims[x.dims.size() - 2];
+  const int64_t cols = x.dims.back();
+  const int64_t mats = NumElements(x.dims) / std::max<int64_t>(rows * cols, 1);
+  const int64_t elem = ElemBytes(x);
+  for (int64_t m = 0; m < mats; ++m) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t at = ((m * rows + r) * cols + c) * elem;
+        const bool keep = upper != 0 ? c - r >= k : c - r <= k;
+        if (keep) {
+          if (args.inputs[0] != args.outputs[0]) {
+            std::memcpy(args.outputs[0] + at, args.inputs[0] + at, static_cast<size_t>(elem));
+          }
+        } else {
+          std::memset(args.outputs[0] + at, 0, static_cast<size_t>(elem));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddCpuTensorKernels(KernelMap& kernels) {
+  kernels["Size"] = Size;
+  kernels["Tile"] = Tile;
+  kernels["Trilu"] = Trilu;
   for (const char* type : {"Reshape", "Flatten", "FlattenToVec", "Squeeze", "Unsqueeze",
                            "ExpandDims", "Identity", "Copy", "StopGradient"}) {
     kernels[type] = CopyLike;

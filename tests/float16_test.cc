@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <ostream>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -51,6 +52,8 @@ struct EdgeCase {
   uint16_t half;
   uint16_t bf16;
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const EdgeCase& c, std::ostream* os) { *os << c.name; }
 
 class Float16EdgeTest : public ::testing::TestWithParam<EdgeCase> {};
 

@@ -4,6 +4,7 @@
 #include "allocator/gemm_cpu.h"
 
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct GemmCase {
   bool trans_a, trans_b;
   DataType dtype;
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const GemmCase& c, std::ostream* os) { *os << c.name; }
 
 class GemmCpuTest : public ::testing::TestWithParam<GemmCase> {};
 

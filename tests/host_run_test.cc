@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,8 @@ struct NetCase {
   std::string path;  // empty: kMlp
   std::string binding;
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const NetCase& c, std::ostream* os) { *os << c.name; }
 
 class SharedVsUnsharedTest : public ::testing::TestWithParam<NetCase> {};
 

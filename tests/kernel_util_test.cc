@@ -3,6 +3,7 @@
 #include "allocator/kernel_util.h"
 
 #include <map>
+#include <ostream>
 #include <vector>
 
 #include "graph/graph.h"
@@ -17,6 +18,8 @@ struct StridedCase {
   Dims in;  // an input broadcast to dims
   int expected_runs;
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const StridedCase& c, std::ostream* os) { *os << c.name; }
 
 class ForEachStridedTest : public ::testing::TestWithParam<StridedCase> {};
 

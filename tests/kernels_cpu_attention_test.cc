@@ -9,6 +9,7 @@
 //   - the workspace holds the last head's running max and sum; aliasing outputs are refused.
 #include <cmath>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,8 @@ struct AttentionCase {
   int bias_kind;  // 0 none, 1 bias [1, H, L, Lp] with garbage padding, 2 bias [B, H, L, L] with -inf
   double scale;   // 0: the default 1/sqrt(d)
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
 
 class EfficientAttentionTest
     : public ::testing::TestWithParam<std::tuple<AttentionCase, DataType>> {};

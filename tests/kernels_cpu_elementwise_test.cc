@@ -4,6 +4,7 @@
 // element types.
 #include <cmath>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ struct UnaryCase {
   std::function<double(double)> reference;
   double lo, hi;  // input range
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const UnaryCase& c, std::ostream* os) { *os << c.op; }
 
 class UnaryKernelTest
     : public ::testing::TestWithParam<std::tuple<UnaryCase, DataType>> {};
@@ -103,6 +106,8 @@ struct BinaryCase {
   std::vector<int64_t> a, b, out;
   std::vector<Attribute> attrs;
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const BinaryCase& c, std::ostream* os) { *os << c.name; }
 
 double Apply(const std::string& op, double a, double b) {
   if (op == "Add") return a + b;
@@ -255,6 +260,20 @@ TEST(ElementwiseKernelTest, CastBetweenTypes) {
   TestTensor b = EmptyTensor(DataType::kBFloat16, {5});
   ASSERT_TRUE(RunKernel("Cast", {{"to", int64_t{16}}}, {&i}, {&b}).ok());
   EXPECT_EQ(ToDoubles(b)[4], 999424);  // 1e6 in bfloat16 (8 significant bits)
+}
+
+TEST(ElementwiseKernelTest, ClipWithOmittedMinAndMixedPow) {
+  TestTensor x = MakeTensor(DataType::kFloat32, {4}, {-5, 0.5, 2, 9});
+  TestTensor hi = MakeTensor(DataType::kFloat32, {}, {1});
+  TestTensor y = EmptyTensor(DataType::kFloat32, {4});
+  // Clip(x, "", max): the importer keeps slots 0 and 2.
+  ASSERT_TRUE(RunKernel("Clip", {{"onnx_input_slots", std::vector<int64_t>{0, 2}}}, {&x, &hi}, {&y}).ok());
+  EXPECT_EQ(ToDoubles(y), (std::vector<double>{-5, 0.5, 1, 1}));
+  ASSERT_TRUE(RunKernel("Clip", {{"min", 0.0}, {"max", 3.0}}, {&x}, {&x}).ok());  // opset 6, in place
+  EXPECT_EQ(ToDoubles(x), (std::vector<double>{0, 0.5, 2, 3}));
+  TestTensor e = MakeTensor(DataType::kInt64, {1}, {2});
+  ASSERT_TRUE(RunKernel("Pow", {}, {&x, &e}, {&y}).ok());
+  EXPECT_EQ(ToDoubles(y), (std::vector<double>{0, 0.25, 4, 9}));
 }
 
 TEST(ElementwiseKernelTest, UnsupportedTypesAreUnimplementedNamingTheOp) {

@@ -2,6 +2,7 @@
 // broadcast batch dims), Caffe2 trans_a/trans_b, Gemm (transA, transB, alpha, beta, C
 // broadcast), FC and FCTransposed with axes; float32, float16, bfloat16 storage; outputs that
 // overlap an input are refused.
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,8 @@ struct MatMulCase {
   std::vector<int64_t> a, b, out;
   bool trans_a = false, trans_b = false;
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const MatMulCase& c, std::ostream* os) { *os << c.name; }
 
 class MatMulKernelTest
     : public ::testing::TestWithParam<std::tuple<MatMulCase, DataType>> {};

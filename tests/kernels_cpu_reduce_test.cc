@@ -1,5 +1,7 @@
 // Reductions: axes from the attribute or the second input, keepdims, all axes, the no-op form,
 // integer sums, float16 accumulated in float32.
+#include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,8 @@ struct ReduceCase {
   std::vector<int64_t> out_dims;
   std::vector<double> expected;
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const ReduceCase& c, std::ostream* os) { *os << c.name; }
 
 class ReduceKernelTest : public ::testing::TestWithParam<ReduceCase> {};
 
@@ -56,6 +60,8 @@ INSTANTIATE_TEST_SUITE_P(
         ReduceCase{"mean_rows", "ReduceMean", {{"axes", std::vector<int64_t>{1}}}, {}, {2, 1}, {2, 5}},
         ReduceCase{"max_cols", "ReduceMax", {{"axes", std::vector<int64_t>{0}}}, {}, {1, 3}, {4, 5, 6}},
         ReduceCase{"min_all", "ReduceMin", {{"keepdims", int64_t{0}}}, {}, {}, {1}},
+        ReduceCase{"prod_rows", "ReduceProd", {{"axes", std::vector<int64_t>{1}}}, {}, {2, 1}, {6, 120}},
+        ReduceCase{"l1_cols", "ReduceL1", {{"axes", std::vector<int64_t>{0}}}, {}, {1, 3}, {5, 7, 9}},
         ReduceCase{"noop_with_empty_axes", "ReduceSum", {{"noop_with_empty_axes", int64_t{1}}}, {}, {2, 3},
                    {1, 2, 3, 4, 5, 6}}),
     [](const ::testing::TestParamInfo<ReduceCase>& info) { return info.param.name; });
@@ -67,6 +73,20 @@ TEST(ReduceKernelTest, Float16SumsAreAccumulatedInFloat32) {
   ASSERT_TRUE(RunKernel("ReduceSum", {}, {&x}, {&y}).ok());
   EXPECT_EQ(ToDoubles(y)[0], 4096);
   EXPECT_EQ(RunKernel("ReduceSum", {}, {&x}, {&x}).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ReduceKernelTest, LogSumExpAndArgMax) {
+  TestTensor x = MakeTensor(DataType::kFloat32, {2, 2}, {1000, 1000, 0, 2});
+  TestTensor y = EmptyTensor(DataType::kFloat32, {2, 1});
+  ASSERT_TRUE(RunKernel("ReduceLogSumExp", {{"axes", std::vector<int64_t>{1}}}, {&x}, {&y}).ok());
+  const std::vector<double> v = ToDoubles(y);
+  EXPECT_NEAR(v[0], 1000 + std::log(2.0), 1e-3);  // no overflow
+  EXPECT_NEAR(v[1], std::log(1 + std::exp(2.0)), 1e-6);
+  TestTensor idx = EmptyTensor(DataType::kInt64, {2});
+  ASSERT_TRUE(RunKernel("ArgMax", {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}, {&x}, {&idx}).ok());
+  EXPECT_EQ(ToDoubles(idx), (std::vector<double>{0, 1}));
+  ASSERT_TRUE(RunKernel("ArgMax", {{"axis", int64_t{1}}, {"select_last_index", int64_t{1}}}, {&x}, {&idx}).ok());
+  EXPECT_EQ(ToDoubles(idx), (std::vector<double>{1, 1}));
 }
 
 }  // namespace

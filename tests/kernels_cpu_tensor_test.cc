@@ -2,6 +2,7 @@
 // input's address), Concat, Split, Slice (inputs, attributes, negative steps, omitted optional
 // inputs), Pad (constant value, cropping), Gather, Expand, Shape; refusal of aliased outputs.
 #include <numeric>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,22 @@ TEST(TensorKernelTest, ConcatAndSplitAreInverse) {
   ASSERT_TRUE(RunKernel("Split", {{"axis", int64_t{1}}}, {&c}, {&a2, &b2}).ok());
   EXPECT_EQ(ToDoubles(a2), ToDoubles(a));
   EXPECT_EQ(ToDoubles(b2), ToDoubles(b));
+  // Caffe2's add_axis stacks along a new axis; Split with add_axis takes it apart again.
+  TestTensor p = MakeTensor(DataType::kFloat32, {2}, {1, 2});
+  TestTensor q = MakeTensor(DataType::kFloat32, {2}, {3, 4});
+  TestTensor stacked = EmptyTensor(DataType::kFloat32, {2, 2});
+  ASSERT_TRUE(RunKernel("Concat", {{"axis", int64_t{1}}, {"add_axis", int64_t{1}}}, {&p, &q}, {&stacked}).ok());
+  EXPECT_EQ(ToDoubles(stacked), (std::vector<double>{1, 3, 2, 4}));
+  TestTensor p2 = EmptyTensor(DataType::kFloat32, {2});
+  TestTensor q2 = EmptyTensor(DataType::kFloat32, {2});
+  ASSERT_TRUE(RunKernel("Split", {{"axis", int64_t{1}}, {"add_axis", int64_t{1}}}, {&stacked}, {&p2, &q2}).ok());
+  EXPECT_EQ(ToDoubles(p2), ToDoubles(p));
+  EXPECT_EQ(ToDoubles(q2), ToDoubles(q));
+  // ONNX Split without an axis: 0 (the outputs are not pieces along 1).
+  TestTensor top = EmptyTensor(DataType::kFloat32, {1, 2});
+  TestTensor bottom = EmptyTensor(DataType::kFloat32, {1, 2});
+  ASSERT_TRUE(RunKernel("Split", {}, {&stacked}, {&top, &bottom}).ok());
+  EXPECT_EQ(ToDoubles(top), (std::vector<double>{1, 3}));
   // Caffe2's split_info output.
   TestTensor info = EmptyTensor(DataType::kInt32, {2});
   ASSERT_TRUE(RunKernel("Concat", {{"axis", int64_t{1}}}, {&a, &b}, {&c, &info}).ok());
@@ -82,6 +99,8 @@ struct SliceCase {
   std::vector<int64_t> out_dims;
   std::vector<double> expected;
 };
+// Printed by name (gtest would otherwise dump the bytes, padding included).
+void PrintTo(const SliceCase& c, std::ostream* os) { *os << c.name; }
 
 class SliceKernelTest : public ::testing::TestWithParam<SliceCase> {};
 
@@ -168,6 +187,24 @@ TEST(TensorKernelTest, GatherExpandShape) {
   TestTensor shape = EmptyTensor(DataType::kInt64, {2});
   ASSERT_TRUE(RunKernel("Shape", {{"start", int64_t{1}}}, {&e}, {&shape}).ok());
   EXPECT_EQ(ToDoubles(shape), (std::vector<double>{2, 2}));
+}
+
+TEST(TensorKernelTest, TileTriluSize) {
+  TestTensor x = MakeTensor(DataType::kInt64, {2, 2}, {1, 2, 3, 4});
+  TestTensor tiled = EmptyTensor(DataType::kInt64, {2, 4});
+  TestTensor repeats = MakeTensor(DataType::kInt64, {2}, {1, 2});
+  ASSERT_TRUE(RunKernel("Tile", {}, {&x, &repeats}, {&tiled}).ok());
+  EXPECT_EQ(ToDoubles(tiled), (std::vector<double>{1, 2, 1, 2, 3, 4, 3, 4}));
+  TestTensor m = MakeTensor(DataType::kFloat32, {3, 3}, Iota(9));
+  TestTensor lower = EmptyTensor(DataType::kFloat32, {3, 3});
+  ASSERT_TRUE(RunKernel("Trilu", {{"upper", int64_t{0}}}, {&m}, {&lower}).ok());
+  EXPECT_EQ(ToDoubles(lower), (std::vector<double>{0, 0, 0, 3, 4, 0, 6, 7, 8}));
+  TestTensor k = MakeTensor(DataType::kInt64, {}, {1});
+  ASSERT_TRUE(RunKernel("Trilu", {}, {&m, &k}, {&m}).ok());  // in place, upper, k = 1
+  EXPECT_EQ(ToDoubles(m), (std::vector<double>{0, 1, 2, 0, 0, 5, 0, 0, 0}));
+  TestTensor size = EmptyTensor(DataType::kInt64, {});
+  ASSERT_TRUE(RunKernel("Size", {}, {&tiled}, {&size}).ok());
+  EXPECT_EQ(ToDoubles(size), (std::vector<double>{8}));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // optimize-net as a user meets it: exit codes, messages on stderr, never a signal.
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -137,6 +138,49 @@ TEST(OptimizeNetTest, HelpAndUsageErrors) {
   EXPECT_EQ(RunOptimizeNet("").exit_code, 2);                               // no model
   EXPECT_EQ(RunOptimizeNet(Example() + " --no-such-flag").exit_code, 2);  // unknown flag
   EXPECT_EQ(RunOptimizeNet(Example() + " --format yaml").exit_code, 2);   // bad choice
+}
+
+// --execute host runs the CPU kernels; --outputs-out writes the outputs as .npy. The bytes
+// are the same with and without sharing (host_run_test proves it for more planners).
+TEST(OptimizeNetTest, ExecuteHostWritesTheSameOutputsWithAndWithoutSharing) {
+  const std::string dir = memonger::testing::TempDir();
+  auto unshared = RunOptimizeNet(Example() + " --dim L=33 --execute host --planner none --outputs-out '" +
+                                 dir + "/none'");
+  ASSERT_EQ(unshared.exit_code, 0) << unshared.err;
+  EXPECT_THAT(unshared.out, HasSubstr("executed        host kernels: 27 ops"));
+  EXPECT_THAT(unshared.out, HasSubstr("outputs         1 written to"));
+  auto shared = RunOptimizeNet(Example() + " --dim L=33 --execute host --outputs-out '" + dir +
+                               "/auto'");
+  ASSERT_EQ(shared.exit_code, 0) << shared.err;
+  auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    return bytes.str();
+  };
+  const std::string a = read(dir + "/none/y.npy");
+  const std::string b = read(dir + "/auto/y.npy");
+  ASSERT_EQ(a.size(), 128u + 33 * 768 * 2);  // header + float16[1,33,768]
+  EXPECT_EQ(a.substr(0, 6), "\x93NUMPY");
+  EXPECT_THAT(a, HasSubstr("'descr': '<f2'"));
+  EXPECT_THAT(a, HasSubstr("'shape': (1, 33, 768)"));
+  EXPECT_TRUE(a == b) << "the shared arena changed the output bytes";
+  // Another seed gives other values.
+  auto reseeded = RunOptimizeNet(Example() + " --dim L=33 --execute host --seed 7 --outputs-out '" +
+                                 dir + "/seed7'");
+  ASSERT_EQ(reseeded.exit_code, 0) << reseeded.err;
+  EXPECT_FALSE(read(dir + "/seed7/y.npy") == a);
+}
+
+TEST(OptimizeNetTest, ExecuteCudaWithoutVerifyAndOutputsWithoutExecutionAreRefused) {
+  auto cuda = RunOptimizeNet(Example() + " --dim L=33 --execute cuda");
+  EXPECT_EQ(cuda.exit_code, 1);
+  EXPECT_THAT(cuda.err, HasSubstr("verify mode only"));
+  auto no_run = RunOptimizeNet(Example() + " --dim L=33 --outputs-out /tmp/nowhere");
+  EXPECT_EQ(no_run.exit_code, 2);
+  EXPECT_THAT(no_run.err, HasSubstr("--outputs-out needs --execute host"));
+  auto verify = RunOptimizeNet(Example() + " --dim L=33 --execute host --verify --outputs-out /tmp/x");
+  EXPECT_EQ(verify.exit_code, 2);
 }
 
 struct BadInputCase {
