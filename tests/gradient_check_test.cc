@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,8 @@ struct GradCase {
   int max_checks = 48; // elements checked per parameter (evenly spaced when it has more)
   std::string workload;  // instead of `net`: a generated training net (its loss is "loss")
 };
+
+void PrintTo(const GradCase& c, std::ostream* os) { *os << c.name; }
 
 struct CheckResult {
   int64_t elements = 0;

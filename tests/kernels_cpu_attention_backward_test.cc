@@ -5,6 +5,7 @@
 // padded bias broadcast over the batch with masked scores and one fully masked row; refusals.
 #include <cmath>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct Case {
   const char* name;
   int64_t batch, heads, l, d, lp;  // lp 0: no bias
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class EfficientAttentionGradientTest : public ::testing::TestWithParam<std::tuple<Case, DataType>> {};
 

@@ -4,6 +4,7 @@
 // FCTransposedGradient, MatMulGradient (broadcast batch dims summed away, 1-D operands,
 // trans_a/trans_b), LayerNormalizationGradient (with a broadcast Scale).
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,8 @@ struct MatMulCase {
   std::vector<int64_t> a, b, c;
   bool ta, tb;
 };
+
+void PrintTo(const MatMulCase& c, std::ostream* os) { *os << c.name; }
 
 // op(A) [.., M, K] x op(B) [.., K, N] with right-aligned batch broadcasting, in double:
 // returns dA, dB for dC.

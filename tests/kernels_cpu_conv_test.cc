@@ -2,6 +2,7 @@
 // from the definition, for 1, 2 and 3 spatial dims with groups, strides, dilations, explicit
 // and SAME padding, in float32, float16 and bfloat16 storage (the reference reads the rounded
 // inputs); NHWC and mismatched output dims are refused.
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ struct ConvCase {
   int64_t group;
   std::vector<Attribute> attrs;  // as the op spells them
 };
+
+void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
 
 // Output spatial dims and the reference loops. `visit(n, m, out_flat, c, in_flat, tap_flat)`
 // is called for every (output, input, tap) triple that multiplies.

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -194,6 +195,8 @@ struct KernelPair {
   const char* dtype;
   double tolerance;
 };
+
+void PrintTo(const KernelPair& c, std::ostream* os) { *os << c.dtype; }
 
 class EfficientVsMathTest : public ::testing::TestWithParam<KernelPair> {};
 
