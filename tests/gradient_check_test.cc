@@ -87,7 +87,7 @@ std::vector<double> Weights(const std::vector<int64_t>& dims, uint64_t seed) {
 }
 
 struct GradCase {
-  const char* name;
+  const char* name = "";
   std::string net;     // a forward net whose loss is "loss"
   ValueData data;      // values not seeded (labels, r, biases)
   int max_checks = 48; // elements checked per parameter (evenly spaced when it has more)
@@ -95,6 +95,12 @@ struct GradCase {
 };
 
 void PrintTo(const GradCase& c, std::ostream* os) { *os << c.name; }
+
+GradCase Named(const char* name) {
+  GradCase c;
+  c.name = name;
+  return c;
+}
 
 struct CheckResult {
   int64_t elements = 0;
@@ -196,7 +202,7 @@ std::vector<GradCase> Cases() {
   {
     // FC, in-place Relu, FC, Softmax, LabelCrossEntropy, AveragedLoss; x is a parameter so
     // FCGradient also computes dX.
-    GradCase c{"fc_relu_softmax_xent", ""};
+    GradCase c = Named("fc_relu_softmax_xent");
     c.net = absl::StrCat(Param("x", {3, 4}), Param("w1", {5, 4}), Param("b1", {5}),
                          Param("w2", {6, 5}), Param("b2", {6}),
                          Decl("label", "INT32", {3}, "ROLE_INPUT"), R"pb(
@@ -214,7 +220,7 @@ std::vector<GradCase> Cases() {
   }
   {
     // MatMul with a broadcast 2-D B (dB sums over the batch), Gelu, Mul by a constant.
-    GradCase c{"matmul_broadcast_gelu_mul", ""};
+    GradCase c = Named("matmul_broadcast_gelu_mul");
     c.net = absl::StrCat(Param("x", {2, 3, 4}), Param("w", {4, 5}), R"pb(
       op { name: "mm" type: "MatMul" input: "x" input: "w" output: "h" }
       op { name: "gelu" type: "Gelu" input: "h" output: "g" }
@@ -224,7 +230,7 @@ std::vector<GradCase> Cases() {
   }
   {
     // Batched MatMul (both operands [2, ., .]) and Gelu's tanh form.
-    GradCase c{"batched_matmul_gelu_tanh", ""};
+    GradCase c = Named("batched_matmul_gelu_tanh");
     c.net = absl::StrCat(Param("a", {2, 3, 4}), Param("b", {2, 4, 5}), R"pb(
       op { name: "mm" type: "MatMul" input: "a" input: "b" output: "h" }
       op { name: "gelu" type: "Gelu" input: "h" output: "g" arg { name: "approximate" s: "tanh" } }
@@ -235,7 +241,7 @@ std::vector<GradCase> Cases() {
   {
     // LayerNormalization (saved statistics), Add of a broadcast bias (ReduceSum), a residual
     // Add of equal shapes (x reaches the loss twice: the builder Sums the two gradients).
-    GradCase c{"layernorm_bias_residual", ""};
+    GradCase c = Named("layernorm_bias_residual");
     c.net = absl::StrCat(Param("x", {2, 3, 8}), Param("scale", {8}), Param("beta", {8}),
                          Param("b2", {8}), R"pb(
       op { name: "ln" type: "LayerNormalization" input: "x" input: "scale" input: "beta"
@@ -249,7 +255,7 @@ std::vector<GradCase> Cases() {
   }
   {
     // Squeeze, Transpose, Reshape: the gradients are the inverse layout changes.
-    GradCase c{"squeeze_transpose_reshape", ""};
+    GradCase c = Named("squeeze_transpose_reshape");
     c.net = absl::StrCat(Param("x", {2, 1, 3, 4}), R"pb(
       op { name: "squeeze" type: "Squeeze" input: "x" output: "s" arg { name: "axes" ints: 1 } }
       op { name: "transpose" type: "Transpose" input: "s" output: "t"
@@ -264,7 +270,7 @@ std::vector<GradCase> Cases() {
   {
     // Split (its gradient is a Concat), Sum (the gradient goes to each input) and a value read
     // twice (p0: by Relu and by Sum).
-    GradCase c{"split_concat_sum", ""};
+    GradCase c = Named("split_concat_sum");
     c.net = absl::StrCat(Param("x", {2, 6}), R"pb(
       op { name: "split" type: "Split" input: "x" output: "p0" output: "p1"
            arg { name: "axis" i: 1 } }
@@ -277,7 +283,7 @@ std::vector<GradCase> Cases() {
   }
   {
     // Cast to float64 and back (the gradient casts back the other way).
-    GradCase c{"cast_float64_roundtrip", ""};
+    GradCase c = Named("cast_float64_roundtrip");
     c.net = absl::StrCat(Param("x", {2, 5}), Constant("r64", {2, 5}, "DOUBLE"), R"pb(
       op { name: "gelu" type: "Gelu" input: "x" output: "g" }
       op { name: "to64" type: "Cast" input: "g" output: "g64" arg { name: "to" s: "float64" } }
@@ -293,7 +299,7 @@ std::vector<GradCase> Cases() {
   {
     // Math attention: MatMul(q, kT), AddAttentionBias in place with a padded bias (rows of 8
     // for L = 5), Softmax, MatMul(P, v).
-    GradCase c{"math_attention_bias", ""};
+    GradCase c = Named("math_attention_bias");
     c.net = absl::StrCat(Param("q", {1, 2, 5, 4}), Param("k", {1, 2, 5, 4}),
                          Param("v", {1, 2, 5, 4}), Constant("bias", {1, 2, 5, 8}), R"pb(
       op { name: "kt" type: "Transpose" input: "k" output: "kT"
@@ -307,7 +313,7 @@ std::vector<GradCase> Cases() {
     cases.push_back(c);
   }
   {
-    GradCase c{"efficient_attention", ""};
+    GradCase c = Named("efficient_attention");
     c.net = absl::StrCat(Param("q", {2, 2, 7, 4}), Param("k", {2, 2, 7, 4}),
                          Param("v", {2, 2, 7, 4}),
                          "value_info { name: \"ws\" role: ROLE_WORKSPACE }\n", R"pb(
@@ -319,7 +325,7 @@ std::vector<GradCase> Cases() {
   }
   {
     // With a bias broadcast over the batch, rows padded to 8, and three masked (-inf) scores.
-    GradCase c{"efficient_attention_bias", ""};
+    GradCase c = Named("efficient_attention_bias");
     c.net = absl::StrCat(Param("q", {2, 2, 7, 4}), Param("k", {2, 2, 7, 4}),
                          Param("v", {2, 2, 7, 4}), Constant("bias", {1, 2, 7, 8}),
                          "value_info { name: \"ws\" role: ROLE_WORKSPACE }\n", R"pb(
@@ -334,7 +340,7 @@ std::vector<GradCase> Cases() {
   }
   {
     // Conv with bias, dilation 2 and pad 2; then a grouped, strided Conv without bias.
-    GradCase c{"conv_dilated_grouped_strided", ""};
+    GradCase c = Named("conv_dilated_grouped_strided");
     c.net = absl::StrCat(Param("x", {2, 4, 6, 6}), Param("w1", {6, 4, 3, 3}), Param("b1", {6}),
                          Param("w2", {4, 3, 3, 3}), R"pb(
       op { name: "conv1" type: "Conv" input: "x" input: "w1" input: "b1" output: "c1"
@@ -349,7 +355,7 @@ std::vector<GradCase> Cases() {
   }
   {
     // SpatialBN in training mode (batch statistics, saved mean and inverse std), then Gelu.
-    GradCase c{"spatial_bn_training", ""};
+    GradCase c = Named("spatial_bn_training");
     c.net = absl::StrCat(Param("x", {2, 3, 4, 4}), Param("scale", {3}), Param("bias", {3}),
                          Param("mean", {3}), Param("var", {3}), R"pb(
       op { name: "bn" type: "SpatialBN" input: "x" input: "scale" input: "bias" input: "mean"
@@ -363,7 +369,7 @@ std::vector<GradCase> Cases() {
   }
   {
     // MaxPool 3x3/1 pad 1, then AveragePool 3x3/2 pad 1 (border windows average fewer elements).
-    GradCase c{"max_and_average_pool", ""};
+    GradCase c = Named("max_and_average_pool");
     c.net = absl::StrCat(Param("x", {2, 2, 6, 6}), R"pb(
       op { name: "maxpool" type: "MaxPool" input: "x" output: "mp"
            arg { name: "kernel" i: 3 } arg { name: "stride" i: 1 } arg { name: "pad" i: 1 } }
@@ -377,8 +383,7 @@ std::vector<GradCase> Cases() {
     // The generated fp32 attention training nets, end to end (both kernels): every rule of a
     // block at once. Coordinates on a 3x2 grid give the ALiBi bias distinct distances.
     for (const char* kernel : {"math", "efficient"}) {
-      GradCase c{kernel[0] == 'm' ? "workload_attention_math" : "workload_attention_efficient",
-                 ""};
+      GradCase c = Named(kernel[0] == 'm' ? "workload_attention_math" : "workload_attention_efficient");
       c.workload = absl::StrCat("attention:n=6,heads=2,dim=8,mlp=16,depth=2,dtype=fp32,kernel=",
                                 kernel, ",mode=training");
       c.data = {{"coords", {0, 0, 1, 0, 2, 0, 0, 1, 1, 1, 2, 1}}};
