@@ -40,6 +40,11 @@ const Kernel* KernelTable::Find(absl::string_view op_type) const {
   return it == kernels_.end() ? nullptr : &it->second;
 }
 
+KernelTable KernelTable::With(absl::string_view op_type, Kernel kernel) && {
+  kernels_[std::string(op_type)] = std::move(kernel);
+  return std::move(*this);
+}
+
 absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan& plan,
                                           Arena& arena) {
   const int n = graph.num_values();

@@ -71,6 +71,9 @@ class KernelTable {
       : kernels_(std::move(kernels)) {}
   // nullptr when the table has no kernel for `op_type`.
   const Kernel* Find(absl::string_view op_type) const;
+  // This table with `op_type`'s kernel replaced (or added): how a wrapper such as the float16
+  // census (fp16_census.h) decorates one kernel of an otherwise unchanged table.
+  KernelTable With(absl::string_view op_type, Kernel kernel) &&;
   int size() const { return static_cast<int>(kernels_.size()); }
 
  private:

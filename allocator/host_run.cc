@@ -63,7 +63,11 @@ absl::StatusOr<HostRunReport> RunOnHost(const graph::Graph& graph, const Plan& p
   }
 
   const auto start = std::chrono::steady_clock::now();
-  MG_RETURN_IF_ERROR(executor.Run(MakeCpuKernelTable()));
+  KernelTable kernels = MakeCpuKernelTable();
+  if (options.fp16_census != nullptr) {
+    kernels = WithFp16Census(std::move(kernels), options.fp16_census);
+  }
+  MG_RETURN_IF_ERROR(executor.Run(kernels));
   report.kernel_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "allocator/fp16_census.h"
 #include "allocator/onnx_tensor_data.h"
 #include "graph/graph.h"
 #include "memonger/plan.h"
@@ -39,6 +40,9 @@ struct HostRunOptions {
   absl::flat_hash_map<std::string, TensorData> data;  // by value name; wins over the model
   std::string outputs_dir;  // non-empty: every graph output is written there as .npy
   bool keep_outputs = true; // copy the outputs into the report
+  // Non-null: every Cast to float16 is counted there (fp16_census.h). Caller-owned, built
+  // for the same graph.
+  Fp16Census* fp16_census = nullptr;
 };
 
 struct HostRunOutput {

@@ -12,6 +12,14 @@ KernelTable MakeCpuKernelTable() {
   AddCpuTensorKernels(kernels);
   AddCpuReduceKernels(kernels);
   AddCpuAttentionKernels(kernels);
+  AddCpuAttentionBiasKernels(kernels);
+  AddCpuAttentionBackwardKernels(kernels);
+  AddCpuBackwardKernels(kernels);
+  AddCpuBatchNormKernels(kernels);
+  AddCpuConvKernels(kernels);
+  AddCpuFillKernels(kernels);
+  AddCpuLossKernels(kernels);
+  AddCpuPoolKernels(kernels);
   return KernelTable(std::move(kernels));
 }
 

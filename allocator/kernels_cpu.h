@@ -12,7 +12,10 @@
 //   - elementwise (kernels_cpu_elementwise.cc), matrix products (kernels_cpu_matmul.cc over
 //     gemm_cpu.h), Softmax and LayerNormalization (kernels_cpu_nn.cc), layout and copy ops
 //     (kernels_cpu_tensor.cc), reductions (kernels_cpu_reduce.cc), and our attention ops
-//     AlibiBias and EfficientAttention (kernels_cpu_attention.cc).
+//     AlibiBias and EfficientAttention (kernels_cpu_attention.cc);
+//   - for training: AddAttentionBias, PadLastDim, ConstantFill, Conv, SpatialBN, pooling, the
+//     Caffe2 losses, and a backward kernel for every gradient op the gradient builder emits
+//     (FlashAttention-style EfficientAttentionGradient included).
 //
 // Kernels read attributes with ONNX's names and semantics (Caffe2's where the op is Caffe2's),
 // take every shape from KernelArgs' types (already inferred), and never abort: a bad or
@@ -47,6 +50,16 @@ void AddCpuNnKernels(KernelMap& kernels);           // kernels_cpu_nn.cc
 void AddCpuTensorKernels(KernelMap& kernels);       // kernels_cpu_tensor.cc
 void AddCpuReduceKernels(KernelMap& kernels);       // kernels_cpu_reduce.cc
 void AddCpuAttentionKernels(KernelMap& kernels);    // kernels_cpu_attention.cc
+// Training: the forward ops of the generated training nets and the gradient ops that
+// graph/gradient_builder.h emits (docs/kernels.md, "Training").
+void AddCpuAttentionBiasKernels(KernelMap& kernels);      // kernels_cpu_attention_bias.cc
+void AddCpuAttentionBackwardKernels(KernelMap& kernels);  // kernels_cpu_attention_backward.cc
+void AddCpuBackwardKernels(KernelMap& kernels);           // kernels_cpu_backward.cc
+void AddCpuBatchNormKernels(KernelMap& kernels);          // kernels_cpu_batchnorm.cc
+void AddCpuConvKernels(KernelMap& kernels);               // kernels_cpu_conv.cc
+void AddCpuFillKernels(KernelMap& kernels);               // kernels_cpu_fill.cc
+void AddCpuLossKernels(KernelMap& kernels);               // kernels_cpu_loss.cc
+void AddCpuPoolKernels(KernelMap& kernels);               // kernels_cpu_pool.cc
 
 }  // namespace memonger::alloc
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "graph/graph.h"
+#include "graph/workloads.h"
 #include "gtest/gtest.h"
 #include "tests/kernel_test_support.h"
 
@@ -20,7 +21,22 @@ TEST(KernelsCpuTest, TableHasTheOpsOfTheBrief) {
         "EfficientAttention"}) {
     EXPECT_NE(table.Find(type), nullptr) << type;
   }
-  EXPECT_EQ(table.Find("Conv"), nullptr);
+  EXPECT_EQ(table.Find("Dropout"), nullptr);
+}
+
+// Every op of the generated training nets (forward ops, saved statistics, the gradient ops of
+// graph/gradient_builder.h) has a kernel, so they run for real (tests/training_run_test.cc).
+TEST(KernelsCpuTest, TableCoversTheGeneratedTrainingNets) {
+  const KernelTable table = MakeCpuKernelTable();
+  for (const char* spec :
+       {"mlp:mode=training", "resnet50:batch=1,image=32,mode=training",
+        "attention:n=15,heads=2,dim=16,mlp=32,depth=1,mode=training",
+        "attention:n=14,heads=2,dim=16,mlp=32,depth=1,batch=2,kernel=efficient,mode=training,"
+        "broadcast=repeat"}) {
+    absl::StatusOr<graph::Graph> g = graph::BuildWorkload(*graph::ParseWorkloadSpec(spec));
+    ASSERT_TRUE(g.ok()) << spec << ": " << g.status();
+    for (const graph::Op& op : g->ops()) EXPECT_NE(table.Find(op.type), nullptr) << spec << ": " << op.type;
+  }
 }
 
 TEST(KernelsCpuTest, DeviceMemoryAndArityAreRefused) {

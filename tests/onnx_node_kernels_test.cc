@@ -59,14 +59,16 @@ constexpr char kNodeDir[] = "/usr/share/libonnx-testdata/data/node";
 constexpr char kPytorchConvertedDir[] = "/usr/share/libonnx-testdata/data/pytorch-converted";
 constexpr char kPytorchOperatorDir[] = "/usr/share/libonnx-testdata/data/pytorch-operator";
 
-// Measured with libonnx-testdata 1.12 (Debian 12): 932 cases, 456 passed, 0 failed, 476 skipped
-// (453 an op without a kernel, 20 input data of an unsupported element type, 2 Pad modes other
-// than constant, 1 model that does not load). The floor sits a little below.
-constexpr int kMinPassed = 450;
+// Measured with libonnx-testdata 1.12 (Debian 12): 932 cases, 487 passed, 0 failed, 445 skipped
+// (419 an op without a kernel, 20 input data of an unsupported element type, 5 a kernel reports
+// Unimplemented (Pad modes other than constant, MaxPool's indices, uint8 pooling), 1 model that
+// does not load). The floor sits a little below. (456 passed before the Conv and pooling
+// kernels of the training branch.)
+constexpr int kMinPassed = 480;
 constexpr int kMaxFailed = 0;
-// The pytorch-converted (82 cases: 26 passed, 56 skipped) and pytorch-operator (35 cases: 30
-// passed, 5 skipped) suites, same format, older opsets.
-constexpr int kMinPassedPytorch = 50;
+// The pytorch-converted (82 cases: 67 passed, 15 skipped) and pytorch-operator (35 cases: 32
+// passed, 3 skipped) suites, same format, older opsets.
+constexpr int kMinPassedPytorch = 95;
 
 struct Outcome {
   enum Kind { kPassed, kFailed, kSkipped } kind = kPassed;

@@ -29,6 +29,7 @@
 #include "graph/workloads.h"
 #include "allocator/arena.h"
 #include "allocator/executor.h"
+#include "allocator/fp16_census.h"
 #include "allocator/host_run.h"
 #include "memonger/model_summary.h"
 #include "memonger/net_rewrite.h"
@@ -190,12 +191,15 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::G
   options.seed = flags.seed;
   options.outputs_dir = flags.outputs_out;
   options.keep_outputs = false;
+  alloc::Fp16Census census(graph);  // what every Cast to float16 lost, per value
+  options.fp16_census = &census;
   MG_ASSIGN_OR_RETURN(alloc::HostRunReport report, alloc::RunOnHost(graph, plan, options));
   std::string text = absl::StrCat(
       "executed        host kernels: ", graph.num_ops(), " ops in ",
       absl::StrFormat("%.1f", report.kernel_seconds * 1000), " ms; inputs and statics: ",
       report.from_model, " from the model, ", report.seeded, " seeded (seed ", flags.seed,
       ")\n");
+  absl::StrAppend(&text, census.ToText());
   if (!report.seeded_statics.empty()) {
     absl::StrAppend(&text, "seeded statics  ", report.seeded_statics.size(),
                     " params/constants without data in the model, e.g. '",
