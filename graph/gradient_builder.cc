@@ -49,6 +49,9 @@ class Builder {
       if (value.role != Role::kParam || contributions_[v].empty()) continue;
       MG_ASSIGN_OR_RETURN(std::optional<std::string> grad, GradientOf(v));
       out_.AddParamGrad(value.name, *grad);
+      // An output of the net (the optimizer reads it after the backward pass), still a gradient.
+      out_.AddExternalOutput(*grad);
+      out_.DeclareRole(*grad, Role::kGradient);
     }
     return Finish();
   }

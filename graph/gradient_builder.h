@@ -13,7 +13,8 @@
 //      its gradient ops (rules below); each input receives a gradient *contribution*. All of a
 //      value's consumers come after its producer, so when its producer is reached every
 //      contribution is known: one is used as it is, several are summed (Sum).
-//   4. Parameters' gradients are declared param-grads (outputs of the net).
+//   4. Parameters' gradients are declared param-grads and graph outputs (role gradient): the
+//      optimizer reads them after the net.
 //
 // Rules (dY: the output's gradient; ops marked is_gradient_op, so their outputs have role
 // gradient):

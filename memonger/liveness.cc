@@ -89,8 +89,11 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
 
   // Bytes, devices, and each value's own lifetime.
   std::vector<Lifetime> own(n);
+  // Graph outputs and declared parameter gradients are read after the net (the optimizer reads
+  // the gradients): both live to the last step.
   std::vector<bool> is_output(n, false);
   for (ValueId id : graph.outputs()) is_output[id] = true;
+  for (const auto& [param, grad] : graph.param_grads()) is_output[grad] = true;
   for (ValueId id = 0; id < n; ++id) {
     const graph::Value& v = graph.value(id);
     if (!v.type.has_value()) {

@@ -1,7 +1,8 @@
 // Liveness: for a schedule, the lifetime of every value and the alias classes.
 //
 // - lifetime [first_step, last_step], both inclusive: from the step of the producing op to the
-//   step of the last reader. Graph inputs are live from step 0, graph outputs to the last step.
+//   step of the last reader. Graph inputs are live from step 0; graph outputs and declared
+//   parameter gradients (read by the optimizer after the net) to the last step.
 //   A value nobody reads lives at its producer's step only.
 // - alias class: values that must occupy the same bytes (an in-place output and the value it
 //   overwrites; view outputs of ops marked view-capable when views are enabled). Their lifetimes
