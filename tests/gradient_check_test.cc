@@ -74,11 +74,6 @@ std::string ScaledLoss(const std::string& y, const std::vector<int64_t>& dims) {
                       "op { name: \"mean\" type: \"AveragedLoss\" input: \"m\" output: \"loss\" }\n"
                       "external_output: \"loss\"\nloss: \"loss\"\n");
 }
-int64_t Count(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
 // r: uniform [-1, 1) times the element count, so that dL/dy = r / count is O(1).
 std::vector<double> Weights(const std::vector<int64_t>& dims, uint64_t seed) {
   std::vector<double> r = RandomValues(Count(dims), seed);

@@ -11,15 +11,16 @@
 #include "graph/graph.h"
 
 namespace memonger::testing {
-namespace {
-
-using graph::DataType;
 
 int64_t Count(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   return n;
 }
+
+namespace {
+
+using graph::DataType;
 
 TestTensor Allocate(DataType dtype, std::vector<int64_t> dims) {
   TestTensor t;

@@ -34,6 +34,9 @@ struct TestTensor {
   int64_t num_bytes() const;
 };
 
+// The product of `dims` (the element count of a tensor of these dims).
+int64_t Count(const std::vector<int64_t>& dims);
+
 // A tensor of `dtype` and `dims` holding `values` converted (rounded to nearest for the half
 // types, truncated toward zero for integers). values.size() must be the element count.
 TestTensor MakeTensor(graph::DataType dtype, std::vector<int64_t> dims,

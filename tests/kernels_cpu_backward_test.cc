@@ -17,6 +17,7 @@ namespace {
 using graph::Attribute;
 using graph::DataType;
 using testing::CompareClose;
+using testing::Count;
 using testing::EmptyTensor;
 using testing::MakeTensor;
 using testing::RandomValues;
@@ -24,11 +25,6 @@ using testing::RunKernel;
 using testing::TestTensor;
 using testing::ToDoubles;
 
-int64_t Count(const std::vector<int64_t>& d) {
-  int64_t n = 1;
-  for (int64_t v : d) n *= v;
-  return n;
-}
 double Rtol(DataType d) {
   return d == DataType::kFloat16 ? 3e-3 : d == DataType::kBFloat16 ? 2e-2 : 1e-5;
 }

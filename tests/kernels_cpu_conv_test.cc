@@ -15,6 +15,7 @@ namespace {
 using graph::Attribute;
 using graph::DataType;
 using testing::CompareClose;
+using testing::Count;
 using testing::EmptyTensor;
 using testing::MakeTensor;
 using testing::RandomValues;
@@ -22,11 +23,6 @@ using testing::RunKernel;
 using testing::TestTensor;
 using testing::ToDoubles;
 
-int64_t Count(const std::vector<int64_t>& d) {
-  int64_t n = 1;
-  for (int64_t v : d) n *= v;
-  return n;
-}
 
 struct ConvCase {
   const char* name;

@@ -15,6 +15,7 @@ namespace {
 using graph::Attribute;
 using graph::DataType;
 using testing::CompareClose;
+using testing::Count;
 using testing::EmptyTensor;
 using testing::MakeTensor;
 using testing::RandomValues;
@@ -22,11 +23,6 @@ using testing::RunKernel;
 using testing::TestTensor;
 using testing::ToDoubles;
 
-int64_t Count(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
 
 // Sums of k products of values in [-1, 1): float32 accumulation keeps ~1e-6 relative; the
 // output's rounding dominates for the half types.
