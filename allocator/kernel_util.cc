@@ -236,4 +236,22 @@ absl::Status CheckNoOverlapAll(const KernelArgs& args) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<FcDims> ResolveFcDims(const KernelArgs& args, const graph::TensorType& x,
+                                     const graph::TensorType& w, bool transposed) {
+  MG_ASSIGN_OR_RETURN(const int64_t axis_attr, IntAttr(args, "axis", 1));
+  MG_ASSIGN_OR_RETURN(const int64_t axis_w_attr, IntAttr(args, "axis_w", 1));
+  MG_ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(args, axis_attr, Rank(x), "axis"));
+  MG_ASSIGN_OR_RETURN(const int64_t axis_w, NormalizeAxis(args, axis_w_attr, Rank(w), "axis_w"));
+  FcDims dims;
+  dims.m = Product(x.dims, 0, axis);
+  dims.k = Product(x.dims, axis, x.dims.size());
+  const int64_t w_front = Product(w.dims, 0, axis_w);
+  const int64_t w_back = Product(w.dims, axis_w, w.dims.size());
+  dims.n = transposed ? w_back : w_front;
+  if ((transposed ? w_front : w_back) != dims.k) {
+    return KernelError(args, absl::StrCat("X has K=", dims.k, " but W does not"));
+  }
+  return dims;
+}
+
 }  // namespace memonger::alloc::kernel_internal

@@ -170,6 +170,17 @@ int64_t Rank(const graph::TensorType& t);
 absl::StatusOr<int64_t> NormalizeAxis(const KernelArgs& args, int64_t axis, int64_t rank,
                                       absl::string_view what, bool allow_end = false);
 
+// Caffe2 FC's flattening (FC and FCGradient share it): X at attribute `axis` (default 1) to
+// [M, K], W at `axis_w` (default 1) to [N, K], or [K, N] when `transposed` (FCTransposed).
+// InvalidArgument naming the op when W's K differs from X's.
+struct FcDims {
+  int64_t m = 0;
+  int64_t k = 0;
+  int64_t n = 0;
+};
+absl::StatusOr<FcDims> ResolveFcDims(const KernelArgs& args, const graph::TensorType& x,
+                                     const graph::TensorType& w, bool transposed);
+
 // Row-major strides of `dims` (elements).
 Dims Strides(const Dims& dims);
 // Strides with which `out`'s multi-index reads an input of dims `in` under numpy broadcasting

@@ -223,18 +223,8 @@ Kernel FcKernel(bool transposed) {
     const TensorType& tx = *args.input_types[0];
     const TensorType& tw = *args.input_types[1];
     const TensorType& tbias = *args.input_types[2];
-    MG_ASSIGN_OR_RETURN(const int64_t axis_attr, IntAttr(args, "axis", 1));
-    MG_ASSIGN_OR_RETURN(const int64_t axis_w_attr, IntAttr(args, "axis_w", 1));
-    MG_ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(args, axis_attr, Rank(tx), "axis"));
-    MG_ASSIGN_OR_RETURN(const int64_t axis_w, NormalizeAxis(args, axis_w_attr, Rank(tw), "axis_w"));
-    const int64_t m = Product(tx.dims, 0, axis);
-    const int64_t k = Product(tx.dims, axis, tx.dims.size());
-    const int64_t w_front = Product(tw.dims, 0, axis_w);
-    const int64_t w_back = Product(tw.dims, axis_w, tw.dims.size());
-    const int64_t n = transposed ? w_back : w_front;
-    if ((transposed ? w_front : w_back) != k) {
-      return KernelError(args, absl::StrCat("X has K=", k, " but W does not"));
-    }
+    MG_ASSIGN_OR_RETURN(const FcDims dims, ResolveFcDims(args, tx, tw, transposed));
+    const int64_t m = dims.m, k = dims.k, n = dims.n;
     if (NumElements(tbias.dims) != n) return KernelError(args, absl::StrCat("b must hold N=", n));
     if (NumElements(args.output_types[0]->dims) != m * n) {
       return KernelError(args, "the output must hold M x N elements");
