@@ -463,6 +463,8 @@ struct BadInputCase {
   std::string expected;
 };
 
+void PrintTo(const BadInputCase& c, std::ostream* os) { *os << c.label; }
+
 class ExactOffsetsBadInputTest : public ::testing::TestWithParam<BadInputCase> {};
 
 TEST_P(ExactOffsetsBadInputTest, IsInvalidArgument) {
