@@ -75,31 +75,26 @@ absl::StatusOr<ConvShape> ReadConvShape(const KernelArgs& args, const TensorType
   return s;
 }
 
-// col [Cg*K, P] for image n, group g (float32; 0 where a tap reads the padding).
-void Im2Col(const ConvShape& s, const FloatLoader& load, const std::byte* x, int64_t n, int64_t g,
-            std::vector<float>& col) {
-  const WindowGeometry& w = s.win;
-  col.assign(static_cast<size_t>(s.col_rows() * s.positions), 0.0f);
-  std::vector<float> plane;
-  for (int64_t c = 0; c < s.group_channels; ++c) {
-    plane = load.Run(x, (n * w.channels + g * s.group_channels + c) * w.in_size(), w.in_size());
-    int64_t t = 0;
-    for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
-      for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
-        for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2, ++t) {
-          float* row = col.data() + (c * s.taps + t) * s.positions;
-          int64_t p = 0;
-          for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
-            const int64_t i0 = o0 * w.stride[0] - w.pad[0] + k0 * w.dilation[0];
-            for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
-              const int64_t i1 = o1 * w.stride[1] - w.pad[1] + k1 * w.dilation[1];
-              for (int64_t o2 = 0; o2 < w.out[2]; ++o2, ++p) {
-                const int64_t i2 = o2 * w.stride[2] - w.pad[2] + k2 * w.dilation[2];
-                if (i0 < 0 || i0 >= w.in[0] || i1 < 0 || i1 >= w.in[1] || i2 < 0 || i2 >= w.in[2]) {
-                  continue;
-                }
-                row[p] = plane[(i0 * w.in[1] + i1) * w.in[2] + i2];
+// Calls fn(col_index, in_index) for every (tap, output position) of one channel whose input
+// element lies inside the image: col_index = t * P + p in the channel's [K, P] block of the
+// column matrix, in_index into the channel's plane. Im2Col and Col2ImAdd share this walk.
+template <typename Fn>
+void ForEachWindowTap(const WindowGeometry& w, int64_t positions, Fn fn) {
+  int64_t t = 0;
+  for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
+    for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
+      for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2, ++t) {
+        int64_t p = 0;
+        for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
+          const int64_t i0 = o0 * w.stride[0] - w.pad[0] + k0 * w.dilation[0];
+          for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
+            const int64_t i1 = o1 * w.stride[1] - w.pad[1] + k1 * w.dilation[1];
+            for (int64_t o2 = 0; o2 < w.out[2]; ++o2, ++p) {
+              const int64_t i2 = o2 * w.stride[2] - w.pad[2] + k2 * w.dilation[2];
+              if (i0 < 0 || i0 >= w.in[0] || i1 < 0 || i1 >= w.in[1] || i2 < 0 || i2 >= w.in[2]) {
+                continue;
               }
+              fn(t * positions + p, (i0 * w.in[1] + i1) * w.in[2] + i2);
             }
           }
         }
@@ -108,33 +103,30 @@ void Im2Col(const ConvShape& s, const FloatLoader& load, const std::byte* x, int
   }
 }
 
+// col [Cg*K, P] for image n, group g (float32; 0 where a tap reads the padding).
+void Im2Col(const ConvShape& s, const FloatLoader& load, const std::byte* x, int64_t n, int64_t g,
+            std::vector<float>& col) {
+  const WindowGeometry& w = s.win;
+  col.assign(static_cast<size_t>(s.col_rows() * s.positions), 0.0f);
+  std::vector<float> plane;
+  for (int64_t c = 0; c < s.group_channels; ++c) {
+    plane = load.Run(x, (n * w.channels + g * s.group_channels + c) * w.in_size(), w.in_size());
+    float* block = col.data() + c * s.taps * s.positions;
+    ForEachWindowTap(w, s.positions, [&](int64_t col_index, int64_t in_index) {
+      block[col_index] = plane[in_index];
+    });
+  }
+}
+
 // dx (the image's float32 gradient, all channels) += col2im(dcol) for group g.
 void Col2ImAdd(const ConvShape& s, const std::vector<float>& dcol, int64_t g, float* dx) {
   const WindowGeometry& w = s.win;
   for (int64_t c = 0; c < s.group_channels; ++c) {
     float* plane = dx + (g * s.group_channels + c) * w.in_size();
-    int64_t t = 0;
-    for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
-      for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
-        for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2, ++t) {
-          const float* row = dcol.data() + (c * s.taps + t) * s.positions;
-          int64_t p = 0;
-          for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
-            const int64_t i0 = o0 * w.stride[0] - w.pad[0] + k0 * w.dilation[0];
-            for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
-              const int64_t i1 = o1 * w.stride[1] - w.pad[1] + k1 * w.dilation[1];
-              for (int64_t o2 = 0; o2 < w.out[2]; ++o2, ++p) {
-                const int64_t i2 = o2 * w.stride[2] - w.pad[2] + k2 * w.dilation[2];
-                if (i0 < 0 || i0 >= w.in[0] || i1 < 0 || i1 >= w.in[1] || i2 < 0 || i2 >= w.in[2]) {
-                  continue;
-                }
-                plane[(i0 * w.in[1] + i1) * w.in[2] + i2] += row[p];
-              }
-            }
-          }
-        }
-      }
-    }
+    const float* block = dcol.data() + c * s.taps * s.positions;
+    ForEachWindowTap(w, s.positions, [&](int64_t col_index, int64_t in_index) {
+      plane[in_index] += block[col_index];
+    });
   }
 }
 
