@@ -26,18 +26,29 @@
 #include <cstdint>
 #include <cstring>
 
+#include "allocator/host_device.h"
+
 namespace memonger::alloc {
 
+// Every function here is MG_HD: the CUDA kernels convert with the same bits as the CPU kernels.
 namespace float16_internal {
-inline uint32_t FloatBits(float f) {
+MG_HD inline uint32_t FloatBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   uint32_t u;
   std::memcpy(&u, &f, sizeof(u));
   return u;
+#endif
 }
-inline float BitsFloat(uint32_t u) {
+MG_HD inline float BitsFloat(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
   float f;
   std::memcpy(&f, &u, sizeof(f));
   return f;
+#endif
 }
 }  // namespace float16_internal
 
@@ -46,7 +57,7 @@ inline float BitsFloat(uint32_t u) {
 // one multiplication by 2^112 (= 2^(127 - 15)), which is exact for normal and subnormal inputs
 // alike (a subnormal half lands on a float32 subnormal first). Infinities and NaNs are selected
 // separately. Assumes the default floating-point environment (subnormals not flushed to zero).
-inline float HalfBitsToFloat(uint16_t h) {
+MG_HD inline float HalfBitsToFloat(uint16_t h) {
   using float16_internal::BitsFloat;
   using float16_internal::FloatBits;
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -58,7 +69,7 @@ inline float HalfBitsToFloat(uint16_t h) {
 }
 
 // float32 -> binary16 bits, round to nearest even.
-inline uint16_t FloatToHalfBits(float f) {
+MG_HD inline uint16_t FloatToHalfBits(float f) {
   using float16_internal::BitsFloat;
   using float16_internal::FloatBits;
   uint32_t x = FloatBits(f);
@@ -84,12 +95,12 @@ inline uint16_t FloatToHalfBits(float f) {
 }
 
 // bfloat16 bits -> float32 (exact).
-inline float BFloat16BitsToFloat(uint16_t b) {
+MG_HD inline float BFloat16BitsToFloat(uint16_t b) {
   return float16_internal::BitsFloat(static_cast<uint32_t>(b) << 16);
 }
 
 // float32 -> bfloat16 bits, round to nearest even.
-inline uint16_t FloatToBFloat16Bits(float f) {
+MG_HD inline uint16_t FloatToBFloat16Bits(float f) {
   const uint32_t x = float16_internal::FloatBits(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) {
     return static_cast<uint16_t>((x >> 16) | 0x0040u);  // NaN: keep it a (quiet) NaN
@@ -101,13 +112,13 @@ inline uint16_t FloatToBFloat16Bits(float f) {
 // Storage types: distinct C++ types so that kernels can be templated on the element type.
 struct Half {
   uint16_t bits = 0;
-  static Half FromFloat(float f) { return Half{FloatToHalfBits(f)}; }
-  float ToFloat() const { return HalfBitsToFloat(bits); }
+  MG_HD static Half FromFloat(float f) { return Half{FloatToHalfBits(f)}; }
+  MG_HD float ToFloat() const { return HalfBitsToFloat(bits); }
 };
 struct BFloat16 {
   uint16_t bits = 0;
-  static BFloat16 FromFloat(float f) { return BFloat16{FloatToBFloat16Bits(f)}; }
-  float ToFloat() const { return BFloat16BitsToFloat(bits); }
+  MG_HD static BFloat16 FromFloat(float f) { return BFloat16{FloatToBFloat16Bits(f)}; }
+  MG_HD float ToFloat() const { return BFloat16BitsToFloat(bits); }
 };
 static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2, "storage types must be 2 bytes");
 

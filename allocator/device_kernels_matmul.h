@@ -1,0 +1,316 @@
+// Device kernels, matrix products: MatMul / BatchMatMul (numpy broadcasting of batch dims; 1-D
+// operands; Caffe2's trans_a, trans_b, axis_a, axis_b) and MatMulGradient, over the backend's
+// strided-batched GEMM (cuBLAS's cublasGemmStridedBatchedEx with float32 compute on the GPU).
+//
+// Row-major to column-major: a row-major matrix is the transpose of the column-major matrix in
+// the same bytes, so C = op(X) op(Y) (row-major) is computed as C^T = op(Y)^T op(X)^T, i.e. one
+// column-major GEMM with the operands swapped, m and n swapped, and each operand's own
+// transposition flag (BatchedRowGemm below).
+//
+// Batch dims: the output's batch dims are merged where every operand's strides allow; the
+// innermost merged dim becomes one strided batch, the others a loop on the host. An operand
+// that broadcast over a batch dim has stride 0 there.
+//
+// MatMulGradient's dA = dC op(B)^T (or its transpose) and dB = op(A)^T dC. An operand that did
+// not broadcast gets its gradient written directly (each batch once). One that broadcast must
+// be summed over the batches it was reused in: a float32 accumulator (backend scratch, outside
+// the arena, as the CPU kernel's) is zeroed, every batch adds into it (beta = 1), one GEMM at a
+// time, and the sum is rounded once into the output, as the CPU kernel does.
+#ifndef MEMONGER_ALLOCATOR_DEVICE_KERNELS_MATMUL_H_
+#define MEMONGER_ALLOCATOR_DEVICE_KERNELS_MATMUL_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "allocator/device_kernel_util.h"
+
+namespace memonger::alloc::device {
+
+// Rounds a float32 buffer into an output (the accumulator of a broadcast operand's gradient).
+struct RoundBody {
+  const float* from{};
+  Out to{};
+  MG_HD void operator()(int64_t i) const { to.Set(i, from[i]); }
+};
+
+namespace matmul_internal {
+using kernel_internal::CheckArity;
+using kernel_internal::KernelError;
+using kernel_internal::NumElements;
+using kernel_internal::Product;
+
+// A row-major matrix operand: base pointer, element type, leading dim (its stored columns),
+// whether op() transposes it, and elements per matrix (for batch offsets).
+struct RowOperand {
+  const void* data = nullptr;
+  FloatType type = FloatType::kFloat32;
+  int64_t ld = 1;
+  bool trans = false;
+  int64_t matrix = 0;
+  Dims batch_strides;  // in matrices, over the output's batch dims (0: broadcast)
+};
+
+inline const void* Advance(const void* p, FloatType type, int64_t elements) {
+  return static_cast<const std::byte*>(p) + elements * FloatTypeSize(type);
+}
+
+// For every index b of `batch`: C_b[m, n] = op(X_b) op(Y_b) + beta C_b (row-major, ld n).
+template <class Backend>
+absl::Status BatchedRowGemm(const Backend& be, int64_t m, int64_t n, int64_t k,
+                            const RowOperand& x, const RowOperand& y, const RowOperand& c,
+                            const Dims& batch, float beta) {
+  // Merge the batch dims where the three operands' strides allow.
+  Dims dims, sx, sy, sc;
+  for (size_t d = 0; d < batch.size(); ++d) {
+    if (batch[d] == 1) continue;
+    if (!dims.empty() && sx.back() == x.batch_strides[d] * batch[d] &&
+        sy.back() == y.batch_strides[d] * batch[d] && sc.back() == c.batch_strides[d] * batch[d]) {
+      dims.back() *= batch[d];
+      sx.back() = x.batch_strides[d];
+      sy.back() = y.batch_strides[d];
+      sc.back() = c.batch_strides[d];
+      continue;
+    }
+    dims.push_back(batch[d]);
+    sx.push_back(x.batch_strides[d]);
+    sy.push_back(y.batch_strides[d]);
+    sc.push_back(c.batch_strides[d]);
+  }
+  // The innermost dim goes into one strided call unless C repeats along it (a sum: one GEMM
+  // after another).
+  int64_t inner = 1, inner_x = 0, inner_y = 0, inner_c = 0;
+  if (!dims.empty() && sc.back() != 0) {
+    inner = dims.back();
+    inner_x = sx.back();
+    inner_y = sy.back();
+    inner_c = sc.back();
+    dims.pop_back();
+    sx.pop_back();
+    sy.pop_back();
+    sc.pop_back();
+  }
+  const int64_t outer = NumElements(dims);
+  Dims index(dims.size(), 0);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t ox = 0, oy = 0, oc = 0;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      ox += index[d] * sx[d];
+      oy += index[d] * sy[d];
+      oc += index[d] * sc[d];
+    }
+    GemmBatch g;
+    g.trans_a = y.trans;
+    g.trans_b = x.trans;
+    g.m = n;
+    g.n = m;
+    g.k = k;
+    g.a = Advance(y.data, y.type, oy * y.matrix);
+    g.a_type = y.type;
+    g.lda = y.ld;
+    g.stride_a = inner_y * y.matrix;
+    g.b = Advance(x.data, x.type, ox * x.matrix);
+    g.b_type = x.type;
+    g.ldb = x.ld;
+    g.stride_b = inner_x * x.matrix;
+    g.beta = beta;
+    g.c = const_cast<void*>(Advance(c.data, c.type, oc * c.matrix));
+    g.c_type = c.type;
+    g.ldc = n;
+    g.stride_c = inner_c * c.matrix;
+    g.batch = inner;
+    MG_RETURN_IF_ERROR(be.Gemm(g));
+    for (size_t d = dims.size(); d-- > 0;) {
+      if (++index[d] < dims[d]) break;
+      index[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The geometry both kernels share: operands as stored (after Caffe2's axis flattening and the
+// 1-D promotions), their op() dims, and the output batch dims.
+struct Geometry {
+  Dims a{}, b{};  // stored dims: batch..., rows, cols
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  Dims batch{};           // the output's batch dims
+  Dims stride_a{}, stride_b{}, stride_c{};  // in matrices, over `batch`
+};
+
+inline absl::StatusOr<Geometry> ResolveGeometry(const KernelArgs& args, const graph::TensorType& ta,
+                                                const graph::TensorType& tb) {
+  Geometry g;
+  MG_ASSIGN_OR_RETURN(const int64_t trans_a, kernel_internal::IntAttr(args, "trans_a", 0));
+  MG_ASSIGN_OR_RETURN(const int64_t trans_b, kernel_internal::IntAttr(args, "trans_b", 0));
+  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_a,
+                      kernel_internal::OptionalIntAttr(args, "axis_a"));
+  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_b,
+                      kernel_internal::OptionalIntAttr(args, "axis_b"));
+  g.a = ta.dims;
+  g.b = tb.dims;
+  g.trans_a = trans_a != 0;
+  g.trans_b = trans_b != 0;
+  if (g.a.empty() || g.b.empty()) return KernelError(args, "operands must have rank >= 1");
+  if (axis_a.has_value() || axis_b.has_value()) {
+    MG_ASSIGN_OR_RETURN(const int64_t ax_a, kernel_internal::NormalizeAxis(
+                                                args, axis_a.value_or(1), kernel_internal::Rank(ta), "axis_a"));
+    MG_ASSIGN_OR_RETURN(const int64_t ax_b, kernel_internal::NormalizeAxis(
+                                                args, axis_b.value_or(1), kernel_internal::Rank(tb), "axis_b"));
+    g.a = {Product(ta.dims, 0, ax_a), Product(ta.dims, ax_a, ta.dims.size())};
+    g.b = {Product(tb.dims, 0, ax_b), Product(tb.dims, ax_b, tb.dims.size())};
+  }
+  if (g.a.size() == 1) {
+    g.a.insert(g.a.begin(), 1);
+    g.trans_a = false;
+  }
+  if (g.b.size() == 1) {
+    g.b.push_back(1);
+    g.trans_b = false;
+  }
+  const size_t ra = g.a.size(), rb = g.b.size();
+  g.m = g.trans_a ? g.a[ra - 1] : g.a[ra - 2];
+  g.k = g.trans_a ? g.a[ra - 2] : g.a[ra - 1];
+  g.n = g.trans_b ? g.b[rb - 2] : g.b[rb - 1];
+  const int64_t k_b = g.trans_b ? g.b[rb - 1] : g.b[rb - 2];
+  if (g.k != k_b) {
+    return KernelError(args, absl::StrCat("inner dimensions differ: K=", g.k, " and K=", k_b));
+  }
+  const Dims batch_a(g.a.begin(), g.a.end() - 2), batch_b(g.b.begin(), g.b.end() - 2);
+  const size_t rank = std::max(batch_a.size(), batch_b.size());
+  g.batch.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i + batch_a.size() >= rank ? batch_a[i + batch_a.size() - rank] : 1;
+    const int64_t db = i + batch_b.size() >= rank ? batch_b[i + batch_b.size() - rank] : 1;
+    if (da != db && da != 1 && db != 1) {
+      return KernelError(args, "the operands' batch dims do not broadcast");
+    }
+    g.batch[i] = da == 1 ? db : da;
+  }
+  g.stride_a = kernel_internal::BroadcastStrides(batch_a, g.batch);
+  g.stride_b = kernel_internal::BroadcastStrides(batch_b, g.batch);
+  g.stride_c = kernel_internal::Strides(g.batch);
+  return g;
+}
+
+inline absl::Status CheckGemmTypes(const KernelArgs& args) {
+  for (const graph::TensorType* t : args.input_types) {
+    MG_RETURN_IF_ERROR(FloatTypeOf(args, *t).status());
+  }
+  for (const graph::TensorType* t : args.output_types) {
+    MG_RETURN_IF_ERROR(FloatTypeOf(args, *t).status());
+  }
+  return kernel_internal::CheckNoOverlapAll(args);
+}
+}  // namespace matmul_internal
+
+template <class Backend>
+absl::Status DeviceMatMul(const Backend& be, const KernelArgs& args) {
+  using namespace matmul_internal;  // NOLINT
+  MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
+  MG_RETURN_IF_ERROR(CheckGemmTypes(args));
+  const graph::TensorType& ta = *args.input_types[0];
+  const graph::TensorType& tb = *args.input_types[1];
+  const graph::TensorType& ty = *args.output_types[0];
+  if (ta.dtype != ty.dtype || tb.dtype != ty.dtype) {
+    return KernelError(args, "every input must have the output's element type");
+  }
+  MG_ASSIGN_OR_RETURN(const Geometry g, ResolveGeometry(args, ta, tb));
+  if (NumElements(ty.dims) != NumElements(g.batch) * g.m * g.n) {
+    return KernelError(args, absl::StrCat("the output ", graph::TensorTypeToString(ty),
+                                          " does not hold the product's batches of ", g.m, "x", g.n));
+  }
+  if (g.m * g.n == 0 || NumElements(g.batch) == 0) return absl::OkStatus();
+  MG_ASSIGN_OR_RETURN(const FloatType type, FloatTypeOf(args, ty));
+  const size_t ra = g.a.size(), rb = g.b.size();
+  const RowOperand x{args.inputs[0], type, g.a[ra - 1], g.trans_a, g.a[ra - 2] * g.a[ra - 1], g.stride_a};
+  const RowOperand y{args.inputs[1], type, g.b[rb - 1], g.trans_b, g.b[rb - 2] * g.b[rb - 1], g.stride_b};
+  const RowOperand c{args.outputs[0], type, g.n, false, g.m * g.n, g.stride_c};
+  if (g.k == 0) {
+    // An empty sum: C = 0. GEMM libraries differ on k = 0; zero the output explicitly.
+    return be.Zero2D(args.outputs[0], 0, kernel_internal::ByteSizeOf(ty), 1);
+  }
+  return BatchedRowGemm(be, g.m, g.n, g.k, x, y, c, g.batch, 0.0f);
+}
+
+// MatMulGradient(dY, A, B) -> dA, dB.
+template <class Backend>
+absl::Status DeviceMatMulGradient(const Backend& be, const KernelArgs& args) {
+  using namespace matmul_internal;  // NOLINT
+  MG_RETURN_IF_ERROR(CheckArity(args, 3, 3, 2, 2));
+  MG_RETURN_IF_ERROR(CheckGemmTypes(args));
+  MG_RETURN_IF_ERROR(CheckOutputsApart(args));
+  const graph::TensorType& tdy = *args.input_types[0];
+  const graph::TensorType& ta = *args.input_types[1];
+  const graph::TensorType& tb = *args.input_types[2];
+  if (*args.output_types[0] != ta || *args.output_types[1] != tb) {
+    return KernelError(args, "dA and dB must have the types of A and B");
+  }
+  MG_ASSIGN_OR_RETURN(const Geometry g, ResolveGeometry(args, ta, tb));
+  const int64_t batches = NumElements(g.batch);
+  if (NumElements(tdy.dims) != batches * g.m * g.n) {
+    return KernelError(args, absl::StrCat("dY ", graph::TensorTypeToString(tdy), " does not hold ",
+                                          batches, " batches of ", g.m, "x", g.n));
+  }
+  MG_ASSIGN_OR_RETURN(const FloatType type_dy, FloatTypeOf(args, tdy));
+  MG_ASSIGN_OR_RETURN(const FloatType type_a, FloatTypeOf(args, ta));
+  MG_ASSIGN_OR_RETURN(const FloatType type_b, FloatTypeOf(args, tb));
+  const size_t ra = g.a.size(), rb = g.b.size();
+  const int64_t rows_a = g.a[ra - 2], cols_a = g.a[ra - 1];
+  const int64_t rows_b = g.b[rb - 2], cols_b = g.b[rb - 1];
+  const RowOperand dc{args.inputs[0], type_dy, g.n, false, g.m * g.n, g.stride_c};
+  RowOperand dc_t = dc;
+  dc_t.trans = true;
+  const RowOperand a{args.inputs[1], type_a, cols_a, false, rows_a * cols_a, g.stride_a};
+  const RowOperand b{args.inputs[2], type_b, cols_b, false, rows_b * cols_b, g.stride_b};
+
+  // One operand's gradient: target [rows, cols] per batch = op(X) op(Y) over the batches.
+  auto gradient = [&](int out, const RowOperand& x, const RowOperand& y, int64_t rows,
+                      int64_t cols, int64_t inner, const Dims& strides) -> absl::Status {
+    const graph::TensorType& t = *args.output_types[out];
+    const int64_t count = NumElements(t.dims);
+    if (count == 0) return absl::OkStatus();
+    MG_ASSIGN_OR_RETURN(const Out target, OutputAt(args, out));
+    const bool sums = count < batches * rows * cols;  // the operand broadcast over a batch dim
+    if (!sums && inner > 0) {
+      const RowOperand c{target.data, target.type, cols, false, rows * cols, strides};
+      return BatchedRowGemm(be, rows, cols, inner, x, y, c, g.batch, 0.0f);
+    }
+    MG_ASSIGN_OR_RETURN(std::shared_ptr<void> acc, be.Scratch(count * int64_t{sizeof(float)}));
+    MG_RETURN_IF_ERROR(be.Zero2D(acc.get(), 0, count * int64_t{sizeof(float)}, 1));
+    if (inner > 0 && batches > 0) {
+      const RowOperand c{acc.get(), FloatType::kFloat32, cols, false, rows * cols, strides};
+      MG_RETURN_IF_ERROR(BatchedRowGemm(be, rows, cols, inner, x, y, c, g.batch, 1.0f));
+    }
+    return be.Launch(count, RoundBody{static_cast<const float*>(acc.get()), target});
+  };
+  // dA: [M, K] = dC op(B)^T, or stored [K, M] = op(B) dC^T when trans_a.
+  RowOperand b_for_da = b;
+  b_for_da.trans = g.trans_a ? g.trans_b : !g.trans_b;
+  if (!g.trans_a) {
+    MG_RETURN_IF_ERROR(gradient(0, dc, b_for_da, g.m, g.k, g.n, g.stride_a));
+  } else {
+    MG_RETURN_IF_ERROR(gradient(0, b_for_da, dc_t, g.k, g.m, g.n, g.stride_a));
+  }
+  // dB: [K, N] = op(A)^T dC, or stored [N, K] = dC^T op(A) when trans_b.
+  RowOperand a_for_db = a;
+  a_for_db.trans = g.trans_b ? g.trans_a : !g.trans_a;
+  if (!g.trans_b) {
+    return gradient(1, a_for_db, dc, g.k, g.n, g.m, g.stride_b);
+  }
+  return gradient(1, dc_t, a_for_db, g.n, g.k, g.m, g.stride_b);
+}
+
+template <class Backend>
+void AddDeviceMatMulKernels(absl::flat_hash_map<std::string, Kernel>& kernels,
+                            std::shared_ptr<const Backend> be) {
+  kernels["MatMul"] = [be](const KernelArgs& a) { return DeviceMatMul(*be, a); };
+  kernels["BatchMatMul"] = [be](const KernelArgs& a) { return DeviceMatMul(*be, a); };
+  kernels["MatMulGradient"] = [be](const KernelArgs& a) { return DeviceMatMulGradient(*be, a); };
+}
+
+}  // namespace memonger::alloc::device
+
+#endif  // MEMONGER_ALLOCATOR_DEVICE_KERNELS_MATMUL_H_
