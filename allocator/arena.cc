@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <string>
@@ -187,6 +188,34 @@ void Arena::Release() {
   allocation_ = nullptr;
   base_ = nullptr;
   size_ = 0;
+}
+
+namespace {
+absl::Status Copy(Device device, void* dst, const void* src, int64_t bytes, bool to_device) {
+  if (bytes <= 0) return absl::OkStatus();
+  switch (device) {
+    case Device::kHost:
+      std::memcpy(dst, src, static_cast<size_t>(bytes));
+      return absl::OkStatus();
+    case Device::kCuda:
+#ifdef MEMONGER_HAVE_CUDA
+      return internal::CudaCopy(dst, src, bytes, to_device);
+#else
+      (void)to_device;
+      return absl::FailedPreconditionError(
+          "cannot copy to or from CUDA memory: memonger was built without CUDA");
+#endif
+  }
+  return absl::InvalidArgumentError("unknown device");
+}
+}  // namespace
+
+absl::Status CopyToDevice(Device device, std::byte* dst, const void* host_src, int64_t bytes) {
+  return Copy(device, dst, host_src, bytes, /*to_device=*/true);
+}
+
+absl::Status CopyToHost(Device device, void* host_dst, const std::byte* src, int64_t bytes) {
+  return Copy(device, host_dst, src, bytes, /*to_device=*/false);
 }
 
 }  // namespace memonger::alloc

@@ -70,6 +70,12 @@ class Arena {
   int64_t alignment_ = kMinArenaAlignment;
 };
 
+// Copies `bytes` between host memory and memory on `device` (memcpy for kHost; cudaMemcpy, which
+// waits for earlier device work, for kCuda). FailedPrecondition for kCuda in a build without
+// CUDA; Internal with the CUDA error text when the copy fails.
+absl::Status CopyToDevice(Device device, std::byte* dst, const void* host_src, int64_t bytes);
+absl::Status CopyToHost(Device device, void* host_dst, const std::byte* src, int64_t bytes);
+
 // Bytes of host memory this process may still allocate: MemAvailable of /proc/meminfo (else
 // the available physical pages), lowered by a cgroup v2 memory limit when one is set. The
 // number is a snapshot for the size check and its message, not a reservation.
@@ -81,6 +87,8 @@ namespace internal {
 // ResourceExhausted naming needed and free bytes when it does not fit.
 absl::StatusOr<void*> CudaAllocate(int64_t bytes);
 void CudaFree(void* allocation);
+// cudaMemcpy host -> device (to_device) or device -> host.
+absl::Status CudaCopy(void* dst, const void* src, int64_t bytes, bool to_device);
 }  // namespace internal
 
 }  // namespace memonger::alloc

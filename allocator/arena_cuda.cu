@@ -66,4 +66,14 @@ void CudaFree(void* allocation) {
   cudaFree(allocation);
 }
 
+absl::Status CudaCopy(void* dst, const void* src, int64_t bytes, bool to_device) {
+  const cudaError_t error = cudaMemcpy(dst, src, static_cast<size_t>(bytes),
+                                       to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+  if (error == cudaSuccess) return absl::OkStatus();
+  cudaGetLastError();
+  return absl::InternalError(absl::StrCat("cudaMemcpy of ", bytes, " bytes ",
+                                          to_device ? "to" : "from", " the device failed: ",
+                                          CudaErrorText(error)));
+}
+
 }  // namespace memonger::alloc::internal

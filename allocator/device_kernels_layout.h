@@ -1,5 +1,6 @@
 // Device kernels, layout family: ops that move elements without arithmetic.
-//   Transpose (perm, default reversed): one thread per output element, any element size;
+//   Transpose (perm, default reversed), Expand (numpy broadcast to the inferred dims): one thread
+//   per output element, elements of 1, 2, 4 or 8 bytes;
 //   Concat / Split (axis; ONNX default 0, Caffe2's `order`): one strided 2-D copy per input or
 //   output (cudaMemcpy2D on the GPU); piece sizes come from the inferred types;
 //   PadLastDim (multiple): a 2-D copy of the rows and a 2-D zero fill of the padding.
@@ -98,6 +99,28 @@ absl::Status DeviceTranspose(const Backend& be, const KernelArgs& args) {
   GatherBody body{args.inputs[0], args.outputs[0], width};
   MG_ASSIGN_OR_RETURN(body.map, MakeIndexMap(args, out_dims, in_strides));
   return be.Launch(NumElements(out_dims), body);
+}
+
+// Expand(X, shape) -> Y: X broadcast (numpy) to Y's inferred dims; the shape input is not read.
+template <class Backend>
+absl::Status DeviceExpand(const Backend& be, const KernelArgs& args) {
+  using namespace layout_internal;  // NOLINT
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 2, 1, 1));
+  MG_RETURN_IF_ERROR(kernel_internal::CheckNoOverlapAll(args));
+  const graph::TensorType& x = *args.input_types[0];
+  const graph::TensorType& y = *args.output_types[0];
+  if (x.dtype != y.dtype || !kernel_internal::BroadcastsTo(x.dims, y.dims)) {
+    return KernelError(args, absl::StrCat(graph::TensorTypeToString(x), " does not broadcast to ",
+                                          graph::TensorTypeToString(y)));
+  }
+  const int width = static_cast<int>(graph::DataTypeSize(x.dtype));
+  if (width != 1 && width != 2 && width != 4 && width != 8) {
+    return KernelUnimplemented(args, "elements of 1, 2, 4 or 8 bytes only");
+  }
+  GatherBody body{args.inputs[0], args.outputs[0], width};
+  MG_ASSIGN_OR_RETURN(body.map,
+                      MakeIndexMap(args, y.dims, kernel_internal::BroadcastStrides(x.dims, y.dims)));
+  return be.Launch(NumElements(y.dims), body);
 }
 
 template <class Backend>
@@ -201,6 +224,7 @@ template <class Backend>
 void AddDeviceLayoutKernels(absl::flat_hash_map<std::string, Kernel>& kernels,
                             std::shared_ptr<const Backend> be) {
   kernels["Transpose"] = [be](const KernelArgs& a) { return DeviceTranspose(*be, a); };
+  kernels["Expand"] = [be](const KernelArgs& a) { return DeviceExpand(*be, a); };
   kernels["Concat"] = [be](const KernelArgs& a) { return DeviceConcat(*be, a); };
   kernels["Split"] = [be](const KernelArgs& a) { return DeviceSplit(*be, a); };
   kernels["PadLastDim"] = [be](const KernelArgs& a) { return DevicePadLastDim(*be, a); };

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
@@ -36,7 +37,20 @@ absl::Status CopyData(const graph::Value& v, const TensorData& data, std::byte* 
 
 absl::StatusOr<HostRunReport> RunOnHost(const graph::Graph& graph, const Plan& plan,
                                         const HostRunOptions& options) {
-  MG_ASSIGN_OR_RETURN(Arena arena, Arena::Create(Device::kHost, plan.arena_bytes,
+  return RunNet(graph, plan, options, NetRunTarget{});
+}
+
+absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan,
+                                     const HostRunOptions& options, const NetRunTarget& target) {
+  const Device device = target.device;
+  if (device != Device::kHost && target.kernels == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("running on ", DeviceName(device),
+                                                   " needs that device's kernel table"));
+  }
+  if (device != Device::kHost && options.fp16_census != nullptr) {
+    return absl::InvalidArgumentError("the float16 census runs on the host only");
+  }
+  MG_ASSIGN_OR_RETURN(Arena arena, Arena::Create(device, plan.arena_bytes,
                                                  std::max<int64_t>(plan.alignment, 1)));
   MG_ASSIGN_OR_RETURN(Executor executor, Executor::Create(graph, plan, arena));
   absl::flat_hash_map<std::string, TensorData> model_data;
@@ -45,10 +59,14 @@ absl::StatusOr<HostRunReport> RunOnHost(const graph::Graph& graph, const Plan& p
   }
 
   HostRunReport report;
+  std::vector<std::byte> staging;
   for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
     const graph::Value& v = graph.value(id);
     if (v.producer != graph::kNone) continue;
-    std::byte* dst = executor.ValueAddress(id);
+    // Filled on the host (in place for a host arena, else staged and copied over).
+    MG_ASSIGN_OR_RETURN(const int64_t bytes, graph::ByteSize(*v.type, v.DisplayName()));
+    if (device != Device::kHost) staging.resize(static_cast<size_t>(bytes));
+    std::byte* dst = device == Device::kHost ? executor.ValueAddress(id) : staging.data();
     if (auto it = options.data.find(v.name); it != options.data.end()) {
       MG_RETURN_IF_ERROR(CopyData(v, it->second, dst));
       ++report.from_caller;
@@ -60,14 +78,21 @@ absl::StatusOr<HostRunReport> RunOnHost(const graph::Graph& graph, const Plan& p
       ++report.seeded;
       if (graph::IsStatic(v.role)) report.seeded_statics.push_back(v.DisplayName());
     }
+    if (device != Device::kHost) {
+      MG_RETURN_IF_ERROR(CopyToDevice(device, executor.ValueAddress(id), dst, bytes));
+    }
   }
 
   const auto start = std::chrono::steady_clock::now();
-  KernelTable kernels = MakeCpuKernelTable();
-  if (options.fp16_census != nullptr) {
-    kernels = WithFp16Census(std::move(kernels), options.fp16_census);
+  if (target.kernels != nullptr) {
+    MG_RETURN_IF_ERROR(executor.Run(*target.kernels));
+  } else {
+    KernelTable kernels = MakeCpuKernelTable();
+    if (options.fp16_census != nullptr) {
+      kernels = WithFp16Census(std::move(kernels), options.fp16_census);
+    }
+    MG_RETURN_IF_ERROR(executor.Run(kernels));
   }
-  MG_RETURN_IF_ERROR(executor.Run(kernels));
   report.kernel_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -89,9 +114,10 @@ absl::StatusOr<HostRunReport> RunOnHost(const graph::Graph& graph, const Plan& p
     out.name = v.name;
     out.type = *v.type;
     MG_ASSIGN_OR_RETURN(const int64_t bytes, graph::ByteSize(*v.type, v.DisplayName()));
+    staging.resize(static_cast<size_t>(bytes));
+    MG_RETURN_IF_ERROR(CopyToHost(device, staging.data(), executor.ValueAddress(id), bytes));
     if (options.keep_outputs) {
-      out.bytes.assign(reinterpret_cast<const char*>(executor.ValueAddress(id)),
-                       static_cast<size_t>(bytes));
+      out.bytes.assign(reinterpret_cast<const char*>(staging.data()), static_cast<size_t>(bytes));
     }
     if (!options.outputs_dir.empty()) {
       // Two names may map to one file name: later ones get a numeric suffix.
@@ -101,7 +127,7 @@ absl::StatusOr<HostRunReport> RunOnHost(const graph::Graph& graph, const Plan& p
       }
       files.insert(file);
       out.file = (std::filesystem::path(options.outputs_dir) / file).string();
-      MG_RETURN_IF_ERROR(WriteNpy(out.file, *v.type, executor.ValueAddress(id)));
+      MG_RETURN_IF_ERROR(WriteNpy(out.file, *v.type, staging.data()));
     }
     report.outputs.push_back(std::move(out));
   }

@@ -1,7 +1,9 @@
-// Runs a planned net for real on the host: one arena of the plan's size, every input and static
-// value filled deterministically, the CPU kernels (kernels_cpu.h) through Executor::Run, and the
-// graph outputs handed back and/or written as .npy files. This is what `optimize-net
-// --execute host` does.
+// Runs a planned net for real: one arena of the plan's size, every input and static value filled
+// deterministically, the kernels through Executor::Run, and the graph outputs handed back and/or
+// written as .npy files. RunOnHost uses the CPU kernels (kernels_cpu.h) on the host: `optimize-net
+// --execute host`. RunNet takes the device and the kernel table: the CUDA kernels in a CUDA arena
+// (kernels_device.h) are `optimize-net --execute cuda`; values are filled on the host and copied
+// to the device, and the outputs copied back.
 //
 //   alloc::HostRunOptions options;
 //   options.model_path = "model.onnx";   // constants come from the file
@@ -27,6 +29,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "allocator/arena.h"
+#include "allocator/executor.h"
 #include "allocator/fp16_census.h"
 #include "allocator/onnx_tensor_data.h"
 #include "graph/graph.h"
@@ -66,6 +70,17 @@ struct HostRunReport {
 // cannot be written.
 absl::StatusOr<HostRunReport> RunOnHost(const graph::Graph& graph, const Plan& plan,
                                         const HostRunOptions& options);
+
+// Where RunNet runs: the arena's device and the kernels for it (kernels made for that device).
+struct NetRunTarget {
+  Device device = Device::kHost;
+  const KernelTable* kernels = nullptr;  // null: the CPU kernels (kHost only)
+};
+
+// RunOnHost on `target`. The float16 census reads host memory: InvalidArgument when it is asked
+// for on another device. Errors as RunOnHost, plus those of the device copies.
+absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan,
+                                     const HostRunOptions& options, const NetRunTarget& target);
 
 }  // namespace memonger::alloc
 

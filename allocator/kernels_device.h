@@ -4,7 +4,7 @@
 //   MG_RETURN_IF_ERROR(executor.Run(kernels));   // an executor over a Device::kCuda arena
 //
 // Ops covered: Add, Sub, Mul, Div, Sum, Relu, Gelu, Sigmoid, Tanh, Cast (float types),
-// ConstantFill, Reshape, Flatten, Squeeze, Unsqueeze, Identity, Transpose, Concat, Split,
+// ConstantFill, Reshape, Flatten, Squeeze, Unsqueeze, Identity, Transpose, Expand, Concat, Split,
 // PadLastDim, Softmax, LayerNormalization, ReduceSum, MatMul, BatchMatMul, AlibiBias,
 // AddAttentionBias, EfficientAttention, AveragedLoss, and the gradients ReluGradient,
 // GeluGradient, SoftmaxGradient, LayerNormalizationGradient, MatMulGradient,

@@ -106,7 +106,13 @@ std::vector<double> ToDoubles(const TestTensor& t) {
 absl::Status RunKernel(const std::string& op_type, std::vector<graph::Attribute> attrs,
                        const std::vector<TestTensor*>& inputs,
                        const std::vector<TestTensor*>& outputs) {
-  const alloc::KernelTable table = alloc::MakeCpuKernelTable();
+  return RunKernelWith(alloc::MakeCpuKernelTable(), op_type, std::move(attrs), inputs, outputs);
+}
+
+absl::Status RunKernelWith(const alloc::KernelTable& table, const std::string& op_type,
+                           std::vector<graph::Attribute> attrs,
+                           const std::vector<TestTensor*>& inputs,
+                           const std::vector<TestTensor*>& outputs) {
   const alloc::Kernel* kernel = table.Find(op_type);
   if (kernel == nullptr) return absl::NotFoundError(absl::StrCat("no kernel for ", op_type));
   graph::Op op;

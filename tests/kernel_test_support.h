@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "allocator/executor.h"
 #include "graph/attribute.h"
 #include "graph/dtype.h"
 #include "graph/tensor_type.h"
@@ -51,6 +52,12 @@ std::vector<double> ToDoubles(const TestTensor& t);
 absl::Status RunKernel(const std::string& op_type, std::vector<graph::Attribute> attrs,
                        const std::vector<TestTensor*>& inputs,
                        const std::vector<TestTensor*>& outputs);
+
+// The same with another table's kernel (e.g. alloc::MakeDeviceKernelTableOnHost()).
+absl::Status RunKernelWith(const alloc::KernelTable& table, const std::string& op_type,
+                           std::vector<graph::Attribute> attrs,
+                           const std::vector<TestTensor*>& inputs,
+                           const std::vector<TestTensor*>& outputs);
 
 // Largest |a - b| / (atol + rtol * |b|) over elements (<= 1 means within tolerance); NaNs must
 // match. Returns a description of the worst element when it exceeds 1, else "".

@@ -31,6 +31,7 @@
 #include "allocator/executor.h"
 #include "allocator/fp16_census.h"
 #include "allocator/host_run.h"
+#include "allocator/kernels_device.h"
 #include "memonger/model_summary.h"
 #include "memonger/net_rewrite.h"
 #include "memonger/plan_ascii.h"
@@ -167,8 +168,8 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
 }
 
 // Runs the net in one arena of the planned size: verify mode (--verify: every op fills its
-// outputs with a pattern and checks its inputs) or the real kernels (host only). Returns the
-// report's lines.
+// outputs with a pattern and checks its inputs) or the real kernels (the CPU kernels on the
+// host, the device kernels on CUDA). Returns the report's lines.
 absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::Graph& graph,
                                     const memonger::Plan& plan) {
   namespace alloc = memonger::alloc;
@@ -181,25 +182,29 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::G
     return absl::StrCat("executed        verify mode on ", flags.execute, ": ", graph.num_ops(),
                         " ops, every input intact\n");
   }
-  if (flags.execute == "cuda") {
-    return absl::UnimplementedError(
-        "--execute cuda runs verify mode only in this version (no CUDA kernels): add --verify, "
-        "or use --execute host");
-  }
+  const bool cuda = flags.execute == "cuda";
   alloc::HostRunOptions options;
   options.model_path = flags.model;
   options.seed = flags.seed;
   options.outputs_dir = flags.outputs_out;
   options.keep_outputs = false;
-  alloc::Fp16Census census(graph);  // what every Cast to float16 lost, per value
-  options.fp16_census = &census;
-  MG_ASSIGN_OR_RETURN(alloc::HostRunReport report, alloc::RunOnHost(graph, plan, options));
+  alloc::Fp16Census census(graph);  // what every Cast to float16 lost, per value (host only)
+  alloc::NetRunTarget target;
+  alloc::KernelTable cuda_kernels;
+  if (cuda) {
+    MG_ASSIGN_OR_RETURN(cuda_kernels, alloc::MakeCudaKernelTable());
+    target.device = alloc::Device::kCuda;
+    target.kernels = &cuda_kernels;
+  } else {
+    options.fp16_census = &census;
+  }
+  MG_ASSIGN_OR_RETURN(alloc::HostRunReport report, alloc::RunNet(graph, plan, options, target));
   std::string text = absl::StrCat(
-      "executed        host kernels: ", graph.num_ops(), " ops in ",
+      "executed        ", cuda ? "CUDA" : "host", " kernels: ", graph.num_ops(), " ops in ",
       absl::StrFormat("%.1f", report.kernel_seconds * 1000), " ms; inputs and statics: ",
       report.from_model, " from the model, ", report.seeded, " seeded (seed ", flags.seed,
       ")\n");
-  absl::StrAppend(&text, census.ToText());
+  if (!cuda) absl::StrAppend(&text, census.ToText());
   if (!report.seeded_statics.empty()) {
     absl::StrAppend(&text, "seeded statics  ", report.seeded_statics.size(),
                     " params/constants without data in the model, e.g. '",
@@ -426,16 +431,16 @@ int main(int argc, char** argv) {
                  "write the rewritten net (shared values renamed) to FILE (.pb or .pbtxt)");
   app.add_option("--execute", flags.execute,
                  "none, host or cuda: run the net in the arena (host: the CPU kernels; "
-                 "cuda: verify mode only)")
+                 "cuda: the CUDA kernels on the current device)")
       ->check(CLI::IsMember({"none", "host", "cuda"}))
       ->capture_default_str();
   app.add_flag("--verify", flags.verify,
                "with --execute: verify mode (ops fill outputs with patterns, check inputs); "
-               "without it, --execute host runs the CPU kernels");
+               "without it, --execute runs the real kernels");
   app.add_option("--outputs-out", flags.outputs_out,
-                 "with --execute host: write every graph output as DIR/<name>.npy");
+                 "with --execute host|cuda: write every graph output as DIR/<name>.npy");
   app.add_option("--seed", flags.seed,
-                 "with --execute host: seed of the values given to inputs and params the model "
+                 "with --execute host|cuda: seed of the values given to inputs and params the model "
                  "has no data for (uniform [-1, 1) per value name)")
       ->capture_default_str();
   app.add_option("--html", flags.html,
@@ -460,8 +465,8 @@ int main(int argc, char** argv) {
     std::cerr << "optimize-net: give a MODEL file or --workload SPEC (see --help)\n";
     return kExitUsage;
   }
-  if (!flags.outputs_out.empty() && (flags.execute != "host" || flags.verify)) {
-    std::cerr << "optimize-net: --outputs-out needs --execute host (without --verify)\n";
+  if (!flags.outputs_out.empty() && (flags.execute == "none" || flags.verify)) {
+    std::cerr << "optimize-net: --outputs-out needs --execute host or cuda (without --verify)\n";
     return kExitUsage;
   }
   if ((flags.alignment & (flags.alignment - 1)) != 0) {
