@@ -1,6 +1,6 @@
 // Device kernels, matrix products: MatMul / BatchMatMul (numpy broadcasting of batch dims; 1-D
-// operands; Caffe2's trans_a, trans_b, axis_a, axis_b) and MatMulGradient, over the backend's
-// strided-batched GEMM (cuBLAS's cublasGemmStridedBatchedEx with float32 compute on the GPU).
+// operands; Caffe2's trans_a, trans_b, axis_a, axis_b), MatMulGradient, Caffe2's FC and
+// FCTransposed and their gradients, over the backend's strided-batched GEMM (cuBLAS's cublasGemmStridedBatchedEx with float32 compute on the GPU).
 //
 // Row-major to column-major: a row-major matrix is the transpose of the column-major matrix in
 // the same bytes, so C = op(X) op(Y) (row-major) is computed as C^T = op(Y)^T op(X)^T, i.e. one
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "allocator/device_kernel_util.h"
+#include "allocator/device_kernels_rows.h"
 
 namespace memonger::alloc::device {
 
@@ -303,12 +304,124 @@ absl::Status DeviceMatMulGradient(const Backend& be, const KernelArgs& args) {
   return gradient(1, dc_t, a_for_db, g.n, g.k, g.m, g.stride_b);
 }
 
+// Y[i] = b[i % n]: FC's bias rows, which the GEMM then adds to with beta = 1 (one rounding).
+struct BiasRowsBody {
+  In bias;
+  int64_t n = 1;
+  Out y;
+  MG_HD void operator()(int64_t i) const { y.Set(i, bias[i % n]); }
+};
+
+// Caffe2 FC(X, W, b) / FCTransposed: Y[M, N] = X[M, K] op(W) + b, W [N, K] (op = transpose) or
+// [K, N]; X and W flattened at `axis` / `axis_w` (kernel_util.h's ResolveFcDims).
+template <class Backend>
+absl::Status DeviceFc(const Backend& be, const KernelArgs& args, bool transposed) {
+  using namespace matmul_internal;  // NOLINT
+  MG_RETURN_IF_ERROR(CheckArity(args, 3, 3, 1, 1));
+  MG_RETURN_IF_ERROR(CheckGemmTypes(args));
+  const graph::TensorType& tx = *args.input_types[0];
+  const graph::TensorType& tw = *args.input_types[1];
+  MG_ASSIGN_OR_RETURN(const kernel_internal::FcDims dims,
+                      kernel_internal::ResolveFcDims(args, tx, tw, transposed));
+  const int64_t m = dims.m, k = dims.k, n = dims.n;
+  if (NumElements(args.input_types[2]->dims) != n) {
+    return KernelError(args, absl::StrCat("b must hold N=", n));
+  }
+  if (NumElements(args.output_types[0]->dims) != m * n) {
+    return KernelError(args, "the output must hold M x N elements");
+  }
+  for (const graph::TensorType* t : {&tx, &tw, args.input_types[2]}) {
+    if (t->dtype != args.output_types[0]->dtype) {
+      return KernelError(args, "every input must have the output's element type");
+    }
+  }
+  if (m * n == 0) return absl::OkStatus();
+  BiasRowsBody rows;
+  MG_ASSIGN_OR_RETURN(rows.bias, InputAt(args, 2));
+  MG_ASSIGN_OR_RETURN(rows.y, OutputAt(args, 0));
+  rows.n = n;
+  MG_RETURN_IF_ERROR(be.Launch(m * n, rows));
+  if (k == 0) return absl::OkStatus();
+  const RowOperand x{args.inputs[0], rows.y.type, k, false, m * k, {}};
+  const RowOperand w{args.inputs[1], rows.y.type, transposed ? n : k, !transposed, n * k, {}};
+  const RowOperand c{rows.y.data, rows.y.type, n, false, m * n, {}};
+  return BatchedRowGemm(be, m, n, k, x, w, c, Dims{}, 1.0f);
+}
+
+// FCGradient(X, W, dY) -> dW, db, [dX] (FCTransposedGradient: W stored [K, N]).
+template <class Backend>
+absl::Status DeviceFcGradient(const Backend& be, const KernelArgs& args, bool transposed) {
+  using namespace matmul_internal;  // NOLINT
+  MG_RETURN_IF_ERROR(CheckArity(args, 3, 3, 2, 3));
+  MG_RETURN_IF_ERROR(CheckGemmTypes(args));
+  MG_RETURN_IF_ERROR(CheckOutputsApart(args));
+  const graph::TensorType& tx = *args.input_types[0];
+  const graph::TensorType& tw = *args.input_types[1];
+  const graph::TensorType& tdy = *args.input_types[2];
+  MG_ASSIGN_OR_RETURN(const kernel_internal::FcDims dims,
+                      kernel_internal::ResolveFcDims(args, tx, tw, transposed));
+  const int64_t m = dims.m, k = dims.k, n = dims.n;
+  if (NumElements(tdy.dims) != m * n) {
+    return KernelError(args, "X, W and dY do not agree");
+  }
+  if (*args.output_types[0] != tw || NumElements(args.output_types[1]->dims) != n ||
+      (args.outputs.size() == 3 && *args.output_types[2] != tx)) {
+    return KernelError(args, "dW must have W's type, db hold N elements, dX have X's type");
+  }
+  MG_ASSIGN_OR_RETURN(const FloatType type_x, FloatTypeOf(args, tx));
+  MG_ASSIGN_OR_RETURN(const FloatType type_w, FloatTypeOf(args, tw));
+  MG_ASSIGN_OR_RETURN(const FloatType type_dy, FloatTypeOf(args, tdy));
+  MG_ASSIGN_OR_RETURN(const Out dw, OutputAt(args, 0));
+  const RowOperand dy{args.inputs[2], type_dy, n, false, m * n, {}};
+  RowOperand dy_t = dy;
+  dy_t.trans = true;
+  if (m > 0 && k * n > 0) {
+    if (!transposed) {  // dW [N, K] = dY^T X
+      const RowOperand x{args.inputs[0], type_x, k, false, m * k, {}};
+      MG_RETURN_IF_ERROR(BatchedRowGemm(be, n, k, m, dy_t, x,
+                                        RowOperand{dw.data, dw.type, k, false, n * k, {}}, Dims{}, 0.0f));
+    } else {  // dW [K, N] = X^T dY
+      const RowOperand x_t{args.inputs[0], type_x, k, true, m * k, {}};
+      MG_RETURN_IF_ERROR(BatchedRowGemm(be, k, n, m, x_t, dy,
+                                        RowOperand{dw.data, dw.type, n, false, n * k, {}}, Dims{}, 0.0f));
+    }
+  } else if (k * n > 0) {
+    MG_RETURN_IF_ERROR(be.Zero2D(dw.data, 0, kernel_internal::ByteSizeOf(tw), 1));
+  }
+  // db [N]: the column sums of dY, rows in order.
+  ReduceSumBody db;
+  db.kept = ContiguousMap(n);
+  MG_ASSIGN_OR_RETURN(db.reduced, MakeIndexMap(args, Dims{m}, Dims{n}));
+  db.count = m;
+  db.x = In{args.inputs[2], type_dy};
+  MG_ASSIGN_OR_RETURN(db.y, OutputAt(args, 1));
+  MG_RETURN_IF_ERROR(be.Launch(n, db));
+  if (args.outputs.size() == 3 && m * k > 0) {
+    MG_ASSIGN_OR_RETURN(const Out dx, OutputAt(args, 2));
+    if (n == 0) return be.Zero2D(dx.data, 0, kernel_internal::ByteSizeOf(tx), 1);
+    // dX [M, K] = dY W (FCTransposed: dY W^T with W [K, N]).
+    const RowOperand w{args.inputs[1], type_w, transposed ? n : k, transposed, n * k, {}};
+    return BatchedRowGemm(be, m, k, n, dy, w, RowOperand{dx.data, dx.type, k, false, m * k, {}},
+                          Dims{}, 0.0f);
+  }
+  return absl::OkStatus();
+}
+
 template <class Backend>
 void AddDeviceMatMulKernels(absl::flat_hash_map<std::string, Kernel>& kernels,
                             std::shared_ptr<const Backend> be) {
   kernels["MatMul"] = [be](const KernelArgs& a) { return DeviceMatMul(*be, a); };
   kernels["BatchMatMul"] = [be](const KernelArgs& a) { return DeviceMatMul(*be, a); };
   kernels["MatMulGradient"] = [be](const KernelArgs& a) { return DeviceMatMulGradient(*be, a); };
+  for (const bool transposed : {false, true}) {
+    kernels[transposed ? "FCTransposed" : "FC"] = [be, transposed](const KernelArgs& a) {
+      return DeviceFc(*be, a, transposed);
+    };
+    kernels[transposed ? "FCTransposedGradient" : "FCGradient"] = [be, transposed](
+                                                                        const KernelArgs& a) {
+      return DeviceFcGradient(*be, a, transposed);
+    };
+  }
 }
 
 }  // namespace memonger::alloc::device

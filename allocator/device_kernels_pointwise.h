@@ -1,7 +1,7 @@
 // Device kernels, pointwise family: one thread per output element.
 //   Add, Sub, Mul, Div (numpy broadcasting), Sum (n-ary, broadcasting), Relu, Gelu (erf or tanh
 //   form), Sigmoid, Tanh, Cast (between float types), ConstantFill, AveragedLoss(+Gradient),
-//   ReluGradient, GeluGradient, and the copy-like ops (Reshape, Flatten, Squeeze, Unsqueeze,
+//   LabelCrossEntropy(+Gradient), ReluGradient, GeluGradient, and the copy-like ops (Reshape, Flatten, Squeeze, Unsqueeze,
 //   Identity: nothing when the plan made the output a view, else one device copy).
 // Semantics are the CPU kernels' (kernels_cpu_elementwise.cc, kernels_cpu_backward.cc,
 // kernels_cpu_loss.cc, kernels_cpu_fill.cc), computed in float32. An output may be an input
@@ -15,6 +15,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "allocator/device_kernel_util.h"
 
@@ -127,6 +128,32 @@ struct MeanGradientBody {
   int64_t count{};
   Out dx{};
   MG_HD void operator()(int64_t i) const { dx.Set(i, dloss[0] / static_cast<float>(count)); }
+};
+
+// Caffe2's LabelCrossEntropy: Y_i = -log(max(X[i, label_i], 1e-20)); labels int32, checked on
+// the host before the launch.
+inline constexpr float kLogThreshold = 1e-20f;
+struct LabelCrossEntropyBody {
+  In x;
+  const int32_t* label = nullptr;
+  int64_t d = 0;
+  Out y;
+  MG_HD void operator()(int64_t i) const {
+    const float p = x[i * d + label[i]];
+    y.Set(i, -logf(p > kLogThreshold ? p : kLogThreshold));
+  }
+};
+
+// dX[i, label_i] = -dY_i / max(X[i, label_i], 1e-20); the rest of dX is zeroed before.
+struct LabelCrossEntropyGradientBody {
+  In x, dy;
+  const int32_t* label = nullptr;
+  int64_t d = 0;
+  Out dx;
+  MG_HD void operator()(int64_t i) const {
+    const float p = x[i * d + label[i]];
+    dx.Set(i * d + label[i], -dy[i] / (p > kLogThreshold ? p : kLogThreshold));
+  }
 };
 
 // ---- kernels (host code) ---------------------------------------------------------------------
@@ -316,6 +343,48 @@ absl::Status DeviceAveragedLossGradient(const Backend& be, const KernelArgs& arg
   return be.Launch(body.count, body);
 }
 
+// LabelCrossEntropy(X [N, D] or [D], label int32 [N]) -> Y [N]; with `gradient`,
+// LabelCrossEntropyGradient(X, label, dY) -> dX. A label outside [0, D) is an InvalidArgument
+// naming it (the labels are copied to the host and checked before anything runs).
+template <class Backend>
+absl::Status DeviceLabelCrossEntropy(const Backend& be, const KernelArgs& args, bool gradient) {
+  using namespace pointwise_internal;  // NOLINT
+  MG_RETURN_IF_ERROR(CheckArity(args, gradient ? 3 : 2, gradient ? 3 : 2, 1, 1));
+  MG_RETURN_IF_ERROR(kernel_internal::CheckNoOverlapAll(args));
+  const graph::TensorType& x = *args.input_types[0];
+  const graph::TensorType& label = *args.input_types[1];
+  if (x.dims.empty() || x.dims.size() > 2) return KernelError(args, "X must be [N, D] or [D]");
+  const int64_t n = x.dims.size() == 2 ? x.dims[0] : 1;
+  const int64_t d = x.dims.back();
+  if (label.dtype != graph::DataType::kInt32 || NumElements(label.dims) != n) {
+    return KernelError(args, absl::StrCat("label must be int32 with ", n, " elements; got ",
+                                          graph::TensorTypeToString(label)));
+  }
+  std::vector<int32_t> labels(static_cast<size_t>(n));
+  MG_RETURN_IF_ERROR(be.ToHost(labels.data(), args.inputs[1], n * int64_t{sizeof(int32_t)}));
+  for (int64_t i = 0; i < n; ++i) {
+    if (labels[i] < 0 || labels[i] >= d) {
+      return KernelError(args, absl::StrCat("label[", i, "] = ", labels[i], " is outside [0, ", d, ")"));
+    }
+  }
+  MG_ASSIGN_OR_RETURN(const In in_x, InputAt(args, 0));
+  MG_ASSIGN_OR_RETURN(const Out out, OutputAt(args, 0));
+  const auto* label_data = reinterpret_cast<const int32_t*>(args.inputs[1]);
+  if (!gradient) {
+    if (out.type != in_x.type || NumElements(args.output_types[0]->dims) != n) {
+      return KernelError(args, absl::StrCat("Y must hold ", n, " elements of X's type"));
+    }
+    return be.Launch(n, LabelCrossEntropyBody{in_x, label_data, d, out});
+  }
+  const graph::TensorType& dy = *args.input_types[2];
+  if (dy.dtype != x.dtype || NumElements(dy.dims) != n || *args.output_types[0] != x) {
+    return KernelError(args, "dY must hold N elements of X's type and dX have X's type");
+  }
+  MG_RETURN_IF_ERROR(be.Zero2D(out.data, 0, kernel_internal::ByteSizeOf(x), 1));
+  MG_ASSIGN_OR_RETURN(const In in_dy, InputAt(args, 2));
+  return be.Launch(n, LabelCrossEntropyGradientBody{in_x, in_dy, label_data, d, out});
+}
+
 // Reshape, Flatten, Squeeze, Unsqueeze, Identity: the output holds the input's bytes (shape
 // inference fixed its dims; an ONNX shape input is not read).
 template <class Backend>
@@ -359,6 +428,12 @@ void AddDevicePointwiseKernels(absl::flat_hash_map<std::string, Kernel>& kernels
   kernels["AveragedLoss"] = [be](const KernelArgs& a) { return DeviceAveragedLoss(*be, a); };
   kernels["AveragedLossGradient"] = [be](const KernelArgs& a) {
     return DeviceAveragedLossGradient(*be, a);
+  };
+  kernels["LabelCrossEntropy"] = [be](const KernelArgs& a) {
+    return DeviceLabelCrossEntropy(*be, a, /*gradient=*/false);
+  };
+  kernels["LabelCrossEntropyGradient"] = [be](const KernelArgs& a) {
+    return DeviceLabelCrossEntropy(*be, a, /*gradient=*/true);
   };
   for (const char* name : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}) {
     kernels[name] = [be](const KernelArgs& a) { return DeviceCopyLike(*be, a); };
