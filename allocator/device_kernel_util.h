@@ -106,21 +106,7 @@ inline absl::Status CheckSameOrApart(const KernelArgs& args, int in, int out) {
   return kernel_internal::CheckNoOverlap(args, in, out);
 }
 
-// Outputs must not share memory with each other.
-inline absl::Status CheckOutputsApart(const KernelArgs& args) {
-  for (size_t i = 0; i < args.outputs.size(); ++i) {
-    for (size_t j = i + 1; j < args.outputs.size(); ++j) {
-      if (kernel_internal::Overlaps(args.outputs[i],
-                                    kernel_internal::ByteSizeOf(*args.output_types[i]),
-                                    args.outputs[j],
-                                    kernel_internal::ByteSizeOf(*args.output_types[j]))) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(args.op->type, ": outputs ", i, " and ", j, " share memory"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
+using kernel_internal::CheckOutputsApart;
 
 }  // namespace memonger::alloc::device
 

@@ -236,6 +236,19 @@ absl::Status CheckNoOverlapAll(const KernelArgs& args) {
   return absl::OkStatus();
 }
 
+absl::Status CheckOutputsApart(const KernelArgs& args) {
+  for (size_t i = 0; i < args.outputs.size(); ++i) {
+    for (size_t j = i + 1; j < args.outputs.size(); ++j) {
+      if (Overlaps(args.outputs[i], ByteSizeOf(*args.output_types[i]), args.outputs[j],
+                   ByteSizeOf(*args.output_types[j]))) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(args.op->type, ": outputs ", i, " and ", j, " share memory"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<FcDims> ResolveFcDims(const KernelArgs& args, const graph::TensorType& x,
                                      const graph::TensorType& w, bool transposed) {
   MG_ASSIGN_OR_RETURN(const int64_t axis_attr, IntAttr(args, "axis", 1));

@@ -202,6 +202,9 @@ bool Overlaps(const std::byte* a, int64_t a_bytes, const std::byte* b, int64_t b
 absl::Status CheckNoOverlap(const KernelArgs& args, int in, int out);
 // CheckNoOverlap for every (input, output) pair.
 absl::Status CheckNoOverlapAll(const KernelArgs& args);
+// FailedPrecondition when two outputs share a byte (kernels with several outputs written
+// independently: attention's O, workspace and lse; the gradients' dA and dB).
+absl::Status CheckOutputsApart(const KernelArgs& args);
 
 
 // ---- strided loops ---------------------------------------------------------------------------

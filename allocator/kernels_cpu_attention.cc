@@ -208,15 +208,7 @@ void AccumulateTile(int64_t rows, int64_t cols, int64_t d, const float* p, const
 absl::Status EfficientAttention(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 3, 4, 2, 3));
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
-  for (size_t i = 0; i < args.outputs.size(); ++i) {
-    for (size_t j = i + 1; j < args.outputs.size(); ++j) {
-      if (Overlaps(args.outputs[i], ByteSizeOf(*args.output_types[i]), args.outputs[j],
-                   ByteSizeOf(*args.output_types[j]))) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "EfficientAttention: outputs ", i, " and ", j, " share memory"));
-      }
-    }
-  }
+  MG_RETURN_IF_ERROR(CheckOutputsApart(args));
   const TensorType& tq = *args.input_types[0];
   const TensorType& tk = *args.input_types[1];
   const TensorType& tv = *args.input_types[2];

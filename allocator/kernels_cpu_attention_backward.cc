@@ -42,19 +42,6 @@ using namespace kernel_internal;  // NOLINT: the helpers of every kernel file
 constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kKeyTile = 64;
 
-absl::Status CheckOutputsApart(const KernelArgs& args) {
-  for (size_t i = 0; i < args.outputs.size(); ++i) {
-    for (size_t j = i + 1; j < args.outputs.size(); ++j) {
-      if (Overlaps(args.outputs[i], ByteSizeOf(*args.output_types[i]), args.outputs[j],
-                   ByteSizeOf(*args.output_types[j]))) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            args.op->type, ": outputs ", i, " and ", j, " share memory"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status EfficientAttentionGradient(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 6, 7, 4, 4));
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
