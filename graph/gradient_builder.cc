@@ -158,6 +158,25 @@ class Builder {
     return spec.outputs[index];
   }
 
+  // Rules that differentiate output 0 alone (the other outputs are statistics or scratch saved
+  // for the backward pass) must not drop a gradient that reached another output: Unimplemented
+  // naming the op and the output.
+  absl::Status CheckOnlyOutput0HasGradient(const Op& op,
+                                           const std::vector<std::optional<std::string>>& dy) {
+    if (!dy[0].has_value()) {
+      return absl::UnimplementedError(absl::StrCat("gradient of ", op.Label(),
+                                                   ": output 0 has no gradient (not supported)"));
+    }
+    for (size_t i = 1; i < dy.size(); ++i) {
+      if (!dy[i].has_value()) continue;
+      return absl::UnimplementedError(absl::StrCat(
+          "gradient of ", op.Label(), ": a loss depends on output ", i, " ('",
+          fwd_.value(op.outputs[i]).DisplayName(),
+          "'), which the rule does not differentiate (not supported)"));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Backward(OpId id) {
     const Op& op = fwd_.op(id);
     bool input_needs = false;
@@ -205,7 +224,7 @@ class Builder {
       MG_ASSIGN_OR_RETURN(std::string x, read(0));
       Emit("AveragedLossGradient", name, {x, *dy[0]}, {GradOutput(in(0))});
     } else if (t == "LayerNormalization") {
-      if (!dy[0].has_value()) return missing(0);
+      MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));
       MG_ASSIGN_OR_RETURN(std::string x, read(0));
       MG_ASSIGN_OR_RETURN(std::string scale, read(1));
       const std::string mean = EnsureOutput(id, 1, "mean");
@@ -215,7 +234,7 @@ class Builder {
       Emit("LayerNormalizationGradient", name, {*dy[0], x, scale, mean, inv_std}, outs,
            op.attrs);
     } else if (t == "EfficientAttention") {
-      if (!dy[0].has_value()) return missing(0);
+      MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));
       std::vector<std::string> inputs = {*dy[0]};
       for (size_t i = 0; i < 3; ++i) {
         MG_ASSIGN_OR_RETURN(std::string v, read(i));
@@ -304,7 +323,7 @@ class Builder {
       if (!has_bias) attrs.push_back(Attribute{"no_bias", int64_t{1}});
       Emit("ConvGradient", name, {x, w, *dy[0]}, outs, attrs);
     } else if (t == "SpatialBN") {
-      if (!dy[0].has_value()) return missing(0);
+      MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));
       if (op.outputs.size() != 5) {
         return absl::UnimplementedError(absl::StrCat(
             "gradient of ", op.Label(), ": needs training mode (is_test=0) with saved_mean and "
@@ -459,14 +478,7 @@ class Builder {
       return absl::UnimplementedError(
           absl::StrCat("gradient of ", op.Label(), ": ", what, " (not supported)"));
     };
-    if (!dy[0].has_value()) return unsupported("output 0 has no gradient");
-    for (size_t i = 1; i < dy.size(); ++i) {
-      if (dy[i].has_value()) {
-        return unsupported(absl::StrCat("a loss depends on output ", i, " ('",
-                                        fwd_.value(op.outputs[i]).DisplayName(),
-                                        "'); gradients through the running or saved statistics"));
-      }
-    }
+    MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));
     const AttributeView attrs = op.attributes();
     if (attrs.Has("onnx_output_slots")) {
       return unsupported("an omitted optional output before a present one");

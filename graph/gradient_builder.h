@@ -40,8 +40,10 @@
 //   mode (graph/batch_normalization_mode.h) mean and var are the batch statistics, saved by the
 //   forward op as outputs 3 and 4 (opset 9's saved_mean and saved_var, added when missing);
 //   in inference mode they are input_mean and input_var, which get gradients too when they
-//   need them. A loss that depends on a BatchNormalization's running or saved statistics is
-//   Unimplemented.
+//   need them.
+// LayerNormalization, EfficientAttention, SpatialBN and BatchNormalization are differentiated
+// through output 0 alone (their other outputs are statistics or scratch): a loss that depends
+// on another of their outputs is Unimplemented naming the op and the output.
 //
 // In-place writes: a gradient op reads forward values by name, which means their latest
 // version. When a rule needs a value that a later op overwrote in place, the result is

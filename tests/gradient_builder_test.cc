@@ -315,6 +315,42 @@ TEST(GradientBuilderTest, BatchNormalizationRefusesWhatItCannotDifferentiate) {
   }
 }
 
+// The rules that differentiate output 0 alone refuse a loss that reads another output (here
+// SpatialBN's running mean, LayerNormalization's Mean), instead of dropping its gradient.
+TEST(GradientBuilderTest, StatisticsOutputsThatReachALossAreRefused) {
+  struct Bad {
+    const char* name;
+    std::string net;
+    const char* message;
+  };
+  const std::vector<Bad> cases = {
+      {"SpatialBN running_mean", absl::StrCat(BatchNormParams(), R"pb(
+         op { name: "sbn" type: "SpatialBN" input: "x" input: "s" input: "b" input: "m"
+              input: "v" output: "y" output: "rm" output: "rv" output: "sm" output: "sv" }
+         op { name: "l1" type: "AveragedLoss" input: "y" output: "main" }
+         op { name: "l2" type: "AveragedLoss" input: "rm" output: "aux" }
+         op { name: "add" type: "Sum" input: "main" input: "aux" output: "loss" }
+       )pb"),
+       "gradient of SpatialBN op 'sbn': a loss depends on output 1 ('rm')"},
+      {"LayerNormalization Mean", absl::StrCat(ParamDecl("x", {2, 3, 4}), ParamDecl("s", {4}), R"pb(
+         op { name: "ln" type: "LayerNormalization" input: "x" input: "s" output: "y"
+              output: "mean" output: "inv" }
+         op { name: "l1" type: "AveragedLoss" input: "y" output: "main" }
+         op { name: "l2" type: "AveragedLoss" input: "mean" output: "aux" }
+         op { name: "add" type: "Sum" input: "main" input: "aux" output: "loss" }
+       )pb"),
+       "gradient of LayerNormalization op 'ln': a loss depends on output 1 ('mean')"},
+  };
+  for (const Bad& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<Graph> g =
+        AddGradientOps(Forward(absl::StrCat("name: \"bad\"\n", c.net)), {"loss"});
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(std::string(g.status().message()), HasSubstr(c.message));
+  }
+}
+
 // The training net of an MLP written with ONNX ops (Gemm, BatchNormalization in both modes)
 // plans under every serial planner and passes the executor's verify mode: no value is
 // overwritten while live, the added saved statistics included.
