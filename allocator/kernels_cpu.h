@@ -13,9 +13,9 @@
 //     gemm_cpu.h), Softmax and LayerNormalization (kernels_cpu_nn.cc), layout and copy ops
 //     (kernels_cpu_tensor.cc), reductions (kernels_cpu_reduce.cc), and our attention ops
 //     AlibiBias and EfficientAttention (kernels_cpu_attention.cc);
-//   - for training: AddAttentionBias, PadLastDim, ConstantFill, Conv, SpatialBN, pooling, the
-//     Caffe2 losses, and a backward kernel for every gradient op the gradient builder emits
-//     (FlashAttention-style EfficientAttentionGradient included).
+//   - for training: AddAttentionBias, PadLastDim, ConstantFill, Conv, SpatialBN and ONNX
+//     BatchNormalization, pooling, the Caffe2 losses, and a backward kernel for every gradient
+//     op the gradient builder emits (FlashAttention-style EfficientAttentionGradient included).
 //
 // Kernels read attributes with ONNX's names and semantics (Caffe2's where the op is Caffe2's),
 // take every shape from KernelArgs' types (already inferred), and never abort: a bad or

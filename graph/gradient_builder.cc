@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "graph/attribute.h"
+#include "graph/batch_normalization_mode.h"
 #include "graph/rebuild.h"
 #include "graph/shape_inference.h"
 #include "util/status_macros.h"
@@ -157,6 +158,25 @@ class Builder {
     return spec.outputs[index];
   }
 
+  // Rules that differentiate output 0 alone (the other outputs are statistics or scratch saved
+  // for the backward pass) must not drop a gradient that reached another output: Unimplemented
+  // naming the op and the output.
+  absl::Status CheckOnlyOutput0HasGradient(const Op& op,
+                                           const std::vector<std::optional<std::string>>& dy) {
+    if (!dy[0].has_value()) {
+      return absl::UnimplementedError(absl::StrCat("gradient of ", op.Label(),
+                                                   ": output 0 has no gradient (not supported)"));
+    }
+    for (size_t i = 1; i < dy.size(); ++i) {
+      if (!dy[i].has_value()) continue;
+      return absl::UnimplementedError(absl::StrCat(
+          "gradient of ", op.Label(), ": a loss depends on output ", i, " ('",
+          fwd_.value(op.outputs[i]).DisplayName(),
+          "'), which the rule does not differentiate (not supported)"));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Backward(OpId id) {
     const Op& op = fwd_.op(id);
     bool input_needs = false;
@@ -204,7 +224,7 @@ class Builder {
       MG_ASSIGN_OR_RETURN(std::string x, read(0));
       Emit("AveragedLossGradient", name, {x, *dy[0]}, {GradOutput(in(0))});
     } else if (t == "LayerNormalization") {
-      if (!dy[0].has_value()) return missing(0);
+      MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));
       MG_ASSIGN_OR_RETURN(std::string x, read(0));
       MG_ASSIGN_OR_RETURN(std::string scale, read(1));
       const std::string mean = EnsureOutput(id, 1, "mean");
@@ -214,7 +234,7 @@ class Builder {
       Emit("LayerNormalizationGradient", name, {*dy[0], x, scale, mean, inv_std}, outs,
            op.attrs);
     } else if (t == "EfficientAttention") {
-      if (!dy[0].has_value()) return missing(0);
+      MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));
       std::vector<std::string> inputs = {*dy[0]};
       for (size_t i = 0; i < 3; ++i) {
         MG_ASSIGN_OR_RETURN(std::string v, read(i));
@@ -303,7 +323,7 @@ class Builder {
       if (!has_bias) attrs.push_back(Attribute{"no_bias", int64_t{1}});
       Emit("ConvGradient", name, {x, w, *dy[0]}, outs, attrs);
     } else if (t == "SpatialBN") {
-      if (!dy[0].has_value()) return missing(0);
+      MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));
       if (op.outputs.size() != 5) {
         return absl::UnimplementedError(absl::StrCat(
             "gradient of ", op.Label(), ": needs training mode (is_test=0) with saved_mean and "
@@ -315,6 +335,10 @@ class Builder {
       MG_ASSIGN_OR_RETURN(std::string saved_var, read_out(4));
       Emit("SpatialBNGradient", name, {x, scale, *dy[0], saved_mean, saved_var},
            {GradOutput(in(0)), GradOutput(in(1)), GradOutput(in(2))}, op.attrs);
+    } else if (t == "Gemm") {
+      MG_RETURN_IF_ERROR(GemmRule(op, *dy[0]));
+    } else if (t == "BatchNormalization") {
+      MG_RETURN_IF_ERROR(BatchNormalizationRule(id, op, dy));
     } else if (t == "MaxPool" || t == "AveragePool") {
       MG_ASSIGN_OR_RETURN(std::string x, read(0));
       MG_ASSIGN_OR_RETURN(std::string y, read_out(0));
@@ -337,6 +361,163 @@ class Builder {
       return absl::UnimplementedError(absl::StrCat(
           "no gradient rule for ", op.Label(), " (graph/gradient_builder.h lists the rules)"));
     }
+    return absl::OkStatus();
+  }
+
+  // ONNX Gemm: Y = alpha op(A) op(B) + beta C, op() transposing when transA/transB say so.
+  // Each gradient is emitted only when its input needs one, as ops that already have kernels,
+  // so every intermediate is a value the planners see:
+  //   dA = alpha dY op(B)^T (transA=1: its transpose, A's layout): one Gemm of dY and B;
+  //   dB = alpha op(A)^T dY (transB=1: transposed): one Gemm of A and dY;
+  //   dC = beta dY summed over the dims along which C broadcast (GemmBiasRule).
+  absl::Status GemmRule(const Op& op, const std::string& dy) {
+    const AttributeView attrs = op.attributes();
+    const bool trans_a = attrs.GetInt("transA", 0) != 0;
+    const bool trans_b = attrs.GetInt("transB", 0) != 0;
+    const double alpha = attrs.GetFloat("alpha").value_or(1.0);
+    auto gemm = [&](ValueId target, const std::string& a, bool ta, const std::string& b, bool tb) {
+      const std::string g = GradOutput(target);
+      Emit("Gemm", g, {a, b}, {g},
+           {Attribute{"transA", int64_t{ta}}, Attribute{"transB", int64_t{tb}},
+            Attribute{"alpha", alpha}});
+    };
+    if (needs_[op.inputs[0]]) {
+      MG_ASSIGN_OR_RETURN(std::string b, Read(op.inputs[1], op));
+      if (!trans_a) {
+        gemm(op.inputs[0], dy, false, b, !trans_b);  // [M, K] = dY op(B)^T
+      } else {
+        gemm(op.inputs[0], b, trans_b, dy, true);  // [K, M] = op(B) dY^T
+      }
+    }
+    if (needs_[op.inputs[1]]) {
+      MG_ASSIGN_OR_RETURN(std::string a, Read(op.inputs[0], op));
+      if (!trans_b) {
+        gemm(op.inputs[1], a, !trans_a, dy, false);  // [K, N] = op(A)^T dY
+      } else {
+        gemm(op.inputs[1], dy, true, a, trans_a);  // [N, K] = dY^T op(A)
+      }
+    }
+    if (op.inputs.size() > 2 && needs_[op.inputs[2]]) return GemmBiasRule(op, dy);
+    return absl::OkStatus();
+  }
+
+  // dC of Gemm: C broadcasts one way to Y's [M, N] (right-aligned: [], [1], [N], [1, N],
+  // [M, 1], [M, N], ...). dY is summed over the axes where C's dim is 1 or missing and Y's is
+  // not (ReduceSum, keepdims), reshaped to C's dims when they differ (C of rank < 2), and
+  // multiplied by a scalar beta (ConstantFill + Mul) unless beta = 1; only the steps needed,
+  // so a full [M, N] C with beta = 1 receives dY itself. beta = 0: dC is zeros (a Fill, not
+  // 0 * dY, which would turn an infinite dY into NaN).
+  absl::Status GemmBiasRule(const Op& op, const std::string& dy) {
+    const ValueId c = op.inputs[2];
+    const Value& cv = fwd_.value(c);
+    const std::string dtype(DataTypeName(cv.type->dtype));
+    const double beta = op.attributes().GetFloat("beta").value_or(1.0);
+    if (beta == 0.0) {
+      MG_ASSIGN_OR_RETURN(std::string c_name, Read(c, op));
+      const std::string g = GradOutput(c);
+      Emit("ConstantFill", g, {c_name}, {g},
+           {Attribute{"value", 0.0}, Attribute{"dtype", dtype}});
+      return absl::OkStatus();
+    }
+    const std::vector<int64_t>& y_dims = fwd_.value(op.outputs[0]).type->dims;
+    const std::vector<int64_t>& c_dims = cv.type->dims;
+    std::vector<int64_t> c_as_2d(2, 1);  // C's dims right-aligned against [M, N]
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < 2; ++i) {
+      if (i + c_dims.size() >= 2) c_as_2d[i] = c_dims[i + c_dims.size() - 2];
+      if (c_as_2d[i] != y_dims[i]) axes.push_back(static_cast<int64_t>(i));
+    }
+    const bool reduce = !axes.empty();
+    const bool reshape = c_as_2d != c_dims;
+    const bool scale = beta != 1.0;
+    if (!reduce && !reshape && !scale) {
+      Contribute(c, dy);
+      return absl::OkStatus();
+    }
+    // Each step reads the previous step's output; the last one writes C's gradient.
+    int steps_left = int{reduce} + int{reshape} + int{scale};
+    auto step_output = [&]() {
+      return --steps_left == 0 ? GradOutput(c) : NewName(cv, "grad_partial");
+    };
+    std::string g = dy;
+    if (reduce) {
+      const std::string out = step_output();
+      Emit("ReduceSum", out, {g}, {out},
+           {Attribute{"axes", axes}, Attribute{"keepdims", int64_t{1}}});
+      g = out;
+    }
+    if (reshape) {
+      const std::string out = step_output();
+      Emit("Reshape", out, {g}, {out},
+           {Attribute{"shape", c_dims}, Attribute{"allowzero", int64_t{1}}});
+      g = out;
+    }
+    if (scale) {
+      const std::string beta_name = NewName(cv, "grad_beta");
+      Emit("ConstantFill", beta_name, {}, {beta_name},
+           {Attribute{"value", beta}, Attribute{"dtype", dtype}});
+      const std::string out = step_output();
+      Emit("Mul", out, {g, beta_name}, {out});
+    }
+    return absl::OkStatus();
+  }
+
+  // ONNX BatchNormalization -> BatchNormalizationGradient(dY, X, scale, mean, var), in the mode
+  // graph/batch_normalization_mode.h gives the forward op:
+  //   training: Y normalises with the batch's statistics, a function of X; the gradient reads
+  //     them from the forward op's saved_mean and saved_var outputs (opset 9's outputs 3 and 4,
+  //     added when missing, with running_mean/running_var before them if those are missing
+  //     too). Y does not depend on input_mean and input_var: they get no gradient.
+  //   inference: the statistics are input_mean and input_var; when they need gradients the op
+  //     also computes dmean and dvar.
+  // Gradients arriving at the running or saved statistics are refused, as are ONNX nodes that
+  // omit an optional output before a present one (their outputs are not at their positions).
+  absl::Status BatchNormalizationRule(OpId id, const Op& op,
+                                      const std::vector<std::optional<std::string>>& dy) {
+    auto unsupported = [&](absl::string_view what) {
+      return absl::UnimplementedError(
+          absl::StrCat("gradient of ", op.Label(), ": ", what, " (not supported)"));
+    };
+    MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));
+    const AttributeView attrs = op.attributes();
+    if (attrs.Has("onnx_output_slots")) {
+      return unsupported("an omitted optional output before a present one");
+    }
+    if (attrs.GetInt("spatial", 1) == 0) return unsupported("spatial=0");
+    absl::StatusOr<bool> training =
+        BatchNormalizationTrains(attrs.GetInt("training_mode"), attrs.GetInt("is_test"),
+                                 static_cast<int>(op.outputs.size()));
+    if (!training.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op.Label(), ": ", training.status().message()));
+    }
+    MG_ASSIGN_OR_RETURN(std::string x, Read(op.inputs[0], op));
+    MG_ASSIGN_OR_RETURN(std::string scale, Read(op.inputs[1], op));
+    std::string stats[2];  // mean, var
+    if (*training) {
+      EnsureOutput(id, 1, "running_mean");  // (nothing to do when the op has them)
+      EnsureOutput(id, 2, "running_var");
+      for (size_t i = 3; i < 5; ++i) {
+        if (i < op.outputs.size()) {
+          MG_ASSIGN_OR_RETURN(stats[i - 3], Read(op.outputs[i], op));
+        } else {
+          stats[i - 3] = EnsureOutput(id, i, i == 3 ? "saved_mean" : "saved_var");
+        }
+      }
+    } else {
+      MG_ASSIGN_OR_RETURN(stats[0], Read(op.inputs[3], op));
+      MG_ASSIGN_OR_RETURN(stats[1], Read(op.inputs[4], op));
+    }
+    std::vector<std::string> outs = {GradOutput(op.inputs[0]), GradOutput(op.inputs[1]),
+                                     GradOutput(op.inputs[2])};
+    if (!*training && (needs_[op.inputs[3]] || needs_[op.inputs[4]])) {
+      outs.push_back(GradOutput(op.inputs[3]));
+      outs.push_back(GradOutput(op.inputs[4]));
+    }
+    Emit("BatchNormalizationGradient", op.name + "_grad", {*dy[0], x, scale, stats[0], stats[1]},
+         outs,
+         {Attribute{"epsilon", attrs.GetFloat("epsilon").value_or(1e-5)},
+          Attribute{"training_mode", int64_t{*training}}});
     return absl::OkStatus();
   }
 

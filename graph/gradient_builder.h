@@ -31,7 +31,19 @@
 //   Split -> Concat; Cast -> Cast back; Identity, Copy, AddAttentionBias (to S), Sum (to each
 //   input) -> the gradient itself; Conv -> ConvGradient(X, W, dY) (no_bias when Conv has no
 //   bias); SpatialBN (training: 5 outputs) -> SpatialBNGradient(X, scale, dY, saved_mean,
-//   saved_var); MaxPool, AveragePool -> <Op>Gradient(X, Y, dY).
+//   saved_var); MaxPool, AveragePool -> <Op>Gradient(X, Y, dY);
+//   Gemm (alpha, beta, transA, transB) -> for each input that needs it: dA, dB one Gemm each
+//   (dY with B, A with dY; alpha and the transposes folded into the attributes), dC = beta dY
+//   summed over C's broadcast dims (ReduceSum, Reshape to C's dims, Mul by a ConstantFill
+//   scalar beta; only the steps needed; beta = 0: a ConstantFill of zeros);
+//   ONNX BatchNormalization -> BatchNormalizationGradient(dY, X, scale, mean, var): in training
+//   mode (graph/batch_normalization_mode.h) mean and var are the batch statistics, saved by the
+//   forward op as outputs 3 and 4 (opset 9's saved_mean and saved_var, added when missing);
+//   in inference mode they are input_mean and input_var, which get gradients too when they
+//   need them.
+// LayerNormalization, EfficientAttention, SpatialBN and BatchNormalization are differentiated
+// through output 0 alone (their other outputs are statistics or scratch): a loss that depends
+// on another of their outputs is Unimplemented naming the op and the output.
 //
 // In-place writes: a gradient op reads forward values by name, which means their latest
 // version. When a rule needs a value that a later op overwrote in place, the result is

@@ -193,6 +193,39 @@ absl::StatusOr<TypeList> SpatialBNGradient(const ShapeContext& ctx) {
   return TypeList{x, stats, stats};
 }
 
+// BatchNormalizationGradient(dY, X, scale, mean, var) -> dX, dscale, dB, [dmean, dvar] (ours,
+// in ONNX Runtime's BatchNormalizationGrad order). `training_mode` (default 0) says what mean
+// and var are: the batch's saved statistics (training: 3 outputs) or the op's input_mean and
+// input_var (inference: 3 outputs, or 5 when the statistics need gradients too). dscale and dB
+// have scale's type, dmean and dvar mean's.
+absl::StatusOr<TypeList> BatchNormalizationGradient(const ShapeContext& ctx) {
+  const TensorType& dy = ctx.inputs[0];
+  const TensorType& x = ctx.inputs[1];
+  const TensorType& scale = ctx.inputs[2];
+  const TensorType& mean = ctx.inputs[3];
+  MG_RETURN_IF_ERROR(CheckFloat(ctx, "X", x));
+  MG_RETURN_IF_ERROR(CheckSameType(ctx, "X", x, "dY", dy));
+  if (x.dims.size() < 2) return ctx.Error(absl::StrCat("X ", Str(x), " must have rank >= 2"));
+  static constexpr const char* kNames[] = {"dY", "X", "scale", "mean", "var"};
+  for (size_t i = 2; i < 5; ++i) {
+    MG_RETURN_IF_ERROR(CheckFloat(ctx, kNames[i], ctx.inputs[i]));
+    if (ctx.inputs[i].dims != Dims{x.dims[1]}) {
+      return ctx.Error(absl::StrCat(kNames[i], " ", Str(ctx.inputs[i]), " must be [", x.dims[1],
+                                    "] (one entry per channel of X ", Str(x), ")"));
+    }
+  }
+  MG_RETURN_IF_ERROR(CheckSameDtype(ctx, "mean", mean, "var", ctx.inputs[4]));
+  MG_ASSIGN_OR_RETURN(int64_t training_mode, IntAttr(ctx, "training_mode", 0));
+  if (ctx.num_outputs == 4 || (training_mode != 0 && ctx.num_outputs != 3)) {
+    return ctx.Error(absl::StrCat(
+        "has dX, dscale, dB, and in inference mode (training_mode=0) optionally dmean, dvar; "
+        "got ", ctx.num_outputs, " outputs with training_mode=", training_mode));
+  }
+  TypeList out{x, scale, scale, mean, mean};
+  out.resize(ctx.num_outputs);
+  return out;
+}
+
 // Caffe2 LayerNormGradient(dY, Y, mean, std, X, [gamma]) -> dX, [dgamma, dbeta].
 absl::StatusOr<TypeList> LayerNormGradient(const ShapeContext& ctx) {
   const TensorType& x = ctx.inputs[4];
@@ -287,6 +320,7 @@ void AddGradientSchemas(OpSchemaTable& table) {
               "AveragePool2DGradient", "AveragePool3DGradient"},
              {3, 3}, kOne, PoolGradient);
   AddSchemas(table, {"SpatialBNGradient"}, {5, 7}, {3, 3}, SpatialBNGradient);
+  AddSchemas(table, {"BatchNormalizationGradient"}, {5, 5}, {3, 5}, BatchNormalizationGradient);
   AddSchemas(table, {"LayerNormGradient"}, {5, 6}, {1, 3}, LayerNormGradient);
   AddSchemas(table, {"LayerNormalizationGradient"}, {5, 5}, {2, 3}, LayerNormalizationGradient);
   AddSchemas(table, {"DropoutGrad"}, {2, 2}, kOne, DropoutGrad);

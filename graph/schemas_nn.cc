@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/batch_normalization_mode.h"
 #include "graph/op_schema.h"
 #include "graph/schema_util.h"
 #include "util/status_macros.h"
@@ -235,10 +236,19 @@ absl::StatusOr<TypeList> SpatialBN(const ShapeContext& ctx) {
 }
 
 // ONNX BatchNormalization(X, scale, B, input_mean, input_var) -> Y, [running_mean,
-// running_var] (training_mode), and opset <= 9's [saved_mean, saved_var]; stats are [C].
+// running_var] (training_mode), and opset <= 9's [saved_mean, saved_var]; stats are [C]. The
+// mode (graph/batch_normalization_mode.h) must allow the outputs: inference has Y alone.
 absl::StatusOr<TypeList> BatchNormalization(const ShapeContext& ctx) {
   const TensorType& x = ctx.inputs[0];
   MG_RETURN_IF_ERROR(CheckRank(ctx, "X", x, 2, -1));
+  MG_ASSIGN_OR_RETURN(std::optional<int64_t> training_mode,
+                      OptionalIntAttr(ctx, "training_mode"));
+  MG_ASSIGN_OR_RETURN(std::optional<int64_t> is_test, OptionalIntAttr(ctx, "is_test"));
+  if (absl::StatusOr<bool> training =
+          BatchNormalizationTrains(training_mode, is_test, ctx.num_outputs);
+      !training.ok()) {
+    return ctx.Error(training.status().message());
+  }
   const int64_t channels = x.dims[1];
   static constexpr const char* kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
   for (size_t i = 1; i < ctx.inputs.size(); ++i) {

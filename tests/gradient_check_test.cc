@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -190,6 +191,51 @@ TEST_P(GradientCheckTest, ParameterGradientsMatchCentralDifferences) {
   }
   std::printf("[gradient check] %-28s %4lld elements, worst relative error %.2e (%s)\n", c.name,
               static_cast<long long>(result.elements), result.worst, result.worst_where.c_str());
+}
+
+// One ONNX Gemm, Y = alpha op(A) op(B) + beta C (M = 3, K = 4, N = 5 unless `m` says), with
+// A, B and C parameters: every gradient rule of Gemm, every C broadcast form.
+struct GemmForm {
+  const char* name;
+  bool trans_a = false, trans_b = false;
+  double alpha = 1, beta = 1;
+  std::optional<std::vector<int64_t>> c_dims;  // nullopt: no C
+  int64_t m = 3;
+};
+
+std::vector<GemmForm> GemmForms() {
+  using Dims = std::vector<int64_t>;
+  return {
+      {"gemm_no_c", false, false, 1, 1, std::nullopt},
+      {"gemm_trans_a_full_c", true, false, 0.5, 1, Dims{3, 5}},        // dC = dY itself
+      {"gemm_full_c_scaled", false, false, 1, -0.5, Dims{3, 5}},       // Mul only
+      {"gemm_trans_b_row_c", false, true, 1, -0.7, Dims{1, 5}},        // ReduceSum, Mul
+      {"gemm_trans_ab_column_c", true, true, 1.3, 2, Dims{3, 1}},
+      {"gemm_vector_c", false, false, 0.8, 1.5, Dims{5}},              // ReduceSum, Reshape, Mul
+      {"gemm_scalar_c", true, false, 1, 0.6, Dims{}},
+      {"gemm_one_element_c", false, true, 2, -1, Dims{1}},
+      {"gemm_one_by_one_c", true, true, 1, 1, Dims{1, 1}},             // ReduceSum only
+      {"gemm_single_row_vector_c", false, false, 1, 1, Dims{5}, 1},    // Reshape only
+      {"gemm_beta_zero", false, false, 1, 0, Dims{3, 5}},              // dC = 0
+  };
+}
+
+GradCase GemmCase(const GemmForm& f) {
+  const int64_t m = f.m, k = 4, n = 5;
+  GradCase c = Named(f.name);
+  std::string gemm = absl::StrCat(
+      "op { name: \"gemm\" type: \"Gemm\" input: \"a\" input: \"b\"",
+      f.c_dims.has_value() ? " input: \"c\"" : "", " output: \"y\"",
+      " arg { name: \"transA\" i: ", int{f.trans_a}, " } arg { name: \"transB\" i: ",
+      int{f.trans_b}, " } arg { name: \"alpha\" f: ", f.alpha, " } arg { name: \"beta\" f: ",
+      f.beta, " } }\n");
+  using Dims = std::vector<int64_t>;
+  c.net = absl::StrCat(Param("a", f.trans_a ? Dims{k, m} : Dims{m, k}),
+                       Param("b", f.trans_b ? Dims{n, k} : Dims{k, n}),
+                       f.c_dims.has_value() ? Param("c", *f.c_dims) : "", gemm,
+                       ScaledLoss("y", {m, n}));
+  c.data = {{"r", Weights({m, n}, 20 + static_cast<uint64_t>(f.alpha * 10))}};
+  return c;
 }
 
 std::vector<GradCase> Cases() {
@@ -374,6 +420,98 @@ std::vector<GradCase> Cases() {
     c.data = {{"r", Weights({2, 2, 3, 3}, 14)}};
     cases.push_back(c);
   }
+  for (const GemmForm& form : GemmForms()) cases.push_back(GemmCase(form));
+  {
+    // Y = x x^T: x is both A and B, its two gradients are summed.
+    GradCase c = Named("gemm_shared_operand");
+    c.net = absl::StrCat(Param("x", {3, 4}), R"pb(
+      op { name: "gemm" type: "Gemm" input: "x" input: "x" output: "y" arg { name: "transB" i: 1 } }
+    )pb", ScaledLoss("y", {3, 3}));
+    c.data = {{"r", Weights({3, 3}, 30)}};
+    cases.push_back(c);
+  }
+  {
+    // Training mode (training_mode=1, Y alone: the builder adds running and saved statistics),
+    // then Gelu. input_mean and input_var are parameters without a gradient (Y does not
+    // depend on them).
+    GradCase c = Named("batchnorm_training");
+    c.net = absl::StrCat(Param("x", {2, 3, 4, 4}), Param("scale", {3}), Param("bias", {3}),
+                         Param("mean", {3}), Param("var", {3}), R"pb(
+      op { name: "bn" type: "BatchNormalization" input: "x" input: "scale" input: "bias"
+           input: "mean" input: "var" output: "y"
+           arg { name: "training_mode" i: 1 } arg { name: "epsilon" f: 1e-5 } }
+      op { name: "gelu" type: "Gelu" input: "y" output: "g" }
+    )pb", ScaledLoss("g", {2, 3, 4, 4}));
+    c.data = {{"r", Weights({2, 3, 4, 4}, 15)}, {"var", {0.5, 1, 2}}};
+    cases.push_back(c);
+  }
+  {
+    // Rank 2 (statistics over the batch only, 6 rows), with running statistics and momentum.
+    GradCase c = Named("batchnorm_training_rank2");
+    c.net = absl::StrCat(Param("x", {6, 4}), Param("scale", {4}), Param("bias", {4}),
+                         Param("mean", {4}), Param("var", {4}), R"pb(
+      op { name: "bn" type: "BatchNormalization" input: "x" input: "scale" input: "bias"
+           input: "mean" input: "var" output: "y" output: "running_mean" output: "running_var"
+           arg { name: "training_mode" i: 1 } arg { name: "momentum" f: 0.8 } }
+      op { name: "gelu" type: "Gelu" input: "y" output: "g" }
+    )pb", ScaledLoss("g", {6, 4}));
+    c.data = {{"r", Weights({6, 4}, 16)}, {"var", {0.5, 1, 2, 1.5}}};
+    cases.push_back(c);
+  }
+  {
+    // Opset 9's form: no training_mode, all five outputs (training); the gradient reads the
+    // op's own saved_mean and saved_var.
+    GradCase c = Named("batchnorm_opset9_saved_outputs");
+    c.net = absl::StrCat(Param("x", {2, 3, 5}), Param("scale", {3}), Param("bias", {3}),
+                         Param("mean", {3}), Param("var", {3}), R"pb(
+      op { name: "bn" type: "BatchNormalization" input: "x" input: "scale" input: "bias"
+           input: "mean" input: "var" output: "y" output: "running_mean" output: "running_var"
+           output: "saved_mean" output: "saved_var" arg { name: "epsilon" f: 1e-3 } }
+      op { name: "gelu" type: "Gelu" input: "y" output: "g" }
+    )pb", ScaledLoss("g", {2, 3, 5}));
+    c.data = {{"r", Weights({2, 3, 5}, 17)}, {"var", {0.5, 1, 2}}};
+    cases.push_back(c);
+  }
+  {
+    // Inference mode: the given statistics are parameters too, so dmean and dvar are checked
+    // (var away from 0: central differences step it by 1e-2).
+    GradCase c = Named("batchnorm_inference");
+    c.net = absl::StrCat(Param("x", {2, 3, 4, 4}), Param("scale", {3}), Param("bias", {3}),
+                         Param("mean", {3}), Param("var", {3}), R"pb(
+      op { name: "bn" type: "BatchNormalization" input: "x" input: "scale" input: "bias"
+           input: "mean" input: "var" output: "y"
+           arg { name: "training_mode" i: 0 } arg { name: "epsilon" f: 1e-2 } }
+      op { name: "gelu" type: "Gelu" input: "y" output: "g" }
+    )pb", ScaledLoss("g", {2, 3, 4, 4}));
+    c.data = {{"r", Weights({2, 3, 4, 4}, 18)}, {"var", {0.5, 1, 2}}};
+    cases.push_back(c);
+  }
+  {
+    // An MLP as ONNX writes it: Gemm (no bias: BatchNormalization in training mode would
+    // subtract it again, its gradient is 0), BatchNormalization (training) over the rows, Gelu,
+    // a second Gemm (transposed weight, column bias scaled by beta), then BatchNormalization in
+    // inference (opset 6's is_test=1) with its statistics as parameters.
+    GradCase c = Named("gemm_batchnorm_mlp");
+    c.net = absl::StrCat(Param("x", {5, 4}), Param("w1", {4, 6}),
+                         Param("s1", {6}), Param("b1", {6}), Param("m1", {6}), Param("v1", {6}),
+                         Param("w2", {3, 6}), Param("c2", {5, 1}), Param("s2", {3}),
+                         Param("b2", {3}), Param("m2", {3}), Param("v2", {3}), R"pb(
+      op { name: "fc1" type: "Gemm" input: "x" input: "w1" output: "h"
+           arg { name: "alpha" f: 0.7 } }
+      op { name: "bn1" type: "BatchNormalization" input: "h" input: "s1" input: "b1" input: "m1"
+           input: "v1" output: "hn" output: "m1_out" output: "v1_out"
+           arg { name: "training_mode" i: 1 } }
+      op { name: "gelu" type: "Gelu" input: "hn" output: "a" }
+      op { name: "fc2" type: "Gemm" input: "a" input: "w2" input: "c2" output: "z"
+           arg { name: "transB" i: 1 } arg { name: "beta" f: 0.5 } arg { name: "alpha" f: 1.5 } }
+      op { name: "bn2" type: "BatchNormalization" input: "z" input: "s2" input: "b2" input: "m2"
+           input: "v2" output: "zn" arg { name: "is_test" i: 1 } }
+    )pb", ScaledLoss("zn", {5, 3}));
+    c.data = {{"r", Weights({5, 3}, 19)},
+              {"v1", {0.5, 1, 2, 1.5, 0.8, 1.2}},
+              {"v2", {0.6, 1.1, 1.7}}};
+    cases.push_back(c);
+  }
   {
     // The generated fp32 attention training nets, end to end (both kernels): every rule of a
     // block at once. Coordinates on a 3x2 grid give the ALiBi bias distinct distances.
@@ -388,6 +526,106 @@ std::vector<GradCase> Cases() {
   }
   return cases;
 }
+
+// The Gemm and BatchNormalization gradients in float16 and bfloat16 storage (float32
+// statistics) against the same net in float32 on the same (rounded) values: every parameter
+// gradient within max |g - g32| <= tol max |g32| (tol 5e-3 for float16, 3e-2 for bfloat16;
+// measured at most 1.0e-3 and 9.4e-3). The first Gemm has no bias: before a training-mode
+// batch norm its gradient is 0, which would leave no scale to compare against.
+std::string HalfMlp(const std::string& dtype) {
+  auto p = [&](const std::string& name, const std::vector<int64_t>& dims) {
+    return Decl(name, dtype, dims, "ROLE_PARAM");
+  };
+  auto stat = [&](const std::string& name, int64_t c) { return Param(name, {c}); };
+  return absl::StrCat(
+      "name: \"half_mlp\"\n", p("x", {6, 4}), p("w1", {4, 5}), p("s1", {5}),
+      p("b1", {5}), stat("m1", 5), stat("v1", 5), p("w2", {3, 5}), p("c2", {1, 3}), p("s2", {3}),
+      p("b2", {3}), stat("m2", 3), stat("v2", 3), Decl("r", dtype, {6, 3}, "ROLE_CONSTANT"), R"pb(
+      op { name: "fc1" type: "Gemm" input: "x" input: "w1" output: "h"
+           arg { name: "alpha" f: 0.5 } }
+      op { name: "bn1" type: "BatchNormalization" input: "h" input: "s1" input: "b1" input: "m1"
+           input: "v1" output: "hn" arg { name: "training_mode" i: 1 } }
+      op { name: "gelu" type: "Gelu" input: "hn" output: "a" }
+      op { name: "fc2" type: "Gemm" input: "a" input: "w2" input: "c2" output: "z"
+           arg { name: "transB" i: 1 } arg { name: "beta" f: -1.5 } }
+      op { name: "bn2" type: "BatchNormalization" input: "z" input: "s2" input: "b2" input: "m2"
+           input: "v2" output: "zn" }
+      op { name: "weight" type: "Mul" input: "zn" input: "r" output: "wz" }
+      op { name: "mean" type: "AveragedLoss" input: "wz" output: "loss" }
+      external_output: "loss"
+      loss: "loss"
+    )pb");
+}
+
+class HalfPrecisionGradientTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HalfPrecisionGradientTest, GemmAndBatchNormalizationFollowFloat32) {
+  const std::string dtype = GetParam();
+  const double tol = dtype == "FLOAT16" ? 5e-3 : 3e-2;
+  // Runs the net in `type`; returns the runner (after one run) and its graph, which the runner
+  // points to (hence on the heap: a Run may move).
+  struct Run {
+    std::unique_ptr<Graph> graph;
+    std::unique_ptr<TrainingRunner> runner;
+  };
+  auto run = [](const std::string& type, const ValueData& data) -> absl::StatusOr<Run> {
+    MG_ASSIGN_OR_RETURN(Graph forward, GraphFromText(HalfMlp(type)));
+    MG_RETURN_IF_ERROR(graph::InferShapes(forward, graph::ShapeBindings{}));
+    Run r;
+    MG_ASSIGN_OR_RETURN(Graph training, graph::AddGradientOps(forward, {"loss"}));
+    r.graph = std::make_unique<Graph>(std::move(training));
+    PlanOptions options;
+    options.mode = Mode::kTraining;
+    options.time_limit_seconds = 0.2;
+    MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(*r.graph, options));
+    std::vector<ValueId> watch;
+    for (const auto& [param, grad] : r.graph->param_grads()) {
+      watch.push_back(param);
+      watch.push_back(grad);
+    }
+    watch.push_back(*r.graph->FindValue("r"));
+    MG_ASSIGN_OR_RETURN(r.runner, TrainingRunner::Create(*r.graph, plan, watch));
+    MG_RETURN_IF_ERROR(r.runner->Run(data, /*seed=*/5));
+    return r;
+  };
+  ValueData data = {{"r", Weights({6, 3}, 31)},
+                    {"v1", {0.5, 1, 2, 1.5, 0.8}},
+                    {"v2", {0.6, 1.1, 1.7}}};
+  absl::StatusOr<Run> half = run(dtype, data);
+  ASSERT_TRUE(half.ok()) << half.status();
+  // float32 on the values the half net held (its parameters rounded to its type).
+  ValueData rounded = data;
+  rounded["r"] = half->runner->Doubles(*half->graph->FindValue("r"));
+  for (const auto& [param, grad] : half->graph->param_grads()) {
+    rounded[half->graph->value(param).name] = half->runner->Doubles(param);
+  }
+  absl::StatusOr<Run> full = run("FLOAT", rounded);
+  ASSERT_TRUE(full.ok()) << full.status();
+  // Every parameter but bn1's statistics, which Y does not depend on in training mode.
+  ASSERT_EQ(half->graph->param_grads().size(), 10u);
+  for (const auto& [param, grad] : half->graph->param_grads()) {
+    const std::string& name = half->graph->value(param).name;
+    SCOPED_TRACE(name);
+    ASSERT_EQ(half->graph->value(grad).type->dtype, half->graph->value(param).type->dtype);
+    const std::vector<double> g = half->runner->Doubles(grad);
+    std::vector<double> ref;
+    for (const auto& [full_param, full_grad] : full->graph->param_grads()) {
+      if (full->graph->value(full_param).name == name) ref = full->runner->Doubles(full_grad);
+    }
+    ASSERT_EQ(g.size(), ref.size());
+    double scale = 0, worst = 0;
+    for (double v : ref) scale = std::max(scale, std::abs(v));
+    for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(g[i] - ref[i]));
+    EXPECT_LE(worst, tol * scale);
+    std::printf("[half gradient] %-9s %-3s max |g - g32| / max |g32| = %.2e\n", dtype.c_str(),
+                name.c_str(), scale > 0 ? worst / scale : 0.0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, HalfPrecisionGradientTest, ::testing::Values("FLOAT16", "BFLOAT16"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Rules, GradientCheckTest, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<GradCase>& info) {

@@ -721,6 +721,17 @@ std::vector<SchemaCase> NnCases() {
   cases.push_back(Ok("BatchNormalization_training", "BatchNormalization",
                      {F16({2, 16, 8, 8}), F16({16}), F16({16}), c16, c16},
                      {AttrInt("training_mode", 1)}, {F16({2, 16, 8, 8}), c16, c16}));
+  cases.push_back(Ok("BatchNormalization_opset9_training", "BatchNormalization",
+                     {bn_x, c16, c16, c16, c16}, {}, {bn_x, c16, c16, c16, c16}));
+  cases.push_back(Ok("BatchNormalization_training_with_saved", "BatchNormalization",
+                     {bn_x, c16, c16, c16, c16}, {AttrInt("training_mode", 1)},
+                     {bn_x, c16, c16, c16, c16}));
+  cases.push_back(Fails("BatchNormalization_inference_extra_outputs", "BatchNormalization",
+                        {bn_x, c16, c16, c16, c16}, {AttrInt("training_mode", 0)},
+                        "in inference mode (training_mode=0) it has one output (Y), got 3", 3));
+  cases.push_back(Fails("BatchNormalization_is_test_extra_outputs", "BatchNormalization",
+                        {bn_x, c16, c16, c16, c16}, {AttrInt("is_test", 1)},
+                        "in inference mode (is_test=1) it has one output (Y), got 5", 5));
   cases.push_back(Fails("BatchNormalization_bad_mean", "BatchNormalization",
                         {bn_x, c16, c16, F32({4}), c16}, {}, "input_mean float32[4] must be [16]"));
   cases.push_back(Ok("Dropout_with_mask", "Dropout", {F16({4, 8})}, {},
@@ -912,6 +923,24 @@ std::vector<SchemaCase> GradientCases() {
   cases.push_back(Fails("SpatialBNGradient_saved_mean", "SpatialBNGradient",
                         {bn_x, c16, bn_x, F32({8}), c16}, {},
                         "saved_mean float32[8] must be float32[16]", 3));
+  const TensorType bn_x16 = F16({2, 16, 4, 4});
+  const TensorType c16h = F16({16});
+  cases.push_back(Ok("BatchNormalizationGradient_training", "BatchNormalizationGradient",
+                     {bn_x16, bn_x16, c16h, c16, c16}, {AttrInt("training_mode", 1)},
+                     {bn_x16, c16h, c16h}));
+  cases.push_back(Ok("BatchNormalizationGradient_inference_stats", "BatchNormalizationGradient",
+                     {bn_x16, bn_x16, c16h, c16, c16}, {},
+                     {bn_x16, c16h, c16h, c16, c16}));
+  cases.push_back(Fails("BatchNormalizationGradient_training_stats", "BatchNormalizationGradient",
+                        {bn_x, bn_x, c16, c16, c16}, {AttrInt("training_mode", 1)},
+                        "got 5 outputs with training_mode=1", 5));
+  cases.push_back(Fails("BatchNormalizationGradient_four_outputs", "BatchNormalizationGradient",
+                        {bn_x, bn_x, c16, c16, c16}, {}, "got 4 outputs", 4));
+  cases.push_back(Fails("BatchNormalizationGradient_dY", "BatchNormalizationGradient",
+                        {bn_x16, bn_x, c16, c16, c16}, {}, "dtype mismatch", 3));
+  cases.push_back(Fails("BatchNormalizationGradient_var", "BatchNormalizationGradient",
+                        {bn_x, bn_x, c16, c16, F32({8})}, {},
+                        "var float32[8] must be [16] (one entry per channel", 3));
   cases.push_back(Ok("LayerNormGradient", "LayerNormGradient",
                      {F32({4, 10}), F32({4, 10}), F32({4, 1}), F32({4, 1}), F32({4, 10})}, {},
                      {F32({4, 10})}));
