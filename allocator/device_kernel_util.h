@@ -108,6 +108,31 @@ inline absl::Status CheckSameOrApart(const KernelArgs& args, int in, int out) {
 
 using kernel_internal::CheckOutputsApart;
 
+// Device bodies load and store through typed pointers, and a misaligned load on a GPU is a
+// sticky fault that ends the CUDA context: every value must sit at a multiple of its element
+// size. InvalidArgument naming the value otherwise (a plan made with a small --alignment).
+inline absl::Status CheckElementAlignment(const KernelArgs& args) {
+  auto check = [&](const void* p, const graph::TensorType& t, const char* what,
+                   size_t i) -> absl::Status {
+    const int64_t size = graph::DataTypeSize(t.dtype);
+    if (size > 1 && reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(size) != 0) {
+      return kernel_internal::KernelError(
+          args, absl::StrCat(what, " ", i, " (", graph::TensorTypeToString(t),
+                             ") is not aligned to its ", size,
+                             "-byte elements; the device kernels need a plan made with "
+                             "--alignment 16 or more"));
+    }
+    return absl::OkStatus();
+  };
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    MG_RETURN_IF_ERROR(check(args.inputs[i], *args.input_types[i], "input", i));
+  }
+  for (size_t i = 0; i < args.outputs.size(); ++i) {
+    MG_RETURN_IF_ERROR(check(args.outputs[i], *args.output_types[i], "output", i));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace memonger::alloc::device
 
 #endif  // MEMONGER_ALLOCATOR_DEVICE_KERNEL_UTIL_H_

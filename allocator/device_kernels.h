@@ -40,7 +40,7 @@
 namespace memonger::alloc::device {
 
 // Every device kernel, each holding a reference to `backend`; each checks that its op's values
-// are on the backend's device.
+// are on the backend's device and aligned to their element size.
 template <class Backend>
 KernelTable MakeDeviceKernelTable(std::shared_ptr<const Backend> backend) {
   absl::flat_hash_map<std::string, Kernel> kernels;
@@ -53,6 +53,8 @@ KernelTable MakeDeviceKernelTable(std::shared_ptr<const Backend> backend) {
   for (auto& [type, kernel] : kernels) {
     kernel = [device, inner = std::move(kernel)](const KernelArgs& args) -> absl::Status {
       MG_RETURN_IF_ERROR(CheckDevice(args, device));
+      MG_RETURN_IF_ERROR(kernel_internal::CheckArity(args, 0, -1, 0, -1));
+      MG_RETURN_IF_ERROR(CheckElementAlignment(args));
       return inner(args);
     };
   }

@@ -196,12 +196,20 @@ inline absl::StatusOr<Geometry> ResolveGeometry(const KernelArgs& args, const gr
   return g;
 }
 
+// One float element type for every operand: cuBLAS multiplies two operands of one type (the
+// CPU kernels also take mixed types; on the device such nets are Unimplemented).
 inline absl::Status CheckGemmTypes(const KernelArgs& args) {
-  for (const graph::TensorType* t : args.input_types) {
-    MG_RETURN_IF_ERROR(FloatTypeOf(args, *t).status());
-  }
-  for (const graph::TensorType* t : args.output_types) {
-    MG_RETURN_IF_ERROR(FloatTypeOf(args, *t).status());
+  const graph::TensorType& first = *args.output_types[0];
+  MG_RETURN_IF_ERROR(FloatTypeOf(args, first).status());
+  for (const auto* types : {&args.input_types, &args.output_types}) {
+    for (const graph::TensorType* t : *types) {
+      if (t->dtype != first.dtype) {
+        return kernel_internal::KernelUnimplemented(
+            args, absl::StrCat("operands of different element types (",
+                               graph::DataTypeName(t->dtype), " and ",
+                               graph::DataTypeName(first.dtype), ") run on the CPU kernels only"));
+      }
+    }
   }
   return kernel_internal::CheckNoOverlapAll(args);
 }
@@ -274,7 +282,8 @@ absl::Status DeviceMatMulGradient(const Backend& be, const KernelArgs& args) {
     const int64_t count = NumElements(t.dims);
     if (count == 0) return absl::OkStatus();
     MG_ASSIGN_OR_RETURN(const Out target, OutputAt(args, out));
-    const bool sums = count < batches * rows * cols;  // the operand broadcast over a batch dim
+    // The operand broadcast over a batch dim (or the batch is empty): sum into an accumulator.
+    const bool sums = count != batches * rows * cols;
     if (!sums && inner > 0) {
       const RowOperand c{target.data, target.type, cols, false, rows * cols, strides};
       return BatchedRowGemm(be, rows, cols, inner, x, y, c, g.batch, 0.0f);

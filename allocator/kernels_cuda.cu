@@ -39,8 +39,12 @@ __global__ void LaunchBody(int64_t n, Body body) {
 absl::Status CudaStatus(absl::string_view what, cudaError_t error) {
   if (error == cudaSuccess) return absl::OkStatus();
   cudaGetLastError();  // clear a non-sticky error so later calls start clean
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorName(error), ": ",
-                                          cudaGetErrorString(error)));
+  // A sticky error (an illegal or misaligned address, a failed launch) survives the clearing:
+  // the context is gone, and every later CUDA call in this process fails too.
+  const bool sticky = cudaDeviceSynchronize() != cudaSuccess;
+  return absl::InternalError(absl::StrCat(
+      what, ": ", cudaGetErrorName(error), ": ", cudaGetErrorString(error),
+      sticky ? " (the CUDA context is unusable from here on; restart the process)" : ""));
 }
 
 absl::Status CublasStatus(absl::string_view what, cublasStatus_t status) {
@@ -107,7 +111,10 @@ class CudaBackend {
     const float alpha = g.alpha;
     const float beta = g.beta;
     MG_RETURN_IF_ERROR(CublasStatus(
-        "cublasGemmStridedBatchedEx",
+        absl::StrCat("cublasGemmStridedBatchedEx(", g.trans_a ? "T" : "N", g.trans_b ? "T" : "N",
+                     ", m ", g.m, ", n ", g.n, ", k ", g.k, ", lda ", g.lda, ", ldb ", g.ldb,
+                     ", ldc ", g.ldc, ", batch ", g.batch, ", types ", static_cast<int>(g.a_type),
+                     "/", static_cast<int>(g.c_type), ")"),
         cublasGemmStridedBatchedEx(
             handle_, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
             static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), &alpha, g.a,

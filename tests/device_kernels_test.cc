@@ -187,6 +187,9 @@ TEST(DeviceWorkloads, MlpTrainingMatchesCpuKernels) {
   const alloc::KernelTable device = alloc::MakeDeviceKernelTableOnHost();
   ExpectMatchesCpu("mlp:layers=3,batch=4,dim=10,classes=8,mode=training", 1e-5, OnHost(&device),
                    /*also_unshared=*/true);
+}
+
+TEST(DeviceWorkloads, MlpTrainingMatchesCpuKernelsOnTheGpu) {
   absl::StatusOr<alloc::KernelTable> cuda = alloc::MakeCudaKernelTable();
   if (!cuda.ok()) GTEST_SKIP() << "no CUDA kernels here: " << cuda.status();
   alloc::NetRunTarget target;
@@ -420,6 +423,23 @@ TEST(DeviceOps, BadArgumentsNameTheOp) {
     overlap = (*device.Find("Relu"))(args);
   }
   EXPECT_EQ(overlap.code(), absl::StatusCode::kFailedPrecondition) << overlap;
+
+  // A value off its element alignment (a plan with --alignment 1): refused before any load.
+  {
+    TestTensor raw = Random(DataType::kFloat32, {9}, 22);
+    graph::TensorType four{DataType::kFloat32, {4}};
+    alloc::KernelArgs args;
+    graph::Op op;
+    op.type = "Relu";
+    args.op = &op;
+    args.inputs = {raw.bytes() + 2};
+    args.input_types = {&four};
+    args.outputs = {raw.bytes() + 20};
+    args.output_types = {&four};
+    const absl::Status misaligned = (*device.Find("Relu"))(args);
+    EXPECT_EQ(misaligned.code(), absl::StatusCode::kInvalidArgument) << misaligned;
+    EXPECT_NE(misaligned.message().find("--alignment"), std::string::npos) << misaligned;
+  }
 
   // The table is for one device: values elsewhere are refused.
   alloc::KernelArgs args;
