@@ -65,30 +65,10 @@ absl::Status DeviceTranspose(const Backend& be, const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
   MG_RETURN_IF_ERROR(kernel_internal::CheckNoOverlap(args, 0, 0));
   const graph::TensorType& x = *args.input_types[0];
-  const int64_t rank = kernel_internal::Rank(x);
-  MG_ASSIGN_OR_RETURN(std::optional<Dims> perm, kernel_internal::IntsAttr(args, "perm"));
-  if (!perm.has_value()) {
-    MG_ASSIGN_OR_RETURN(perm, kernel_internal::IntsAttr(args, "axes"));
-  }
-  Dims p(static_cast<size_t>(rank));
-  if (!perm.has_value() || perm->empty()) {
-    for (int64_t i = 0; i < rank; ++i) p[i] = rank - 1 - i;
-  } else {
-    if (static_cast<int64_t>(perm->size()) != rank) return KernelError(args, "perm has the wrong length");
-    std::vector<bool> seen(static_cast<size_t>(rank), false);
-    for (int64_t i = 0; i < rank; ++i) {
-      const int64_t v = (*perm)[i] < 0 ? (*perm)[i] + rank : (*perm)[i];
-      if (v < 0 || v >= rank || seen[v]) return KernelError(args, "perm is not a permutation");
-      seen[v] = true;
-      p[i] = v;
-    }
-  }
-  Dims out_dims(static_cast<size_t>(rank)), in_strides(static_cast<size_t>(rank));
-  const Dims own = kernel_internal::Strides(x.dims);
-  for (int64_t i = 0; i < rank; ++i) {
-    out_dims[i] = x.dims[p[i]];
-    in_strides[i] = own[p[i]];
-  }
+  MG_ASSIGN_OR_RETURN(const kernel_internal::TransposeGeometry g,
+                      kernel_internal::ResolveTranspose(args, x));
+  const Dims& out_dims = g.out_dims;
+  const Dims& in_strides = g.in_strides;
   if (out_dims != args.output_types[0]->dims || args.output_types[0]->dtype != x.dtype) {
     return KernelError(args, "the output's type does not match perm");
   }

@@ -131,67 +131,16 @@ absl::Status BatchedRowGemm(const Backend& be, int64_t m, int64_t n, int64_t k,
   return absl::OkStatus();
 }
 
-// The geometry both kernels share: operands as stored (after Caffe2's axis flattening and the
-// 1-D promotions), their op() dims, and the output batch dims.
-struct Geometry {
-  Dims a{}, b{};  // stored dims: batch..., rows, cols
-  bool trans_a = false, trans_b = false;
-  int64_t m = 0, n = 0, k = 0;
-  Dims batch{};           // the output's batch dims
-  Dims stride_a{}, stride_b{}, stride_c{};  // in matrices, over `batch`
+// The geometry (kernel_util.h) with the output's batch strides, in matrices.
+struct Geometry : kernel_internal::MatMulGeometry {
+  Dims stride_c;
 };
 
 inline absl::StatusOr<Geometry> ResolveGeometry(const KernelArgs& args, const graph::TensorType& ta,
                                                 const graph::TensorType& tb) {
   Geometry g;
-  MG_ASSIGN_OR_RETURN(const int64_t trans_a, kernel_internal::IntAttr(args, "trans_a", 0));
-  MG_ASSIGN_OR_RETURN(const int64_t trans_b, kernel_internal::IntAttr(args, "trans_b", 0));
-  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_a,
-                      kernel_internal::OptionalIntAttr(args, "axis_a"));
-  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_b,
-                      kernel_internal::OptionalIntAttr(args, "axis_b"));
-  g.a = ta.dims;
-  g.b = tb.dims;
-  g.trans_a = trans_a != 0;
-  g.trans_b = trans_b != 0;
-  if (g.a.empty() || g.b.empty()) return KernelError(args, "operands must have rank >= 1");
-  if (axis_a.has_value() || axis_b.has_value()) {
-    MG_ASSIGN_OR_RETURN(const int64_t ax_a, kernel_internal::NormalizeAxis(
-                                                args, axis_a.value_or(1), kernel_internal::Rank(ta), "axis_a"));
-    MG_ASSIGN_OR_RETURN(const int64_t ax_b, kernel_internal::NormalizeAxis(
-                                                args, axis_b.value_or(1), kernel_internal::Rank(tb), "axis_b"));
-    g.a = {Product(ta.dims, 0, ax_a), Product(ta.dims, ax_a, ta.dims.size())};
-    g.b = {Product(tb.dims, 0, ax_b), Product(tb.dims, ax_b, tb.dims.size())};
-  }
-  if (g.a.size() == 1) {
-    g.a.insert(g.a.begin(), 1);
-    g.trans_a = false;
-  }
-  if (g.b.size() == 1) {
-    g.b.push_back(1);
-    g.trans_b = false;
-  }
-  const size_t ra = g.a.size(), rb = g.b.size();
-  g.m = g.trans_a ? g.a[ra - 1] : g.a[ra - 2];
-  g.k = g.trans_a ? g.a[ra - 2] : g.a[ra - 1];
-  g.n = g.trans_b ? g.b[rb - 2] : g.b[rb - 1];
-  const int64_t k_b = g.trans_b ? g.b[rb - 1] : g.b[rb - 2];
-  if (g.k != k_b) {
-    return KernelError(args, absl::StrCat("inner dimensions differ: K=", g.k, " and K=", k_b));
-  }
-  const Dims batch_a(g.a.begin(), g.a.end() - 2), batch_b(g.b.begin(), g.b.end() - 2);
-  const size_t rank = std::max(batch_a.size(), batch_b.size());
-  g.batch.assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i + batch_a.size() >= rank ? batch_a[i + batch_a.size() - rank] : 1;
-    const int64_t db = i + batch_b.size() >= rank ? batch_b[i + batch_b.size() - rank] : 1;
-    if (da != db && da != 1 && db != 1) {
-      return KernelError(args, "the operands' batch dims do not broadcast");
-    }
-    g.batch[i] = da == 1 ? db : da;
-  }
-  g.stride_a = kernel_internal::BroadcastStrides(batch_a, g.batch);
-  g.stride_b = kernel_internal::BroadcastStrides(batch_b, g.batch);
+  MG_ASSIGN_OR_RETURN(static_cast<kernel_internal::MatMulGeometry&>(g),
+                      kernel_internal::ResolveMatMulGeometry(args, ta, tb));
   g.stride_c = kernel_internal::Strides(g.batch);
   return g;
 }

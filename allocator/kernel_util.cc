@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "graph/graph.h"
@@ -247,6 +249,92 @@ absl::Status CheckOutputsApart(const KernelArgs& args) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<MatMulGeometry> ResolveMatMulGeometry(const KernelArgs& args,
+                                                     const graph::TensorType& ta,
+                                                     const graph::TensorType& tb) {
+  MatMulGeometry g;
+  MG_ASSIGN_OR_RETURN(const int64_t trans_a, IntAttr(args, "trans_a", 0));
+  MG_ASSIGN_OR_RETURN(const int64_t trans_b, IntAttr(args, "trans_b", 0));
+  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_a, OptionalIntAttr(args, "axis_a"));
+  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_b, OptionalIntAttr(args, "axis_b"));
+  g.a = ta.dims;
+  g.b = tb.dims;
+  g.trans_a = trans_a != 0;
+  g.trans_b = trans_b != 0;
+  if (g.a.empty() || g.b.empty()) return KernelError(args, "operands must have rank >= 1");
+  if (axis_a.has_value() || axis_b.has_value()) {
+    // Caffe2 MatMul: each operand flattened into a matrix at its axis first.
+    MG_ASSIGN_OR_RETURN(const int64_t ax_a,
+                        NormalizeAxis(args, axis_a.value_or(1), Rank(ta), "axis_a"));
+    MG_ASSIGN_OR_RETURN(const int64_t ax_b,
+                        NormalizeAxis(args, axis_b.value_or(1), Rank(tb), "axis_b"));
+    g.a = {Product(ta.dims, 0, ax_a), Product(ta.dims, ax_a, ta.dims.size())};
+    g.b = {Product(tb.dims, 0, ax_b), Product(tb.dims, ax_b, tb.dims.size())};
+  }
+  if (g.a.size() == 1) {
+    g.a.insert(g.a.begin(), 1);
+    g.trans_a = false;
+  }
+  if (g.b.size() == 1) {
+    g.b.push_back(1);
+    g.trans_b = false;
+  }
+  g.m = g.trans_a ? g.cols_a() : g.rows_a();
+  g.k = g.trans_a ? g.rows_a() : g.cols_a();
+  g.n = g.trans_b ? g.rows_b() : g.cols_b();
+  const int64_t k_b = g.trans_b ? g.cols_b() : g.rows_b();
+  if (g.k != k_b) {
+    return KernelError(args, absl::StrCat("inner dimensions differ: K=", g.k, " and K=", k_b));
+  }
+  const Dims batch_a(g.a.begin(), g.a.end() - 2), batch_b(g.b.begin(), g.b.end() - 2);
+  const size_t rank = std::max(batch_a.size(), batch_b.size());
+  g.batch.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i + batch_a.size() >= rank ? batch_a[i + batch_a.size() - rank] : 1;
+    const int64_t db = i + batch_b.size() >= rank ? batch_b[i + batch_b.size() - rank] : 1;
+    if (da != db && da != 1 && db != 1) {
+      return KernelError(args, "the operands' batch dims do not broadcast");
+    }
+    g.batch[i] = da == 1 ? db : da;
+  }
+  g.stride_a = BroadcastStrides(batch_a, g.batch);
+  g.stride_b = BroadcastStrides(batch_b, g.batch);
+  return g;
+}
+
+absl::StatusOr<TransposeGeometry> ResolveTranspose(const KernelArgs& args,
+                                                   const graph::TensorType& x) {
+  const int64_t rank = Rank(x);
+  MG_ASSIGN_OR_RETURN(std::optional<Dims> perm, IntsAttr(args, "perm"));
+  if (!perm.has_value()) {
+    MG_ASSIGN_OR_RETURN(perm, IntsAttr(args, "axes"));
+  }
+  Dims p(static_cast<size_t>(rank));
+  if (!perm.has_value() || perm->empty()) {
+    for (int64_t i = 0; i < rank; ++i) p[i] = rank - 1 - i;
+  } else {
+    if (static_cast<int64_t>(perm->size()) != rank) {
+      return KernelError(args, "perm has the wrong length");
+    }
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    for (int64_t i = 0; i < rank; ++i) {
+      const int64_t v = (*perm)[i] < 0 ? (*perm)[i] + rank : (*perm)[i];
+      if (v < 0 || v >= rank || seen[v]) return KernelError(args, "perm is not a permutation");
+      seen[v] = true;
+      p[i] = v;
+    }
+  }
+  TransposeGeometry g;
+  g.out_dims.resize(static_cast<size_t>(rank));
+  g.in_strides.resize(static_cast<size_t>(rank));
+  const Dims own = Strides(x.dims);
+  for (int64_t i = 0; i < rank; ++i) {
+    g.out_dims[i] = x.dims[p[i]];
+    g.in_strides[i] = own[p[i]];
+  }
+  return g;
 }
 
 absl::StatusOr<FcDims> ResolveFcDims(const KernelArgs& args, const graph::TensorType& x,

@@ -181,6 +181,36 @@ struct FcDims {
 absl::StatusOr<FcDims> ResolveFcDims(const KernelArgs& args, const graph::TensorType& x,
                                      const graph::TensorType& w, bool transposed);
 
+// The geometry of a matrix product as MatMul, BatchMatMul and MatMulGradient read it (CPU and
+// device kernels alike): Caffe2's axis_a/axis_b flattening when given, a 1-D A a row [1, K] and
+// a 1-D B a column [K, 1] (their transposition flags then ignored), trans_a/trans_b, and numpy
+// broadcasting of the batch dims. InvalidArgument naming the op when K differs or the batch
+// dims do not broadcast.
+struct MatMulGeometry {
+  Dims a, b;                      // the operands as stored: batch dims..., rows, cols
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;    // op(A) is m x k, op(B) k x n
+  Dims batch;                     // the output's batch dims
+  Dims stride_a, stride_b;        // each operand's batch strides over `batch`, in matrices
+  int64_t rows_a() const { return a[a.size() - 2]; }
+  int64_t cols_a() const { return a[a.size() - 1]; }
+  int64_t rows_b() const { return b[b.size() - 2]; }
+  int64_t cols_b() const { return b[b.size() - 1]; }
+};
+absl::StatusOr<MatMulGeometry> ResolveMatMulGeometry(const KernelArgs& args,
+                                                     const graph::TensorType& a,
+                                                     const graph::TensorType& b);
+
+// Transpose's permutation (`perm`, or Caffe2's `axes`; reversed when absent) applied to `x`: the
+// output's dims and the input strides (elements) each output dim walks. InvalidArgument naming
+// the op when perm is not a permutation of x's dims.
+struct TransposeGeometry {
+  Dims out_dims;
+  Dims in_strides;
+};
+absl::StatusOr<TransposeGeometry> ResolveTranspose(const KernelArgs& args,
+                                                   const graph::TensorType& x);
+
 // Row-major strides of `dims` (elements).
 Dims Strides(const Dims& dims);
 // Strides with which `out`'s multi-index reads an input of dims `in` under numpy broadcasting

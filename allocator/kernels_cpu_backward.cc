@@ -238,52 +238,20 @@ absl::Status MatMulGradient(const KernelArgs& args) {
   if (*args.output_types[0] != ta || *args.output_types[1] != tb) {
     return KernelError(args, "dA and dB must have the types of A and B");
   }
-  MG_ASSIGN_OR_RETURN(const int64_t trans_a_attr, IntAttr(args, "trans_a", 0));
-  MG_ASSIGN_OR_RETURN(const int64_t trans_b_attr, IntAttr(args, "trans_b", 0));
-  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_a, OptionalIntAttr(args, "axis_a"));
-  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_b, OptionalIntAttr(args, "axis_b"));
-  Dims a = ta.dims, b = tb.dims;
-  bool trans_a = trans_a_attr != 0, trans_b = trans_b_attr != 0;
-  if (a.empty() || b.empty()) return KernelError(args, "operands must have rank >= 1");
-  if (axis_a.has_value() || axis_b.has_value()) {
-    MG_ASSIGN_OR_RETURN(const int64_t ax_a, NormalizeAxis(args, axis_a.value_or(1), Rank(ta), "axis_a"));
-    MG_ASSIGN_OR_RETURN(const int64_t ax_b, NormalizeAxis(args, axis_b.value_or(1), Rank(tb), "axis_b"));
-    a = {Product(ta.dims, 0, ax_a), Product(ta.dims, ax_a, ta.dims.size())};
-    b = {Product(tb.dims, 0, ax_b), Product(tb.dims, ax_b, tb.dims.size())};
-  }
-  if (a.size() == 1) {
-    a.insert(a.begin(), 1);
-    trans_a = false;
-  }
-  if (b.size() == 1) {
-    b.push_back(1);
-    trans_b = false;
-  }
-  const size_t ra = a.size(), rb = b.size();
-  const int64_t rows_a = a[ra - 2], cols_a = a[ra - 1];
-  const int64_t rows_b = b[rb - 2], cols_b = b[rb - 1];
-  const int64_t m = trans_a ? cols_a : rows_a;
-  const int64_t k = trans_a ? rows_a : cols_a;
-  const int64_t n = trans_b ? rows_b : cols_b;
-  if ((trans_b ? cols_b : rows_b) != k) {
-    return KernelError(args, "the inner dimensions of A and B differ");
-  }
-  const Dims batch_a(a.begin(), a.end() - 2), batch_b(b.begin(), b.end() - 2);
-  const size_t batch_rank = std::max(batch_a.size(), batch_b.size());
-  Dims batch(batch_rank, 1);
-  for (size_t i = 0; i < batch_rank; ++i) {
-    const int64_t da = i + batch_a.size() >= batch_rank ? batch_a[i + batch_a.size() - batch_rank] : 1;
-    const int64_t db = i + batch_b.size() >= batch_rank ? batch_b[i + batch_b.size() - batch_rank] : 1;
-    if (da != db && da != 1 && db != 1) return KernelError(args, "the batch dims do not broadcast");
-    batch[i] = da == 1 ? db : da;
-  }
+  MG_ASSIGN_OR_RETURN(const MatMulGeometry g, ResolveMatMulGeometry(args, ta, tb));
+  const bool trans_a = g.trans_a, trans_b = g.trans_b;
+  const int64_t rows_a = g.rows_a(), cols_a = g.cols_a();
+  const int64_t rows_b = g.rows_b(), cols_b = g.cols_b();
+  const int64_t m = g.m, k = g.k, n = g.n;
+  const Dims& batch = g.batch;
+  const size_t batch_rank = batch.size();
   const int64_t batches = NumElements(batch);
   if (NumElements(tdy.dims) != batches * m * n) {
     return KernelError(args, absl::StrCat("dY ", graph::TensorTypeToString(tdy),
                                           " does not hold ", batches, " batches of ", m, "x", n));
   }
-  const Dims stride_a = BroadcastStrides(batch_a, batch);
-  const Dims stride_b = BroadcastStrides(batch_b, batch);
+  const Dims& stride_a = g.stride_a;
+  const Dims& stride_b = g.stride_b;
   const int64_t matrix_a = rows_a * cols_a, matrix_b = rows_b * cols_b;
   const int64_t elem_a = graph::DataTypeSize(ta.dtype), elem_b = graph::DataTypeSize(tb.dtype);
   const int64_t elem_dy = graph::DataTypeSize(tdy.dtype);

@@ -69,52 +69,13 @@ float LoadAsFloat(DataType dtype, const std::byte* data, int64_t i) {
   }
 }
 
-// A stored matrix operand: the dims before any transposition, and whether op() transposes.
-struct MatrixView {
-  Dims dims;  // batch dims..., rows, cols (as stored)
-  bool transposed = false;
-};
-
 absl::Status MatMul(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
   MG_RETURN_IF_ERROR(CheckGemmTypes(args));
   const TensorType& ta = *args.input_types[0];
   const TensorType& tb = *args.input_types[1];
-  MG_ASSIGN_OR_RETURN(const int64_t trans_a, IntAttr(args, "trans_a", 0));
-  MG_ASSIGN_OR_RETURN(const int64_t trans_b, IntAttr(args, "trans_b", 0));
-  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_a, OptionalIntAttr(args, "axis_a"));
-  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_b, OptionalIntAttr(args, "axis_b"));
-  MatrixView a{ta.dims, trans_a != 0};
-  MatrixView b{tb.dims, trans_b != 0};
-  if (a.dims.empty() || b.dims.empty()) return KernelError(args, "operands must have rank >= 1");
-  if (axis_a.has_value() || axis_b.has_value()) {
-    // Caffe2 MatMul: flatten each operand into a matrix at its axis first.
-    MG_ASSIGN_OR_RETURN(const int64_t ax_a, NormalizeAxis(args, axis_a.value_or(1), Rank(ta), "axis_a"));
-    MG_ASSIGN_OR_RETURN(const int64_t ax_b, NormalizeAxis(args, axis_b.value_or(1), Rank(tb), "axis_b"));
-    a.dims = {Product(ta.dims, 0, ax_a), Product(ta.dims, ax_a, ta.dims.size())};
-    b.dims = {Product(tb.dims, 0, ax_b), Product(tb.dims, ax_b, tb.dims.size())};
-  }
-  // numpy: a 1-D A is a row [1, K], a 1-D B a column [K, 1]. Transposition flags apply to
-  // operands of rank >= 2 only.
-  if (a.dims.size() == 1) {
-    a.dims.insert(a.dims.begin(), 1);
-    a.transposed = false;
-  }
-  if (b.dims.size() == 1) {
-    b.dims.push_back(1);
-    b.transposed = false;
-  }
-  const size_t ra = a.dims.size();
-  const size_t rb = b.dims.size();
-  const int64_t m = a.transposed ? a.dims[ra - 1] : a.dims[ra - 2];
-  const int64_t k = a.transposed ? a.dims[ra - 2] : a.dims[ra - 1];
-  const int64_t k_b = b.transposed ? b.dims[rb - 1] : b.dims[rb - 2];
-  const int64_t n = b.transposed ? b.dims[rb - 2] : b.dims[rb - 1];
-  if (k != k_b) {
-    return KernelError(args, absl::StrCat("inner dimensions differ: K=", k, " and K=", k_b));
-  }
-  const Dims batch_a(a.dims.begin(), a.dims.end() - 2);
-  const Dims batch_b(b.dims.begin(), b.dims.end() - 2);
+  MG_ASSIGN_OR_RETURN(const MatMulGeometry g, ResolveMatMulGeometry(args, ta, tb));
+  const int64_t m = g.m, n = g.n, k = g.k;
   const TensorType& ty = *args.output_types[0];
   const int64_t out_count = NumElements(ty.dims);
   if (m * n == 0) return absl::OkStatus();
@@ -123,24 +84,15 @@ absl::Status MatMul(const KernelArgs& args) {
     return KernelError(args, absl::StrCat("the output ", graph::TensorTypeToString(ty),
                                           " does not hold batches of ", m, "x", n));
   }
-  // Output batch dims: the broadcast of both operands' batch dims (the output's leading dims).
-  const size_t batch_rank = std::max(batch_a.size(), batch_b.size());
-  Dims batch(batch_rank, 1);
-  for (size_t i = 0; i < batch_rank; ++i) {
-    const int64_t da = i + batch_a.size() >= batch_rank ? batch_a[i + batch_a.size() - batch_rank] : 1;
-    const int64_t db = i + batch_b.size() >= batch_rank ? batch_b[i + batch_b.size() - batch_rank] : 1;
-    if (da != db && da != 1 && db != 1) {
-      return KernelError(args, "the operands' batch dims do not broadcast");
-    }
-    batch[i] = da == 1 ? db : da;
-  }
-  if (NumElements(batch) != batches) {
+  if (NumElements(g.batch) != batches) {
     return KernelError(args, "the output's batch dims do not match the operands'");
   }
-  const Dims stride_a = BroadcastStrides(batch_a, batch);
-  const Dims stride_b = BroadcastStrides(batch_b, batch);
-  const int64_t matrix_a = a.dims[ra - 2] * a.dims[ra - 1];
-  const int64_t matrix_b = b.dims[rb - 2] * b.dims[rb - 1];
+  const size_t batch_rank = g.batch.size();
+  const Dims& batch = g.batch;
+  const Dims& stride_a = g.stride_a;
+  const Dims& stride_b = g.stride_b;
+  const int64_t matrix_a = g.rows_a() * g.cols_a();
+  const int64_t matrix_b = g.rows_b() * g.cols_b();
   const int64_t elem = graph::DataTypeSize(ty.dtype);
   const StoreRowFn store = StoreRowFor(ty.dtype);
   std::byte* out = args.outputs[0];
@@ -152,10 +104,10 @@ absl::Status MatMul(const KernelArgs& args) {
       off_a += index[d] * stride_a[d];
       off_b += index[d] * stride_b[d];
     }
-    const GemmOperand ga{ta.dtype, args.inputs[0] + off_a * matrix_a * elem, a.dims[ra - 1],
-                         a.transposed};
-    const GemmOperand gb{tb.dtype, args.inputs[1] + off_b * matrix_b * elem, b.dims[rb - 1],
-                         b.transposed};
+    const GemmOperand ga{ta.dtype, args.inputs[0] + off_a * matrix_a * elem, g.cols_a(),
+                         g.trans_a};
+    const GemmOperand gb{tb.dtype, args.inputs[1] + off_b * matrix_b * elem, g.cols_b(),
+                         g.trans_b};
     const int64_t out_base = bi * m * n;
     MG_RETURN_IF_ERROR(GemmCpu(m, n, k, ga, gb,
                                [&](int64_t row, int64_t col, int64_t count, const float* acc) {

@@ -104,30 +104,9 @@ absl::Status Transpose(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
   MG_RETURN_IF_ERROR(CheckNoOverlap(args, 0, 0));
   const TensorType& x = *args.input_types[0];
-  const int64_t rank = Rank(x);
-  MG_ASSIGN_OR_RETURN(std::optional<Dims> perm, IntsAttr(args, "perm"));
-  if (!perm.has_value()) {
-    MG_ASSIGN_OR_RETURN(perm, IntsAttr(args, "axes"));
-  }
-  Dims p(rank);
-  if (!perm.has_value() || perm->empty()) {
-    for (int64_t i = 0; i < rank; ++i) p[i] = rank - 1 - i;
-  } else {
-    if (static_cast<int64_t>(perm->size()) != rank) return KernelError(args, "perm has the wrong length");
-    std::vector<bool> seen(rank, false);
-    for (int64_t i = 0; i < rank; ++i) {
-      const int64_t v = (*perm)[i] < 0 ? (*perm)[i] + rank : (*perm)[i];
-      if (v < 0 || v >= rank || seen[v]) return KernelError(args, "perm is not a permutation");
-      seen[v] = true;
-      p[i] = v;
-    }
-  }
-  Dims out_dims(rank), in_strides(rank);
-  const Dims own = Strides(x.dims);
-  for (int64_t i = 0; i < rank; ++i) {
-    out_dims[i] = x.dims[p[i]];
-    in_strides[i] = own[p[i]];
-  }
+  MG_ASSIGN_OR_RETURN(const TransposeGeometry g, ResolveTranspose(args, x));
+  const Dims& out_dims = g.out_dims;
+  const Dims& in_strides = g.in_strides;
   if (out_dims != args.output_types[0]->dims) {
     return KernelError(args, "the output's dims do not match perm");
   }
