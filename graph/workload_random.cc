@@ -20,6 +20,13 @@ constexpr int64_t kUnitsPerWidth = 4;  // the base width is 4 units
 constexpr int64_t kMaxUnits = 16;
 // New widths, in units: the base width most often, then its neighbours.
 constexpr int64_t kWidthUnits[] = {1, 2, 3, 4, 4, 4, 4, 6, 8, 8, 12, 16};
+// Chances per step, in percent (the knobs' defaults aside): a fork while there are fewer heads
+// than `branches`; a join of two heads when there are more, and a stray join otherwise (paths
+// that merge and fork again); a Split rather than a fan-out when a fork can split.
+constexpr int64_t kForkPercent = 25;
+constexpr int64_t kJoinPercent = 40;
+constexpr int64_t kStrayJoinPercent = 3;
+constexpr int64_t kSplitPercent = 60;
 
 // A blob name on the net (readers see its latest version).
 struct Blob {
@@ -126,8 +133,9 @@ class RandomNet {
 
   bool InPlace(BlobId b) { return blobs_[b].overwritable && rng_.Percent(w_.inplace); }
 
-  // An index into a list of n, counted back from the end by a log-uniform distance: distances
-  // [2^k - 1, 2^(k+1) - 1) are equally likely for every k that fits. REQUIRES: n > 0.
+  // An index into a list of n, counted back from the end by a log-uniform distance: each band
+  // of distances [2^k - 1, 2^(k+1) - 1) that fits is equally likely, and uniform within.
+  // REQUIRES: n > 0.
   size_t RecentBiased(size_t n) {
     int levels = 0;
     while (levels < 63 && (uint64_t{1} << levels) - 1 < n) ++levels;
@@ -176,8 +184,11 @@ class RandomNet {
 
   void Step(int64_t left) {
     const int64_t heads = static_cast<int64_t>(heads_.size());
-    if (heads < w_.branches && rng_.Percent(25)) return Fork();
-    if (heads > 1 && rng_.Percent(heads > w_.branches ? 40 : 3) && JoinHeads(left)) return;
+    if (heads < w_.branches && rng_.Percent(kForkPercent)) return Fork();
+    if (heads > 1 && rng_.Percent(heads > w_.branches ? kJoinPercent : kStrayJoinPercent) &&
+        JoinHeads(left)) {
+      return;
+    }
     if (rng_.Percent(w_.skip) && Skip(left)) return;
     if (rng_.Percent(w_.dead)) return Dead();
     Layer(left);
@@ -188,7 +199,7 @@ class RandomNet {
     const size_t slot = AnyHead();
     const BlobId x = heads_[slot];
     const int64_t units = blobs_[x].width / unit_;
-    if (units < 2 || rng_.Percent(40)) {
+    if (units < 2 || rng_.Percent(100 - kSplitPercent)) {  // fan out
       heads_.push_back(x);
       return;
     }
@@ -286,7 +297,7 @@ class RandomNet {
   // A pointwise function of some value that nothing reads afterwards.
   void Dead() {
     static constexpr const char* kTypes[] = {"Relu", "Sigmoid", "Tanh", "Gelu"};
-    const BlobId x = PickBack(history_, -1);  // never -1: `data` is published first
+    const BlobId x = PickBack(history_, -1);  // never -1: history is never empty, reach >= 1
     const std::string type = kTypes[rng_.Below(4)];
     const std::string name = Name("dead");
     Emit(type, name, {x}, {}, {NewBlob(name, blobs_[x].width)});

@@ -41,8 +41,9 @@
 // constants. mode=training appends the backward ops (graph/gradient_builder.h).
 //
 // Deterministic: one util::SplitMix64 seeded with `seed` and integer arithmetic only, so a
-// spec gives the same net on every platform. Complexity: O(ops) to generate (each step looks
-// at O(1) heads and values), then the graph build and shape inference, O(ops + values).
+// spec gives the same net on every platform. Complexity: O(ops (log ops + branches)) to
+// generate (a skip finds its reach by binary search; joining heads erases one of at most
+// branches + 2), then the graph build and shape inference, O(ops + values).
 #ifndef MEMONGER_GRAPH_WORKLOAD_RANDOM_H_
 #define MEMONGER_GRAPH_WORKLOAD_RANDOM_H_
 
