@@ -18,6 +18,7 @@ namespace {
 
 constexpr int64_t kUnitsPerWidth = 4;  // the base width is 4 units
 constexpr int64_t kMaxUnits = 16;
+constexpr int64_t kMinNormWidth = 4;
 // New widths, in units: the base width most often, then its neighbours.
 constexpr int64_t kWidthUnits[] = {1, 2, 3, 4, 4, 4, 4, 6, 8, 8, 12, 16};
 // Chances per step, in percent (the knobs' defaults aside): a fork while there are fewer heads
@@ -34,7 +35,7 @@ struct Blob {
   int64_t width = 0;  // activations are [batch, width]; internal motif values have other dims
   // The latest version may be overwritten in place: training stays exact and no view sees it.
   bool overwritable = true;
-  int64_t published = -1;  // position in the history of path values; -1: not on a path
+  int64_t published = -1;  // its latest position in the history of path values; -1: none
 };
 using BlobId = int;
 
@@ -96,11 +97,15 @@ class RandomNet {
     return static_cast<BlobId>(blobs_.size() - 1);
   }
 
-  // A value on a path: skip connections may reach back to it.
+  // A new value on a path (a new version when written in place): skip connections may reach
+  // back to it. Every head update publishes once, in place or not, so the history's positions
+  // and widths, and hence every random draw, do not depend on the in-place choices.
   void Publish(BlobId b) {
-    blobs_[b].published = static_cast<int64_t>(history_.size());
+    const int64_t position = static_cast<int64_t>(history_.size());
+    blobs_[b].published = position;
     history_.push_back(b);
-    by_width_[blobs_[b].width].push_back(b);
+    all_positions_.push_back(position);
+    by_width_[blobs_[b].width].push_back(position);
   }
 
   std::string Name(absl::string_view prefix) const { return absl::StrCat(prefix, emitted_); }
@@ -131,7 +136,14 @@ class RandomNet {
     for (BlobId b : out) blobs_[b].overwritable = !RuleReadsOutput(type) && !view;
   }
 
-  bool InPlace(BlobId b) { return blobs_[b].overwritable && rng_.Percent(w_.inplace); }
+  // Whether to overwrite `b` in place. The draw is made whatever the answer, so `inplace`
+  // changes only which ops write in place, never the net's shape. Never over a value that
+  // another path still heads (a fan-out): it would change what that path reads.
+  bool InPlace(BlobId b) {
+    const bool chosen = rng_.Percent(w_.inplace);
+    return chosen && blobs_[b].overwritable &&
+           std::count(heads_.begin(), heads_.end(), b) <= 1;
+  }
 
   // An index into a list of n, counted back from the end by a log-uniform distance: each band
   // of distances [2^k - 1, 2^(k+1) - 1) that fits is equally likely, and uniform within.
@@ -145,19 +157,20 @@ class RandomNet {
     return n - 1 - static_cast<size_t>(lo + rng_.Below(hi - lo));
   }
 
-  // A value of `list` (published values, oldest first) within `reach` of the newest published
-  // value and other than `exclude`, recent-biased; -1 when there is none.
-  BlobId PickBack(const std::vector<BlobId>& list, BlobId exclude) {
+  // A history position from `positions` (ascending) within `reach` of the newest and other
+  // than `exclude`, recent-biased; -1 when there is none.
+  int64_t PickBack(const std::vector<int64_t>& positions, int64_t exclude) {
     const int64_t oldest = static_cast<int64_t>(history_.size()) - w_.reach;
-    const auto first = std::lower_bound(
-        list.begin(), list.end(), oldest,
-        [&](BlobId b, int64_t position) { return blobs_[b].published < position; });
-    size_t n = static_cast<size_t>(list.end() - first);
-    if (n > 0 && list.back() == exclude) --n;  // a head is usually the newest of its width
+    const auto first = std::lower_bound(positions.begin(), positions.end(), oldest);
+    size_t n = static_cast<size_t>(positions.end() - first);
+    if (n > 0 && positions.back() == exclude) --n;  // a head is usually the newest of its width
     if (n == 0) return -1;
-    const BlobId b = *(first + static_cast<std::ptrdiff_t>(RecentBiased(n)));
-    return b == exclude ? -1 : b;
+    const int64_t p = *(first + static_cast<std::ptrdiff_t>(RecentBiased(n)));
+    return p == exclude ? -1 : p;
   }
+
+  // The value at a history position (its latest version, as a reader sees it).
+  BlobId At(int64_t position) const { return history_[static_cast<size_t>(position)]; }
 
   int64_t SampleWidth() {
     constexpr size_t kCount = sizeof(kWidthUnits) / sizeof(kWidthUnits[0]);
@@ -232,7 +245,7 @@ class RandomNet {
     const size_t a = AnyHead();
     size_t b = static_cast<size_t>(rng_.Below(heads_.size() - 1));
     if (b >= a) ++b;
-    if (!Join(a, heads_[b], left)) return false;
+    if (!Join(a, blobs_[heads_[b]].published, left)) return false;
     heads_.erase(heads_.begin() + static_cast<std::ptrdiff_t>(b));
     return true;
   }
@@ -241,18 +254,20 @@ class RandomNet {
   bool Skip(int64_t left) {
     const size_t slot = AnyHead();
     const BlobId head = heads_[slot];
-    BlobId other = -1;
+    const int64_t at = blobs_[head].published;
+    int64_t other = -1;
     auto same = by_width_.find(blobs_[head].width);
-    if (same != by_width_.end()) other = PickBack(same->second, head);
-    if (other < 0) other = PickBack(history_, head);
+    if (same != by_width_.end()) other = PickBack(same->second, at);
+    if (other < 0) other = PickBack(all_positions_, at);
     return other >= 0 && Join(slot, other, left);
   }
 
-  // Head `slot` joined with `other` becomes the head's new value: Add or Sum for equal widths,
-  // Concat when the sum fits, else `other` projected to the head's width by an FC and added.
-  // False when that needs more ops than are left.
-  bool Join(size_t slot, BlobId other, int64_t left) {
+  // Head `slot` joined with the value at history position `at` becomes the head's new value:
+  // Add or Sum for equal widths, Concat when the sum fits, else the other value projected to
+  // the head's width by an FC and added. False when that needs more ops than are left.
+  bool Join(size_t slot, int64_t at, int64_t left) {
     const BlobId head = heads_[slot];
+    const BlobId other = At(at);
     const int64_t width = blobs_[head].width;
     const int64_t other_width = blobs_[other].width;
     BlobId result = -1;
@@ -261,9 +276,10 @@ class RandomNet {
       std::string type = "Add";
       if (rng_.Percent(50)) {
         type = "Sum";
-        const BlobId third = PickBack(by_width_[width], -1);
-        if (third >= 0 && third != head && third != other && rng_.Percent(40)) {
-          in.push_back(third);
+        const int64_t third = PickBack(by_width_[width], -1);
+        const bool three = rng_.Percent(40);  // drawn even when `third` does not qualify
+        if (three && third >= 0 && third != blobs_[head].published && third != at) {
+          in.push_back(At(third));
         }
       }
       result = Elementwise(type, in);
@@ -280,7 +296,7 @@ class RandomNet {
       Emit("FC", name, {other}, {name + "_w", name + "_b"}, {projected});
       result = Elementwise("Add", {head, projected});
     }
-    if (result != head) Publish(result);
+    Publish(result);
     heads_[slot] = result;
     return true;
   }
@@ -289,7 +305,8 @@ class RandomNet {
   BlobId Elementwise(const std::string& type, const std::vector<BlobId>& in) {
     const std::string name = Name(type == "Add" ? "add" : "sum");
     const bool repeated = std::count(in.begin(), in.end(), in[0]) > 1;
-    const BlobId out = !repeated && InPlace(in[0]) ? in[0] : NewBlob(name, blobs_[in[0]].width);
+    const bool in_place = InPlace(in[0]) && !repeated;  // drawn whatever `repeated` is
+    const BlobId out = in_place ? in[0] : NewBlob(name, blobs_[in[0]].width);
     Emit(type, name, in, {}, {out});
     return out;
   }
@@ -297,7 +314,7 @@ class RandomNet {
   // A pointwise function of some value that nothing reads afterwards.
   void Dead() {
     static constexpr const char* kTypes[] = {"Relu", "Sigmoid", "Tanh", "Gelu"};
-    const BlobId x = PickBack(history_, -1);  // never -1: history is never empty, reach >= 1
+    const BlobId x = At(PickBack(all_positions_, -1));  // history is never empty, reach >= 1
     const std::string type = kTypes[rng_.Below(4)];
     const std::string name = Name("dead");
     Emit(type, name, {x}, {}, {NewBlob(name, blobs_[x].width)});
@@ -310,7 +327,8 @@ class RandomNet {
     int64_t ops;
   };
 
-  // One layer on a head; a motif with more ops than are left becomes an activation.
+  // One layer on a head; a motif with more ops than are left, or that the head's width does
+  // not suit, becomes an activation.
   void Layer(int64_t left) {
     static constexpr Choice kChoices[] = {
         {Kind::kFc, 14, 1},   {Kind::kLinear, 12, 2},        {Kind::kActivation, 24, 1},
@@ -334,7 +352,12 @@ class RandomNet {
     const int64_t d = chosen.kind == Kind::kGroupedSoftmax || chosen.kind == Kind::kMixer
                           ? HeadDim(width)
                           : 1;
-    if (chosen.ops > left || d == 0) chosen = Choice{Kind::kActivation, 0, 1};
+    // LayerNormalization over fewer than 4 features, or Softmax over 1, is degenerate (over 2
+    // features the normalised output is +-1 whatever the input, Softmax over 1 is 1: no
+    // gradient reaches what came before).
+    const bool too_narrow = (chosen.kind == Kind::kNorm && width < kMinNormWidth) ||
+                            (chosen.kind == Kind::kSoftmax && width < 2);
+    if (chosen.ops > left || d == 0 || too_narrow) chosen = Choice{Kind::kActivation, 0, 1};
     BlobId y = -1;
     switch (chosen.kind) {
       case Kind::kFc: y = Fc(x); break;
@@ -357,7 +380,7 @@ class RandomNet {
       case Kind::kGroupedSoftmax: y = GroupedSoftmax(x, d); break;
       case Kind::kMixer: y = Mixer(x, d); break;
     }
-    if (y != x) Publish(y);
+    Publish(y);
     heads_[slot] = y;
   }
 
@@ -390,7 +413,7 @@ class RandomNet {
     const std::string type = kTypes[rng_.Below(5)];
     const std::string name = Name(absl::AsciiStrToLower(type));
     // Gelu's rule reads its input: never in place.
-    const BlobId y = type != "Gelu" && InPlace(x) ? x : NewBlob(name, blobs_[x].width);
+    const BlobId y = InPlace(x) && type != "Gelu" ? x : NewBlob(name, blobs_[x].width);
     Emit(type, name, {x}, {}, {y});
     return y;
   }
@@ -451,8 +474,9 @@ class RandomNet {
   int64_t emitted_ = 0;
   std::vector<Blob> blobs_;
   std::vector<BlobId> heads_;    // one per path; a value may head several paths (fan-out)
-  std::vector<BlobId> history_;  // published values, oldest first
-  absl::flat_hash_map<int64_t, std::vector<BlobId>> by_width_;  // published, by width
+  std::vector<BlobId> history_;         // position -> the value published there, oldest first
+  std::vector<int64_t> all_positions_;  // 0, 1, ... (PickBack over the whole history)
+  absl::flat_hash_map<int64_t, std::vector<int64_t>> by_width_;  // positions, by width
 };
 
 }  // namespace

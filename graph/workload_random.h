@@ -30,10 +30,11 @@
 // New widths are k units (k from {1, 2, 3, 4, 6, 8, 12, 16}, 4 most often), so values of equal
 // width recur and joins find partners. In place (Caffe2-style, output name = input name):
 // Relu/Sigmoid/Tanh, the bias Add, Mul by a constant, Add and Sum over their first input, each
-// with probability inplace% and only where training stays exact: never over the graph input, a
-// view or the input of a view, an output whose gradient rule reads it (Relu, Sigmoid, Tanh,
-// Softmax), or a value that FC, MatMul, Gelu or LayerNormalization has read (their rules read
-// that version in the backward pass). A motif is used only when its ops fit in what is left, so
+// with probability inplace% and only where training stays exact and no other path is changed:
+// never over the graph input, a view or the input of a view, a value another path also heads
+// (fan-out), an output whose gradient rule reads it (Relu, Sigmoid, Tanh, Softmax), or a value
+// that FC, MatMul, Gelu or LayerNormalization has read (their rules read that version in the
+// backward pass). A motif is used only when its ops fit in what is left, so
 // the net has exactly `ops` forward ops; the last two are the head
 //   output = Concat(remaining heads, axis 1); loss = AveragedLoss(output)
 // so every value that is not dead reaches the declared loss. Reshape ops are marked `view`
@@ -41,7 +42,9 @@
 // constants. mode=training appends the backward ops (graph/gradient_builder.h).
 //
 // Deterministic: one util::SplitMix64 seeded with `seed` and integer arithmetic only, so a
-// spec gives the same net on every platform. Complexity: O(ops (log ops + branches)) to
+// spec gives the same net on every platform. `inplace`, `batch`, `dtype` and `mode` do not
+// change the random draws, so specs that differ only in them have the same ops (in place or
+// not): `--compare inplace=0,100` measures in-place writes alone. Complexity: O(ops (log ops + branches)) to
 // generate (a skip finds its reach by binary search; joining heads erases one of at most
 // branches + 2), then the graph build and shape inference, O(ops + values).
 #ifndef MEMONGER_GRAPH_WORKLOAD_RANDOM_H_

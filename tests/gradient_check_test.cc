@@ -577,16 +577,17 @@ std::vector<GradCase> Cases() {
   {
     // Generated random nets (graph/workload_random.h), every rule they use differentiated at
     // once: FC, MatMul and its bias Add, Split, Concat, Add and Sum joins, in-place ops,
-    // LayerNormalization, Softmax, Gelu, Relu, grouped Reshape views, the attention mixer. The
-    // seeds are chosen like the kink seeds above: random weights in [-1, 1) make deep nets
-    // sharp, and for most seeds some parameter's central difference is off by the truncation
-    // error (it shrinks with eps, as truncation does) or a Relu kink; these two are not.
+    // LayerNormalization, Softmax, Gelu, Relu, Sigmoid, Tanh, grouped Reshape views, the
+    // attention mixer. The seeds are chosen like the kink seeds above: random weights in
+    // [-1, 1) make deep nets sharp, and for about three seeds in four (measured over 32) some
+    // parameter's central difference is off by more than 1 % through truncation error (it
+    // shrinks as eps does, toward the analytic value) or a Relu kink; these two are not.
     struct Net {
       const char* name;
       const char* spec;
     };
-    for (const Net& net : {Net{"workload_random_50_ops", "random:ops=50,batch=2,width=16,seed=10"},
-                           Net{"workload_random_35_ops", "random:ops=35,batch=2,width=16,seed=4"}}) {
+    for (const Net& net : {Net{"workload_random_50_ops", "random:ops=50,batch=2,width=16,seed=15"},
+                           Net{"workload_random_35_ops", "random:ops=35,batch=2,width=16,seed=2"}}) {
       GradCase c = Named(net.name);
       c.weighted_workload = net.spec;
       c.max_checks = 4;

@@ -171,7 +171,7 @@ TEST(RandomWorkloadTest, SameSpecSameNetOtherSeedOtherNet) {
 
 constexpr char kPinnedSeed1[] =
     "LayerNormalization ln0; FC fc1; Relu relu2; Split split3; MatMul matmul4; Add bias5; "
-    "Split split6; Relu relu7; Tanh tanh8; LayerNormalization ln9; Concat output; "
+    "Split split6; Relu relu7; Tanh tanh8; Relu relu9; Concat output; "
     "AveragedLoss loss; ";
 
 // A fixed seed pins the generator's sequence: a change to the generator that changes every
@@ -288,6 +288,37 @@ TEST(RandomWorkloadTest, HasTheStructureOfRealNets) {
   EXPECT_GT(fan_out, 20);
   EXPECT_GT(long_lived, 5);
   EXPECT_GT(joins, 200);
+}
+
+// inplace, batch and dtype do not change the random draws: the same ops, so that a what-if
+// (--compare inplace=0,100) measures only what it varies.
+TEST(RandomWorkloadTest, InPlaceBatchAndDtypeKeepTheOps) {
+  auto ops_of = [](const Graph& g) {
+    std::vector<std::string> ops;
+    for (const Op& op : g.ops()) {
+      ops.push_back(absl::StrCat(op.type, " ", op.name, " ", op.inputs.size(), " ",
+                                 op.outputs.size()));
+    }
+    return ops;
+  };
+  auto in_place_ops = [](const Graph& g) {
+    int n = 0;
+    for (const Op& op : g.ops()) {
+      for (ValueId out : op.outputs) n += g.value(out).inplace_of != kNone;
+    }
+    return n;
+  };
+  const std::string base = "random:ops=3000,width=16,seed=8";
+  const Graph reference = MustBuild(base + ",batch=2,inplace=0");
+  EXPECT_EQ(in_place_ops(reference), 0);
+  for (const char* variant : {",batch=2,inplace=100", ",batch=2,inplace=30", ",batch=5,inplace=0",
+                              ",batch=2,inplace=0,dtype=bf16"}) {
+    SCOPED_TRACE(variant);
+    const Graph g = MustBuild(base + variant);
+    EXPECT_EQ(ops_of(g), ops_of(reference));
+    EXPECT_EQ(g.num_values(), reference.num_values());
+  }
+  EXPECT_GT(in_place_ops(MustBuild(base + ",batch=2,inplace=100")), 300);
 }
 
 TEST(RandomWorkloadTest, KnobsChangeTheNet) {
