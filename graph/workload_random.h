@@ -34,8 +34,10 @@
 // never over the graph input, a view or the input of a view, a value another path also heads
 // (fan-out), an output whose gradient rule reads it (Relu, Sigmoid, Tanh, Softmax), or a value
 // that FC, MatMul, Gelu or LayerNormalization has read (their rules read that version in the
-// backward pass). A motif is used only when its ops fit in what is left, so
-// the net has exactly `ops` forward ops; the last two are the head
+// backward pass). LayerNormalization needs 4 features and Softmax 2 (normalising 2 gives +-1
+// whatever the input: no gradient would pass); narrower heads get an activation instead, as
+// do motifs whose ops do not fit in what is left, so the net has exactly `ops` forward ops. The
+// last two are the head
 //   output = Concat(remaining heads, axis 1); loss = AveragedLoss(output)
 // so every value that is not dead reaches the declared loss. Reshape ops are marked `view`
 // (they alias their input under --views). Weights and biases are params, Mul's factors
@@ -44,9 +46,11 @@
 // Deterministic: one util::SplitMix64 seeded with `seed` and integer arithmetic only, so a
 // spec gives the same net on every platform. `inplace`, `batch`, `dtype` and `mode` do not
 // change the random draws, so specs that differ only in them have the same ops (in place or
-// not): `--compare inplace=0,100` measures in-place writes alone. Complexity: O(ops (log ops + branches)) to
-// generate (a skip finds its reach by binary search; joining heads erases one of at most
-// branches + 2), then the graph build and shape inference, O(ops + values).
+// not): `--compare inplace=0,100` measures in-place writes alone.
+//
+// Complexity: O(ops (log ops + branches)) to generate (a skip finds its reach by binary
+// search; an in-place check and a join look through the at most branches + 2 heads), then the
+// graph build and shape inference, O(ops + values).
 #ifndef MEMONGER_GRAPH_WORKLOAD_RANDOM_H_
 #define MEMONGER_GRAPH_WORKLOAD_RANDOM_H_
 

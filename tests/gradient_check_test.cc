@@ -172,7 +172,9 @@ TEST_P(GradientCheckTest, ParameterGradientsMatchCentralDifferences) {
   ASSERT_TRUE(runner.ok()) << runner.status();
   constexpr uint64_t kSeed = 11;
   ValueData data = c.data;
-  if (!c.weighted_workload.empty()) data["r"] = Weights(g->value(*g->FindValue("r")).type->dims, 16);
+  if (!c.weighted_workload.empty()) {
+    data["r"] = Weights(g->value(*g->FindValue("r")).type->dims, 16);
+  }
   ASSERT_TRUE((*runner)->Run(data, kSeed).ok()) << (*runner)->Run(data, kSeed);
   // Analytic gradients and the parameters' values, all captured before any perturbation.
   struct ParamGrad {
@@ -586,8 +588,9 @@ std::vector<GradCase> Cases() {
       const char* name;
       const char* spec;
     };
-    for (const Net& net : {Net{"workload_random_50_ops", "random:ops=50,batch=2,width=16,seed=15"},
-                           Net{"workload_random_35_ops", "random:ops=35,batch=2,width=16,seed=2"}}) {
+    const Net nets[] = {{"workload_random_50_ops", "random:ops=50,batch=2,width=16,seed=15"},
+                        {"workload_random_35_ops", "random:ops=35,batch=2,width=16,seed=2"}};
+    for (const Net& net : nets) {
       GradCase c = Named(net.name);
       c.weighted_workload = net.spec;
       c.max_checks = 4;

@@ -1,8 +1,9 @@
 // The backward kernels of kernels_cpu_backward.cc against double-precision formulas, in
 // float32, float16 and bfloat16 storage (references read the rounded inputs): ReluGradient,
-// SigmoidGradient and TanhGradient (in place over dY too), GeluGradient (erf and tanh forms), SoftmaxGradient (in place over dY too), FCGradient and
-// FCTransposedGradient, MatMulGradient (broadcast batch dims summed away, 1-D operands,
-// trans_a/trans_b), LayerNormalizationGradient (with a broadcast Scale).
+// SigmoidGradient and TanhGradient (in place over dY too), GeluGradient (erf and tanh forms),
+// SoftmaxGradient (in place over dY too), FCGradient and FCTransposedGradient, MatMulGradient
+// (broadcast batch dims summed away, 1-D operands, trans_a/trans_b), LayerNormalizationGradient
+// (with a broadcast Scale).
 #include <cmath>
 #include <ostream>
 #include <string>
