@@ -526,10 +526,7 @@ class Builder {
   // Concat -> Split of dY along the same axis into the inputs' sizes (Caffe2's rule). The axis
   // is written normalised, so the Split reads it exactly as the Concat did (`order` included).
   absl::Status ConcatBackward(const Op& op, const std::vector<std::optional<std::string>>& dy) {
-    if (!dy[0].has_value()) {
-      return absl::UnimplementedError(
-          absl::StrCat("gradient of ", op.Label(), ": output 0 has no gradient (not supported)"));
-    }
+    MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));  // Caffe2's split_info: int32
     const AttributeView attrs = op.attributes();
     if (attrs.GetInt("add_axis", 0) != 0) {
       return absl::UnimplementedError(
