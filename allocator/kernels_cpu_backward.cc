@@ -1,6 +1,8 @@
 // Backward CPU kernels of the dense and pointwise ops (the gradient ops graph/gradient_builder.h
 // emits for them; shapes and input order in graph/schemas_gradient.cc):
 //   ReluGradient(Y, dY) -> dX                dX = dY where Y > 0, else 0
+//   SigmoidGradient(Y, dY) -> dX             dX = dY * Y * (1 - Y)
+//   TanhGradient(Y, dY) -> dX                dX = dY * (1 - Y^2)
 //   GeluGradient(dY, X) -> dX                dX = dY * gelu'(X) (erf form, or `approximate`
 //                                            = "tanh": the derivative of the tanh form)
 //   SoftmaxGradient(Y, dY) -> dX             dX = Y * (dY - sum(dY * Y)) along `axis`
@@ -61,20 +63,24 @@ absl::Status CheckSameTypes(const KernelArgs& args) {
 
 // ---- pointwise -------------------------------------------------------------------------------
 
-absl::Status ReluGradient(const KernelArgs& args) {
-  MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
-  MG_RETURN_IF_ERROR(CheckSameTypes(args));
-  MG_RETURN_IF_ERROR(CheckPointwiseAlias(args, /*dy=*/1));
-  return DispatchFloat(args, args.input_types[0]->dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    using C = Compute<T>;
-    const T* y = reinterpret_cast<const T*>(args.inputs[0]);
-    const T* dy = reinterpret_cast<const T*>(args.inputs[1]);
-    T* dx = reinterpret_cast<T*>(args.outputs[0]);
-    const int64_t n = NumElements(args.input_types[0]->dims);
-    for (int64_t i = 0; i < n; ++i) dx[i] = Store<T>(Load(y[i]) > C(0) ? Load(dy[i]) : C(0));
-    return absl::OkStatus();
-  });
+// <Op>Gradient(Y, dY) -> dX of a pointwise op whose derivative is a function of its output:
+// dX[i] = grad(Y[i], dY[i]), `grad` taking and returning the compute type.
+template <typename Grad>
+Kernel OutputPointwiseGradient(Grad grad) {
+  return [grad](const KernelArgs& args) -> absl::Status {
+    MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
+    MG_RETURN_IF_ERROR(CheckSameTypes(args));
+    MG_RETURN_IF_ERROR(CheckPointwiseAlias(args, /*dy=*/1));
+    return DispatchFloat(args, args.input_types[0]->dtype, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      const T* y = reinterpret_cast<const T*>(args.inputs[0]);
+      const T* dy = reinterpret_cast<const T*>(args.inputs[1]);
+      T* dx = reinterpret_cast<T*>(args.outputs[0]);
+      const int64_t n = NumElements(args.input_types[0]->dims);
+      for (int64_t i = 0; i < n; ++i) dx[i] = Store<T>(grad(Load(y[i]), Load(dy[i])));
+      return absl::OkStatus();
+    });
+  };
 }
 
 template <typename C>
@@ -387,7 +393,19 @@ absl::Status LayerNormalizationGradient(const KernelArgs& args) {
 }  // namespace
 
 void AddCpuBackwardKernels(KernelMap& kernels) {
-  kernels["ReluGradient"] = ReluGradient;
+  kernels["ReluGradient"] = OutputPointwiseGradient([](auto y, auto dy) {
+    using C = decltype(y);
+    return y > C(0) ? dy : C(0);
+  });
+  // sigmoid' = y (1 - y), tanh' = 1 - y^2, both from the output Y.
+  kernels["SigmoidGradient"] = OutputPointwiseGradient([](auto y, auto dy) {
+    using C = decltype(y);
+    return dy * y * (C(1) - y);
+  });
+  kernels["TanhGradient"] = OutputPointwiseGradient([](auto y, auto dy) {
+    using C = decltype(y);
+    return dy * (C(1) - y * y);
+  });
   kernels["GeluGradient"] = GeluGradient;
   kernels["SoftmaxGradient"] = SoftmaxGradient;
   kernels["FCGradient"] = FcGradientKernel(/*transposed=*/false);

@@ -210,7 +210,7 @@ class Builder {
       MG_ASSIGN_OR_RETURN(std::string b, read(1));
       Emit("MatMulGradient", name, {*dy[0], a, b}, {GradOutput(in(0)), GradOutput(in(1))},
            op.attrs);
-    } else if (t == "Relu" || t == "Softmax") {
+    } else if (t == "Relu" || t == "Softmax" || t == "Sigmoid" || t == "Tanh") {
       MG_ASSIGN_OR_RETURN(std::string y, read_out(0));
       Emit(t + "Gradient", name, {y, *dy[0]}, {GradOutput(in(0))}, op.attrs);
     } else if (t == "Gelu") {
@@ -308,6 +308,8 @@ class Builder {
       }
       const std::string g = GradOutput(in(0));
       Emit("Concat", g, parts, {g}, {Attribute{"axis", op.attributes().GetInt("axis", 1)}});
+    } else if (t == "Concat") {
+      MG_RETURN_IF_ERROR(ConcatBackward(op, dy));
     } else if (t == "Cast") {
       const std::string g = GradOutput(in(0));
       Emit("Cast", g, {*dy[0]}, {g},
@@ -518,6 +520,30 @@ class Builder {
          outs,
          {Attribute{"epsilon", attrs.GetFloat("epsilon").value_or(1e-5)},
           Attribute{"training_mode", int64_t{*training}}});
+    return absl::OkStatus();
+  }
+
+  // Concat -> Split of dY along the same axis into the inputs' sizes (Caffe2's rule). The axis
+  // is written normalised, so the Split reads it exactly as the Concat did (`order` included).
+  absl::Status ConcatBackward(const Op& op, const std::vector<std::optional<std::string>>& dy) {
+    MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));  // Caffe2's split_info: int32
+    const AttributeView attrs = op.attributes();
+    if (attrs.GetInt("add_axis", 0) != 0) {
+      return absl::UnimplementedError(
+          absl::StrCat("gradient of ", op.Label(), ": add_axis is not supported"));
+    }
+    const int64_t rank = static_cast<int64_t>(fwd_.value(op.outputs[0]).type->dims.size());
+    const std::optional<std::string> order = attrs.GetString("order");
+    int64_t axis = attrs.GetInt("axis", order.has_value() && *order == "NHWC" ? 3 : 1);
+    if (axis < 0) axis += rank;
+    std::vector<int64_t> sizes;
+    std::vector<std::string> outs;
+    for (ValueId v : op.inputs) {
+      sizes.push_back(fwd_.value(v).type->dims[axis]);
+      outs.push_back(GradOutput(v));
+    }
+    Emit("Split", op.name + "_grad", {*dy[0]}, outs,
+         {Attribute{"axis", axis}, Attribute{"split", sizes}});
     return absl::OkStatus();
   }
 

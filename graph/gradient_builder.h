@@ -18,8 +18,8 @@
 //
 // Rules (dY: the output's gradient; ops marked is_gradient_op, so their outputs have role
 // gradient):
-//   FC -> FCGradient(X, W, dY); MatMul -> MatMulGradient(dY, A, B); Relu, Softmax ->
-//   <Op>Gradient(Y, dY); Gelu -> GeluGradient(dY, X); LabelCrossEntropy ->
+//   FC -> FCGradient(X, W, dY); MatMul -> MatMulGradient(dY, A, B); Relu, Softmax, Sigmoid,
+//   Tanh -> <Op>Gradient(Y, dY); Gelu -> GeluGradient(dY, X); LabelCrossEntropy ->
 //   LabelCrossEntropyGradient(X, label, dY); AveragedLoss -> AveragedLossGradient(X, dL);
 //   LayerNormalization -> LayerNormalizationGradient(dY, X, Scale, Mean, InvStdDev) (the
 //   forward op gains the Mean and InvStdDev outputs when it lacks them: saved statistics);
@@ -28,10 +28,11 @@
 //   ReduceSum over the broadcast leading dims for a trailing-dims operand (a bias);
 //   Mul by a value without gradient -> Mul(dC, B); Transpose -> Transpose by the inverse
 //   permutation; Reshape, Squeeze, Unsqueeze, Flatten -> Reshape to the input's dims;
-//   Split -> Concat; Cast -> Cast back; Identity, Copy, AddAttentionBias (to S), Sum (to each
-//   input) -> the gradient itself; Conv -> ConvGradient(X, W, dY) (no_bias when Conv has no
-//   bias); SpatialBN (training: 5 outputs) -> SpatialBNGradient(X, scale, dY, saved_mean,
-//   saved_var); MaxPool, AveragePool -> <Op>Gradient(X, Y, dY);
+//   Split -> Concat; Concat -> Split into the inputs' sizes; Cast -> Cast back; Identity,
+//   Copy, AddAttentionBias (to S), Sum (to each input) -> the gradient itself; Conv ->
+//   ConvGradient(X, W, dY) (no_bias when Conv has no bias); SpatialBN (training: 5 outputs)
+//   -> SpatialBNGradient(X, scale, dY, saved_mean, saved_var); MaxPool, AveragePool ->
+//   <Op>Gradient(X, Y, dY);
 //   Gemm (alpha, beta, transA, transB) -> for each input that needs it: dA, dB one Gemm each
 //   (dY with B, A with dY; alpha and the transposes folded into the attributes), dC = beta dY
 //   summed over C's broadcast dims (ReduceSum, Reshape to C's dims, Mul by a ConstantFill

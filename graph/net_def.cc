@@ -6,6 +6,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "util/status_macros.h"
@@ -156,6 +157,27 @@ proto::ValueRole RoleToProto(Role role) {
 
 Device DeviceFromProto(const proto::DeviceOption& d) { return Device{d.device_type(), d.device_id()}; }
 
+// The roles GraphBuilder::Build gives the values when the net declares none (graph.cc): an
+// external output with a producer > a parameter gradient > an output of a gradient op >
+// activation; input without a producer. O(values + outputs + param grads).
+std::vector<Role> DerivedRoles(const Graph& graph) {
+  std::vector<Role> roles(graph.num_values(), Role::kActivation);
+  for (ValueId id = 0; id < graph.num_values(); ++id) {
+    const Value& v = graph.value(id);
+    if (v.producer == kNone) {
+      roles[id] = Role::kInput;
+      continue;
+    }
+    const Op& op = graph.op(v.producer);
+    if (op.is_gradient_op || absl::EndsWith(op.type, "Gradient")) roles[id] = Role::kGradient;
+  }
+  for (const auto& [param, grad] : graph.param_grads()) roles[grad] = Role::kGradient;
+  for (ValueId id : graph.outputs()) {
+    if (graph.value(id).producer != kNone) roles[id] = Role::kOutput;
+  }
+  return roles;
+}
+
 }  // namespace
 
 absl::StatusOr<proto::NetDef> ParseNetDef(const std::string& bytes, NetFileFormat format,
@@ -288,6 +310,7 @@ proto::NetDef GraphToNetDef(const Graph& graph) {
   }
 
   // One value_info per name: the declaration and any role that derivation would not give.
+  const std::vector<Role> derived = DerivedRoles(graph);
   absl::flat_hash_map<std::string, bool> written;
   for (const Value& v : graph.values()) {
     if (written.contains(v.name)) continue;
@@ -313,13 +336,15 @@ proto::NetDef GraphToNetDef(const Graph& graph) {
       info.set_alignment(v.alignment);
       useful = true;
     }
-    // Roles that hold for every version and that derivation does not produce.
+    // Roles that hold for every version and that derivation does not produce (e.g. a parameter
+    // gradient that is also a graph output: derived as output, declared gradient).
     const Role role = v.role;
     bool same_role = true;
-    for (ValueId id : versions) same_role = same_role && graph.value(id).role == role;
-    const bool derivable = role == Role::kInput || role == Role::kOutput ||
-                           role == Role::kActivation ||
-                           (role == Role::kGradient && v.producer != kNone);
+    bool derivable = true;
+    for (ValueId id : versions) {
+      same_role = same_role && graph.value(id).role == role;
+      derivable = derivable && graph.value(id).role == derived[id];
+    }
     if (same_role && !derivable) {
       info.set_role(RoleToProto(role));
       useful = true;

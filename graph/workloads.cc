@@ -7,6 +7,7 @@
 #include "graph/gradient_builder.h"
 #include "graph/net_writer.h"
 #include "graph/workload_attention.h"
+#include "graph/workload_random.h"
 #include "graph/workload_resnet.h"
 #include "util/status_macros.h"
 
@@ -61,8 +62,12 @@ absl::StatusOr<Graph> BuildWorkload(const WorkloadSpec& spec) {
   }
   if (spec.kind == "mlp") return BuildMlp(spec);
   if (spec.kind == "resnet50") return BuildResnet50(spec);
+  if (spec.kind == "random") {
+    MG_ASSIGN_OR_RETURN(RandomWorkload workload, ParseRandomWorkload(spec));
+    return BuildRandomGraph(workload);
+  }
   return absl::InvalidArgumentError(absl::StrCat("unknown workload '", spec.kind,
-                                                 "' (known: attention, mlp, resnet50)"));
+                                                 "' (known: attention, mlp, random, resnet50)"));
 }
 
 }  // namespace memonger::graph

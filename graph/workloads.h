@@ -9,6 +9,9 @@
 //   mlp        memonger's FC test nets: layers x (FC, Relu), FC to classes, Softmax,
 //              LabelCrossEntropy, AveragedLoss. Keys: layers (3), batch (4), dim (10),
 //              classes (8), mode (inference | training). The loss is declared; fp32.
+//   random     a seeded random DAG of real ops (graph/workload_random.h). Keys: ops (1000),
+//              seed (1), batch (32), width (256), branches (4), skip (10), reach (1000),
+//              inplace (30), dead (5), dtype (fp32 | fp16 | bf16), mode (inference | training).
 //   resnet50   Caffe2's ResNet-50 (graph/workload_resnet.h). Keys: batch (32), image (224),
 //              classes (1000), mode (inference | training).
 // mode=training appends the backward ops (graph/gradient_builder.h).

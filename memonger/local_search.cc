@@ -8,29 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "memonger/best_fit.h"
+#include "util/splitmix64.h"
 #include "util/status_macros.h"
 
 namespace memonger {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// SplitMix64 (Steele, Lea, Flood 2014): the same sequence on every platform.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform enough in [0, n) for n far below 2^64. REQUIRES: n > 0.
-  uint64_t Below(uint64_t n) { return Next() % n; }
-
- private:
-  uint64_t state_;
-};
 
 bool Intersect(const OffsetItem& a, const OffsetItem& b) {
   return a.first_step <= b.last_step && b.first_step <= a.last_step;
@@ -81,7 +65,7 @@ absl::StatusOr<LocalSearchResult> ImproveUntil(const OffsetProblem& problem,
   GreedyPlacer placer(problem);
   LocalSearchResult result;
   result.solution = placer.Place(order, rule);
-  SplitMix64 rng(options.seed);
+  util::SplitMix64 rng(options.seed);
   std::vector<int> top;
   std::vector<int> under;
   while (result.iterations < options.max_iterations &&

@@ -90,6 +90,47 @@ TEST(GradientBuilderTest, AttentionTrainingNet) {
   }
 }
 
+// Sigmoid and Tanh read their output Y (Caffe2's rules); Concat's gradient is a Split of dY
+// into the inputs' sizes along the Concat's axis, written normalised.
+TEST(GradientBuilderTest, SigmoidTanhAndConcatRules) {
+  absl::StatusOr<Graph> forward = GraphFromText(R"pb(
+    name: "concat"
+    external_input: "a"
+    external_input: "b"
+    op { type: "Sigmoid" input: "a" output: "s" name: "sigmoid" }
+    op { type: "Tanh" input: "b" output: "t" name: "tanh" }
+    op { type: "Concat" input: "s" input: "t" output: "c" name: "concat"
+         arg { name: "axis" i: -1 } }
+    op { type: "AveragedLoss" input: "c" output: "loss" name: "loss" }
+    value_info { name: "a" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 3 } }
+    value_info { name: "b" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 5 } }
+  )pb");
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  ASSERT_TRUE(InferShapes(*forward, ShapeBindings{}).ok());
+  absl::StatusOr<Graph> g = AddGradientOps(*forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::map<std::string, int> counts = OpCounts(*g);
+  EXPECT_EQ(counts.at("SigmoidGradient"), 1);
+  EXPECT_EQ(counts.at("TanhGradient"), 1);
+  EXPECT_EQ(counts.at("Split"), 1);
+  for (const Op& op : g->ops()) {
+    if (op.type == "Split") {
+      EXPECT_EQ(op.attributes().GetInt("axis"), 1);
+      EXPECT_EQ(op.attributes().GetInts("split"), (std::vector<int64_t>{3, 5}));
+      ASSERT_EQ(op.outputs.size(), 2u);
+      EXPECT_EQ(TensorTypeToString(*g->value(op.outputs[0]).type), "float32[2,3]");
+      EXPECT_EQ(TensorTypeToString(*g->value(op.outputs[1]).type), "float32[2,5]");
+    }
+    if (op.type == "SigmoidGradient") {
+      EXPECT_EQ(g->value(op.inputs[0]).name, "s");
+    }
+    if (op.type == "TanhGradient") {
+      EXPECT_EQ(g->value(op.inputs[0]).name, "t");
+    }
+  }
+  ASSERT_EQ(g->param_grads().size(), 2u);
+}
+
 TEST(GradientBuilderTest, AValueOverwrittenInPlaceIsNotReadBack) {
   // Gelu reads h; a later Add overwrites h in place, so GeluGradient would need a value that no
   // longer exists.
@@ -130,21 +171,21 @@ TEST(GradientBuilderTest, ErrorsNameTheProblem) {
               HasSubstr("no loss to differentiate"));
   EXPECT_THAT(std::string(AddGradientOps(*no_param, {"loss"}).status().message()),
               HasSubstr("does not depend on any parameter"));
-  absl::StatusOr<Graph> tanh = GraphFromText(R"pb(
-    name: "tanh"
+  absl::StatusOr<Graph> exp = GraphFromText(R"pb(
+    name: "exp"
     external_input: "x"
     external_input: "w"
     op { type: "MatMul" input: "x" input: "w" output: "h" name: "mm" }
-    op { type: "Tanh" input: "h" output: "y" name: "t" }
+    op { type: "Exp" input: "h" output: "y" name: "e" }
     op { type: "AveragedLoss" input: "y" output: "loss" }
     value_info { name: "w" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 3 } dim { size: 3 } }
     value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 3 } }
   )pb");
-  ASSERT_TRUE(tanh.ok()) << tanh.status();
-  ASSERT_TRUE(InferShapes(*tanh, ShapeBindings{}).ok());
-  absl::StatusOr<Graph> g = AddGradientOps(*tanh, {"loss"});
+  ASSERT_TRUE(exp.ok()) << exp.status();
+  ASSERT_TRUE(InferShapes(*exp, ShapeBindings{}).ok());
+  absl::StatusOr<Graph> g = AddGradientOps(*exp, {"loss"});
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(g.status().message()), HasSubstr("no gradient rule for Tanh op 't'"));
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("no gradient rule for Exp op 'e'"));
 }
 
 // A typed forward net from pbtxt.

@@ -1,13 +1,15 @@
 // The backward kernels of kernels_cpu_backward.cc against double-precision formulas, in
 // float32, float16 and bfloat16 storage (references read the rounded inputs): ReluGradient,
-// GeluGradient (erf and tanh forms), SoftmaxGradient (in place over dY too), FCGradient and
-// FCTransposedGradient, MatMulGradient (broadcast batch dims summed away, 1-D operands,
-// trans_a/trans_b), LayerNormalizationGradient (with a broadcast Scale).
+// SigmoidGradient and TanhGradient (in place over dY too), GeluGradient (erf and tanh forms),
+// SoftmaxGradient (in place over dY too), FCGradient and FCTransposedGradient, MatMulGradient
+// (broadcast batch dims summed away, 1-D operands, trans_a/trans_b), LayerNormalizationGradient
+// (with a broadcast Scale).
 #include <cmath>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/kernel_test_support.h"
 
@@ -45,6 +47,22 @@ TEST_P(BackwardKernelTest, PointwiseGradients) {
   std::vector<double> ref(21);
   for (int i = 0; i < 21; ++i) ref[i] = xv[i] > 0 ? g[i] : 0;
   EXPECT_EQ(ToDoubles(dx), ref);
+  // SigmoidGradient(Y, dY) = dY y (1 - y) and TanhGradient(Y, dY) = dY (1 - y^2), from the
+  // stored (rounded) Y; also in place over dY.
+  for (const char* type : {"Sigmoid", "Tanh"}) {
+    SCOPED_TRACE(type);
+    const bool sigmoid = std::string(type) == "Sigmoid";
+    ASSERT_TRUE(RunKernel(type, {}, {&x}, {&y}).ok());
+    const std::vector<double> yv = ToDoubles(y);
+    for (int i = 0; i < 21; ++i) {
+      ref[i] = sigmoid ? g[i] * yv[i] * (1 - yv[i]) : g[i] * (1 - yv[i] * yv[i]);
+    }
+    ASSERT_TRUE(RunKernel(absl::StrCat(type, "Gradient"), {}, {&y, &dy}, {&dx}).ok());
+    EXPECT_EQ(CompareClose(ToDoubles(dx), ref, Rtol(dtype), 1e-6), "");
+    TestTensor in_place = dy;
+    ASSERT_TRUE(RunKernel(absl::StrCat(type, "Gradient"), {}, {&y, &in_place}, {&in_place}).ok());
+    EXPECT_EQ(ToDoubles(in_place), ToDoubles(dx));
+  }
   // GeluGradient(dY, X), both forms.
   for (bool tanh_form : {false, true}) {
     SCOPED_TRACE(tanh_form);

@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "graph/model_loader.h"
 #include "graph/shape_inference.h"
+#include "graph/workloads.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
 
@@ -109,6 +110,24 @@ TEST(NetDefTest, TextToGraphToBinaryToGraphIsTheSameGraph) {
   auto third = LoadModel(pbtxt, {});
   ASSERT_TRUE(third.ok()) << third.status();
   ExpectSameGraph(*first, *third);
+}
+
+// The gradient builder makes parameter gradients graph outputs with role gradient; derivation
+// alone would call them outputs, so the role must be written for them to load back as written.
+TEST(NetDefTest, ParameterGradientsThatAreOutputsKeepTheirRole) {
+  absl::StatusOr<WorkloadSpec> spec = ParseWorkloadSpec("mlp:layers=2,mode=training");
+  ASSERT_TRUE(spec.ok());
+  absl::StatusOr<Graph> first = BuildWorkload(*spec);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_FALSE(first->param_grads().empty());
+  const std::string pb = memonger::testing::TempDir() + "/mlp_training.pb";
+  ASSERT_TRUE(WriteNetDef(GraphToNetDef(*first), pb, NetFileFormat::kBinary).ok());
+  absl::StatusOr<Graph> second = LoadModel(pb, {});
+  ASSERT_TRUE(second.ok()) << second.status();
+  ExpectSameGraph(*first, *second);
+  for (const auto& [param, grad] : second->param_grads()) {
+    EXPECT_EQ(second->value(grad).role, Role::kGradient) << second->value(grad).DisplayName();
+  }
 }
 
 TEST(NetDefTest, BundledExampleRoundTrips) {

@@ -305,6 +305,37 @@ TEST(OptimizeNetTest, WorkloadPlansAndRoundTripsThroughNetOut) {
   EXPECT_EQ(reloaded["values"].size(), plan["values"].size());
 }
 
+// The random workload through the CLI: the plan's --net-out (values renamed where they share,
+// memonger's output form) loads back and plans to the same numbers; training too.
+TEST(OptimizeNetTest, RandomWorkloadRoundTripsThroughNetOut) {
+  for (const char* mode : {"inference", "training"}) {
+    SCOPED_TRACE(mode);
+    const std::string out = WriteTempFile(absl::StrCat("random_", mode, ".pb"), "");
+    auto r = RunOptimizeNet(absl::StrCat("--workload random:ops=300,batch=2,width=8,seed=2,mode=",
+                                         mode, " --time-limit 0.2 --format json --net-out '",
+                                         out, "'"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto plan = nlohmann::json::parse(r.out);
+    if (std::string(mode) == "inference") {
+      EXPECT_EQ(plan["ops"], 300);
+    }
+    auto again = RunOptimizeNet("'" + out + "' --planner none --format json");
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    const auto reloaded = nlohmann::json::parse(again.out);
+    EXPECT_EQ(reloaded["ops"], plan["ops"]);
+    EXPECT_EQ(reloaded["lower_bound_bytes"], plan["lower_bound_bytes"]);
+    EXPECT_EQ(reloaded["static_bytes"], plan["static_bytes"]);
+    // Shared values were renamed to one blob: fewer names, the same bytes at the peak.
+    EXPECT_LE(reloaded["values"].size(), plan["values"].size());
+  }
+  auto bad = RunOptimizeNet("--workload random:ops=0");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("random workload: ops=0 is out of range"));
+  auto width = RunOptimizeNet("--workload random:width=10");
+  EXPECT_EQ(width.exit_code, 1);
+  EXPECT_THAT(width.err, HasSubstr("width=10 is not a multiple of 4"));
+}
+
 TEST(OptimizeNetTest, WhatIfTableAndBudget) {
   const std::string base = "--workload attention:n=1023,heads=4,dim=64,mlp=128,depth=2 ";
   auto r = RunOptimizeNet(base + "--compare kernel=math,efficient --variant bias_dtype=fp16");

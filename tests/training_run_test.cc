@@ -1,11 +1,11 @@
 // Training nets run for real in the planned arena: the generated training workloads (attention
-// with both kernels in fp16, bf16 and fp32; memonger's MLP; a tiny ResNet-50) run forward and
-// backward with the CPU kernels, and every value, each captured right after the op that
-// produced it (tests/training_support.h), is byte-identical whether each value has memory of
-// its own (--planner none) or shares the arena (the default planner, memonger-dag in training
-// mode, best-fit with views). The graph outputs and the parameter gradients are compared byte
-// by byte, every other value (activations, saved statistics, workspaces, intermediate
-// gradients) by a 64-bit FNV-1a hash of its bytes.
+// with both kernels in fp16, bf16 and fp32; memonger's MLP; a tiny ResNet-50; random DAGs) run
+// forward and backward with the CPU kernels, and every value, each captured right after the op
+// that produced it (tests/training_support.h), is byte-identical whether each value has memory
+// of its own (--planner none) or shares the arena (the default planner, memonger-dag in
+// training mode, best-fit with views). The graph outputs and the parameter gradients are
+// compared byte by byte, every other value (activations, saved statistics, workspaces,
+// intermediate gradients) by a 64-bit FNV-1a hash of its bytes.
 //
 // Also: the efficient and the math attention kernels agree on the same inputs (forward output
 // and parameter gradients, tolerances by dtype below), and the CLI's --execute host writes the
@@ -174,7 +174,11 @@ INSTANTIATE_TEST_SUITE_P(
         // Rows padded to 16 read in place by AddAttentionBias; a repeated (Expand) bias.
         "attention:n=14,heads=2,dim=16,mlp=32,depth=2,batch=2,dtype=bf16,kernel=math,"
         "bias_pad=4,broadcast=repeat,mode=training",
-        "mlp:mode=training", "resnet50:batch=1,image=32,mode=training"),
+        "mlp:mode=training", "resnet50:batch=1,image=32,mode=training",
+        // Random DAGs of every rule at once, in place and with views (graph/workload_random.h).
+        "random:ops=120,batch=2,width=8,seed=5,dtype=fp32,mode=training",
+        "random:ops=120,batch=2,width=8,seed=6,dtype=fp16,branches=6,inplace=80,mode=training",
+        "random:ops=120,batch=2,width=8,seed=7,dtype=bf16,skip=40,mode=training"),
     [](const ::testing::TestParamInfo<const char*>& info) {
       std::string name;
       for (const char* p = info.param; *p != '\0'; ++p) {

@@ -368,8 +368,9 @@ int main(int argc, char** argv) {
                      "records, memonger.records/v1), .csv (MiniMalloc trace)");
   CLI::Option* workload =
       app.add_option("--workload", flags.workload,
-                     "a generated net instead of MODEL: attention:n=18000,kernel=math,... or "
-                     "mlp:layers=3,... (docs/attention.md)");
+                     "a generated net instead of MODEL: attention:n=18000,kernel=math,..., "
+                     "resnet50:batch=32, mlp:layers=3,... or random:ops=100000,seed=1,... "
+                     "(docs/workloads.md)");
   model->excludes(workload);
   workload->excludes(model);
   app.add_option("--compare", flags.compare,
