@@ -1,7 +1,8 @@
 // Device kernels, pointwise family: one thread per output element.
 //   Add, Sub, Mul, Div (numpy broadcasting), Sum (n-ary, broadcasting), Relu, Gelu (erf or tanh
 //   form), Sigmoid, Tanh, Cast (between float types), ConstantFill, AveragedLoss(+Gradient),
-//   LabelCrossEntropy(+Gradient), ReluGradient, GeluGradient, and the copy-like ops (Reshape, Flatten, Squeeze, Unsqueeze,
+//   LabelCrossEntropy(+Gradient), ReluGradient, SigmoidGradient, TanhGradient, GeluGradient,
+//   and the copy-like ops (Reshape, Flatten, Squeeze, Unsqueeze,
 //   Identity: nothing when the plan made the output a view, else one device copy).
 // Semantics are the CPU kernels' (kernels_cpu_elementwise.cc, kernels_cpu_backward.cc,
 // kernels_cpu_loss.cc, kernels_cpu_fill.cc), computed in float32. An output may be an input
@@ -84,18 +85,21 @@ struct UnaryBody {
   }
 };
 
-// dX = dY * f'(X): Relu reads Y (its output), Gelu reads X.
+// dX = dY * f'(...): Relu, Sigmoid and Tanh read Y (their output; in `x` here), Gelu reads X.
+// The CPU kernels' expressions: dY y (1 - y) and dY (1 - y^2).
 struct UnaryGradientBody {
   Unary op{};
   In dy{}, x{};
   Out dx{};
   MG_HD void operator()(int64_t i) const {
     const float v = x[i];
-    float slope = v > 0.0f ? 1.0f : 0.0f;
-    if (op == Unary::kGeluErf) slope = GeluErfSlope(v);
-    if (op == Unary::kGeluTanh) slope = GeluTanhSlope(v);
     const float g = dy[i];
-    dx.Set(i, op == Unary::kRelu ? (v > 0.0f ? g : 0.0f) : g * slope);
+    float r = v > 0.0f ? g : 0.0f;
+    if (op == Unary::kGeluErf) r = g * GeluErfSlope(v);
+    if (op == Unary::kGeluTanh) r = g * GeluTanhSlope(v);
+    if (op == Unary::kSigmoid) r = g * v * (1.0f - v);
+    if (op == Unary::kTanh) r = g * (1.0f - v * v);
+    dx.Set(i, r);
   }
 };
 
@@ -256,7 +260,8 @@ absl::Status DeviceUnary(const Backend& be, const KernelArgs& args, Unary op) {
   return be.Launch(NumElements(args.output_types[0]->dims), body);
 }
 
-// ReluGradient(Y, dY) and GeluGradient(dY, X): dX may be dY exactly.
+// ReluGradient, SigmoidGradient, TanhGradient (Y, dY) and GeluGradient(dY, X): dX may be dY
+// exactly.
 template <class Backend>
 absl::Status DeviceUnaryGradient(const Backend& be, const KernelArgs& args, Unary op) {
   using namespace pointwise_internal;  // NOLINT
@@ -265,8 +270,9 @@ absl::Status DeviceUnaryGradient(const Backend& be, const KernelArgs& args, Unar
   if (*args.input_types[1] != t || *args.output_types[0] != t) {
     return KernelError(args, "inputs and output must have one type");
   }
-  const int dy = op == Unary::kRelu ? 1 : 0;
-  if (op != Unary::kRelu) {
+  const bool reads_x = op == Unary::kGeluErf;  // Gelu's gradient reads X, the others Y
+  const int dy = reads_x ? 0 : 1;
+  if (reads_x) {
     MG_ASSIGN_OR_RETURN(op, GeluForm(args));
   }
   MG_RETURN_IF_ERROR(CheckSameOrApart(args, dy, 0));
@@ -418,6 +424,12 @@ void AddDevicePointwiseKernels(absl::flat_hash_map<std::string, Kernel>& kernels
   }
   kernels["ReluGradient"] = [be](const KernelArgs& a) {
     return DeviceUnaryGradient(*be, a, Unary::kRelu);
+  };
+  kernels["SigmoidGradient"] = [be](const KernelArgs& a) {
+    return DeviceUnaryGradient(*be, a, Unary::kSigmoid);
+  };
+  kernels["TanhGradient"] = [be](const KernelArgs& a) {
+    return DeviceUnaryGradient(*be, a, Unary::kTanh);
   };
   kernels["GeluGradient"] = [be](const KernelArgs& a) {
     return DeviceUnaryGradient(*be, a, Unary::kGeluErf);

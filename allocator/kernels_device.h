@@ -7,11 +7,11 @@
 // ConstantFill, Reshape, Flatten, Squeeze, Unsqueeze, Identity, Transpose, Expand, Concat, Split,
 // PadLastDim, Softmax, LayerNormalization, ReduceSum, MatMul, BatchMatMul, FC, FCTransposed,
 // AlibiBias, AddAttentionBias, EfficientAttention, AveragedLoss, LabelCrossEntropy, and the
-// gradients ReluGradient, GeluGradient, SoftmaxGradient, LayerNormalizationGradient,
+// gradients ReluGradient, SigmoidGradient, TanhGradient, GeluGradient, SoftmaxGradient, LayerNormalizationGradient,
 // MatMulGradient, FCGradient, FCTransposedGradient, EfficientAttentionGradient,
 // AveragedLossGradient, LabelCrossEntropyGradient: every op of the `attention` workload (both
-// attention kernels, every dtype and bias option, inference and training) and of the `mlp`
-// workload. Storage float32, float16, bfloat16 (float32 arithmetic); any other op or type is
+// attention kernels, every dtype and bias option, inference and training) and of the `mlp` and
+// `random` workloads. Storage float32, float16, bfloat16 (float32 arithmetic); any other op or type is
 // Unimplemented naming it.
 #ifndef MEMONGER_ALLOCATOR_KERNELS_DEVICE_H_
 #define MEMONGER_ALLOCATOR_KERNELS_DEVICE_H_
