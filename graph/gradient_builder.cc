@@ -225,6 +225,13 @@ class Builder {
       Emit("AveragedLossGradient", name, {x, *dy[0]}, {GradOutput(in(0))});
     } else if (t == "LayerNormalization") {
       MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));
+      // An ONNX node that omits Mean but keeps InvStdDev has InvStdDev at position 1: the rule
+      // below would read it as the mean. Refused rather than differentiated wrongly.
+      if (op.attributes().Has("onnx_output_slots")) {
+        return absl::UnimplementedError(absl::StrCat(
+            "gradient of ", op.Label(),
+            ": an omitted optional output before a present one (not supported)"));
+      }
       MG_ASSIGN_OR_RETURN(std::string x, read(0));
       MG_ASSIGN_OR_RETURN(std::string scale, read(1));
       const std::string mean = EnsureOutput(id, 1, "mean");

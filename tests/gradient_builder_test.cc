@@ -381,6 +381,13 @@ TEST(GradientBuilderTest, StatisticsOutputsThatReachALossAreRefused) {
          op { name: "add" type: "Sum" input: "main" input: "aux" output: "loss" }
        )pb"),
        "gradient of LayerNormalization op 'ln': a loss depends on output 1 ('mean')"},
+      {"LayerNormalization without Mean but with InvStdDev",
+       absl::StrCat(ParamDecl("x", {2, 3, 4}), ParamDecl("s", {4}), R"pb(
+         op { name: "ln" type: "LayerNormalization" input: "x" input: "s" output: "y"
+              output: "inv" arg { name: "onnx_output_slots" ints: 0 ints: 2 } }
+         op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+       )pb"),
+       "gradient of LayerNormalization op 'ln': an omitted optional output before a present one"},
   };
   for (const Bad& c : cases) {
     SCOPED_TRACE(c.name);
