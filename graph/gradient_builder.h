@@ -44,7 +44,9 @@
 //   need them.
 // LayerNormalization, EfficientAttention, SpatialBN and BatchNormalization are differentiated
 // through output 0 alone (their other outputs are statistics or scratch): a loss that depends
-// on another of their outputs is Unimplemented naming the op and the output.
+// on another of their outputs is Unimplemented naming the op and the output. So is an ONNX
+// LayerNormalization or BatchNormalization node that omits an optional output before a present
+// one (`onnx_output_slots`): its outputs are not at the positions the rules read.
 //
 // In-place writes: a gradient op reads forward values by name, which means their latest
 // version. When a rule needs a value that a later op overwrote in place, the result is
