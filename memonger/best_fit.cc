@@ -125,7 +125,8 @@ std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder
   return SortedByKeyDescending(problem, [](int) { return 0; });
 }
 
-absl::StatusOr<BestFitResult> RunBestFitPortfolio(const OffsetProblem& problem) {
+absl::StatusOr<BestFitResult> RunBestFitPortfolio(
+    const OffsetProblem& problem, std::optional<std::chrono::steady_clock::time_point> stop_after) {
   MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
   BestFitResult best;
   best.lower_bound = OffsetLowerBound(problem);
@@ -136,6 +137,9 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(const OffsetProblem& problem) 
     std::vector<int> order = PortfolioItemOrder(problem, kind);
     if (std::find(tried.begin(), tried.end(), order) != tried.end()) continue;
     for (FitRule rule : {FitRule::kBestFit, FitRule::kLowestOffset}) {
+      if (have && stop_after.has_value() && std::chrono::steady_clock::now() >= *stop_after) {
+        return best;
+      }
       // A run that cannot end strictly lower than the best so far (an earlier run, which wins
       // ties) stops early.
       std::optional<OffsetSolution> solution = placer.PlaceFrom(

@@ -33,6 +33,8 @@
 #define MEMONGER_MEMONGER_BEST_FIT_H_
 
 #include <cstdint>
+#include <chrono>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -67,8 +69,13 @@ struct BestFitResult {
   int runs = 0;             // greedy placements made
 };
 
-// InvalidArgument for a malformed problem (ValidateOffsetProblem).
-absl::StatusOr<BestFitResult> RunBestFitPortfolio(const OffsetProblem& problem);
+// InvalidArgument for a malformed problem (ValidateOffsetProblem). With `stop_after`, no run
+// starts after that time (the first always runs): how a time-limited caller (auto, local
+// search) keeps its limit on problems where each greedy run takes seconds. The result then
+// depends on the clock; without it the portfolio is deterministic.
+absl::StatusOr<BestFitResult> RunBestFitPortfolio(
+    const OffsetProblem& problem,
+    std::optional<std::chrono::steady_clock::time_point> stop_after = std::nullopt);
 absl::StatusOr<OffsetSolution> PlanBestFit(const OffsetProblem& problem);
 
 }  // namespace memonger

@@ -133,7 +133,7 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
                                                           const LocalSearchOptions& options) {
   MG_RETURN_IF_ERROR(ValidateOptions(options));
   const Clock::time_point deadline = DeadlineAfter(Clock::now(), options.time_limit_seconds);
-  MG_ASSIGN_OR_RETURN(BestFitResult start, RunBestFitPortfolio(problem));
+  MG_ASSIGN_OR_RETURN(BestFitResult start, RunBestFitPortfolio(problem, deadline));
   if (start.solution.proven_optimal) return std::move(start.solution);
   MG_ASSIGN_OR_RETURN(LocalSearchResult improved,
                       ImproveUntil(problem, std::move(start.order), start.rule, options,

@@ -57,7 +57,8 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
                                                        std::vector<int> order, FitRule rule,
                                                        const LocalSearchOptions& options);
 
-// RunBestFitPortfolio, then ImproveByLocalSearch from its winner (same fit rule).
+// RunBestFitPortfolio (stopped at the time limit, after its first run), then
+// ImproveByLocalSearch from its winner (same fit rule) for what is left of the limit.
 absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
                                                           const LocalSearchOptions& options = {});
 

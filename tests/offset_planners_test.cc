@@ -264,6 +264,23 @@ TEST(OffsetPlannersOrderingTest, PortfolioReportsItsWinner) {
   EXPECT_LE(result->runs, 2 * static_cast<int>(std::size(kPortfolioOrders)));
 }
 
+// A time-limited caller's deadline stops the portfolio after its first run, with a valid plan.
+TEST(OffsetPlannersOrderingTest, PortfolioStopsAtItsDeadlineAfterOneRun) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(seed);
+    const OffsetProblem p = RandomProblem(seed);
+    absl::StatusOr<BestFitResult> full = RunBestFitPortfolio(p);
+    ASSERT_TRUE(full.ok()) << full.status();
+    absl::StatusOr<BestFitResult> cut = RunBestFitPortfolio(p, std::chrono::steady_clock::now());
+    ASSERT_TRUE(cut.ok()) << cut.status();
+    EXPECT_EQ(cut->runs, 1);
+    EXPECT_GE(cut->solution.height, full->solution.height);
+    EXPECT_TRUE(CheckOffsetSolution(p, cut->solution.offsets).ok());
+    GreedyPlacer placer(p);
+    EXPECT_EQ(placer.Place(cut->order, cut->rule).offsets, cut->solution.offsets);
+  }
+}
+
 TEST(OffsetPlannersOrderingTest, ConflictCountsMatchPairwiseCounts) {
   for (uint64_t seed = 1; seed <= 50; ++seed) {
     SCOPED_TRACE(seed);
