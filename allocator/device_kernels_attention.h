@@ -277,32 +277,17 @@ absl::Status DeviceAlibiBias(const Backend& be, const KernelArgs& args) {
   using namespace attention_internal;  // NOLINT
   MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
   MG_RETURN_IF_ERROR(kernel_internal::CheckNoOverlapAll(args));
-  const graph::TensorType& coords = *args.input_types[0];
-  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> heads, kernel_internal::OptionalIntAttr(args, "heads"));
-  MG_ASSIGN_OR_RETURN(const int64_t cls, kernel_internal::IntAttr(args, "cls", 1));
-  MG_ASSIGN_OR_RETURN(const int64_t pad, kernel_internal::IntAttr(args, "pad", 0));
-  if (!heads.has_value() || *heads <= 0) {
-    return KernelError(args, "attribute 'heads' (a positive int) is required");
-  }
-  if (cls < 0 || pad < 0) return KernelError(args, "cls and pad must not be negative");
-  if (coords.dims.size() != 2 || coords.dims[1] != 2) {
-    return KernelError(args, absl::StrCat("coords must be [N, 2], got ",
-                                          graph::TensorTypeToString(coords)));
-  }
-  if (coords.dtype != graph::DataType::kInt64 && coords.dtype != graph::DataType::kFloat32) {
-    return kernel_internal::UnsupportedDtype(args, coords.dtype, "coords: int64, float32");
-  }
-  AlibiBody body{args.inputs[0], coords.dtype == graph::DataType::kInt64, *heads, coords.dims[0], cls};
-  body.l = body.n + cls;
-  body.lp = pad == 0 ? body.l : (body.l + pad - 1) / pad * pad;
-  const Dims expected{1, *heads, body.l, body.lp};
-  if (args.output_types[0]->dims != expected) {
-    return KernelError(args, absl::StrCat("bias must be ", graph::DimsToString(expected),
-                                          ", the output is ",
-                                          graph::TensorTypeToString(*args.output_types[0])));
-  }
+  MG_ASSIGN_OR_RETURN(const kernel_internal::AlibiGeometry g, kernel_internal::ResolveAlibi(args));
+  AlibiBody body;
+  body.coords = args.inputs[0];
+  body.coords_int64 = args.input_types[0]->dtype == graph::DataType::kInt64;
+  body.heads = g.heads;
+  body.n = g.n;
+  body.cls = g.cls;
+  body.l = g.l;
+  body.lp = g.lp;
   MG_ASSIGN_OR_RETURN(body.bias, OutputAt(args, 0));
-  return be.Launch(NumElements(expected), body);
+  return be.Launch(NumElements(args.output_types[0]->dims), body);
 }
 
 template <class Backend>

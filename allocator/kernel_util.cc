@@ -337,6 +337,36 @@ absl::StatusOr<TransposeGeometry> ResolveTranspose(const KernelArgs& args,
   return g;
 }
 
+absl::StatusOr<AlibiGeometry> ResolveAlibi(const KernelArgs& args) {
+  const graph::TensorType& coords = *args.input_types[0];
+  const graph::TensorType& out = *args.output_types[0];
+  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> heads, OptionalIntAttr(args, "heads"));
+  AlibiGeometry g;
+  MG_ASSIGN_OR_RETURN(g.cls, IntAttr(args, "cls", 1));
+  MG_ASSIGN_OR_RETURN(const int64_t pad, IntAttr(args, "pad", 0));
+  if (!heads.has_value() || *heads <= 0) {
+    return KernelError(args, "attribute 'heads' (a positive int) is required");
+  }
+  if (g.cls < 0 || pad < 0) return KernelError(args, "cls and pad must not be negative");
+  if (coords.dims.size() != 2 || coords.dims[1] != 2) {
+    return KernelError(args, absl::StrCat("coords must be [N, 2], got ",
+                                          graph::TensorTypeToString(coords)));
+  }
+  if (coords.dtype != graph::DataType::kInt64 && coords.dtype != graph::DataType::kFloat32) {
+    return UnsupportedDtype(args, coords.dtype, "coords: int64, float32");
+  }
+  g.heads = *heads;
+  g.n = coords.dims[0];
+  g.l = g.n + g.cls;
+  g.lp = pad == 0 ? g.l : (g.l + pad - 1) / pad * pad;
+  const Dims expected{1, g.heads, g.l, g.lp};
+  if (out.dims != expected) {
+    return KernelError(args, absl::StrCat("bias must be ", graph::DimsToString(expected),
+                                          ", the output is ", graph::TensorTypeToString(out)));
+  }
+  return g;
+}
+
 absl::StatusOr<FcDims> ResolveFcDims(const KernelArgs& args, const graph::TensorType& x,
                                      const graph::TensorType& w, bool transposed) {
   MG_ASSIGN_OR_RETURN(const int64_t axis_attr, IntAttr(args, "axis", 1));

@@ -211,6 +211,15 @@ struct TransposeGeometry {
 absl::StatusOr<TransposeGeometry> ResolveTranspose(const KernelArgs& args,
                                                    const graph::TensorType& x);
 
+// AlibiBias(coords) -> bias (docs/ops.md): attributes heads (required, > 0), cls (default 1),
+// pad (default 0); coords int64 or float32 [N, 2]; bias [1, heads, L, Lp] with L = N + cls and
+// Lp = L rounded up to a multiple of pad. InvalidArgument (Unimplemented for another coords
+// type) naming the op otherwise. CPU and device kernels share it.
+struct AlibiGeometry {
+  int64_t heads = 0, cls = 0, n = 0, l = 0, lp = 0;
+};
+absl::StatusOr<AlibiGeometry> ResolveAlibi(const KernelArgs& args);
+
 // Row-major strides of `dims` (elements).
 Dims Strides(const Dims& dims);
 // Strides with which `out`'s multi-index reads an input of dims `in` under numpy broadcasting

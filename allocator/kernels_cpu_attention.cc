@@ -55,26 +55,8 @@ absl::Status AlibiBias(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
   const TensorType& coords = *args.input_types[0];
   const TensorType& out = *args.output_types[0];
-  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> heads_attr, OptionalIntAttr(args, "heads"));
-  MG_ASSIGN_OR_RETURN(const int64_t cls, IntAttr(args, "cls", 1));
-  MG_ASSIGN_OR_RETURN(const int64_t pad, IntAttr(args, "pad", 0));
-  if (!heads_attr.has_value() || *heads_attr <= 0) {
-    return KernelError(args, "attribute 'heads' (a positive int) is required");
-  }
-  if (cls < 0 || pad < 0) return KernelError(args, "cls and pad must not be negative");
-  if (coords.dims.size() != 2 || coords.dims[1] != 2) {
-    return KernelError(args, absl::StrCat("coords must be [N, 2], got ",
-                                          graph::TensorTypeToString(coords)));
-  }
-  const int64_t heads = *heads_attr;
-  const int64_t n = coords.dims[0];
-  const int64_t l = n + cls;
-  const int64_t lp = pad == 0 ? l : (l + pad - 1) / pad * pad;
-  const Dims expected{1, heads, l, lp};
-  if (out.dims != expected) {
-    return KernelError(args, absl::StrCat("bias must be ", graph::DimsToString(expected),
-                                          ", the output is ", graph::TensorTypeToString(out)));
-  }
+  MG_ASSIGN_OR_RETURN(const AlibiGeometry g, ResolveAlibi(args));
+  const int64_t heads = g.heads, cls = g.cls, n = g.n, l = g.l, lp = g.lp;
   std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
   if (coords.dtype == DataType::kInt64) {
     const int64_t* c = reinterpret_cast<const int64_t*>(args.inputs[0]);
@@ -82,14 +64,12 @@ absl::Status AlibiBias(const KernelArgs& args) {
       x[i] = static_cast<float>(c[2 * i]);
       y[i] = static_cast<float>(c[2 * i + 1]);
     }
-  } else if (coords.dtype == DataType::kFloat32) {
+  } else {  // float32 (ResolveAlibi refused anything else)
     const float* c = reinterpret_cast<const float*>(args.inputs[0]);
     for (int64_t i = 0; i < n; ++i) {
       x[i] = c[2 * i];
       y[i] = c[2 * i + 1];
     }
-  } else {
-    return UnsupportedDtype(args, coords.dtype, "coords: int64, float32");
   }
   return DispatchFloat(args, out.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
