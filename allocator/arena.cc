@@ -68,14 +68,6 @@ absl::Status TooBig(absl::string_view where, int64_t needed, int64_t available,
 
 }  // namespace
 
-absl::string_view DeviceName(Device device) {
-  switch (device) {
-    case Device::kHost: return "host";
-    case Device::kCuda: return "cuda";
-  }
-  return "host";
-}
-
 bool BuiltWithCuda() {
 #ifdef MEMONGER_HAVE_CUDA
   return true;

@@ -24,11 +24,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "kernels/device.h"
 
 namespace memonger::alloc {
-
-enum class Device { kHost, kCuda };
-absl::string_view DeviceName(Device device);  // "host", "cuda"
 
 // The smallest base alignment of every arena (RMM's and cudaMalloc's 256 bytes).
 inline constexpr int64_t kMinArenaAlignment = 256;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "allocator/verify_kernels.h"
+#include "kernels/verify_kernels.h"
 #include "memonger/liveness.h"
 #include "memonger/schedule.h"
 #include "util/check.h"
@@ -34,16 +34,6 @@ std::vector<ValueId> DistinctInputs(const graph::Op& op) {
 }
 
 }  // namespace
-
-const Kernel* KernelTable::Find(absl::string_view op_type) const {
-  const auto it = kernels_.find(op_type);
-  return it == kernels_.end() ? nullptr : &it->second;
-}
-
-KernelTable KernelTable::With(absl::string_view op_type, Kernel kernel) && {
-  kernels_[std::string(op_type)] = std::move(kernel);
-  return std::move(*this);
-}
 
 absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan& plan,
                                           Arena& arena) {

@@ -46,39 +46,10 @@
 #include "absl/strings/string_view.h"
 #include "allocator/arena.h"
 #include "graph/graph.h"
+#include "kernels/kernel.h"
 #include "memonger/plan.h"
 
 namespace memonger::alloc {
-
-// What a kernel gets for one op. Pointers are on `device` (device pointers for kCuda) and are
-// valid only during the call. Values of role workspace are among the outputs, as the net
-// declares them. A zero-byte value still has a (non-dereferenceable) pointer.
-struct KernelArgs {
-  const graph::Op* op = nullptr;
-  Device device = Device::kHost;
-  std::vector<const std::byte*> inputs;             // op->inputs order (repeats repeated)
-  std::vector<const graph::TensorType*> input_types;
-  std::vector<std::byte*> outputs;                  // op->outputs order
-  std::vector<const graph::TensorType*> output_types;
-};
-using Kernel = std::function<absl::Status(const KernelArgs&)>;
-
-// Op type -> kernel. Built once by the caller, immutable afterwards (no global registry).
-class KernelTable {
- public:
-  KernelTable() = default;
-  explicit KernelTable(absl::flat_hash_map<std::string, Kernel> kernels)
-      : kernels_(std::move(kernels)) {}
-  // nullptr when the table has no kernel for `op_type`.
-  const Kernel* Find(absl::string_view op_type) const;
-  // This table with `op_type`'s kernel replaced (or added): how a wrapper such as the float16
-  // census (fp16_census.h) decorates one kernel of an otherwise unchanged table.
-  KernelTable With(absl::string_view op_type, Kernel kernel) &&;
-  int size() const { return static_cast<int>(kernels_.size()); }
-
- private:
-  absl::flat_hash_map<std::string, Kernel> kernels_;
-};
 
 class Executor {
  public:

@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "allocator/arena.h"
 #include "allocator/executor.h"
-#include "allocator/kernels_cpu.h"
-#include "allocator/npy.h"
-#include "allocator/value_fill.h"
+#include "kernels/cpu/kernels_cpu.h"
+#include "kernels/npy.h"
+#include "kernels/value_fill.h"
 #include "util/status_macros.h"
 
 namespace memonger::alloc {

@@ -31,8 +31,8 @@
 #include "absl/status/statusor.h"
 #include "allocator/arena.h"
 #include "allocator/executor.h"
-#include "allocator/fp16_census.h"
-#include "allocator/onnx_tensor_data.h"
+#include "kernels/fp16_census.h"
+#include "kernels/onnx_tensor_data.h"
 #include "graph/graph.h"
 #include "memonger/plan.h"
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "allocator/executor.h"
-#include "allocator/float16.h"
-#include "allocator/kernels_cpu.h"
+#include "kernels/float16.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "benchmark/benchmark.h"
 #include "graph/graph.h"
 #include "util/check.h"

@@ -16,10 +16,10 @@
 #include "benchmark/benchmark.h"
 #include "graph/graph.h"
 #include "memonger/liveness.h"
-#include "memonger/memonger_dag.h"
+#include "memonger/sharing/memonger_dag.h"
 #include "memonger/plan.h"
 #include "memonger/schedule.h"
-#include "memonger/sharing.h"
+#include "memonger/sharing/sharing.h"
 #include "util/check.h"
 
 namespace memonger {

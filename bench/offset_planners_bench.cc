@@ -27,8 +27,8 @@
 
 #include "benchmark/benchmark.h"
 #include "graph/records.h"
-#include "memonger/offset_planning.h"
-#include "memonger/offset_problem.h"
+#include "memonger/offsets/offset_planning.h"
+#include "memonger/offsets/offset_problem.h"
 #include "util/check.h"
 
 namespace memonger {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "memonger/exact_sharing.h"
-#include "memonger/interference.h"
+#include "memonger/sharing/exact_sharing.h"
+#include "memonger/sharing/interference.h"
 #include "util/check.h"
 
 namespace memonger {

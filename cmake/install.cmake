@@ -3,8 +3,8 @@
 #   target_link_libraries(app PRIVATE memonger::memonger)
 include(CMakePackageConfigHelpers)
 
-set(memonger_export_targets memonger_proto memonger_util memonger_graph memonger_core
-  memonger_allocator memonger_all)
+set(memonger_export_targets memonger_proto memonger_util memonger_graph memonger_workloads
+  memonger_core memonger_kernels memonger_report memonger_allocator memonger_all)
 install(TARGETS ${memonger_export_targets}
   EXPORT memongerTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -12,7 +12,7 @@ install(TARGETS ${memonger_export_targets}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS optimize-net RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-foreach(dir util graph memonger allocator)
+foreach(dir util graph workloads memonger kernels report allocator)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memonger/${dir}
     FILES_MATCHING PATTERN "*.h")

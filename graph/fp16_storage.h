@@ -9,7 +9,7 @@
 //
 // Not lossless in general: float16 has 5 exponent bits, so values above 65504 become infinity
 // and values below 2^-24 become zero (bfloat16 and float32 have 8 exponent bits). Run the net
-// with the executor's float16 census (allocator/fp16_census.h) to count what was lost.
+// with the executor's float16 census (kernels/fp16_census.h) to count what was lost.
 //
 // Names: "<name>_fp16" for the stored value, "<name>_restored" (then _1, _2, ...) for each
 // reader's copy. Values are addressed by blob name; a name must be written once (no in-place

@@ -7,7 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "graph/net_def.h"
-#include "graph/onnx_import.h"
+#include "graph/onnx/onnx_import.h"
 #include "graph/records.h"
 #include "util/status_macros.h"
 

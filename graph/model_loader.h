@@ -1,5 +1,5 @@
 // LoadModel: one entry point for every model file memonger reads, chosen by extension:
-//   .onnx            ONNX ModelProto (graph/onnx_import.h)
+//   .onnx            ONNX ModelProto (graph/onnx/onnx_import.h)
 //   .pb              binary NetDef (graph/net_def.h)
 //   .pbtxt .prototxt text NetDef
 //   .json            usage records, schema memonger.records/v1 (graph/records.h)

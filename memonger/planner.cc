@@ -4,11 +4,11 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "memonger/exact_sharing.h"
-#include "memonger/interference.h"
-#include "memonger/memonger_dag.h"
-#include "memonger/offset_planning.h"
-#include "memonger/sharing.h"
+#include "memonger/sharing/exact_sharing.h"
+#include "memonger/sharing/interference.h"
+#include "memonger/sharing/memonger_dag.h"
+#include "memonger/offsets/offset_planning.h"
+#include "memonger/sharing/sharing.h"
 #include "util/checked_math.h"
 #include "util/status_macros.h"
 

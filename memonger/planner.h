@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
-#include "memonger/exact_offsets.h"
+#include "memonger/offsets/exact_offsets.h"
 #include "memonger/liveness.h"
 #include "memonger/plan.h"
 #include "memonger/schedule.h"

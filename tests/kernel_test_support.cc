@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "allocator/executor.h"
-#include "allocator/float16.h"
-#include "allocator/kernels_cpu.h"
+#include "kernels/float16.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "graph/graph.h"
 
 namespace memonger::testing {

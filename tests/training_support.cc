@@ -5,8 +5,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "allocator/kernels_cpu.h"
-#include "allocator/value_fill.h"
+#include "kernels/cpu/kernels_cpu.h"
+#include "kernels/value_fill.h"
 #include "tests/kernel_test_support.h"
 #include "util/status_macros.h"
 

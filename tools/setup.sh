@@ -8,7 +8,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config python3
   libboost-graph-dev
   libprotobuf-dev protobuf-compiler
   libabsl-dev

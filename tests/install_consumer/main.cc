@@ -3,7 +3,7 @@
 
 #include "graph/model_loader.h"
 #include "graph/shape_inference.h"
-#include "memonger/model_summary.h"
+#include "report/model_summary.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

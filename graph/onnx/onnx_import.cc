@@ -1,0 +1,877 @@
+#include "graph/onnx/onnx_import.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <queue>
+#include <sstream>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/onnx/onnx_fold.h"
+#include "onnx/defs/schema.h"
+#include "onnx/onnx_pb.h"
+#include "util/status_macros.h"
+
+namespace memonger::graph {
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+// libonnx messages can be long (every failing node); messages keep their start.
+constexpr size_t kMaxQuotedMessage = 600;
+
+std::string Quote(const std::string& text) {
+  if (text.size() <= kMaxQuotedMessage) return text;
+  return absl::StrCat(text.substr(0, kMaxQuotedMessage), "...");
+}
+
+// "Reshape node 'r1'" or "Reshape node #3" for unnamed nodes.
+std::string NodeLabel(const onnx::NodeProto& node, int index) {
+  if (!node.name().empty()) return absl::StrCat(node.op_type(), " node '", node.name(), "'");
+  return absl::StrCat(node.op_type(), " node #", index);
+}
+
+bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+std::string ElementTypeName(int32_t elem_type) {
+  const std::string name =
+      onnx::TensorProto::DataType_IsValid(elem_type)
+          ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(elem_type))
+          : std::string("?");
+  return absl::StrCat(name, " (", elem_type, ")");
+}
+
+std::string TypeCaseName(const onnx::TypeProto& type) {
+  switch (type.value_case()) {
+    case onnx::TypeProto::kTensorType: return "a tensor";
+    case onnx::TypeProto::kSequenceType: return "a sequence";
+    case onnx::TypeProto::kMapType: return "a map";
+    case onnx::TypeProto::kOptionalType: return "an optional";
+    case onnx::TypeProto::kSparseTensorType: return "a sparse tensor";
+    case onnx::TypeProto::kOpaqueType: return "an opaque value";
+    default: return "of no type";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Refusals that do not depend on shapes.
+
+bool HoldsSubgraph(const onnx::AttributeProto& a) {
+  return a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS ||
+         a.has_g() || a.graphs_size() > 0;
+}
+
+absl::Status CheckSupported(const onnx::ModelProto& model) {
+  const onnx::GraphProto& graph = model.graph();
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (HoldsSubgraph(a)) {
+        return absl::UnimplementedError(absl::StrCat(
+            NodeLabel(node, i), ": control flow subgraphs are not planned (its attribute '",
+            a.name(), "' holds a graph)"));
+      }
+    }
+  }
+  if (graph.sparse_initializer_size() > 0) {
+    return absl::UnimplementedError(absl::StrCat("sparse initializer '",
+                                                 graph.sparse_initializer(0).values().name(),
+                                                 "' is not supported (dense tensors only)"));
+  }
+  absl::flat_hash_set<std::string> imported;
+  for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
+    imported.insert(IsDefaultDomain(opset.domain()) ? "" : opset.domain());
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    const std::string domain = IsDefaultDomain(node.domain()) ? "" : node.domain();
+    if (imported.contains(domain)) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        NodeLabel(node, i), " is of domain '", node.domain(),
+        "', which the model's opset_import does not import",
+        domain.empty() ? " (the default ONNX domain needs an opset version)" : ""));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Preparing the working copy.
+
+// Names and single assignment, checked before libonnx sees the graph (libonnx's inference
+// assumes a well-formed graph: an undefined input can crash it).
+absl::Status CheckStructure(const onnx::GraphProto& graph) {
+  absl::flat_hash_map<std::string, std::string> defined;  // name -> what defines it
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    if (t.name().empty()) return absl::InvalidArgumentError("an initializer has an empty name");
+    defined.emplace(t.name(), absl::StrCat("initializer '", t.name(), "'"));
+  }
+  for (const onnx::ValueInfoProto& vi : graph.input()) {
+    if (vi.name().empty()) return absl::InvalidArgumentError("a graph input has an empty name");
+    defined.emplace(vi.name(), absl::StrCat("graph input '", vi.name(), "'"));
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    if (node.op_type().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("node #", i, " ('", node.name(),
+                                                     "') has no op type"));
+    }
+    for (const std::string& out : node.output()) {
+      if (out.empty()) continue;
+      auto [it, inserted] = defined.emplace(out, NodeLabel(node, i));
+      if (!inserted) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            NodeLabel(node, i), " writes '", out, "', which ", it->second,
+            " already defines (ONNX values are assigned once)"));
+      }
+    }
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    for (const std::string& in : node.input()) {
+      if (!in.empty() && !defined.contains(in)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            NodeLabel(node, i), " reads '", in,
+            "', which no node produces and which is neither a graph input nor an initializer"));
+      }
+    }
+  }
+  for (const auto* list : {&graph.output(), &graph.value_info()}) {
+    for (const onnx::ValueInfoProto& vi : *list) {
+      if (vi.name().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a graph ", list == &graph.output() ? "output" : "value_info entry",
+            " has an empty name"));
+      }
+    }
+  }
+  for (const onnx::ValueInfoProto& vi : graph.output()) {
+    if (!defined.contains(vi.name())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph output '", vi.name(),
+          "' is produced by no node and is neither a graph input nor an initializer"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Stable topological order of the nodes (ties by file position); nodes of valid ONNX are already
+// in such an order. InvalidArgument naming a node on a cycle.
+absl::Status SortNodes(onnx::GraphProto& graph) {
+  const int n = graph.node_size();
+  absl::flat_hash_map<std::string, int> producer;
+  for (int i = 0; i < n; ++i) {
+    for (const std::string& out : graph.node(i).output()) {
+      if (!out.empty()) producer.emplace(out, i);
+    }
+  }
+  bool sorted = true;
+  std::vector<std::vector<int>> successors(n);
+  std::vector<int> indegree(n, 0);
+  for (int i = 0; i < n; ++i) {
+    for (const std::string& in : graph.node(i).input()) {
+      auto it = producer.find(in);
+      if (in.empty() || it == producer.end() || it->second == i) continue;
+      successors[it->second].push_back(i);
+      ++indegree[i];
+      if (it->second > i) sorted = false;
+    }
+  }
+  if (sorted) return absl::OkStatus();
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i) {
+    if (indegree[i] == 0) ready.push(i);
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int s : successors[i]) {
+      if (--indegree[s] == 0) ready.push(s);
+    }
+  }
+  if (static_cast<int>(order.size()) != n) {
+    // Walk back from a node left over through left-over producers: after n steps the walk is
+    // on a cycle.
+    int v = 0;
+    while (indegree[v] == 0) ++v;
+    for (int step = 0; step < n; ++step) {
+      for (const std::string& in : graph.node(v).input()) {
+        auto it = producer.find(in);
+        if (!in.empty() && it != producer.end() && indegree[it->second] > 0) {
+          v = it->second;
+          break;
+        }
+      }
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("the graph has a cycle through ", NodeLabel(graph.node(v), v)));
+  }
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (int i : order) *nodes.Add() = graph.node(i);
+  graph.mutable_node()->Swap(&nodes);
+  return absl::OkStatus();
+}
+
+// Declared shape -> our declaration (symbols kept). nullopt dims when a dim is neither a number
+// nor a symbol, or no shape is declared.
+Declaration DeclarationOf(const onnx::TypeProto& type) {
+  Declaration d;
+  if (!type.has_tensor_type()) return d;
+  auto dtype = DataTypeFromProtoNumber(type.tensor_type().elem_type());
+  if (dtype.ok()) d.dtype = *dtype;
+  if (!type.tensor_type().has_shape()) return d;
+  std::vector<DeclaredDim> dims;
+  for (const auto& dim : type.tensor_type().shape().dim()) {
+    if (dim.has_dim_value()) {
+      dims.push_back({dim.dim_value(), ""});
+    } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+      dims.push_back({0, dim.dim_param()});
+    } else {
+      return d;
+    }
+  }
+  d.dims = std::move(dims);
+  return d;
+}
+
+// Applies --input-shape and --dim. Symbols a bound input declares are bound by its shape too,
+// so that `--input-shape x=2,16` also fixes N in other values declared [N, ...].
+absl::Status ApplyBindings(onnx::GraphProto& graph, const absl::flat_hash_set<std::string>& params,
+                           const ShapeBindings& bindings) {
+  std::map<std::string, int64_t> symbols = bindings.dims;
+  std::map<std::string, std::string> symbol_source;  // symbol -> input that bound it
+  absl::flat_hash_set<std::string> bound_inputs;
+  for (const auto& [name, dims] : bindings.inputs) {
+    onnx::ValueInfoProto* input = nullptr;
+    for (onnx::ValueInfoProto& vi : *graph.mutable_input()) {
+      if (vi.name() == name) input = &vi;
+    }
+    if (input == nullptr) {
+      if (params.contains(name)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--input-shape names '", name,
+            "', which is an initializer (a param with a fixed shape), not a graph input"));
+      }
+      std::vector<std::string> names;
+      for (const onnx::ValueInfoProto& vi : graph.input()) names.push_back(vi.name());
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input-shape names '", name, "', which is not a graph input (inputs: ",
+                       names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+    }
+    for (int64_t d : dims) {
+      if (d < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--input-shape ", name, ": negative dimension ", d));
+      }
+    }
+    if (input->type().value_case() != onnx::TypeProto::kTensorType &&
+        input->type().value_case() != onnx::TypeProto::VALUE_NOT_SET) {
+      return absl::UnimplementedError(absl::StrCat("graph input '", name, "' is ",
+                                                   TypeCaseName(input->type()),
+                                                   ", not a tensor: only tensors are planned"));
+    }
+    onnx::TypeProto_Tensor* tensor = input->mutable_type()->mutable_tensor_type();
+    if (tensor->has_shape()) {
+      const auto& declared = tensor->shape();
+      if (declared.dim_size() != static_cast<int>(dims.size())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--input-shape ", name, "=", absl::StrJoin(dims, ","), " has rank ", dims.size(),
+            " but graph input '", name, "' is declared with rank ", declared.dim_size()));
+      }
+      for (int k = 0; k < declared.dim_size(); ++k) {
+        if (!declared.dim(k).has_dim_param() || declared.dim(k).dim_param().empty()) continue;
+        const std::string& symbol = declared.dim(k).dim_param();
+        auto it = symbols.find(symbol);
+        if (it != symbols.end() && it->second != dims[k]) {
+          const std::string other = symbol_source.count(symbol)
+                                        ? absl::StrCat("--input-shape ", symbol_source[symbol])
+                                        : absl::StrCat("--dim ", symbol, "=", it->second);
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--input-shape ", name, " gives symbolic dimension '", symbol, "' (dim ", k,
+              " of graph input '", name, "') the size ", dims[k], ", but ", other, " gives ",
+              it->second));
+        }
+        symbols[symbol] = dims[k];
+        symbol_source[symbol] = name;
+      }
+    }
+    tensor->clear_shape();
+    onnx::TensorShapeProto* shape = tensor->mutable_shape();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+    bound_inputs.insert(name);
+  }
+
+  auto bind = [&](onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    for (auto& dim : *vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+      if (!dim.has_dim_param()) continue;
+      auto it = symbols.find(dim.dim_param());
+      if (it != symbols.end()) dim.set_dim_value(it->second);
+    }
+  };
+  for (auto* list : {graph.mutable_input(), graph.mutable_output(), graph.mutable_value_info()}) {
+    for (onnx::ValueInfoProto& vi : *list) bind(vi);
+  }
+  return absl::OkStatus();
+}
+
+// Every graph input needs a concrete shape before inference.
+absl::Status CheckInputsStatic(const onnx::GraphProto& graph) {
+  for (const onnx::ValueInfoProto& vi : graph.input()) {
+    const std::string& name = vi.name();
+    if (!vi.type().has_tensor_type()) {
+      if (vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph input '", name, "' declares no type; its element type cannot be known"));
+      }
+      return absl::UnimplementedError(absl::StrCat("graph input '", name, "' is ",
+                                                   TypeCaseName(vi.type()),
+                                                   ", not a tensor: only tensors are planned"));
+    }
+    const onnx::TypeProto_Tensor& tensor = vi.type().tensor_type();
+    if (tensor.elem_type() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph input '", name, "' declares no element type"));
+    }
+    if (auto dtype = DataTypeFromProtoNumber(tensor.elem_type()); !dtype.ok()) {
+      return absl::UnimplementedError(absl::StrCat("graph input '", name, "': element type ",
+                                                   ElementTypeName(tensor.elem_type()),
+                                                   " is not supported"));
+    }
+    if (!tensor.has_shape()) {
+      return absl::InvalidArgumentError(absl::StrCat("graph input '", name,
+                                                     "' declares no shape; pass --input-shape ",
+                                                     name, "=D0,D1,..."));
+    }
+    for (int k = 0; k < tensor.shape().dim_size(); ++k) {
+      const auto& dim = tensor.shape().dim(k);
+      if (dim.has_dim_value()) {
+        if (dim.dim_value() < 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "graph input '", name, "': dim ", k, " has negative size ", dim.dim_value()));
+        }
+        continue;
+      }
+      if (dim.has_dim_param() && !dim.dim_param().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph input '", name, "': dim ", k, " is the symbolic dimension '", dim.dim_param(),
+            "', which is unbound; pass --dim ", dim.dim_param(), "=VALUE or --input-shape ", name,
+            "=D0,D1,..."));
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph input '", name, "': dim ", k,
+          " has no size (neither a number nor a symbol); pass --input-shape ", name,
+          "=D0,D1,..."));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Types after inference.
+
+// 3: a tensor with element type and concrete dims; 2: with a shape; 1: some type; 0: none.
+int Completeness(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type()) return type.value_case() == onnx::TypeProto::VALUE_NOT_SET ? 0 : 1;
+  if (type.tensor_type().elem_type() != 0 && onnx_fold::StaticDims(type).has_value()) return 3;
+  return type.tensor_type().has_shape() ? 2 : 1;
+}
+
+class TypeResolver {
+ public:
+  TypeResolver(const onnx::ModelProto& model, absl::flat_hash_set<std::string> user_symbols)
+      : model_(model), user_symbols_(std::move(user_symbols)) {
+    const onnx::GraphProto& graph = model.graph();
+    // A name may be listed more than once (a graph output keeps the value_info entry of an
+    // earlier inference run): the most complete entry wins.
+    for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()}) {
+      for (const onnx::ValueInfoProto& vi : *list) {
+        if (!vi.has_type()) continue;
+        auto [it, inserted] = types_.emplace(vi.name(), &vi.type());
+        if (!inserted && Completeness(vi.type()) > Completeness(*it->second)) {
+          it->second = &vi.type();
+        }
+      }
+    }
+    for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
+      opsets_[IsDefaultDomain(opset.domain()) ? "" : opset.domain()] =
+          static_cast<int>(opset.version());
+    }
+  }
+
+  // The type of an initializer: from its dims.
+  absl::StatusOr<TensorType> InitializerType(const onnx::TensorProto& t) const {
+    const std::string what = absl::StrCat("initializer '", t.name(), "'");
+    auto dtype = DataTypeFromProtoNumber(t.data_type());
+    if (!dtype.ok() || *dtype == DataType::kUndefined) {
+      return absl::UnimplementedError(absl::StrCat(
+          what, ": element type ", ElementTypeName(t.data_type()), " is not supported"));
+    }
+    TensorType type{*dtype, Dims(t.dims().begin(), t.dims().end())};
+    MG_RETURN_IF_ERROR(ByteSize(type, what).status());
+    return type;
+  }
+
+  // The type of a value named `name`; `producer` is its node (index into the graph) or -1.
+  absl::StatusOr<TensorType> ValueType(const std::string& name, int producer) {
+    const std::string what =
+        producer < 0 ? absl::StrCat("value '", name, "'")
+                     : absl::StrCat("value '", name, "' (output of ",
+                                    NodeLabel(model_.graph().node(producer), producer), ")");
+    auto it = types_.find(name);
+    if (it == types_.end() || it->second->value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+      return Unknown(what, producer, "has no type after ONNX shape inference");
+    }
+    const onnx::TypeProto& type = *it->second;
+    if (!type.has_tensor_type()) {
+      return absl::UnimplementedError(absl::StrCat(what, " is ", TypeCaseName(type),
+                                                   ", not a tensor: only tensors are planned"));
+    }
+    const onnx::TypeProto_Tensor& tensor = type.tensor_type();
+    if (tensor.elem_type() == 0) {
+      return Unknown(what, producer, "has no element type after ONNX shape inference");
+    }
+    auto dtype = DataTypeFromProtoNumber(tensor.elem_type());
+    if (!dtype.ok()) {
+      return absl::UnimplementedError(absl::StrCat(
+          what, ": element type ", ElementTypeName(tensor.elem_type()), " is not supported"));
+    }
+    if (!tensor.has_shape()) {
+      return Unknown(what, producer, "has no shape (not even a rank) after ONNX shape inference");
+    }
+    Dims dims;
+    for (int k = 0; k < tensor.shape().dim_size(); ++k) {
+      const auto& dim = tensor.shape().dim(k);
+      if (dim.has_dim_value()) {
+        if (dim.dim_value() < 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(what, ": dim ", k, " has negative size ", dim.dim_value()));
+        }
+        dims.push_back(dim.dim_value());
+        continue;
+      }
+      if (dim.has_dim_param() && user_symbols_.contains(dim.dim_param())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": dim ", k, " is the symbolic dimension '", dim.dim_param(),
+            "', which is unbound; pass --dim ", dim.dim_param(), "=VALUE"));
+      }
+      return Unknown(what, producer,
+                     absl::StrCat("has a dim that stays unknown (dim ", k, " of ",
+                                  tensor.shape().dim_size(),
+                                  ") after ONNX shape inference and constant folding"));
+    }
+    TensorType result{*dtype, std::move(dims)};
+    MG_RETURN_IF_ERROR(ByteSize(result, what).status());
+    return result;
+  }
+
+ private:
+  absl::Status Unknown(const std::string& what, int producer, const std::string& problem) {
+    if (producer < 0) return absl::InvalidArgumentError(absl::StrCat(what, " ", problem));
+    const onnx::NodeProto& node = model_.graph().node(producer);
+    const std::string domain = IsDefaultDomain(node.domain()) ? "" : node.domain();
+    auto opset = opsets_.find(domain);
+    if (opset == opsets_.end()) {
+      return absl::UnimplementedError(absl::StrCat(
+          what, " ", problem, ": the model imports no opset for the node's domain '",
+          node.domain(), "'"));
+    }
+    if (onnx::OpSchemaRegistry::Schema(node.op_type(), opset->second, domain) == nullptr &&
+        !IsModelFunction(node)) {
+      return absl::UnimplementedError(absl::StrCat(
+          what, " ", problem, ": libonnx has no schema for op type '", node.op_type(), "'",
+          domain.empty() ? "" : absl::StrCat(" of domain '", domain, "'"), " at opset ",
+          opset->second, " (declare the output's type and shape in the model's value_info)"));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", problem, StrictDiagnostics(), RuntimeInputs(node)));
+  }
+
+  bool IsModelFunction(const onnx::NodeProto& node) const {
+    for (const onnx::FunctionProto& f : model_.functions()) {
+      if (f.name() == node.op_type() && f.domain() == node.domain()) return true;
+    }
+    return false;
+  }
+
+  // libonnx's own complaint, from a strict rerun on a copy (only on this error path).
+  std::string StrictDiagnostics() {
+    if (!strict_message_.has_value()) {
+      onnx::ModelProto copy = model_;
+      absl::Status s = onnx_fold::RunOnnxShapeInference(copy, /*strict=*/true);
+      strict_message_ = s.ok() ? "" : std::string(s.message());
+    }
+    if (strict_message_->empty()) return "";
+    return absl::StrCat("; ", Quote(*strict_message_));
+  }
+
+  // The node's inputs whose values are not constants: what its output shape may depend on.
+  std::string RuntimeInputs(const onnx::NodeProto& node) const {
+    absl::flat_hash_set<std::string> constants;
+    for (const onnx::TensorProto& t : model_.graph().initializer()) constants.insert(t.name());
+    for (const onnx::NodeProto& n : model_.graph().node()) {
+      if (n.op_type() == "Constant" && IsDefaultDomain(n.domain())) {
+        for (const std::string& out : n.output()) constants.insert(out);
+      }
+    }
+    std::vector<std::string> runtime;
+    for (const std::string& in : node.input()) {
+      if (!in.empty() && !constants.contains(in)) runtime.push_back(absl::StrCat("'", in, "'"));
+    }
+    if (runtime.empty()) return "";
+    return absl::StrCat("; the shape depends on the values of ", absl::StrJoin(runtime, ", "),
+                        ", which are not constants even after folding (computed from graph "
+                        "inputs' values or by ops we do not fold)");
+  }
+
+  const onnx::ModelProto& model_;
+  absl::flat_hash_set<std::string> user_symbols_;
+  absl::flat_hash_map<std::string, const onnx::TypeProto*> types_;
+  absl::flat_hash_map<std::string, int> opsets_;
+  std::optional<std::string> strict_message_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Building the Graph.
+
+std::optional<Attribute> ConvertAttribute(const onnx::AttributeProto& a) {
+  Attribute out;
+  out.name = a.name();
+  auto type = a.type();
+  if (type == onnx::AttributeProto::UNDEFINED) {  // old files: the set field tells
+    if (a.has_i()) type = onnx::AttributeProto::INT;
+    else if (a.has_f()) type = onnx::AttributeProto::FLOAT;
+    else if (a.has_s()) type = onnx::AttributeProto::STRING;
+    else if (a.ints_size() > 0) type = onnx::AttributeProto::INTS;
+    else if (a.floats_size() > 0) type = onnx::AttributeProto::FLOATS;
+    else if (a.strings_size() > 0) type = onnx::AttributeProto::STRINGS;
+  }
+  switch (type) {
+    case onnx::AttributeProto::INT: out.data = static_cast<int64_t>(a.i()); break;
+    case onnx::AttributeProto::FLOAT: out.data = static_cast<double>(a.f()); break;
+    case onnx::AttributeProto::STRING: out.data = a.s(); break;
+    case onnx::AttributeProto::INTS:
+      out.data = std::vector<int64_t>(a.ints().begin(), a.ints().end());
+      break;
+    case onnx::AttributeProto::FLOATS:
+      out.data = std::vector<double>(a.floats().begin(), a.floats().end());
+      break;
+    case onnx::AttributeProto::STRINGS:
+      out.data = std::vector<std::string>(a.strings().begin(), a.strings().end());
+      break;
+    default: return std::nullopt;  // tensors, sparse tensors, type protos: not carried
+  }
+  return out;
+}
+
+// Names of a node's inputs or outputs without the omitted optional ones (""). When an omitted
+// one precedes a present one, `slots` receives each kept name's position in the node.
+std::vector<std::string> PresentNames(const google::protobuf::RepeatedPtrField<std::string>& names,
+                                      std::vector<int64_t>* slots) {
+  std::vector<std::string> kept;
+  std::vector<int64_t> positions;
+  bool gap = false;
+  bool interior_gap = false;
+  for (int k = 0; k < names.size(); ++k) {
+    if (names[k].empty()) {
+      gap = true;
+      continue;
+    }
+    interior_gap = interior_gap || gap;
+    kept.push_back(names[k]);
+    positions.push_back(k);
+  }
+  if (interior_gap) *slots = std::move(positions);
+  return kept;
+}
+
+// The model as libonnx will see it, and what we must remember of the file as written.
+struct WorkingModel {
+  onnx::ModelProto model;
+  absl::flat_hash_set<std::string> params;  // initializer names
+  // First output of each node written with domain "ai.onnx" (renamed "" for libonnx).
+  absl::flat_hash_set<std::string> ai_onnx_outputs;
+  // First output of each convolution given an explicit kernel_shape for libonnx (HardenConvs).
+  absl::flat_hash_set<std::string> synthetic_kernel_shape;
+  absl::flat_hash_set<std::string> user_symbols;  // dim_params the file declares
+  absl::flat_hash_map<std::string, Declaration> declarations;  // graph inputs and outputs
+};
+
+// Steps before inference: refusals, graph inputs without initializers, domains libonnx finds,
+// structure checks, dependency order, declarations as written.
+absl::StatusOr<WorkingModel> Prepare(onnx::ModelProto model) {
+  if (!model.has_graph()) {
+    return absl::InvalidArgumentError("not an ONNX model: it has no graph");
+  }
+  if (model.graph().node_size() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ONNX graph '", model.graph().name(), "' has no nodes"));
+  }
+  MG_RETURN_IF_ERROR(CheckSupported(model));
+
+  WorkingModel w;
+  w.model = std::move(model);
+  onnx::GraphProto& graph = *w.model.mutable_graph();
+  // Initializers are params, even where IR < 4 also lists them as graph inputs.
+  for (const onnx::TensorProto& t : graph.initializer()) w.params.insert(t.name());
+  {
+    google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;
+    absl::flat_hash_set<std::string> seen;
+    for (onnx::ValueInfoProto& vi : *graph.mutable_input()) {
+      if (w.params.contains(vi.name()) || !seen.insert(vi.name()).second) continue;
+      inputs.Add()->Swap(&vi);
+    }
+    graph.mutable_input()->Swap(&inputs);
+  }
+  // libonnx reads initializer shapes only from IR 4 on; ours are no longer listed as inputs.
+  if (w.model.ir_version() < 4) w.model.set_ir_version(4);
+
+  // libonnx looks domains up literally and registers its schemas under "": "ai.onnx" is
+  // renamed "" here and restored on our ops (found by their first output; a node without
+  // outputs keeps "").
+  for (onnx::NodeProto& node : *graph.mutable_node()) {
+    if (node.domain() != "ai.onnx") continue;
+    node.clear_domain();
+    for (const std::string& out : node.output()) {
+      if (out.empty()) continue;
+      w.ai_onnx_outputs.insert(out);
+      break;
+    }
+  }
+  bool has_empty = false;
+  for (const onnx::OperatorSetIdProto& opset : w.model.opset_import()) {
+    has_empty = has_empty || opset.domain().empty();
+  }
+  for (onnx::OperatorSetIdProto& opset : *w.model.mutable_opset_import()) {
+    if (opset.domain() == "ai.onnx" && !has_empty) {
+      opset.clear_domain();
+      has_empty = true;
+    }
+  }
+
+  MG_RETURN_IF_ERROR(CheckStructure(graph));
+  MG_RETURN_IF_ERROR(SortNodes(graph));
+
+  for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()}) {
+    for (const onnx::ValueInfoProto& vi : *list) {
+      if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
+      for (const auto& dim : vi.type().tensor_type().shape().dim()) {
+        if (dim.has_dim_param() && !dim.dim_param().empty()) w.user_symbols.insert(dim.dim_param());
+      }
+    }
+  }
+  for (const auto* list : {&graph.input(), &graph.output()}) {
+    for (const onnx::ValueInfoProto& vi : *list) {
+      w.declarations[vi.name()] = DeclarationOf(vi.type());
+    }
+  }
+  return w;
+}
+
+// libonnx 1.12's convolution shape functions index the input's dims by the weight's rank
+// without checking it (a malformed model crashes them). For each Conv, ConvInteger, QLinearConv
+// and ConvTranspose whose weight shape is known before inference (an initializer or a graph
+// input), we check the weight's rank and make kernel_shape explicit (weight dims 2...), which
+// libonnx does check against the input's rank. The attribute is not carried to our op unless the
+// file had it.
+absl::Status HardenConvs(WorkingModel& w) {
+  onnx::GraphProto& graph = *w.model.mutable_graph();
+  absl::flat_hash_map<std::string, Dims> known;
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    known[t.name()] = Dims(t.dims().begin(), t.dims().end());
+  }
+  for (const onnx::ValueInfoProto& vi : graph.input()) {
+    if (auto dims = onnx_fold::StaticDims(vi.type())) known[vi.name()] = std::move(*dims);
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    onnx::NodeProto& node = *graph.mutable_node(i);
+    if (!node.domain().empty()) continue;
+    const std::string& op = node.op_type();
+    int weight = -1;
+    if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") weight = 1;
+    if (op == "QLinearConv") weight = 3;
+    if (weight < 0 || node.input_size() <= weight) continue;
+    auto it = known.find(node.input(weight));
+    if (it == known.end()) continue;
+    const Dims& dims = it->second;
+    if (dims.size() < 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          NodeLabel(node, i), ": weight '", node.input(weight), "' has rank ", dims.size(),
+          "; a convolution weight has rank 3 or more (M x C/group x k1 x ... x kn)"));
+    }
+    auto x = known.find(node.input(0));
+    if (x != known.end() && x->second.size() != dims.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          NodeLabel(node, i), ": input '", node.input(0), "' has rank ", x->second.size(),
+          " but weight '", node.input(weight), "' has rank ", dims.size()));
+    }
+    bool has_kernel_shape = false;
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      has_kernel_shape = has_kernel_shape || a.name() == "kernel_shape";
+    }
+    if (has_kernel_shape || node.output_size() == 0 || node.output(0).empty()) continue;
+    onnx::AttributeProto* a = node.add_attribute();
+    a->set_name("kernel_shape");
+    a->set_type(onnx::AttributeProto::INTS);
+    for (size_t k = 2; k < dims.size(); ++k) a->add_ints(dims[k]);
+    w.synthetic_kernel_shape.insert(node.output(0));
+  }
+  return absl::OkStatus();
+}
+
+// The type of every value after inference and folding; the first value (in node order) without
+// a supported dtype and concrete dims is the error.
+absl::StatusOr<absl::flat_hash_map<std::string, TensorType>> ResolveTypes(
+    const WorkingModel& w) {
+  const onnx::GraphProto& graph = w.model.graph();
+  TypeResolver resolver(w.model, w.user_symbols);
+  absl::flat_hash_map<std::string, TensorType> types;
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    MG_ASSIGN_OR_RETURN(types[t.name()], resolver.InitializerType(t));
+  }
+  for (const onnx::ValueInfoProto& vi : graph.input()) {
+    MG_ASSIGN_OR_RETURN(types[vi.name()], resolver.ValueType(vi.name(), -1));
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    for (const std::string& out : graph.node(i).output()) {
+      if (out.empty() || types.contains(out)) continue;
+      MG_ASSIGN_OR_RETURN(types[out], resolver.ValueType(out, i));
+    }
+  }
+  return types;
+}
+
+OpSpec OpFromNode(const onnx::NodeProto& node, const WorkingModel& w) {
+  OpSpec op;
+  op.name = node.name();
+  op.type = node.op_type();
+  op.domain = node.domain();
+  for (const std::string& out : node.output()) {
+    if (out.empty()) continue;
+    if (w.ai_onnx_outputs.contains(out)) op.domain = "ai.onnx";
+    break;
+  }
+  const bool drop_kernel_shape =
+      node.output_size() > 0 && w.synthetic_kernel_shape.contains(node.output(0));
+  std::vector<int64_t> input_slots, output_slots;
+  op.inputs = PresentNames(node.input(), &input_slots);
+  op.outputs = PresentNames(node.output(), &output_slots);
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (drop_kernel_shape && a.name() == "kernel_shape") continue;
+    if (auto attr = ConvertAttribute(a)) op.attrs.push_back(std::move(*attr));
+  }
+  if (!input_slots.empty()) op.attrs.push_back({"onnx_input_slots", input_slots});
+  if (!output_slots.empty()) op.attrs.push_back({"onnx_output_slots", output_slots});
+  return op;
+}
+
+absl::StatusOr<Graph> BuildGraph(const WorkingModel& w,
+                                 const absl::flat_hash_set<std::string>& folded,
+                                 const absl::flat_hash_map<std::string, TensorType>& types,
+                                 const std::string& source_name) {
+  const onnx::GraphProto& graph = w.model.graph();
+  GraphBuilder builder(graph.name().empty() ? std::filesystem::path(source_name).stem().string()
+                                            : graph.name());
+  for (const onnx::ValueInfoProto& vi : graph.input()) {
+    builder.AddExternalInput(vi.name());
+    if (auto it = w.declarations.find(vi.name()); it != w.declarations.end()) {
+      builder.Declare(vi.name(), it->second);
+    }
+  }
+  // GraphBuilder wants static values to be external inputs: initializers, folded values and
+  // Constant outputs are, and Constant nodes are not ops.
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    builder.AddExternalInput(t.name());
+    builder.DeclareRole(t.name(), folded.contains(t.name()) ? Role::kConstant : Role::kParam);
+  }
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() == "Constant" && IsDefaultDomain(node.domain())) {
+      for (const std::string& out : node.output()) {
+        if (out.empty()) continue;
+        builder.AddExternalInput(out);
+        builder.DeclareRole(out, Role::kConstant);
+      }
+      continue;
+    }
+    builder.AddOp(OpFromNode(node, w));
+  }
+  for (const onnx::ValueInfoProto& vi : graph.output()) {
+    builder.AddExternalOutput(vi.name());
+    auto it = w.declarations.find(vi.name());
+    if (it != w.declarations.end() && !w.params.contains(vi.name())) {
+      builder.Declare(vi.name(), it->second);
+    }
+  }
+  MG_ASSIGN_OR_RETURN(Graph g, std::move(builder).Build());
+
+  // ONNX is SSA: one version per name, typed by name.
+  for (ValueId id = 0; id < g.num_values(); ++id) {
+    Value& v = g.mutable_value(id);
+    auto it = types.find(v.name);
+    if (it == types.end()) {
+      return absl::InternalError(absl::StrCat("value '", v.name, "' has no type after import"));
+    }
+    v.type = it->second;
+  }
+  return g;
+}
+
+absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& bindings,
+                                  const std::string& source_name) {
+  MG_ASSIGN_OR_RETURN(WorkingModel w, Prepare(std::move(model)));
+  MG_RETURN_IF_ERROR(ApplyBindings(*w.model.mutable_graph(), w.params, bindings));
+  MG_RETURN_IF_ERROR(CheckInputsStatic(w.model.graph()));
+  MG_RETURN_IF_ERROR(HardenConvs(w));
+  MG_ASSIGN_OR_RETURN(onnx_fold::FoldReport report,
+                      onnx_fold::InferAndFold(w.model, onnx_fold::FoldOptions{}));
+  MG_ASSIGN_OR_RETURN(auto types, ResolveTypes(w));
+  const absl::flat_hash_set<std::string> folded(report.folded_values.begin(),
+                                                report.folded_values.end());
+  return BuildGraph(w, folded, types, source_name);
+}
+
+absl::Status Annotate(const absl::Status& status, const std::string& source_name) {
+  return absl::Status(status.code(), absl::StrCat(source_name, ": ", status.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> ImportOnnxFile(const std::string& path, const ShapeBindings& bindings) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  }
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not an ONNX model"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be opened"));
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  return ImportOnnxBytes(contents.str(), bindings, path);
+}
+
+absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindings& bindings,
+                                      const std::string& source_name) {
+  if (bytes.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_name, ": the file is empty, not an ONNX model"));
+  }
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_name, ": not an ONNX model (the bytes do not parse as an ONNX ModelProto)"));
+  }
+  absl::StatusOr<Graph> graph = ImportModel(std::move(model), bindings, source_name);
+  if (!graph.ok()) return Annotate(graph.status(), source_name);
+  return graph;
+}
+
+}  // namespace memonger::graph

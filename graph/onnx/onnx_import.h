@@ -1,0 +1,31 @@
+// ONNX import: ModelProto -> Graph with every value typed.
+//
+// 1. Parse the ModelProto; refuse what cannot be planned with an Unimplemented or
+//    InvalidArgument status naming the node (control flow: If, Loop, Scan; see onnx_import.cc).
+// 2. Bind graph input shapes: --input-shape NAME=... replaces an input's shape; --dim SYMBOL=N
+//    fixes every dim_param SYMBOL.
+// 3. ONNX shape inference (libonnx, with data propagation), then our folding of constant shape
+//    subgraphs (Shape -> Gather/Slice -> Concat -> Reshape and friends, graph/onnx/onnx_fold.h) where
+//    ONNX leaves shapes unknown, repeated until nothing changes.
+// 4. Build the Graph: initializers become params, Constant outputs constants, graph inputs and
+//    outputs keep their roles, every other node output is an activation. A value whose type is
+//    still unknown is an InvalidArgument naming it (and the unbound symbol, when there is one).
+#ifndef MEMONGER_GRAPH_ONNX_ONNX_IMPORT_H_
+#define MEMONGER_GRAPH_ONNX_ONNX_IMPORT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "graph/shape_inference.h"
+
+namespace memonger::graph {
+
+absl::StatusOr<Graph> ImportOnnxFile(const std::string& path, const ShapeBindings& bindings);
+// `source_name` names the model in messages.
+absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindings& bindings,
+                                      const std::string& source_name);
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_GRAPH_ONNX_ONNX_IMPORT_H_

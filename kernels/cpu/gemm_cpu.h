@@ -1,0 +1,61 @@
+// A blocked single-precision matrix product for the CPU kernels: C = op(A) x op(B) with
+// operands stored as float32, float16 or bfloat16, every product and sum in float32, and the
+// result handed to the caller's epilogue (which adds a bias, scales, converts to the output's
+// element type and stores).
+//
+//   GemmOperand a{DataType::kFloat16, a_bytes, /*ld=*/k, /*transposed=*/false};
+//   GemmOperand b{DataType::kFloat16, b_bytes, /*ld=*/n, /*transposed=*/false};
+//   MG_RETURN_IF_ERROR(GemmCpu(m, n, k, a, b, [&](int64_t row, int64_t col, int64_t count,
+//                                                 const float* acc) { ...store acc[0..count) }));
+//
+// The algorithm (the GotoBLAS loop nest, without threads):
+//   1. C is cut into column tiles of kNc; for each, all of op(B)'s rows in that tile are packed
+//      once, in blocks of kKc rows, into panels of kNr columns (converted to float32 while
+//      packing, so half types cost one conversion per packed element).
+//   2. Each column tile is cut into row tiles of kMc with a float32 accumulator buffer; K is
+//      walked in blocks of kKc and the A block (kMc x kKc) is packed into slivers of kMr rows.
+//   3. A register-blocked micro-kernel adds one sliver x one panel into a kMr x kNr block of
+//      the accumulator, k in ascending order.
+//   4. When K is done, the epilogue receives the tile row by row.
+// Each result is the float32 sum over k = 0, 1, ..., K-1 of A(i,k) * B(k,j), added in that
+// order starting from 0, with separate multiplies and adds (no fused multiply-add): the same
+// bits as the naive loop `for k: acc += a * b`, whatever the blocking, the pointers' alignment
+// or the vector width the CPU offers (the micro-kernel is also compiled for AVX2 and chosen at
+// run time). Results are therefore reproducible across plans and machines.
+//
+// Limits: one thread; memory for packing and accumulators, allocated per call outside the
+// arena: K x kNc floats for B (1 KiB per unit of K: 3 MiB for K = 3072) plus about 0.3 MiB.
+#ifndef MEMONGER_KERNELS_CPU_GEMM_CPU_H_
+#define MEMONGER_KERNELS_CPU_GEMM_CPU_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "graph/dtype.h"
+
+namespace memonger::alloc {
+
+// One operand as stored. The logical operand op(X) is X, or X's transpose when `transposed`.
+// Element (r, c) of the *stored* matrix is at data[r * ld + c] (elements, not bytes).
+struct GemmOperand {
+  graph::DataType dtype = graph::DataType::kFloat32;  // float32, float16 or bfloat16
+  const std::byte* data = nullptr;
+  int64_t ld = 0;
+  bool transposed = false;
+};
+
+// Receives results for row `row`, columns [col, col + count): acc[j] is C(row, col + j).
+// Every element of C is handed over exactly once.
+using GemmEpilogue =
+    absl::FunctionRef<void(int64_t row, int64_t col, int64_t count, const float* acc)>;
+
+// C[m x n] = op(A)[m x k] x op(B)[k x n]. InvalidArgument for negative sizes or an operand
+// whose element type is not float32/float16/bfloat16. k == 0 hands over zeros.
+absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
+                     const GemmOperand& b, GemmEpilogue epilogue);
+
+}  // namespace memonger::alloc
+
+#endif  // MEMONGER_KERNELS_CPU_GEMM_CPU_H_

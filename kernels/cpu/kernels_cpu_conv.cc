@@ -1,0 +1,255 @@
+// Convolution CPU kernels (Caffe2/ONNX Conv, NCHW, 1 to 3 spatial dims, groups, strides,
+// dilations, pads; kernel_window.h reads the attributes):
+//   Conv(X [N, C, in...], W [M, C/group, k...], [b [M]]) -> Y [N, M, out...]
+//   ConvGradient(X, W, dY) -> dW, db, [dX]; with no_bias=1: dW, [dX]
+//
+// The algorithm, per image n and group g (Cg = C/group input channels, Mg = M/group maps,
+// P output positions, K = prod(k) taps):
+//   1. im2col: col [Cg*K, P] float32, col[c*K + t, p] = X[n, g*Cg + c, p*stride - pad +
+//      t*dilation] (0 in the padding);
+//   2. forward: Y_g [Mg, P] = W_g [Mg, Cg*K] x col, plus b, rounded once into Y;
+//   3. backward: dW_g += dY_g [Mg, P] x col^T, db += the row sums of dY_g, and
+//      dcol = W_g^T x dY_g scattered back (col2im) into a float32 dX of the image.
+// Products go through GemmCpu (float32 sums over k in ascending order); images are visited in
+// order, so dW and db accumulate deterministically. The col buffers (Cg*K*P floats per group)
+// are scratch outside the arena, like GemmCpu's packing buffers: the schema gives Conv no
+// workspace. Storage float32, float16, bfloat16 (X, W, dY of one type). Outputs must not
+// overlap inputs (FailedPrecondition).
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/gemm_cpu.h"
+#include "kernels/cpu/kernel_float_io.h"
+#include "kernels/kernel_util.h"
+#include "kernels/cpu/kernel_window.h"
+#include "kernels/cpu/kernels_cpu.h"
+#include "util/status_macros.h"
+
+namespace memonger::alloc {
+namespace {
+
+using graph::DataType;
+using graph::TensorType;
+using namespace kernel_internal;  // NOLINT: the helpers of every kernel file
+
+struct ConvShape {
+  WindowGeometry win;
+  int64_t group = 1;
+  int64_t maps = 0;           // M
+  int64_t group_channels = 0; // Cg
+  int64_t group_maps = 0;     // Mg
+  int64_t taps = 0;           // K
+  int64_t positions = 0;      // P
+  int64_t col_rows() const { return group_channels * taps; }
+};
+
+absl::StatusOr<ConvShape> ReadConvShape(const KernelArgs& args, const TensorType& x,
+                                        const TensorType& w, const Dims& y_dims) {
+  for (const TensorType* t : {&x, &w}) {
+    if (t->dtype != DataType::kFloat32 && t->dtype != DataType::kFloat16 &&
+        t->dtype != DataType::kBFloat16) {
+      return UnsupportedDtype(args, t->dtype, "float32, float16, bfloat16");
+    }
+  }
+  if (w.dtype != x.dtype || w.dims.size() != x.dims.size()) {
+    return KernelError(args, "W must have X's element type and rank");
+  }
+  ConvShape s;
+  MG_ASSIGN_OR_RETURN(s.group, IntAttr(args, "group", 1));
+  s.maps = w.dims[0];
+  if (s.group <= 0 || x.dims.size() < 3 || x.dims[1] % s.group != 0 || s.maps % s.group != 0 ||
+      w.dims[1] != x.dims[1] / s.group) {
+    return KernelError(args, absl::StrCat("X ", graph::TensorTypeToString(x), " and W ",
+                                          graph::TensorTypeToString(w), " do not agree with group ",
+                                          s.group));
+  }
+  MG_ASSIGN_OR_RETURN(s.win, ReadWindowGeometry(args, x, Dims(w.dims.begin() + 2, w.dims.end()),
+                                                y_dims));
+  if (y_dims[1] != s.maps) return KernelError(args, "the output must have W.dims[0] channels");
+  s.group_channels = x.dims[1] / s.group;
+  s.group_maps = s.maps / s.group;
+  s.taps = s.win.kernel_size();
+  s.positions = s.win.out_size();
+  return s;
+}
+
+// Calls fn(col_index, in_index) for every (tap, output position) of one channel whose input
+// element lies inside the image: col_index = t * P + p in the channel's [K, P] block of the
+// column matrix, in_index into the channel's plane. Im2Col and Col2ImAdd share this walk.
+template <typename Fn>
+void ForEachWindowTap(const WindowGeometry& w, int64_t positions, Fn fn) {
+  int64_t t = 0;
+  for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
+    for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
+      for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2, ++t) {
+        int64_t p = 0;
+        for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
+          const int64_t i0 = o0 * w.stride[0] - w.pad[0] + k0 * w.dilation[0];
+          for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
+            const int64_t i1 = o1 * w.stride[1] - w.pad[1] + k1 * w.dilation[1];
+            for (int64_t o2 = 0; o2 < w.out[2]; ++o2, ++p) {
+              const int64_t i2 = o2 * w.stride[2] - w.pad[2] + k2 * w.dilation[2];
+              if (i0 < 0 || i0 >= w.in[0] || i1 < 0 || i1 >= w.in[1] || i2 < 0 || i2 >= w.in[2]) {
+                continue;
+              }
+              fn(t * positions + p, (i0 * w.in[1] + i1) * w.in[2] + i2);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// col [Cg*K, P] for image n, group g (float32; 0 where a tap reads the padding).
+void Im2Col(const ConvShape& s, const FloatLoader& load, const std::byte* x, int64_t n, int64_t g,
+            std::vector<float>& col) {
+  const WindowGeometry& w = s.win;
+  col.assign(static_cast<size_t>(s.col_rows() * s.positions), 0.0f);
+  std::vector<float> plane;
+  for (int64_t c = 0; c < s.group_channels; ++c) {
+    plane = load.Run(x, (n * w.channels + g * s.group_channels + c) * w.in_size(), w.in_size());
+    float* block = col.data() + c * s.taps * s.positions;
+    ForEachWindowTap(w, s.positions, [&](int64_t col_index, int64_t in_index) {
+      block[col_index] = plane[in_index];
+    });
+  }
+}
+
+// dx (the image's float32 gradient, all channels) += col2im(dcol) for group g.
+void Col2ImAdd(const ConvShape& s, const std::vector<float>& dcol, int64_t g, float* dx) {
+  const WindowGeometry& w = s.win;
+  for (int64_t c = 0; c < s.group_channels; ++c) {
+    float* plane = dx + (g * s.group_channels + c) * w.in_size();
+    const float* block = dcol.data() + c * s.taps * s.positions;
+    ForEachWindowTap(w, s.positions, [&](int64_t col_index, int64_t in_index) {
+      plane[in_index] += block[col_index];
+    });
+  }
+}
+
+GemmOperand FloatOperand(const std::vector<float>& m, int64_t ld, bool transposed) {
+  return GemmOperand{DataType::kFloat32, reinterpret_cast<const std::byte*>(m.data()), ld,
+                     transposed};
+}
+
+absl::Status Conv(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 2, 3, 1, 1));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& x = *args.input_types[0];
+  const TensorType& w = *args.input_types[1];
+  const TensorType& y = *args.output_types[0];
+  if (y.dtype != x.dtype) return KernelError(args, "Y must have X's element type");
+  MG_ASSIGN_OR_RETURN(const ConvShape s, ReadConvShape(args, x, w, y.dims));
+  std::vector<float> bias(static_cast<size_t>(s.maps), 0.0f);
+  if (args.inputs.size() == 3) {
+    if (NumElements(args.input_types[2]->dims) != s.maps) return KernelError(args, "b must hold M elements");
+    MG_ASSIGN_OR_RETURN(bias, LoadInput(args, 2));
+  }
+  MG_ASSIGN_OR_RETURN(const FloatLoader load, LoaderFor(args, x));
+  MG_ASSIGN_OR_RETURN(const FloatStorer store, StorerFor(args, y));
+  const int64_t w_elem = graph::DataTypeSize(w.dtype);
+  std::vector<float> col, row;
+  for (int64_t n = 0; n < s.win.batch; ++n) {
+    for (int64_t g = 0; g < s.group; ++g) {
+      Im2Col(s, load, args.inputs[0], n, g, col);
+      const GemmOperand wg{w.dtype, args.inputs[1] + g * s.group_maps * s.col_rows() * w_elem,
+                           s.col_rows(), false};
+      const int64_t y_base = (n * s.maps + g * s.group_maps) * s.positions;
+      MG_RETURN_IF_ERROR(GemmCpu(s.group_maps, s.positions, s.col_rows(), wg,
+                                 FloatOperand(col, s.positions, false),
+                                 [&](int64_t r, int64_t c, int64_t count, const float* acc) {
+                                   row.resize(count);
+                                   const float b = bias[g * s.group_maps + r];
+                                   for (int64_t j = 0; j < count; ++j) row[j] = acc[j] + b;
+                                   store.run(args.outputs[0], y_base + r * s.positions + c, count,
+                                             row.data());
+                                 }));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ConvGradient(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 3, 3, 1, 3));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& x = *args.input_types[0];
+  const TensorType& w = *args.input_types[1];
+  const TensorType& dy = *args.input_types[2];
+  if (dy.dtype != x.dtype) return KernelError(args, "dY must have X's element type");
+  MG_ASSIGN_OR_RETURN(const ConvShape s, ReadConvShape(args, x, w, dy.dims));
+  MG_ASSIGN_OR_RETURN(const int64_t no_bias, IntAttr(args, "no_bias", 0));
+  const int n_out = static_cast<int>(args.outputs.size());
+  const int db_out = no_bias == 0 ? 1 : -1;
+  const int dx_out = (no_bias == 0 ? 2 : 1) < n_out ? (no_bias == 0 ? 2 : 1) : -1;
+  if ((no_bias == 0 && n_out < 2) || (no_bias != 0 && n_out > 2)) {
+    return KernelError(args, absl::StrCat("has ", n_out, " outputs; with no_bias=", no_bias,
+                                          " it has ", no_bias == 0 ? "dW, db, [dX]" : "dW, [dX]"));
+  }
+  if (*args.output_types[0] != w || (dx_out >= 0 && *args.output_types[dx_out] != x) ||
+      (db_out >= 0 && NumElements(args.output_types[db_out]->dims) != s.maps)) {
+    return KernelError(args, "dW must have W's type, db hold M elements, dX have X's type");
+  }
+  MG_ASSIGN_OR_RETURN(const FloatLoader load_x, LoaderFor(args, x));
+  MG_ASSIGN_OR_RETURN(const FloatLoader load_dy, LoaderFor(args, dy));
+  const int64_t w_elem = graph::DataTypeSize(w.dtype);
+  const int64_t dy_elem = graph::DataTypeSize(dy.dtype);
+  std::vector<float> dw(static_cast<size_t>(NumElements(w.dims)), 0.0f);
+  std::vector<float> db(static_cast<size_t>(s.maps), 0.0f);
+  std::vector<float> dx_image;
+  std::optional<FloatStorer> store_dx;
+  if (dx_out >= 0) {
+    MG_ASSIGN_OR_RETURN(store_dx, StorerFor(args, x));
+  }
+  std::vector<float> col, dcol;
+  for (int64_t n = 0; n < s.win.batch; ++n) {
+    if (store_dx.has_value()) dx_image.assign(static_cast<size_t>(s.win.channels * s.win.in_size()), 0.0f);
+    for (int64_t g = 0; g < s.group; ++g) {
+      const int64_t dy_base = (n * s.maps + g * s.group_maps) * s.positions;
+      const GemmOperand dyg{dy.dtype, args.inputs[2] + dy_base * dy_elem, s.positions, false};
+      Im2Col(s, load_x, args.inputs[0], n, g, col);
+      float* dwg = dw.data() + g * s.group_maps * s.col_rows();
+      MG_RETURN_IF_ERROR(GemmCpu(s.group_maps, s.col_rows(), s.positions, dyg,
+                                 FloatOperand(col, s.positions, true),
+                                 [&](int64_t r, int64_t c, int64_t count, const float* acc) {
+                                   float* dst = dwg + r * s.col_rows() + c;
+                                   for (int64_t j = 0; j < count; ++j) dst[j] += acc[j];
+                                 }));
+      for (int64_t r = 0; r < s.group_maps; ++r) {
+        const std::vector<float> v = load_dy.Run(args.inputs[2], dy_base + r * s.positions, s.positions);
+        float sum = 0.0f;
+        for (float e : v) sum += e;
+        db[g * s.group_maps + r] += sum;
+      }
+      if (!store_dx.has_value()) continue;
+      dcol.assign(static_cast<size_t>(s.col_rows() * s.positions), 0.0f);
+      const GemmOperand wg_t{w.dtype, args.inputs[1] + g * s.group_maps * s.col_rows() * w_elem,
+                             s.col_rows(), true};
+      MG_RETURN_IF_ERROR(GemmCpu(s.col_rows(), s.positions, s.group_maps, wg_t, dyg,
+                                 [&](int64_t r, int64_t c, int64_t count, const float* acc) {
+                                   std::copy(acc, acc + count, dcol.data() + r * s.positions + c);
+                                 }));
+      Col2ImAdd(s, dcol, g, dx_image.data());
+    }
+    if (store_dx.has_value()) {
+      store_dx->run(args.outputs[dx_out], n * s.win.channels * s.win.in_size(),
+                    static_cast<int64_t>(dx_image.size()), dx_image.data());
+    }
+  }
+  MG_RETURN_IF_ERROR(StoreOutput(args, 0, dw));
+  if (db_out >= 0) MG_RETURN_IF_ERROR(StoreOutput(args, db_out, db));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddCpuConvKernels(KernelMap& kernels) {
+  for (const char* type : {"Conv", "Conv1D", "Conv2D", "Conv3D"}) kernels[type] = Conv;
+  for (const char* type : {"ConvGradient", "Conv1DGradient", "Conv2DGradient", "Conv3DGradient"}) {
+    kernels[type] = ConvGradient;
+  }
+}
+
+}  // namespace memonger::alloc

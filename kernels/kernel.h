@@ -1,0 +1,62 @@
+// The kernels' layer: the arithmetic of the ops, apart from where their memory comes from.
+// A kernel is a function of one op's input and output addresses (KernelArgs); a KernelTable maps
+// op types to kernels and is handed to whoever runs a net (allocator/executor.h). The tables
+// themselves live below this folder: kernels/cpu/kernels_cpu.h (always) and
+// kernels/cuda/kernels_device.h (the device kernels: CUDA when built with it, and a host backend
+// that runs the same bodies). Beside them: fp16/bf16 conversions (float16.h), the verify
+// kernels' fill-and-check patterns (verify_kernels.h) and tensor data I/O (npy.h,
+// onnx_tensor_data.h, value_fill.h).
+//
+//   absl::Status MyRelu(const alloc::KernelArgs& args) { ... args.inputs[0] ... }
+//   alloc::KernelTable kernels({{"Relu", MyRelu}});
+//   const alloc::Kernel* relu = kernels.Find("Relu");  // nullptr for an unknown op type
+#ifndef MEMONGER_KERNELS_KERNEL_H_
+#define MEMONGER_KERNELS_KERNEL_H_
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "graph/graph.h"
+#include "kernels/device.h"
+
+namespace memonger::alloc {
+
+// What a kernel gets for one op. Pointers are on `device` (device pointers for kCuda) and are
+// valid only during the call. Values of role workspace are among the outputs, as the net
+// declares them. A zero-byte value still has a (non-dereferenceable) pointer.
+struct KernelArgs {
+  const graph::Op* op = nullptr;
+  Device device = Device::kHost;
+  std::vector<const std::byte*> inputs;             // op->inputs order (repeats repeated)
+  std::vector<const graph::TensorType*> input_types;
+  std::vector<std::byte*> outputs;                  // op->outputs order
+  std::vector<const graph::TensorType*> output_types;
+};
+using Kernel = std::function<absl::Status(const KernelArgs&)>;
+
+// Op type -> kernel. Built once by the caller, immutable afterwards (no global registry).
+class KernelTable {
+ public:
+  KernelTable() = default;
+  explicit KernelTable(absl::flat_hash_map<std::string, Kernel> kernels)
+      : kernels_(std::move(kernels)) {}
+  // nullptr when the table has no kernel for `op_type`.
+  const Kernel* Find(absl::string_view op_type) const;
+  // This table with `op_type`'s kernel replaced (or added): how a wrapper such as the float16
+  // census (fp16_census.h) decorates one kernel of an otherwise unchanged table.
+  KernelTable With(absl::string_view op_type, Kernel kernel) &&;
+  int size() const { return static_cast<int>(kernels_.size()); }
+
+ private:
+  absl::flat_hash_map<std::string, Kernel> kernels_;
+};
+
+}  // namespace memonger::alloc
+
+#endif  // MEMONGER_KERNELS_KERNEL_H_

@@ -1,0 +1,740 @@
+#include "memonger/offsets/exact_offsets.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "memonger/offsets/interval_index.h"
+#include "util/check.h"
+#include "util/deep_stack.h"
+#include "util/status_macros.h"
+
+namespace memonger {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kNoOffset = -1;
+constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max();
+
+// The static preorders, tried round-robin: W = lifetime width in steps, A = area (bytes x
+// width), T = the largest unplaced total over the item's sections; each descending, ties by
+// item index.
+constexpr const char* kPreorders[] = {"WAT", "TAW", "TWA"};
+
+// An upper bound on the stack one level of the search takes (Search, with Place and Recurse
+// inlined, is under 400 bytes with GCC 12 -O2; SolveGroup adds about 200 when a group splits).
+constexpr size_t kStackBytesPerPlacement = 2048;
+
+// Probes above the lowest open height get this fraction of the round's node limit.
+constexpr int64_t kUpperProbeShare = 8;
+
+bool IsPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// REQUIRES: `alignment` is a power of two and x + alignment does not overflow.
+int64_t AlignUp(int64_t x, int64_t alignment) { return (x + alignment - 1) & ~(alignment - 1); }
+
+int Size(const std::vector<int>& v) { return static_cast<int>(v.size()); }
+
+// ValidateOffsetProblem, plus what the search assumes besides.
+absl::Status ValidateProblem(const OffsetProblem& problem) {
+  MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
+  for (size_t i = 0; i < problem.items.size(); ++i) {
+    const OffsetItem& item = problem.items[i];
+    if (item.last_step < item.first_step) {
+      return absl::InvalidArgumentError(absl::StrCat("exact: item ", i, " has lifetime [",
+                                                     item.first_step, ", ", item.last_step,
+                                                     "] with last_step < first_step"));
+    }
+    if (item.bytes < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("exact: item ", i, " has negative bytes ", item.bytes));
+    }
+    if (!IsPowerOfTwo(item.alignment)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "exact: item ", i, " has alignment ", item.alignment, ", not a power of two"));
+    }
+    if (item.bytes % item.alignment != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("exact: item ", i, " has ", item.bytes,
+                                                     " bytes, not a multiple of its alignment ",
+                                                     item.alignment));
+    }
+    // Keeps every sum the search forms (a height plus one size or alignment) inside int64.
+    if (item.bytes > (int64_t{1} << 56) || item.alignment > (int64_t{1} << 56)) {
+      return absl::InvalidArgumentError(absl::StrCat("exact: item ", i, " is too large (",
+                                                     item.bytes, " bytes, alignment ",
+                                                     item.alignment, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t HeightOf(const OffsetProblem& problem, const std::vector<int64_t>& offsets) {
+  int64_t height = 0;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    height = std::max(height, offsets[i] + problem.items[i].bytes);
+  }
+  return height;
+}
+
+// Items stacked in input order, each at the aligned top of the previous one.
+std::vector<int64_t> StackedOffsets(const OffsetProblem& problem) {
+  std::vector<int64_t> offsets(problem.items.size(), 0);
+  int64_t top = 0;
+  for (size_t i = 0; i < problem.items.size(); ++i) {
+    const OffsetItem& item = problem.items[i];
+    if (item.bytes == 0) continue;
+    offsets[i] = AlignUp(top, item.alignment);
+    top = offsets[i] + item.bytes;
+  }
+  return offsets;
+}
+
+// The problem as the search sees it: items with bytes > 0 only (the others conflict with
+// nothing), time cut into sections, and the overlapping pairs.
+struct Prepared {
+  std::vector<int> original;  // search item -> problem item
+  std::vector<int64_t> bytes;
+  std::vector<int64_t> alignment;
+  std::vector<int64_t> width;      // Duration(): in the problem's own time unit
+  std::vector<int> section_begin;  // sections [section_begin, section_end) of each item
+  std::vector<int> section_end;
+  int num_sections = 0;
+  std::vector<int> overlap_start;  // CSR: the items sharing a step with item i are
+  std::vector<int> overlaps;       //   overlaps[overlap_start[i] .. overlap_start[i + 1])
+  std::vector<int> members_start;  // CSR: the items live in section s are
+  std::vector<int> members;        //   members[members_start[s] .. members_start[s + 1])
+  std::vector<int> membership_start;  // item i in section s is the membership
+                                      //   membership_start[i] + s - section_begin[i]
+  std::vector<int> member_position;   // per membership: its index in `members`
+  std::vector<int64_t> section_total;  // bytes live in each section
+  std::vector<int> cuts;               // per boundary b: items live in sections b and b + 1
+  int64_t max_total = 0;               // the lower bound
+  int64_t granule = 0;                 // gcd of every size and alignment
+};
+
+// False when the problem exceeds kMaxExactItems or kMaxExactOverlaps (not searched).
+bool Prepare(const OffsetProblem& problem, Prepared& p) {
+  for (size_t i = 0; i < problem.items.size(); ++i) {
+    if (problem.items[i].bytes > 0) p.original.push_back(static_cast<int>(i));
+  }
+  const int n = Size(p.original);
+  if (n > kMaxExactItems) return false;
+
+  // Sections lie between consecutive distinct lifetime boundaries (first_step, last_step + 1).
+  std::vector<int64_t> points;
+  points.reserve(2 * static_cast<size_t>(n));
+  for (int i : p.original) {
+    points.push_back(problem.items[i].first_step);
+    points.push_back(int64_t{problem.items[i].last_step} + 1);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  p.num_sections = std::max(0, static_cast<int>(points.size()) - 1);
+  auto point_index = [&](int64_t t) {
+    return static_cast<int>(std::lower_bound(points.begin(), points.end(), t) - points.begin());
+  };
+
+  int64_t memberships = 0;
+  for (int i : p.original) {
+    const OffsetItem& item = problem.items[i];
+    p.bytes.push_back(item.bytes);
+    p.alignment.push_back(item.alignment);
+    p.width.push_back(Duration(problem, item));
+    p.section_begin.push_back(point_index(item.first_step));
+    p.section_end.push_back(point_index(int64_t{item.last_step} + 1));
+    memberships += p.section_end.back() - p.section_begin.back();
+    p.granule = std::gcd(p.granule, std::gcd(item.bytes, item.alignment));
+  }
+  if (memberships > kMaxExactOverlaps) return false;
+
+  // Overlapping pairs: in order of first section, every later item that starts before i ends.
+  std::vector<int> by_begin(n);
+  std::iota(by_begin.begin(), by_begin.end(), 0);
+  std::stable_sort(by_begin.begin(), by_begin.end(),
+                   [&](int a, int b) { return p.section_begin[a] < p.section_begin[b]; });
+  std::vector<int> degree(n, 0);
+  int64_t pairs = 0;
+  for (int a = 0; a < n; ++a) {
+    const int i = by_begin[a];
+    for (int b = a + 1; b < n && p.section_begin[by_begin[b]] < p.section_end[i]; ++b) {
+      ++degree[i];
+      ++degree[by_begin[b]];
+      if (++pairs > kMaxExactOverlaps) return false;
+    }
+  }
+  p.overlap_start.assign(n + 1, 0);
+  for (int i = 0; i < n; ++i) p.overlap_start[i + 1] = p.overlap_start[i] + degree[i];
+  p.overlaps.resize(p.overlap_start[n]);
+  std::vector<int> fill(p.overlap_start.begin(), p.overlap_start.end() - 1);
+  for (int a = 0; a < n; ++a) {
+    const int i = by_begin[a];
+    for (int b = a + 1; b < n && p.section_begin[by_begin[b]] < p.section_end[i]; ++b) {
+      const int j = by_begin[b];
+      p.overlaps[fill[i]++] = j;
+      p.overlaps[fill[j]++] = i;
+    }
+  }
+
+  // Section members, totals and cuts.
+  p.members_start.assign(p.num_sections + 1, 0);
+  p.section_total.assign(p.num_sections, 0);
+  for (int i = 0; i < n; ++i) {
+    for (int s = p.section_begin[i]; s < p.section_end[i]; ++s) {
+      ++p.members_start[s + 1];
+      p.section_total[s] += p.bytes[i];
+    }
+  }
+  for (int s = 0; s < p.num_sections; ++s) p.members_start[s + 1] += p.members_start[s];
+  p.members.resize(p.members_start[p.num_sections]);
+  fill.assign(p.members_start.begin(), p.members_start.end() - 1);
+  p.membership_start.assign(n + 1, 0);
+  p.member_position.resize(p.members.size());
+  for (int i = 0; i < n; ++i) {
+    p.membership_start[i + 1] = p.membership_start[i] + p.section_end[i] - p.section_begin[i];
+    for (int s = p.section_begin[i]; s < p.section_end[i]; ++s) {
+      p.member_position[p.membership_start[i] + s - p.section_begin[i]] = fill[s];
+      p.members[fill[s]++] = i;
+    }
+  }
+  for (int64_t total : p.section_total) p.max_total = std::max(p.max_total, total);
+  p.cuts.assign(std::max(0, p.num_sections - 1), 0);
+  for (int i = 0; i < n; ++i) {
+    for (int b = p.section_begin[i]; b + 1 < p.section_end[i]; ++b) ++p.cuts[b];
+  }
+  return true;
+}
+
+// Time and node accounting shared by every probe, and the progress callback.
+class Budget {
+ public:
+  Budget(const ExactOffsetsOptions& options, Clock::time_point start)
+      : start_(start),
+        deadline_(start + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(options.time_limit_seconds))),
+        next_report_(start + std::chrono::seconds(1)),
+        progress_(options.progress) {}
+
+  // Counts one node; false once the time limit has passed (the clock is read every 64 nodes).
+  bool Tick() {
+    ++state_.nodes;
+    if ((state_.nodes & 63) == 0) Poll();
+    return !expired_;
+  }
+  bool Expired() {
+    Poll();
+    return expired_;
+  }
+  ExactProgress& state() { return state_; }
+
+ private:
+  void Poll() {
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline_) expired_ = true;
+    if (progress_ && now >= next_report_) {
+      state_.seconds = std::chrono::duration<double>(now - start_).count();
+      progress_(state_);
+      next_report_ = now + std::chrono::seconds(1);
+    }
+  }
+
+  Clock::time_point start_;
+  Clock::time_point deadline_;
+  Clock::time_point next_report_;
+  const std::function<void(const ExactProgress&)>& progress_;
+  ExactProgress state_;
+  bool expired_ = false;
+};
+
+// The largest of n values over index ranges, with point updates: a segment tree kept in an
+// array (leaves at [size, 2 * size)). O(log n) per update and per query.
+class MaxTree {
+ public:
+  explicit MaxTree(const std::vector<int64_t>& values) {
+    size_ = 1;
+    while (size_ < values.size()) size_ *= 2;
+    tree_.assign(2 * size_, 0);
+    std::copy(values.begin(), values.end(), tree_.begin() + static_cast<std::ptrdiff_t>(size_));
+    for (size_t k = size_ - 1; k >= 1; --k) tree_[k] = std::max(tree_[2 * k], tree_[2 * k + 1]);
+  }
+  void Set(int index, int64_t value) {
+    size_t k = size_ + static_cast<size_t>(index);
+    tree_[k] = value;
+    for (k /= 2; k >= 1; k /= 2) tree_[k] = std::max(tree_[2 * k], tree_[2 * k + 1]);
+  }
+  // The largest value in [begin, end); 0 when the range is empty (every value is >= 0).
+  int64_t Max(int begin, int end) const {
+    int64_t best = 0;
+    size_t lo = size_ + static_cast<size_t>(begin);
+    size_t hi = size_ + static_cast<size_t>(end);
+    for (; lo < hi; lo /= 2, hi /= 2) {
+      if (lo & 1) best = std::max(best, tree_[lo++]);
+      if (hi & 1) best = std::max(best, tree_[--hi]);
+    }
+    return best;
+  }
+
+ private:
+  size_t size_ = 1;
+  std::vector<int64_t> tree_;
+};
+
+// Decides whether the prepared problem has a placement within `capacity` (see the header).
+class DecisionSearch {
+ public:
+  enum class Outcome { kFeasible, kInfeasible, kNodeLimit, kTimeout };
+
+  DecisionSearch(const Prepared& p, int64_t capacity, Budget& budget)
+      : p_(p),
+        capacity_(capacity),
+        budget_(budget),
+        offset_(p.bytes.size(), kNoOffset),
+        solution_(p.bytes.size(), kNoOffset),
+        min_offset_(p.bytes.size(), 0),
+        floor_(p.num_sections, 0),
+        total_(p.section_total),
+        max_total_(p.section_total),
+        cuts_(p.cuts),
+        members_(p.members),
+        member_position_(p.member_position),
+        unplaced_members_(p.num_sections) {
+    for (int s = 0; s < p.num_sections; ++s) {
+      unplaced_members_[s] = p.members_start[s + 1] - p.members_start[s];
+    }
+  }
+
+  // One pass: each preorder in turn searches with at most `node_limit` nodes. kFeasible
+  // (offsets() holds the plan), kInfeasible (a search finished: proven), kNodeLimit (every
+  // preorder ran out of nodes) or kTimeout. Every change is undone before returning.
+  Outcome Run(int64_t node_limit) {
+    const int n = Size(p_.original);
+    if (n == 0) return Outcome::kFeasible;
+    for (int i = 0; i < n; ++i) {
+      if (p_.bytes[i] > capacity_) return Outcome::kInfeasible;
+    }
+    if (p_.max_total > capacity_) return Outcome::kInfeasible;
+    if (groups_.empty()) groups_ = InitialGroups();
+    for (const char* preorder : kPreorders) {
+      nodes_left_ = node_limit;
+      Outcome outcome = Outcome::kFeasible;
+      for (const Group& group : groups_) {
+        outcome = SolveGroup(group, preorder);
+        if (outcome != Outcome::kFeasible) break;
+      }
+      if (outcome != Outcome::kNodeLimit) return outcome;
+    }
+    return Outcome::kNodeLimit;
+  }
+
+  // Per search item; valid after Run() returned kFeasible.
+  const std::vector<int64_t>& offsets() const { return solution_; }
+
+ private:
+  // Unplaced items that share no step with unplaced items outside the group, and the
+  // sections [section_begin, section_end) they live in.
+  struct Group {
+    std::vector<int> items;
+    int section_begin = 0;
+    int section_end = 0;
+  };
+  struct Candidate {
+    int64_t offset;  // the item's minimum offset
+    int rank;        // its position in the group's preorder
+    int item;
+  };
+  // An undo stack of (index, old value) pairs, newest last.
+  class Trail {
+   public:
+    size_t size() const { return size_; }
+    void Push(int index, int64_t value) {
+      if (size_ == entries_.size()) entries_.resize(2 * size_ + 64);
+      entries_[size_++] = {index, value};
+    }
+    // Writes every entry above `mark` back into `values`, newest first.
+    void RestoreTo(size_t mark, std::vector<int64_t>& values) {
+      while (size_ > mark) {
+        --size_;
+        values[entries_[size_].first] = entries_[size_].second;
+      }
+    }
+
+   private:
+    std::vector<std::pair<int, int64_t>> entries_;
+    size_t size_ = 0;
+  };
+
+  // Splits the whole problem at the section boundaries no item crosses.
+  std::vector<Group> InitialGroups() const {
+    std::vector<int> cutpoints;
+    for (int b = 0; b + 1 < p_.num_sections; ++b) {
+      if (p_.cuts[b] == 0) cutpoints.push_back(b + 1);
+    }
+    std::vector<int> all(p_.bytes.size());
+    std::iota(all.begin(), all.end(), 0);
+    return Split(all, 0, p_.num_sections, cutpoints);
+  }
+
+  // Splits the unplaced items of `items` (sections [begin, end)) at `cutpoints`: ascending
+  // section indices inside (begin, end) that no unplaced item crosses.
+  std::vector<Group> Split(const std::vector<int>& items, int begin, int end,
+                           const std::vector<int>& cutpoints) const {
+    std::vector<Group> groups(cutpoints.size() + 1);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      groups[g].section_begin = g == 0 ? begin : cutpoints[g - 1];
+      groups[g].section_end = g == cutpoints.size() ? end : cutpoints[g];
+    }
+    for (int item : items) {
+      if (offset_[item] != kNoOffset) continue;
+      const size_t g =
+          std::upper_bound(cutpoints.begin(), cutpoints.end(), p_.section_begin[item]) -
+          cutpoints.begin();
+      MG_CHECK(p_.section_end[item] <= groups[g].section_end);
+      groups[g].items.push_back(item);
+    }
+    groups.erase(std::remove_if(groups.begin(), groups.end(),
+                                [](const Group& g) { return g.items.empty(); }),
+                 groups.end());
+    return groups;
+  }
+
+  // Ranks the group's items by `preorder` and searches the group from the current state.
+  Outcome SolveGroup(const Group& group, const char* preorder) {
+    struct Key {
+      int64_t width;
+      __int128 area;
+      int64_t total;
+      int item;
+    };
+    std::vector<Key> keys;
+    keys.reserve(group.items.size());
+    for (int item : group.items) {
+      int64_t total = 0;
+      for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
+        total = std::max(total, total_[s]);
+      }
+      keys.push_back({p_.width[item], static_cast<__int128>(p_.bytes[item]) * p_.width[item],
+                      total, item});
+    }
+    auto before = [preorder](const Key& a, const Key& b) {
+      for (const char* c = preorder; *c != '\0'; ++c) {
+        if (*c == 'W' && a.width != b.width) return a.width > b.width;
+        if (*c == 'A' && a.area != b.area) return a.area > b.area;
+        if (*c == 'T' && a.total != b.total) return a.total > b.total;
+      }
+      return a.item < b.item;
+    };
+    std::sort(keys.begin(), keys.end(), before);
+    std::vector<Candidate> ranked;
+    ranked.reserve(keys.size());
+    for (size_t r = 0; r < keys.size(); ++r) {
+      ranked.push_back({0, static_cast<int>(r), keys[r].item});
+    }
+    return Search(group, ranked, /*last_offset=*/0, /*last_rank=*/-1, preorder);
+  }
+
+  // One node: `ranked` holds the group's items with their ranks (placed ones are skipped);
+  // (last_offset, last_rank) is the previous placement in this group.
+  Outcome Search(const Group& group, const std::vector<Candidate>& ranked, int64_t last_offset,
+                 int last_rank, const char* preorder) {
+    if (!budget_.Tick()) return Outcome::kTimeout;
+    if (--nodes_left_ < 0) return Outcome::kNodeLimit;
+
+    bool any_unplaced = false;
+    int64_t lowest_top = kInfinity;  // min over unplaced k of m(k) + bytes(k)
+    for (const Candidate& c : ranked) {
+      if (offset_[c.item] != kNoOffset) continue;
+      any_unplaced = true;
+      lowest_top = std::min(lowest_top, min_offset_[c.item] + p_.bytes[c.item]);
+    }
+    if (!any_unplaced) return Outcome::kFeasible;
+    // The children: only candidates below lowest_top (dominance: any other would leave a hole an
+    // unplaced item fits in) that come after the previous placement in (offset, rank) order
+    // (canonical: each layout is built in one order only). Kept per node, so this list, not
+    // every unplaced item, is what the recursion holds in memory.
+    std::vector<Candidate> order;
+    for (const Candidate& c : ranked) {
+      if (offset_[c.item] != kNoOffset) continue;
+      const int64_t m = min_offset_[c.item];
+      if (m >= lowest_top) continue;
+      if (m < last_offset || (m == last_offset && c.rank < last_rank)) continue;
+      order.push_back({m, c.rank, c.item});
+    }
+    std::sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
+      return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
+    });
+    const int64_t fullest = max_total_.Max(group.section_begin, group.section_end);
+    for (const Candidate& c : order) {
+      // The fullest section's unplaced bytes would all lie above c.offset (in c.item's own
+      // sections too: their floor becomes its top). Later candidates are no lower.
+      if (c.offset + fullest > capacity_) break;
+      if (c.offset + p_.bytes[c.item] > capacity_) continue;
+      const Outcome outcome = Place(group, ranked, c, preorder);
+      if (outcome != Outcome::kInfeasible) return outcome;
+    }
+    return Outcome::kInfeasible;
+  }
+
+  // Places c.item at c.offset, propagates, recurses (splitting the group when a cut drops to
+  // zero) and undoes everything before returning.
+  Outcome Place(const Group& group, const std::vector<Candidate>& ranked, const Candidate& c,
+                const char* preorder) {
+    const int item = c.item;
+    const int64_t top = c.offset + p_.bytes[item];
+    const size_t offsets_mark = saved_offsets_.size();
+
+    // Raise the minimum offsets of the unplaced items sharing a step with `item`. Their
+    // sections and those of `item` form one range [changed_begin, changed_end): each of them
+    // overlaps `item`'s sections.
+    bool fits = true;
+    int changed_begin = p_.section_begin[item];
+    int changed_end = p_.section_end[item];
+    for (int e = p_.overlap_start[item]; e < p_.overlap_start[item + 1]; ++e) {
+      const int other = p_.overlaps[e];
+      if (offset_[other] != kNoOffset || min_offset_[other] >= top) continue;
+      saved_offsets_.Push(other, min_offset_[other]);
+      min_offset_[other] = AlignUp(top, p_.alignment[other]);
+      if (min_offset_[other] + p_.bytes[other] > capacity_) {
+        fits = false;
+        break;
+      }
+      changed_begin = std::min(changed_begin, p_.section_begin[other]);
+      changed_end = std::max(changed_end, p_.section_end[other]);
+    }
+    Outcome outcome = Outcome::kInfeasible;
+    if (fits) {
+      offset_[item] = c.offset;
+      solution_[item] = c.offset;
+      const size_t floors_mark = saved_floors_.size();
+      Remove(item, top);
+      RaiseFloors(changed_begin, changed_end);
+      // Sections outside the changed range passed this check at the parent (their totals are
+      // unchanged: `item` lies inside the range); now their unplaced items also lie at or above
+      // c.offset.
+      const int64_t unchanged_total =
+          std::max(max_total_.Max(group.section_begin, changed_begin),
+                   max_total_.Max(changed_end, group.section_end));
+      if (c.offset + unchanged_total <= capacity_ &&
+          RangeFits(changed_begin, changed_end, c.offset)) {
+        outcome = Recurse(group, ranked, c, preorder);
+      }
+      Restore(item);
+      saved_floors_.RestoreTo(floors_mark, floor_);
+      offset_[item] = kNoOffset;
+    }
+    saved_offsets_.RestoreTo(offsets_mark, min_offset_);
+    return outcome;
+  }
+
+  // The sections of `item`, now placed with its top at `top`: the floor rises to the top, the
+  // unplaced total falls, and `item` leaves the unplaced members (swapped to the end of their
+  // prefix, where it stays until Restore, as placements are undone in LIFO order).
+  void Remove(int item, int64_t top) {
+    for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
+      saved_floors_.Push(s, floor_[s]);
+      floor_[s] = top;
+      total_[s] -= p_.bytes[item];
+      max_total_.Set(s, total_[s]);
+      const int membership = p_.membership_start[item] + s - p_.section_begin[item];
+      const int from = member_position_[membership];
+      const int to = p_.members_start[s] + --unplaced_members_[s];
+      const int moved = members_[to];
+      members_[from] = moved;
+      member_position_[p_.membership_start[moved] + s - p_.section_begin[moved]] = from;
+      members_[to] = item;
+      member_position_[membership] = to;
+    }
+  }
+
+  void Restore(int item) {
+    for (int s = p_.section_begin[item]; s < p_.section_end[item]; ++s) {
+      total_[s] += p_.bytes[item];
+      max_total_.Set(s, total_[s]);
+      ++unplaced_members_[s];
+    }
+  }
+
+  // A section's floor is at least the least minimum offset of its unplaced items.
+  void RaiseFloors(int begin, int end) {
+    for (int s = begin; s < end; ++s) {
+      const int64_t floor = floor_[s];
+      int64_t least = kInfinity;
+      const int* member = &members_[p_.members_start[s]];
+      const int* const last = member + unplaced_members_[s];
+      for (; member != last; ++member) {
+        const int64_t m = min_offset_[*member];
+        if (m <= floor) break;  // the floor stays
+        least = std::min(least, m);
+      }
+      if (member == last && least != kInfinity) {
+        saved_floors_.Push(s, floor);
+        floor_[s] = least;
+      }
+    }
+  }
+
+  // Section inference on [begin, end): a section's unplaced items lie at or above its floor
+  // and the last placed offset, in disjoint bytes below the capacity.
+  bool RangeFits(int begin, int end, int64_t last_offset) const {
+    for (int s = begin; s < end; ++s) {
+      if (total_[s] > 0 && std::max(floor_[s], last_offset) + total_[s] > capacity_) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Continues after placing c.item: in the same group, or in each part the group split into.
+  Outcome Recurse(const Group& group, const std::vector<Candidate>& ranked, const Candidate& c,
+                  const char* preorder) {
+    const int item = c.item;
+    std::vector<int> cutpoints;
+    for (int b = p_.section_begin[item]; b + 1 < p_.section_end[item]; ++b) {
+      if (--cuts_[b] == 0) cutpoints.push_back(b + 1);
+    }
+    Outcome outcome = Outcome::kFeasible;
+    if (cutpoints.empty()) {
+      outcome = Search(group, ranked, c.offset, c.rank, preorder);
+    } else {
+      for (const Group& part :
+           Split(group.items, group.section_begin, group.section_end, cutpoints)) {
+        outcome = SolveGroup(part, preorder);
+        if (outcome != Outcome::kFeasible) break;
+      }
+    }
+    for (int b = p_.section_begin[item]; b + 1 < p_.section_end[item]; ++b) ++cuts_[b];
+    return outcome;
+  }
+
+  const Prepared& p_;
+  const int64_t capacity_;
+  Budget& budget_;
+  int64_t nodes_left_ = 0;
+  std::vector<Group> groups_;  // the whole problem, split where no item crosses
+
+  std::vector<int64_t> offset_;      // per item: its offset, or kNoOffset while unplaced
+  std::vector<int64_t> solution_;    // per item: its offset on the latest successful path
+  std::vector<int64_t> min_offset_;  // per unplaced item: m(i)
+  std::vector<int64_t> floor_;       // per section: no unplaced member lies below
+  std::vector<int64_t> total_;       // per section: bytes of its unplaced members
+  MaxTree max_total_;                // total_, for range maxima
+  std::vector<int> cuts_;            // per boundary: unplaced items crossing it
+  Trail saved_offsets_;              // undo stacks of min_offset_ and floor_
+  Trail saved_floors_;
+  // Per section s, its unplaced members come first: members_[members_start[s] ..
+  // members_start[s] + unplaced_members_[s]). member_position_ locates each membership.
+  std::vector<int> members_;
+  std::vector<int> member_position_;
+  std::vector<int> unplaced_members_;
+};
+
+}  // namespace
+
+absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
+                                          const OffsetSolution& incumbent,
+                                          const ExactOffsetsOptions& options) {
+  const Clock::time_point start = Clock::now();
+  MG_RETURN_IF_ERROR(ValidateProblem(problem));
+  if (!(options.time_limit_seconds >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("exact: negative time limit ", options.time_limit_seconds));
+  }
+  OffsetSolution best;
+  if (incumbent.offsets.empty() && !problem.items.empty()) {
+    best.offsets = StackedOffsets(problem);
+  } else {
+    if (incumbent.offsets.size() != problem.items.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("exact: the incumbent has ",
+                                                     incumbent.offsets.size(),
+                                                     " offsets for ", problem.items.size(),
+                                                     " items"));
+    }
+    const absl::Status valid = CheckOffsetSolution(problem, incumbent.offsets);
+    if (!valid.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("exact: invalid incumbent: ", valid.message()));
+    }
+    best.offsets = incumbent.offsets;
+  }
+  // Zero-byte items conflict with nothing: offset 0 (never raises the height).
+  for (size_t i = 0; i < problem.items.size(); ++i) {
+    if (problem.items[i].bytes == 0) best.offsets[i] = 0;
+  }
+  best.height = HeightOf(problem, best.offsets);
+  const int64_t lower_bound = OffsetLowerBound(problem);
+  MG_CHECK(best.height >= lower_bound);
+  if (best.height == lower_bound) {
+    best.proven_optimal = true;
+    return best;
+  }
+
+  Prepared prepared;
+  if (!Prepare(problem, prepared)) return best;  // too large to search
+  MG_CHECK(prepared.max_total == lower_bound);
+  MG_CHECK(prepared.granule > 0 && lower_bound % prepared.granule == 0);
+  const int64_t granule = prepared.granule;
+
+  // Heights below `low` are proven infeasible and best.height is feasible, so the optimum is
+  // a multiple of the granule in [low, best.height]. Each round gives every probe a node
+  // limit per preorder, doubled from round to round: first `low` itself (a plan there is
+  // optimal), then a binary search over (low, high] with a smaller limit, where an unsettled
+  // probe counts as infeasible for the rest of the round (plans found there lower the upper
+  // end early, so a time limit still returns a good plan). Node limits, not clocks, decide
+  // every step, so only where the time limit cuts depends on the machine.
+  Budget budget(options, start);
+  int64_t low = lower_bound;
+  int64_t high = (best.height - 1) / granule * granule;  // the highest height worth probing
+  int64_t node_limit = 2 * static_cast<int64_t>(prepared.original.size());
+  // A feasible probe lowers best and high, an infeasible one raises low; false on timeout.
+  auto probe = [&](int64_t capacity, int64_t limit, DecisionSearch::Outcome& outcome) {
+    budget.state().lower_bound = low;
+    budget.state().best_height = best.height;
+    budget.state().probing_height = capacity;
+    DecisionSearch search(prepared, capacity, budget);
+    outcome = search.Run(limit);
+    if (outcome == DecisionSearch::Outcome::kTimeout) return false;
+    if (outcome == DecisionSearch::Outcome::kInfeasible) low = capacity + granule;
+    if (outcome == DecisionSearch::Outcome::kFeasible) {
+      std::vector<int64_t> offsets(problem.items.size(), 0);
+      for (size_t k = 0; k < prepared.original.size(); ++k) {
+        MG_CHECK(search.offsets()[k] != kNoOffset);
+        offsets[prepared.original[k]] = search.offsets()[k];
+      }
+      const int64_t height = HeightOf(problem, offsets);
+      MG_CHECK(height <= capacity);
+      best.offsets = std::move(offsets);
+      best.height = height;
+      high = height - granule;
+    }
+    return true;
+  };
+  auto search = [&] {
+    while (low <= high && !budget.Expired()) {
+      DecisionSearch::Outcome outcome;
+      if (!probe(low, node_limit, outcome)) break;
+      if (outcome != DecisionSearch::Outcome::kNodeLimit) continue;
+      int64_t unsettled_from = low + granule;
+      while (unsettled_from <= high) {
+        const int64_t capacity = unsettled_from + (high - unsettled_from) / granule / 2 * granule;
+        if (!probe(capacity, std::max<int64_t>(1, node_limit / kUpperProbeShare), outcome)) break;
+        if (outcome != DecisionSearch::Outcome::kFeasible) unsettled_from = capacity + granule;
+      }
+      if (outcome == DecisionSearch::Outcome::kTimeout) break;
+      node_limit = node_limit > kInfinity / 2 ? kInfinity : 2 * node_limit;
+    }
+  };
+  // The search recurses once per placement (and once more per split): give it a stack of its
+  // own, sized for the deepest path.
+  const size_t stack_bytes =
+      (size_t{1} << 20) + prepared.original.size() * kStackBytesPerPlacement;
+  MG_RETURN_IF_ERROR(util::RunWithStack(stack_bytes, search));
+  best.proven_optimal = low > high;
+  return best;
+}
+
+}  // namespace memonger

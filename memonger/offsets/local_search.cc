@@ -1,0 +1,145 @@
+#include "memonger/offsets/local_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "memonger/offsets/best_fit.h"
+#include "util/splitmix64.h"
+#include "util/status_macros.h"
+
+namespace memonger {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool Intersect(const OffsetItem& a, const OffsetItem& b) {
+  return a.first_step <= b.last_step && b.first_step <= a.last_step;
+}
+
+Clock::time_point DeadlineAfter(Clock::time_point start, double seconds) {
+  // Clamp so that huge limits do not overflow the clock's representation.
+  const double capped = std::min(seconds, 1e9);
+  return start + std::chrono::duration_cast<Clock::duration>(
+                     std::chrono::duration<double>(capped));
+}
+
+absl::Status ValidateOptions(const LocalSearchOptions& options) {
+  if (options.max_iterations < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("local search: max_iterations ", options.max_iterations, " is negative"));
+  }
+  if (std::isnan(options.time_limit_seconds) || options.time_limit_seconds < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "local search: time limit ", options.time_limit_seconds, " s is not >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LocalSearchResult> ImproveUntil(const OffsetProblem& problem,
+                                               std::vector<int> order, FitRule rule,
+                                               const LocalSearchOptions& options,
+                                               Clock::time_point deadline) {
+  MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
+  MG_RETURN_IF_ERROR(ValidateOptions(options));
+  const int n = static_cast<int>(problem.items.size());
+  if (static_cast<int>(order.size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat("local search: the order has ", order.size(),
+                                                   " entries for ", n, " items"));
+  }
+  std::vector<int> position(n, -1);
+  for (int k = 0; k < n; ++k) {
+    if (order[k] < 0 || order[k] >= n || position[order[k]] >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "local search: the order is not a permutation of the items (entry ", k, ": ",
+          order[k], ")"));
+    }
+    position[order[k]] = k;
+  }
+
+  const std::vector<OffsetItem>& items = problem.items;
+  const int64_t lower_bound = OffsetLowerBound(problem);
+  GreedyPlacer placer(problem);
+  LocalSearchResult result;
+  result.solution = placer.Place(order, rule);
+  util::SplitMix64 rng(options.seed);
+  std::vector<int> top;
+  std::vector<int> under;
+  while (result.iterations < options.max_iterations &&
+         result.solution.height > lower_bound && Clock::now() < deadline) {
+    ++result.iterations;
+    const OffsetSolution& current = result.solution;
+    top.clear();
+    for (int i = 0; i < n; ++i) {
+      if (items[i].bytes > 0 && current.offsets[i] + items[i].bytes == current.height) {
+        top.push_back(i);
+      }
+    }
+    if (top.empty()) break;  // unreachable: the height exceeds the lower bound >= 0
+    const int t = top[rng.Below(top.size())];
+    const int pt = position[t];
+    under.clear();
+    for (int j = 0; j < n; ++j) {
+      if (items[j].bytes > 0 && position[j] < pt && Intersect(items[j], items[t])) {
+        under.push_back(j);
+      }
+    }
+    if (pt == 0) continue;  // unreachable: the first item placed sits at 0, below the bound
+
+    // The move: promote t to an earlier position, or swap it with an item under it.
+    const bool promote = under.empty() || rng.Below(2) == 0;
+    int from;
+    int partner = -1;
+    if (promote) {
+      from = static_cast<int>(rng.Below(pt));
+      std::rotate(order.begin() + from, order.begin() + pt, order.begin() + pt + 1);
+    } else {
+      partner = under[rng.Below(under.size())];
+      from = position[partner];
+      std::swap(order[from], order[pt]);
+    }
+    // Placements that grow past the current height stop early (they would be rejected).
+    std::optional<OffsetSolution> candidate =
+        placer.PlaceFrom(order, rule, from, current.offsets, current.height);
+    if (candidate.has_value()) {
+      if (candidate->height < current.height) ++result.improvements;
+      result.solution = *std::move(candidate);
+      for (int k = from; k <= pt; ++k) position[order[k]] = k;
+    } else if (promote) {  // undo
+      std::rotate(order.begin() + from, order.begin() + from + 1, order.begin() + pt + 1);
+    } else {
+      std::swap(order[from], order[pt]);
+    }
+  }
+  result.solution.proven_optimal = result.solution.height == lower_bound;
+  result.order = std::move(order);
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& problem,
+                                                       std::vector<int> order, FitRule rule,
+                                                       const LocalSearchOptions& options) {
+  MG_RETURN_IF_ERROR(ValidateOptions(options));
+  return ImproveUntil(problem, std::move(order), rule, options,
+                      DeadlineAfter(Clock::now(), options.time_limit_seconds));
+}
+
+absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
+                                                          const LocalSearchOptions& options) {
+  MG_RETURN_IF_ERROR(ValidateOptions(options));
+  const Clock::time_point deadline = DeadlineAfter(Clock::now(), options.time_limit_seconds);
+  MG_ASSIGN_OR_RETURN(BestFitResult start, RunBestFitPortfolio(problem, deadline));
+  if (start.solution.proven_optimal) return std::move(start.solution);
+  MG_ASSIGN_OR_RETURN(LocalSearchResult improved,
+                      ImproveUntil(problem, std::move(start.order), start.rule, options,
+                                   deadline));
+  // The search starts from the portfolio's placement and never accepts a higher one.
+  return std::move(improved.solution);
+}
+
+}  // namespace memonger

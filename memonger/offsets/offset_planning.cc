@@ -1,0 +1,266 @@
+#include "memonger/offsets/offset_planning.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "graph/records.h"
+#include "memonger/offsets/best_fit.h"
+#include "memonger/offsets/greedy_by_size.h"
+#include "memonger/offsets/local_search.h"
+#include "util/check.h"
+#include "util/checked_math.h"
+#include "util/status_macros.h"
+
+namespace memonger {
+namespace {
+
+bool IsPowerOfTwo(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
+                                                  OffsetStrategy strategy,
+                                                  const OffsetSolveOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (!(options.time_limit_seconds >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("time limit ", options.time_limit_seconds, " s is negative"));
+  }
+  LocalSearchOptions local;
+  switch (strategy) {
+    case OffsetStrategy::kGreedyBySize:
+      return PlanGreedyBySize(problem);
+    case OffsetStrategy::kBestFit:
+      return PlanBestFit(problem);
+    case OffsetStrategy::kBestFitWithLocalSearch:
+      local.time_limit_seconds = options.time_limit_seconds;
+      return PlanBestFitWithLocalSearch(problem, local);
+    case OffsetStrategy::kExact:
+    case OffsetStrategy::kAuto:
+      break;
+  }
+  OffsetSolution incumbent;
+  if (strategy == OffsetStrategy::kExact) {
+    MG_ASSIGN_OR_RETURN(incumbent, PlanBestFit(problem));
+  } else {
+    local.time_limit_seconds = options.time_limit_seconds / 2;
+    MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local));
+  }
+  if (incumbent.proven_optimal) return incumbent;
+  ExactOffsetsOptions exact;
+  exact.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
+  exact.progress = options.exact_progress;
+  return PlaceExact(problem, incumbent, exact);
+}
+
+absl::string_view OffsetStrategyName(OffsetStrategy strategy) {
+  switch (strategy) {
+    case OffsetStrategy::kGreedyBySize: return "greedy-by-size";
+    case OffsetStrategy::kBestFit: return "best-fit";
+    case OffsetStrategy::kBestFitWithLocalSearch: return "best-fit+local-search";
+    case OffsetStrategy::kExact: return "exact";
+    case OffsetStrategy::kAuto: return "auto";
+  }
+  return "best-fit";
+}
+
+absl::StatusOr<std::vector<DeviceOffsetProblem>> OffsetProblemsFor(const graph::Graph& graph,
+                                                                   const Liveness& liveness,
+                                                                   int64_t alignment) {
+  if (!IsPowerOfTwo(alignment)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("alignment ", alignment, " is not a power of two >= 1"));
+  }
+  // Device-major: std::map over (type, id).
+  std::map<std::pair<int, int>, DeviceOffsetProblem> by_device;
+  for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
+    if (!liveness.planned[id] || liveness.alias_root[id] != id) continue;
+    int64_t item_alignment = alignment;
+    for (graph::ValueId m : liveness.members[id]) {
+      const graph::Value& v = graph.value(m);
+      if (v.alignment == 0) continue;
+      if (!IsPowerOfTwo(v.alignment)) {
+        return absl::InvalidArgumentError(absl::StrCat("value '", v.DisplayName(),
+                                                       "' asks for alignment ", v.alignment,
+                                                       ", not a power of two"));
+      }
+      item_alignment = std::max(item_alignment, v.alignment);
+    }
+    const auto bytes = util::CheckedAlignUp(liveness.class_bytes[id], item_alignment);
+    if (!bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "value '", graph.value(id).DisplayName(), "' does not fit in 2^63 bytes once aligned"));
+    }
+    const graph::Device device = liveness.device[id];
+    DeviceOffsetProblem& p = by_device[{device.type, device.id}];
+    p.device = device;
+    p.problem.num_steps = liveness.num_steps;
+    OffsetItem item;
+    item.first_step = liveness.lifetime[id].first_step;
+    item.last_step = liveness.lifetime[id].last_step;
+    item.bytes = *bytes;
+    item.alignment = item_alignment;
+    p.problem.items.push_back(item);
+    p.roots.push_back(id);
+  }
+  // Records graphs keep the records' times: search orders rank items by how long they live.
+  std::vector<int64_t> step_times = graph::RecordStepTimes(graph, liveness.schedule.ops);
+  if (step_times.size() != static_cast<size_t>(liveness.num_steps)) step_times.clear();
+  std::vector<DeviceOffsetProblem> problems;
+  problems.reserve(by_device.size());
+  for (auto& [key, p] : by_device) {
+    p.problem.step_times = step_times;
+    problems.push_back(std::move(p));
+  }
+  return problems;
+}
+
+absl::StatusOr<OffsetProblem> OffsetProblemFromRecords(
+    const std::vector<graph::UsageRecord>& records, int64_t alignment) {
+  if (!IsPowerOfTwo(alignment)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("alignment ", alignment, " is not a power of two >= 1"));
+  }
+  std::vector<int64_t> steps;
+  steps.reserve(2 * records.size());
+  for (const graph::UsageRecord& r : records) {
+    if (r.first_step < 0 || r.last_step < r.first_step) {
+      return absl::InvalidArgumentError(absl::StrCat("record '", r.name, "' has lifetime [",
+                                                     r.first_step, ", ", r.last_step, "]"));
+    }
+    steps.push_back(r.first_step);
+    steps.push_back(r.last_step);
+  }
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  if (steps.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError("too many distinct steps");
+  }
+  auto rank = [&](int64_t step) {
+    return static_cast<int>(std::lower_bound(steps.begin(), steps.end(), step) - steps.begin());
+  };
+  OffsetProblem problem;
+  problem.num_steps = static_cast<int>(steps.size());
+  problem.step_times = steps;
+  problem.items.reserve(records.size());
+  for (const graph::UsageRecord& r : records) {
+    if (r.bytes < 0 || (r.alignment != 0 && !IsPowerOfTwo(r.alignment))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "record '", r.name, "' has bytes ", r.bytes, " and alignment ", r.alignment));
+    }
+    OffsetItem item;
+    item.first_step = rank(r.first_step);
+    item.last_step = rank(r.last_step);
+    item.alignment = std::max(alignment, r.alignment);
+    const auto bytes = util::CheckedAlignUp(r.bytes, item.alignment);
+    if (!bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("record '", r.name, "' does not fit in 2^63 bytes once aligned"));
+    }
+    item.bytes = *bytes;
+    problem.items.push_back(item);
+  }
+  return problem;
+}
+
+absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liveness,
+                                  const std::vector<DeviceOffsetProblem>& problems,
+                                  const std::vector<OffsetSolution>& solutions, Plan& plan) {
+  const int n = graph.num_values();
+  MG_CHECK(static_cast<int>(plan.buffer_of_value.size()) == n);
+  MG_CHECK(problems.size() == solutions.size());
+  // buffer_index[root]: buffers are numbered in root-id order.
+  std::vector<int32_t> buffer_index(n, -1);
+  int32_t num_buffers = 0;
+  for (graph::ValueId id = 0; id < n; ++id) {
+    if (liveness.planned[id] && liveness.alias_root[id] == id) buffer_index[id] = num_buffers++;
+  }
+  plan.buffers.assign(num_buffers, PlanBuffer{});
+  std::fill(plan.buffer_of_value.begin(), plan.buffer_of_value.end(), -1);
+  bool optimal = true;
+  int64_t region_end = 0;
+  int placed = 0;
+  for (size_t r = 0; r < problems.size(); ++r) {
+    const DeviceOffsetProblem& p = problems[r];
+    const OffsetSolution& s = solutions[r];
+    MG_CHECK(p.roots.size() == p.problem.items.size());
+    absl::Status valid = CheckOffsetSolution(p.problem, s.offsets);
+    if (!valid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("the offsets for device ",
+                                                     graph::DeviceToString(p.device),
+                                                     " are not valid: ", valid.message()));
+    }
+    int64_t region_alignment = plan.alignment;
+    int64_t height = 0;
+    for (size_t i = 0; i < p.roots.size(); ++i) {
+      region_alignment = std::max(region_alignment, p.problem.items[i].alignment);
+      height = std::max(height, s.offsets[i] + p.problem.items[i].bytes);
+    }
+    const auto base = util::CheckedAlignUp(region_end, region_alignment);
+    const auto end = base ? util::CheckedAdd(*base, height) : std::nullopt;
+    if (!end) {
+      return absl::InvalidArgumentError("the stacked device regions need more than 2^63 bytes");
+    }
+    for (size_t i = 0; i < p.roots.size(); ++i) {
+      const graph::ValueId root = p.roots[i];
+      MG_CHECK(root >= 0 && root < n && buffer_index[root] >= 0);
+      PlanBuffer& buffer = plan.buffers[buffer_index[root]];
+      buffer.offset = *base + s.offsets[i];
+      buffer.size = p.problem.items[i].bytes;
+      buffer.device = p.device;
+      for (graph::ValueId m : liveness.members[root]) {
+        plan.buffer_of_value[m] = buffer_index[root];
+      }
+      ++placed;
+    }
+    region_end = *end;
+    optimal = optimal && (s.proven_optimal || height == OffsetLowerBound(p.problem));
+  }
+  MG_CHECK(placed == num_buffers);  // every planned class in exactly one problem
+  FinishPlan(plan);
+  plan.proven_optimal = optimal;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<OffsetSolution>> SolveOffsetProblems(
+    const std::vector<DeviceOffsetProblem>& problems, OffsetStrategy strategy,
+    const OffsetSolveOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<OffsetSolution> solutions;
+  solutions.reserve(problems.size());
+  for (const DeviceOffsetProblem& p : problems) {
+    OffsetSolveOptions left = options;
+    left.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
+    MG_ASSIGN_OR_RETURN(OffsetSolution s, SolveOffsetProblem(p.problem, strategy, left));
+    solutions.push_back(std::move(s));
+  }
+  return solutions;
+}
+
+absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,
+                          const PlanOptions& options, OffsetStrategy strategy, Plan& plan) {
+  if (options.execution == ExecutionModel::kParallel) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        OffsetStrategyName(strategy),
+        " assumes the serial execution model; use --execution serial, or memonger-dag for a "
+        "parallel executor"));
+  }
+  MG_ASSIGN_OR_RETURN(std::vector<DeviceOffsetProblem> problems,
+                      OffsetProblemsFor(graph, liveness, options.alignment));
+  OffsetSolveOptions solve;
+  solve.time_limit_seconds = options.time_limit_seconds;
+  solve.exact_progress = options.exact_progress;
+  MG_ASSIGN_OR_RETURN(std::vector<OffsetSolution> solutions,
+                      SolveOffsetProblems(problems, strategy, solve));
+  return ApplyOffsetSolutions(graph, liveness, problems, solutions, plan);
+}
+
+}  // namespace memonger

@@ -1,0 +1,114 @@
+// The bridge between a graph and the raw offset problem (offset_problem.h): builds one item per
+// planned alias class, runs an offset planner, and writes the offsets back into a Plan.
+//
+//   Plan plan;
+//   InitPlan(graph, liveness, options.alignment, plan);
+//   MG_RETURN_IF_ERROR(PlaceOffsets(graph, liveness, options, OffsetStrategy::kBestFit, plan));
+//   // plan.buffers: one per alias class; plan.offset_of_value: every planned value's offset
+//
+// Items: one per planned alias class (Liveness::alias_root == id), with the class's merged
+// lifetime. Its alignment is the largest of options.alignment and its members' own
+// Value::alignment, and its bytes are class_bytes rounded up to that alignment.
+//
+// Devices: a real runtime allocates one arena per device, and values on different devices never
+// share memory however their lifetimes fall. So each device's classes form a problem of their
+// own, placed in a region of its own; the regions are stacked in one arena (device-major order:
+// by device type, then id; each region's base aligned to the region's largest alignment), so that
+// a single plan stays valid and checkable by VerifyPlan. A runtime may equally give each region
+// its own base pointer: offsets inside a region never depend on the others.
+#ifndef MEMONGER_MEMONGER_OFFSETS_OFFSET_PLANNING_H_
+#define MEMONGER_MEMONGER_OFFSETS_OFFSET_PLANNING_H_
+
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "graph/graph.h"
+#include "graph/records.h"
+#include "memonger/offsets/exact_offsets.h"
+#include "memonger/liveness.h"
+#include "memonger/offsets/offset_problem.h"
+#include "memonger/plan.h"
+#include "memonger/planner.h"
+
+namespace memonger {
+
+// What runs on each device's problem.
+enum class OffsetStrategy {
+  kGreedyBySize,             // PlanGreedyBySize
+  kBestFit,                  // PlanBestFit (the portfolio)
+  kBestFitWithLocalSearch,   // PlanBestFitWithLocalSearch
+  kExact,                    // PlanBestFit, then PlaceExact from it with the whole time limit
+  kAuto,                     // PlanBestFitWithLocalSearch with half the time limit, then
+                             // PlaceExact from it with what is left, unless already optimal
+};
+absl::string_view OffsetStrategyName(OffsetStrategy strategy);  // "greedy-by-size", ...
+
+struct OffsetSolveOptions {
+  double time_limit_seconds = 2;  // shared by every searching step, over all problems
+  // kExact and kAuto: called about once per second while the branch and bound runs.
+  std::function<void(const ExactProgress&)> exact_progress;
+};
+
+// One device's classes as a raw problem: item i is the alias class rooted at roots[i].
+struct DeviceOffsetProblem {
+  graph::Device device;
+  OffsetProblem problem;               // num_steps = liveness.num_steps; step_times from
+                                       // graph::RecordStepTimes for a records graph
+  std::vector<graph::ValueId> roots;   // ascending
+};
+
+// Per device (device-major order), the items described above. InvalidArgument for a member
+// alignment that is not a power of two, or sizes that do not fit in int64 once aligned.
+absl::StatusOr<std::vector<DeviceOffsetProblem>> OffsetProblemsFor(const graph::Graph& graph,
+                                                                   const Liveness& liveness,
+                                                                   int64_t alignment);
+
+// Stacks the device regions, sets plan.buffers (one per class, in root-id order: offset = region
+// base + the solution's offset, size = the item's bytes, the device), buffer_of_value for every
+// member of every class, then FinishPlan. proven_optimal is set when every region's solution is
+// proven optimal (OffsetSolution::proven_optimal, e.g. by an exact search) or its height is its
+// problem's OffsetLowerBound: each device's arena is then as small as it can be.
+// InvalidArgument when a solution does not pass CheckOffsetSolution, or the stacked arena does
+// not fit in int64.
+// REQUIRES: plan initialised by InitPlan; `problems` from OffsetProblemsFor for this graph and
+// liveness; one solution per problem.
+absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liveness,
+                                  const std::vector<DeviceOffsetProblem>& problems,
+                                  const std::vector<OffsetSolution>& solutions, Plan& plan);
+
+// A raw problem straight from usage records (graph/records.h), without building a graph: item i
+// is records[i], its steps compressed to the ranks of the sorted distinct first_step and
+// last_step values (which keeps every overlap, hence the lower bound and the optimum; MiniMalloc
+// traces have steps up to 2^20 but a few hundred distinct ones); step_times keeps those values.
+// Alignment as for graphs: the
+// larger of `alignment` and the record's own; bytes rounded up to it. InvalidArgument for an
+// alignment that is not a power of two or sizes that do not fit in int64 once aligned.
+absl::StatusOr<OffsetProblem> OffsetProblemFromRecords(
+    const std::vector<graph::UsageRecord>& records, int64_t alignment);
+
+// The strategy on one problem (local search: at most 1000 iterations, seed 1). A searching
+// strategy that runs out of time returns the best plan found (proven_optimal false).
+// InvalidArgument for a malformed problem or a negative time limit.
+absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
+                                                  OffsetStrategy strategy,
+                                                  const OffsetSolveOptions& options);
+
+// SolveOffsetProblem on each problem, in order; the time limit is shared (each problem gets what
+// the earlier ones left).
+absl::StatusOr<std::vector<OffsetSolution>> SolveOffsetProblems(
+    const std::vector<DeviceOffsetProblem>& problems, OffsetStrategy strategy,
+    const OffsetSolveOptions& options);
+
+// OffsetProblemsFor, SolveOffsetProblems (with options.time_limit_seconds and
+// options.exact_progress), then ApplyOffsetSolutions. InvalidArgument for the parallel execution model: the items carry serial
+// lifetimes, and disjoint serial lifetimes do not order two values under a parallel executor.
+// REQUIRES: plan initialised by InitPlan.
+absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,
+                          const PlanOptions& options, OffsetStrategy strategy, Plan& plan);
+
+}  // namespace memonger
+
+#endif  // MEMONGER_MEMONGER_OFFSETS_OFFSET_PLANNING_H_

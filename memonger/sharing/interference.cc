@@ -1,0 +1,274 @@
+#include "memonger/sharing/interference.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "util/check.h"
+
+namespace memonger {
+namespace {
+
+// Indices of `ranges` stably sorted by `used` (memonger: sorted(..., key=used)).
+std::vector<int> SortedByUsed(const std::vector<LiveRange>& ranges) {
+  std::vector<int> order(ranges.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return ranges[a].used < ranges[b].used; });
+  return order;
+}
+
+int64_t ChainMax(const std::vector<LiveRange>& ranges, const Chain& chain) {
+  int64_t best = 0;
+  for (int i : chain) best = std::max(best, ranges[i].size);
+  return best;
+}
+
+// compute_assignments_dp and its _find_best, over the ranges sorted by `used`. Every sequence
+// the recursion works on is a contiguous slice [lo, hi) of that order, so slices are passed as
+// index pairs; chains hold indices into the caller's `ranges`.
+class MemongerDp {
+ public:
+  MemongerDp(const std::vector<LiveRange>& ranges, std::vector<int> sorted, const DpLimits& limits)
+      : ranges_(ranges),
+        sorted_(std::move(sorted)),
+        limits_(limits),
+        start_(std::chrono::steady_clock::now()) {}
+
+  absl::StatusOr<Chains> Run() {
+    if (sorted_.empty()) return Chains{};  // memonger raised IndexError here
+    Chains best = Dp(0, static_cast<int>(sorted_.size()), Chains{});
+    if (!status_.ok()) return status_;
+    return best;
+  }
+
+ private:
+  const LiveRange& At(int sorted_pos) const { return ranges_[sorted_[sorted_pos]]; }
+
+  bool CompatibleWithChain(int sorted_pos, const Chain& chain) const {
+    MG_CHECK(!chain.empty());
+    return IsCompatible(At(sorted_pos), ranges_[chain.back()]);
+  }
+
+  int64_t Cost(const Chains& chains) const { return ChainsCost(ranges_, chains); }
+
+  static int Count(const Chains& chains) {
+    int n = 0;
+    for (const Chain& c : chains) n += static_cast<int>(c.size());
+    return n;
+  }
+
+  // Counts a call; false (with status_ set) once the budget is spent.
+  bool Tick() {
+    if (!status_.ok()) return false;
+    ++calls_;
+    bool over = calls_ > limits_.max_calls;
+    if (!over && (calls_ & 1023) == 0) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      over = elapsed > limits_.time_limit_seconds;
+    }
+    if (over) {
+      status_ = absl::DeadlineExceededError(absl::StrCat(
+          "memonger-dp's exponential DP did not finish within its budget (", calls_,
+          " recursive calls, limit ", limits_.max_calls, " calls or ",
+          limits_.time_limit_seconds,
+          " s) on ", sorted_.size(),
+          " values; use exact-sharing (provably optimal, returns its best plan at the time "
+          "limit) or memonger-greedy"));
+      return false;
+    }
+    return true;
+  }
+
+  // f(b[lo..hi), init): the best chains for the slice on top of `init`.
+  Chains Dp(int lo, int hi, const Chains& init) {
+    if (!Tick()) return {};
+    std::vector<Chains> best;  // best[k]: best chains for slice positions lo..lo+k
+    best.reserve(hi - lo);
+    for (int ii = lo; ii < hi; ++ii) {
+      const int k = ii - lo;
+      // _get_compatible_prev: nearest prefix whose every chain is compatible with ii.
+      int prev = -1;
+      for (int j = k - 1; j >= 0; --j) {
+        const Chains& cba = best[j];
+        if (std::all_of(cba.begin(), cba.end(),
+                        [&](const Chain& c) { return CompatibleWithChain(ii, c); })) {
+          prev = j;
+          break;
+        }
+      }
+      const Chains& prev_best = prev < 0 ? init : best[prev];
+      const Chains& prev_best_assignment = best.empty() ? init : best.back();
+      Chains cur = FindBest(lo + prev + 1, ii + 1, prev_best, prev_best_assignment);
+      if (!status_.ok()) return {};
+      MG_CHECK(Count(cur) == Count(prev_best) + (ii - (lo + prev)));
+      best.push_back(std::move(cur));
+    }
+    return std::move(best.back());
+  }
+
+  // _find_best: the window [lo, hi) whose ranges before hi-1 are all incompatible with hi-1.
+  Chains FindBest(int lo, int hi, const Chains& init, const Chains& prev_best_assignment) {
+    const int find = hi - 1;
+    for (int x = lo; x < find; ++x) MG_CHECK(!IsCompatible(At(x), At(find)));
+    Chains best;
+    int64_t best_cost = std::numeric_limits<int64_t>::max();
+    for (size_t ii = 0; ii < init.size(); ++ii) {
+      if (!CompatibleWithChain(find, init[ii])) continue;
+      Chain extended = init[ii];
+      extended.push_back(sorted_[find]);
+      Chains candidate;
+      if (hi - lo > 1) {
+        Chains others;
+        others.reserve(init.size() - 1);
+        for (size_t j = 0; j < init.size(); ++j) {
+          if (j != ii) others.push_back(init[j]);
+        }
+        candidate = Dp(lo, hi - 1, others);
+        if (!status_.ok()) return {};
+        candidate.push_back(std::move(extended));
+      } else {
+        candidate = init;
+        candidate[ii] = std::move(extended);
+      }
+      const int64_t cost = Cost(candidate);
+      if (cost < best_cost) {  // Python's min(): the first minimum wins
+        best_cost = cost;
+        best = std::move(candidate);
+      }
+    }
+    Chains fresh = prev_best_assignment;
+    fresh.push_back(Chain{sorted_[find]});
+    if (Cost(fresh) < best_cost) best = std::move(fresh);
+    return best;
+  }
+
+  const std::vector<LiveRange>& ranges_;
+  const std::vector<int> sorted_;
+  const DpLimits limits_;
+  const std::chrono::steady_clock::time_point start_;
+  int64_t calls_ = 0;
+  absl::Status status_;
+};
+
+void CheckRanges(const std::vector<LiveRange>& ranges) {
+  for (const LiveRange& r : ranges) MG_CHECK(r.defined <= r.used && r.size >= 0);
+}
+
+}  // namespace
+
+int64_t ChainsCost(const std::vector<LiveRange>& ranges, const Chains& chains) {
+  int64_t total = 0;
+  for (const Chain& chain : chains) total += ChainMax(ranges, chain);
+  return total;
+}
+
+Chains AssignChainsGreedy(const std::vector<LiveRange>& ranges) {
+  CheckRanges(ranges);
+  Chains chains;
+  std::vector<int64_t> chain_max;
+  for (int i : SortedByUsed(ranges)) {
+    const LiveRange& r = ranges[i];
+    int best = -1;
+    int64_t min_dist = std::numeric_limits<int64_t>::max();
+    for (size_t c = 0; c < chains.size(); ++c) {
+      if (!IsCompatible(r, ranges[chains[c].back()])) continue;
+      const int64_t dist = std::abs(chain_max[c] - r.size);
+      if (dist < min_dist) {
+        min_dist = dist;
+        best = static_cast<int>(c);
+      }
+    }
+    if (best >= 0) {
+      chains[best].push_back(i);
+      chain_max[best] = std::max(chain_max[best], r.size);
+    } else {
+      chains.push_back(Chain{i});
+      chain_max.push_back(r.size);
+    }
+  }
+  return chains;
+}
+
+absl::StatusOr<Chains> AssignChainsDp(const std::vector<LiveRange>& ranges,
+                                      const DpLimits& limits) {
+  CheckRanges(ranges);
+  MemongerDp dp(ranges, SortedByUsed(ranges), limits);
+  return dp.Run();
+}
+
+absl::StatusOr<SharingGroups> AssignMemongerChains(const std::vector<SharingItem>& items,
+                                                   bool dynamic_programming,
+                                                   const DpLimits& limits) {
+  // Devices in order of their first item; each device is one independent memonger problem.
+  std::vector<graph::Device> devices;
+  std::vector<std::vector<int>> items_of_device;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const SharingItem& item = items[i];
+    if (item.bytes < 0 || item.lifetime.first_step > item.lifetime.last_step) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sharing item for value ", item.root, " is invalid: lifetime [",
+          item.lifetime.first_step, ", ", item.lifetime.last_step, "], bytes ", item.bytes));
+    }
+    auto it = std::find(devices.begin(), devices.end(), item.device);
+    if (it == devices.end()) {
+      devices.push_back(item.device);
+      items_of_device.emplace_back();
+      it = devices.end() - 1;
+    }
+    items_of_device[it - devices.begin()].push_back(static_cast<int>(i));
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  SharingGroups groups;
+  for (const std::vector<int>& members : items_of_device) {
+    std::vector<LiveRange> ranges;
+    ranges.reserve(members.size());
+    for (int i : members) {
+      ranges.push_back({items[i].lifetime.first_step, items[i].lifetime.last_step,
+                        items[i].bytes});
+    }
+    Chains chains;
+    if (dynamic_programming) {
+      DpLimits left = limits;  // one time budget for all devices
+      left.time_limit_seconds -=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      absl::StatusOr<Chains> dp = AssignChainsDp(ranges, left);
+      if (!dp.ok()) return dp.status();
+      chains = *std::move(dp);
+    } else {
+      chains = AssignChainsGreedy(ranges);
+    }
+    for (const Chain& chain : chains) {
+      std::vector<graph::ValueId> group;
+      group.reserve(chain.size());
+      for (int r : chain) group.push_back(items[members[r]].root);
+      groups.push_back(std::move(group));
+    }
+  }
+  return groups;
+}
+
+absl::StatusOr<SharingGroups> PlanMemongerInterference(const graph::Graph& graph,
+                                                       const Liveness& liveness,
+                                                       const PlanOptions& options,
+                                                       bool dynamic_programming) {
+  if (options.execution == ExecutionModel::kParallel) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        dynamic_programming ? "memonger-dp" : "memonger-greedy",
+        " (memonger's optimize_interference) shares along one serial op order and is not safe "
+        "for the parallel execution model; use memonger-dag or --execution serial"));
+  }
+  DpLimits limits;
+  limits.time_limit_seconds = options.time_limit_seconds;
+  return AssignMemongerChains(SharingItems(graph, liveness, options.alignment),
+                              dynamic_programming, limits);
+}
+
+}  // namespace memonger

@@ -1,0 +1,706 @@
+#include "memonger/sharing/memonger_dag.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <cstddef>
+#include <tuple>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "util/check.h"
+#include "util/status_macros.h"
+
+namespace memonger {
+namespace {
+
+using graph::kNone;
+using graph::OpId;
+using graph::ValueId;
+
+// A set of token numbers (memonger's std::unordered_set<int>) as a bitset: tokens are small
+// consecutive integers (at most one per visited op plus one per root), and the queries are
+// unions and subset tests.
+class TokenSet {
+ public:
+  void Insert(int token) {
+    const size_t word = static_cast<size_t>(token) >> 6;
+    if (word >= words_.size()) words_.resize(word + 1, 0);
+    words_[word] |= uint64_t{1} << (token & 63);
+  }
+  void InsertAll(const TokenSet& other) {
+    if (other.words_.size() > words_.size()) words_.resize(other.words_.size(), 0);
+    for (size_t i = 0; i < other.words_.size(); ++i) words_[i] |= other.words_[i];
+  }
+  bool Contains(int token) const {
+    const size_t word = static_cast<size_t>(token) >> 6;
+    return word < words_.size() && (words_[word] >> (token & 63) & 1) != 0;
+  }
+  // A token of this set missing from `other`, or -1 when this set is a subset of `other`.
+  // Scans from the newest tokens down: a buffer is usually unusable because of a token minted
+  // recently, in a branch the asking op is not in.
+  int FirstMissingFrom(const TokenSet& other) const {
+    for (size_t i = words_.size(); i-- > 0;) {
+      const uint64_t missing = words_[i] & ~(i < other.words_.size() ? other.words_[i] : 0);
+      if (missing != 0) return static_cast<int>(i * 64 + 63 - __builtin_clzll(missing));
+    }
+    return -1;
+  }
+  void Release() { std::vector<uint64_t>().swap(words_); }
+
+ private:
+  std::vector<uint64_t> words_;
+};
+
+// One entry of the pool of free buffers: memonger's std::pair<int, std::string>
+// (-share_count, blob name), compared lexicographically. `name_rank` is the rank of the
+// canonical class's display name among all values, so ties break by name as in memonger.
+struct PoolEntry {
+  int neg_share_count = 0;
+  int name_rank = 0;
+  ValueId blob = kNone;
+};
+// std::greater on the pair: memonger's heap comparator (a min-heap).
+bool Greater(const PoolEntry& a, const PoolEntry& b) {
+  if (a.neg_share_count != b.neg_share_count) return a.neg_share_count > b.neg_share_count;
+  return a.name_rank > b.name_rank;
+}
+
+// std::push_heap with std::greater, written out as libstdc++ implements it. The size-aware
+// rule erases from the middle of the heap array, after which it is no longer a heap;
+// std::push_heap on such an array is outside the standard's contract, so the libstdc++ steps
+// are reproduced here instead of relying on the library (and on debug-mode heap checks
+// staying off).
+void SiftUp(std::vector<PoolEntry>& heap, size_t hole, size_t top, PoolEntry value) {
+  size_t parent = (hole - 1) / 2;
+  while (hole > top && Greater(heap[parent], value)) {
+    heap[hole] = heap[parent];
+    hole = parent;
+    parent = (hole - 1) / 2;
+  }
+  heap[hole] = value;
+}
+void PushHeap(std::vector<PoolEntry>& heap, PoolEntry entry) {
+  heap.push_back(entry);
+  SiftUp(heap, heap.size() - 1, 0, entry);
+}
+// The pool of free buffers of one traversal. memonger kept a std::vector as a binary heap.
+// The size-aware rule scans that array, so its layout matters and is reproduced (`heap`).
+// The size-blind rule pops until a usable buffer appears and pushes the others back: the
+// first usable buffer in key order, whatever the layout; a sorted array gives the same
+// answer without popping and pushing back every unusable buffer (`ordered`).
+struct Pool {
+  std::vector<PoolEntry> heap;     // size-aware (training)
+  std::vector<PoolEntry> ordered;  // size-blind (inference): ascending keys
+};
+bool KeyLess(const PoolEntry& a, const PoolEntry& b) { return Greater(b, a); }
+
+bool EndsWith(absl::string_view s, absl::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The whole computation; one object per call (no state survives it).
+class DagPlanner {
+ public:
+  DagPlanner(const graph::Graph& graph, const Liveness& liveness, const PlanOptions& options)
+      : graph_(graph),
+        liveness_(liveness),
+        options_(options),
+        parallel_(options.execution == ExecutionModel::kParallel),
+        size_aware_(options.mode == Mode::kTraining) {}
+
+  absl::StatusOr<SharingGroups> Run() {
+    MG_RETURN_IF_ERROR(Classify());
+    Setup();
+    RunRoots();
+    SharingGroups groups = MakeGroups();
+    MG_RETURN_IF_ERROR(CheckGroups(groups));
+    return groups;
+  }
+
+ private:
+  ValueId Root(ValueId v) const {
+    const ValueId r = liveness_.alias_root[v];
+    return r == kNone ? v : r;
+  }
+  int Step(OpId op) const { return liveness_.schedule.step_of_op[op]; }
+
+  // memonger's get_blob_or_mapped_blob: one level of mapping.
+  ValueId Mapped(ValueId blob) const { return mapping_[blob] == kNone ? blob : mapping_[blob]; }
+
+  bool IsGradientOp(const graph::Op& op) const {
+    if (op.is_gradient_op || EndsWith(op.type, "Gradient")) return true;
+    for (const auto* list : {&op.inputs, &op.outputs}) {
+      for (ValueId v : *list) {
+        if (graph_.value(v).role == graph::Role::kGradient) return true;
+      }
+    }
+    return false;
+  }
+
+  // Heads, traversed ops, shareable and optimizable classes, head classes.
+  absl::Status Classify() {
+    const int num_values = graph_.num_values();
+    const int num_ops = graph_.num_ops();
+    MG_CHECK(static_cast<int>(liveness_.alias_root.size()) == num_values);
+    MG_CHECK(static_cast<int>(liveness_.schedule.step_of_op.size()) == num_ops);
+    const bool training = options_.mode == Mode::kTraining;
+
+    // Heads.
+    std::vector<ValueId> head_values;
+    if (training) {
+      if (options_.losses.empty()) {
+        head_values = graph_.losses();
+      } else {
+        for (const std::string& name : options_.losses) {
+          const std::vector<ValueId> versions = graph_.FindVersions(name);
+          if (versions.empty()) {
+            return absl::InvalidArgumentError(absl::StrCat("loss '", name, "' is not in the net"));
+          }
+          head_values.insert(head_values.end(), versions.begin(), versions.end());
+        }
+      }
+      if (head_values.empty()) {
+        return absl::InvalidArgumentError(
+            "memonger-dag in training mode starts from the losses, and the net declares none: "
+            "name them (--loss NAME)");
+      }
+    } else if (options_.heads.empty()) {
+      for (ValueId v : graph_.inputs()) {
+        if (!graph::IsStatic(graph_.value(v).role)) head_values.push_back(v);
+      }
+    } else {
+      for (const std::string& name : options_.heads) {
+        const std::vector<ValueId> versions = graph_.FindVersions(name);
+        if (versions.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat("head '", name, "' is not in the net"));
+        }
+        head_values.insert(head_values.end(), versions.begin(), versions.end());
+      }
+    }
+    is_head_.assign(num_values, false);
+    for (ValueId v : head_values) {
+      const ValueId c = Root(v);
+      if (!is_head_[c]) heads_.push_back(c);
+      is_head_[c] = true;
+    }
+
+    // Traversed ops (memonger's op_indices).
+    traversed_.assign(num_ops, false);
+    for (OpId op = 0; op < num_ops; ++op) {
+      traversed_[op] = !training || IsGradientOp(graph_.op(op));
+    }
+
+    // Shareable values, then classes (all members shareable).
+    std::vector<bool> excluded(num_values, false);
+    for (ValueId v : graph_.inputs()) excluded[v] = true;
+    for (ValueId v : graph_.outputs()) excluded[v] = true;
+    if (training) {
+      for (const auto& [param, grad] : graph_.param_grads()) excluded[grad] = true;
+    }
+    for (const std::string& name : options_.dont_share) {
+      for (ValueId v : graph_.FindVersions(name)) excluded[v] = true;
+    }
+    std::vector<bool> value_shareable(num_values, false);
+    for (ValueId v = 0; v < num_values; ++v) {
+      const graph::Value& value = graph_.value(v);
+      if (excluded[v] || !liveness_.planned[v] || graph::IsStatic(value.role) ||
+          value.producer == kNone) {
+        continue;
+      }
+      if (training) {
+        value_shareable[v] = value.role == graph::Role::kGradient ||
+                             (options_.share_activations && value.role == graph::Role::kActivation);
+      } else {
+        value_shareable[v] = true;
+      }
+    }
+    shareable_.assign(num_values, false);
+    optimizable_.assign(num_values, false);
+    for (ValueId v = 0; v < num_values; ++v) {
+      if (Root(v) != v || !liveness_.planned[v]) continue;
+      bool all = true;
+      bool written_by_traversed_op = false;
+      for (ValueId m : liveness_.members[v]) {
+        all = all && value_shareable[m];
+        const OpId p = graph_.value(m).producer;
+        written_by_traversed_op = written_by_traversed_op || (p != kNone && traversed_[p]);
+      }
+      shareable_[v] = all && !liveness_.members[v].empty();
+      optimizable_[v] = shareable_[v] && written_by_traversed_op;
+    }
+    return absl::OkStatus();
+  }
+
+  // In-degrees, consumer lists, share counts; the per-class bookkeeping the traversal needs.
+  void Setup() {
+    const int num_values = graph_.num_values();
+    const int num_ops = graph_.num_ops();
+    consumers_.assign(num_values, {});
+    seen_.assign(num_values, 0);
+    share_count_.assign(num_values, 0);
+    mapping_.assign(num_values, kNone);
+    assigned_seq_.assign(num_values, -1);
+    processed_.assign(num_values, false);
+    in_pool_.assign(num_values, false);
+    req_tokens_.assign(num_values, TokenSet());
+    missing_token_.assign(num_values, -1);
+    in_degree_.assign(num_ops, 0);
+    visit_count_.assign(num_ops, 0);
+    visited_.assign(num_ops, false);
+    deposit_.assign(num_ops, TokenSet());
+
+    ComputeAliasTree();
+    for (OpId op : graph_.TopologicalOrder()) {
+      if (!traversed_[op]) continue;
+      for (ValueId in : graph_.op(op).inputs) {
+        const ValueId c = Root(in);
+        if (!shareable_[c] && !is_head_[c]) continue;
+        const int writes = optimizable_[c] ? writers_before_[in] : 0;
+        if (writes > 0) {
+          in_degree_[op] += writes;
+        } else {
+          // An external blob (or, in our model, a class whose first traversed writer comes
+          // later: memonger would have failed on it): shared by one blob so far.
+          share_count_[c] = 1;
+        }
+        consumers_[c].push_back({op, tin_[in]});
+      }
+    }
+    // Readers of one member stay in program (topological) order; the members in alias-tree
+    // order, so the readers of a member's subtree are one range. For an in-place chain this is
+    // the program order, as in memonger.
+    for (std::vector<Consumer>& list : consumers_) {
+      std::stable_sort(list.begin(), list.end(),
+                       [](const Consumer& a, const Consumer& b) { return a.tin < b.tin; });
+    }
+
+    // Names for heap tie-breaks: the rank of each shareable class's display name.
+    std::vector<std::pair<std::string, ValueId>> names;
+    for (ValueId v = 0; v < num_values; ++v) {
+      if (shareable_[v]) names.emplace_back(graph_.value(v).DisplayName(), v);
+    }
+    std::sort(names.begin(), names.end());
+    name_rank_.assign(num_values, 0);
+    for (size_t i = 0; i < names.size(); ++i) name_rank_[names[i].second] = static_cast<int>(i);
+
+    // Ops outside the traversal that touch a shareable class (in training: the forward ops
+    // around activations). memonger did not see them; a buffer is reused only once they are
+    // done (serial: an earlier step; parallel: they happen before the reusing op).
+    untracked_.assign(num_values, {});
+    untracked_last_step_.assign(num_values, -1);
+    for (ValueId c = 0; c < num_values; ++c) {
+      if (!shareable_[c]) continue;
+      std::vector<OpId>& list = untracked_[c];
+      for (ValueId m : liveness_.members[c]) {
+        const graph::Value& value = graph_.value(m);
+        if (value.producer != kNone && !traversed_[value.producer]) list.push_back(value.producer);
+        for (OpId reader : value.consumers) {
+          if (!traversed_[reader]) list.push_back(reader);
+        }
+      }
+      std::sort(list.begin(), list.end());
+      list.erase(std::unique(list.begin(), list.end()), list.end());
+      for (OpId op : list) untracked_last_step_[c] = std::max(untracked_last_step_[c], Step(op));
+    }
+    if (parallel_) happens_before_.emplace(graph_);
+  }
+
+  // memonger's can_use_blob, plus the untracked-readers condition (a deviation that only
+  // matters where memonger was unsafe).
+  bool CanUse(ValueId blob, const TokenSet& tokens, const graph::Device& device, OpId op) const {
+    if (liveness_.device[blob] != device) return false;
+    // A token that made the last test of this buffer fail usually makes this one fail too
+    // (the asking ops are in the same branch): a cheap exact pre-test, since a buffer's
+    // stamped tokens only grow.
+    if (missing_token_[blob] >= 0 && !tokens.Contains(missing_token_[blob])) return false;
+    missing_token_[blob] = req_tokens_[blob].FirstMissingFrom(tokens);
+    if (missing_token_[blob] >= 0) return false;
+    if (!parallel_) return untracked_last_step_[blob] < Step(op);
+    for (OpId other : untracked_[blob]) {
+      if (!happens_before_->Before(other, op)) return false;
+    }
+    return true;
+  }
+
+  // memonger's get_free_blob. kNone when no free buffer is usable.
+  ValueId GetFreeBlob(ValueId out, const TokenSet& tokens, OpId op, Pool& pool) {
+    const graph::Device& device = liveness_.device[out];
+    ValueId freed = kNone;
+    if (!size_aware_) {
+      // No shapes (optimize_inference_for_dag): the most shared usable buffer.
+      std::vector<PoolEntry>& ordered = pool.ordered;
+      for (size_t i = 0; i < ordered.size(); ++i) {
+        if (CanUse(ordered[i].blob, tokens, device, op)) {
+          freed = ordered[i].blob;
+          ordered.erase(ordered.begin() + static_cast<std::ptrdiff_t>(i));
+          break;
+        }
+      }
+    } else {
+      // With shapes: scan the heap array; grow while too small, then only an equal size.
+      std::vector<PoolEntry>& heap = pool.heap;
+      const int64_t required = liveness_.class_bytes[out];
+      int64_t best_size = -1;
+      int best_index = -1;
+      for (size_t i = 0; i < heap.size(); ++i) {
+        const ValueId candidate = heap[i].blob;
+        if (!CanUse(candidate, tokens, device, op)) continue;
+        const int64_t size = liveness_.class_bytes[candidate];
+        if (size >= best_size && (best_size < required || best_size >= size)) {
+          best_size = size;
+          best_index = static_cast<int>(i);
+        }
+      }
+      if (best_index != -1) {
+        freed = heap[best_index].blob;
+        heap.erase(heap.begin() + best_index);
+      }
+    }
+    if (freed != kNone) in_pool_[freed] = false;
+    return freed;
+  }
+
+  // The consumers a writer counts down when it writes `out`: exactly those whose in-degree
+  // counted this write, the readers of `out` and of the members aliasing it (for an in-place
+  // chain: the readers of the later versions), when the class is optimizable. A half-open
+  // range of consumers_[Root(out)].
+  //
+  // memonger counted down every consumer of the blob name: an in-place writer also counted
+  // the earlier readers of the version it overwrites, and an op writing a head in place
+  // counted the head's readers, whose in-degree never included it; either could visit an op
+  // before its inputs were written and let it reuse memory still in use (see the deviations
+  // in the header).
+  std::pair<size_t, size_t> ConsumerRange(ValueId out) const {
+    const ValueId c = Root(out);
+    const std::vector<Consumer>& list = consumers_[c];
+    if (!optimizable_[c]) return {list.size(), list.size()};
+    auto by_tin = [](const Consumer& e, int t) { return e.tin < t; };
+    const auto first = std::lower_bound(list.begin(), list.end(), tin_[out], by_tin);
+    const auto last = std::lower_bound(first, list.end(), tout_[out], by_tin);
+    return {static_cast<size_t>(first - list.begin()), static_cast<size_t>(last - list.begin())};
+  }
+
+  // The alias tree of every class: a member's parent is the value it overwrites in place or
+  // views. tin_/tout_ number the members in depth-first order ([tin, tout) is the subtree);
+  // writers_before_[m] counts the traversed writers of m and its ancestors: the writes a
+  // reader of m waits for (memonger's "writes of the blob so far").
+  void ComputeAliasTree() {
+    const int num_values = graph_.num_values();
+    tin_.assign(num_values, 0);
+    tout_.assign(num_values, 0);
+    writers_before_.assign(num_values, 0);
+    std::vector<std::vector<ValueId>> children(num_values);
+    for (ValueId c = 0; c < num_values; ++c) {
+      if (Root(c) != c) continue;
+      for (ValueId m : liveness_.members[c]) {
+        if (m != c) children[AliasParent(m)].push_back(m);
+      }
+    }
+    int counter = 0;
+    std::vector<std::pair<ValueId, size_t>> stack;
+    for (ValueId c = 0; c < num_values; ++c) {
+      if (Root(c) != c) continue;
+      auto enter = [&](ValueId m, int inherited) {
+        tin_[m] = counter++;
+        const OpId p = graph_.value(m).producer;
+        writers_before_[m] = inherited + (p != kNone && traversed_[p] ? 1 : 0);
+        stack.emplace_back(m, 0);
+      };
+      enter(c, 0);
+      while (!stack.empty()) {
+        auto& [m, next] = stack.back();
+        if (next < children[m].size()) {
+          const ValueId child = children[m][next++];
+          enter(child, writers_before_[m]);  // may reallocate `stack`
+        } else {
+          tout_[m] = counter;
+          stack.pop_back();
+        }
+      }
+    }
+  }
+
+  ValueId AliasParent(ValueId m) const {
+    const graph::Value& value = graph_.value(m);
+    const ValueId c = Root(m);
+    if (value.inplace_of != kNone && Root(value.inplace_of) == c) return value.inplace_of;
+    if (value.producer != kNone) {
+      const graph::Op& op = graph_.op(value.producer);
+      if (op.view && !op.inputs.empty() && Root(op.inputs[0]) == c) return op.inputs[0];
+    }
+    return c;  // an alias of another kind: a child of the root
+  }
+
+  void Stamp(ValueId v, const TokenSet& tokens) {
+    const ValueId c = Root(v);
+    if (!shareable_[c]) return;  // only pool members are ever asked for their tokens
+    const ValueId actual = Mapped(c);
+    req_tokens_[actual].InsertAll(tokens);
+    if (actual != c) req_tokens_[c].InsertAll(tokens);
+  }
+
+  struct Frame {
+    OpId op = kNone;
+    TokenSet tokens;
+    bool fork = false;     // the op's outputs have more than one consumer entry
+    size_t output = 0;     // iteration state of the descent: output index,
+    size_t consumer = 0;   // and the range of consumers of that output still to count down
+    size_t consumer_end = 0;
+  };
+
+  // process_op steps 1-5; pushes the frame for step 6 (the descent).
+  void Enter(OpId op, TokenSet tokens, Pool& pool, std::vector<Frame>& stack) {
+    tokens.InsertAll(deposit_[op]);
+    deposit_[op].Release();
+    MG_CHECK(!visited_[op]);
+    visited_[op] = true;
+    const graph::Op& current = graph_.op(op);
+
+    for (ValueId in : current.inputs) Stamp(in, tokens);
+    for (ValueId out : current.outputs) Stamp(out, tokens);
+
+    // Release.
+    std::vector<PoolEntry> new_free;
+    for (ValueId in : current.inputs) {
+      const ValueId c = Root(in);
+      if (!shareable_[c]) continue;
+      if (++seen_[c] == static_cast<int>(consumers_[c].size())) {
+        const ValueId actual = Mapped(c);
+        new_free.push_back({-share_count_[actual], name_rank_[actual], actual});
+      }
+    }
+
+    // Assign: outputs first written here (the op writes the class's oldest member).
+    for (ValueId out : current.outputs) {
+      const ValueId c = Root(out);
+      if (c != out || !optimizable_[c] || processed_[c]) continue;
+      const bool newly_freed = std::any_of(new_free.begin(), new_free.end(),
+                                           [&](const PoolEntry& e) { return e.blob == c; });
+      if (newly_freed) continue;
+      processed_[c] = true;
+      const ValueId freed = GetFreeBlob(c, tokens, op, pool);
+      if (freed == kNone || freed == c) continue;
+      req_tokens_[freed].InsertAll(tokens);
+      ++share_count_[freed];
+      mapping_[c] = freed;
+      assigned_seq_[c] = next_seq_++;
+      // The group now also waits for the class's untracked touchers.
+      untracked_[freed].insert(untracked_[freed].end(), untracked_[c].begin(),
+                               untracked_[c].end());
+      untracked_last_step_[freed] = std::max(untracked_last_step_[freed], untracked_last_step_[c]);
+    }
+
+    // Push the newly freed buffers (no duplicates).
+    for (const PoolEntry& entry : new_free) {
+      if (in_pool_[entry.blob]) continue;
+      in_pool_[entry.blob] = true;
+      touched_pool_.push_back(entry.blob);
+      if (size_aware_) {
+        PushHeap(pool.heap, entry);
+      } else {
+        pool.ordered.insert(
+            std::lower_bound(pool.ordered.begin(), pool.ordered.end(), entry, KeyLess), entry);
+      }
+    }
+
+    size_t branches = 0;
+    for (ValueId out : current.outputs) {
+      const auto [first, last] = ConsumerRange(out);
+      branches += last - first;
+    }
+    Frame frame;
+    frame.op = op;
+    frame.tokens = std::move(tokens);
+    frame.fork = branches > 1;
+    if (!current.outputs.empty()) {
+      std::tie(frame.consumer, frame.consumer_end) = ConsumerRange(current.outputs[0]);
+    }
+    stack.push_back(std::move(frame));
+  }
+
+  // One depth-first traversal from a root op, with its own pool (memonger's recursion, on an
+  // explicit stack: a frame resumes its descent where the child's subtree left it).
+  void Traverse(OpId root) {
+    Pool pool;
+    std::vector<Frame> stack;
+    TokenSet tokens;
+    tokens.Insert(token_counter_++);
+    Enter(root, std::move(tokens), pool, stack);
+    while (!stack.empty()) {
+      const size_t top = stack.size() - 1;
+      const graph::Op& op = graph_.op(stack[top].op);
+      Frame& frame = stack[top];
+      if (frame.output >= op.outputs.size()) {
+        stack.pop_back();
+        continue;
+      }
+      if (frame.consumer >= frame.consumer_end) {
+        ++frame.output;
+        if (frame.output < op.outputs.size()) {
+          std::tie(frame.consumer, frame.consumer_end) = ConsumerRange(op.outputs[frame.output]);
+        }
+        continue;
+      }
+      const OpId child = consumers_[Root(op.outputs[frame.output])][frame.consumer++].op;
+      if (++visit_count_[child] == in_degree_[child]) {
+        TokenSet child_tokens = frame.tokens;
+        if (frame.fork) child_tokens.Insert(token_counter_++);
+        Enter(child, std::move(child_tokens), pool, stack);  // may reallocate `stack`
+      } else if (!visited_[child]) {
+        deposit_[child].InsertAll(frame.tokens);
+      }
+    }
+    for (ValueId blob : touched_pool_) in_pool_[blob] = false;
+    touched_pool_.clear();
+  }
+
+  void RunRoots() {
+    for (ValueId head : heads_) {
+      for (const Consumer& consumer : consumers_[head]) {
+        const OpId op = consumer.op;
+        if (!visited_[op] && in_degree_[op] == 0) Traverse(op);
+      }
+    }
+  }
+
+  // The final canonical class of a class (following mapping chains, which memonger's renaming
+  // also followed).
+  ValueId Canonical(ValueId c) const {
+    int hops = 0;
+    while (mapping_[c] != kNone) {
+      c = mapping_[c];
+      MG_CHECK(++hops <= static_cast<int>(mapping_.size()));
+    }
+    return c;
+  }
+
+  SharingGroups MakeGroups() const {
+    const int num_values = graph_.num_values();
+    std::vector<std::vector<ValueId>> by_canonical(num_values);
+    for (ValueId v = 0; v < num_values; ++v) {
+      if (Root(v) != v || !liveness_.planned[v]) continue;
+      by_canonical[Canonical(v)].push_back(v);
+    }
+    SharingGroups groups;
+    for (ValueId canonical = 0; canonical < num_values; ++canonical) {
+      std::vector<ValueId>& members = by_canonical[canonical];
+      if (members.empty()) continue;
+      MG_CHECK(liveness_.planned[canonical]);
+      std::sort(members.begin(), members.end(), [&](ValueId a, ValueId b) {
+        return std::make_pair(assigned_seq_[a], a) < std::make_pair(assigned_seq_[b], b);
+      });
+      groups.push_back(std::move(members));
+    }
+    return groups;
+  }
+
+  std::vector<OpId> Touchers(ValueId c) const {
+    std::vector<OpId> ops;
+    for (ValueId m : liveness_.members[c]) {
+      const graph::Value& value = graph_.value(m);
+      if (value.producer != kNone) ops.push_back(value.producer);
+      ops.insert(ops.end(), value.consumers.begin(), value.consumers.end());
+    }
+    std::sort(ops.begin(), ops.end());
+    ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+    return ops;
+  }
+
+  // The safety check: classes of one group live at disjoint steps, and in the parallel model
+  // each class is done (every op touching it) before the next one is written. Consecutive
+  // members in step order suffice: both relations are transitive along the chain.
+  absl::Status CheckGroups(const SharingGroups& groups) const {
+    for (const std::vector<ValueId>& group : groups) {
+      if (group.size() < 2) continue;
+      std::vector<ValueId> order = group;
+      std::sort(order.begin(), order.end(), [&](ValueId a, ValueId b) {
+        return std::make_pair(liveness_.lifetime[a].first_step, a) <
+               std::make_pair(liveness_.lifetime[b].first_step, b);
+      });
+      for (size_t i = 0; i + 1 < order.size(); ++i) {
+        const ValueId a = order[i];
+        const ValueId b = order[i + 1];
+        const Lifetime& la = liveness_.lifetime[a];
+        const Lifetime& lb = liveness_.lifetime[b];
+        auto fail = [&](const std::string& why) {
+          return absl::InternalError(absl::StrCat(
+              "memonger-dag put '", graph_.value(a).DisplayName(), "' (steps [", la.first_step,
+              ", ", la.last_step, "]) and '", graph_.value(b).DisplayName(), "' (steps [",
+              lb.first_step, ", ", lb.last_step, "]) in one buffer, but ", why,
+              " (a bug in the planner)"));
+        };
+        if (la.Overlaps(lb)) return fail("their lifetimes overlap");
+        if (liveness_.device[a] != liveness_.device[b]) return fail("their devices differ");
+        if (!parallel_) continue;
+        const OpId writer = graph_.value(b).producer;
+        if (writer == kNone) return fail("the second has no writer");
+        for (OpId op : Touchers(a)) {
+          if (!happens_before_->Before(op, writer)) {
+            return fail(absl::StrCat(graph_.op(op).Label(), " need not happen before ",
+                                     graph_.op(writer).Label(), " in parallel execution"));
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const graph::Graph& graph_;
+  const Liveness& liveness_;
+  const PlanOptions& options_;
+  const bool parallel_;
+  const bool size_aware_;  // share_grad_blobs got shapes; optimize_inference_for_dag did not
+  std::optional<HappensBefore> happens_before_;
+
+  // Classification.
+  std::vector<ValueId> heads_;     // head classes, in the order given
+  std::vector<bool> is_head_;      // per class root
+  std::vector<bool> traversed_;    // per op: memonger's op_indices
+  std::vector<bool> shareable_;    // per class root
+  std::vector<bool> optimizable_;  // per class root: shareable and written by a traversed op
+
+  // Per class root (memonger's per-blob state).
+  struct Consumer {
+    OpId op = kNone;
+    int tin = 0;  // of the member it reads
+  };
+  std::vector<std::vector<Consumer>> consumers_;  // blob_to_ops_: one per input occurrence
+  std::vector<int> tin_, tout_;               // per value: its alias subtree
+  std::vector<int> writers_before_;           // per value
+  std::vector<int> seen_;                     // blob_input_count_
+  std::vector<int> share_count_;              // share_counts_
+  std::vector<ValueId> mapping_;              // mapping_: class -> buffer's canonical class
+  std::vector<int> assigned_seq_;             // order of the mappings (for group order)
+  std::vector<bool> processed_;               // processed_output_blobs_
+  std::vector<TokenSet> req_tokens_;          // req_tokens_
+  mutable std::vector<int> missing_token_;    // per class: why CanUse last said no (-1: it did not)
+  std::vector<int> name_rank_;
+  std::vector<bool> in_pool_;
+  std::vector<ValueId> touched_pool_;
+  std::vector<std::vector<OpId>> untracked_;  // per canonical: untracked touchers of the group
+  std::vector<int> untracked_last_step_;
+  int next_seq_ = 0;
+
+  // Per op.
+  std::vector<int> in_degree_;     // op_inputs_
+  std::vector<int> visit_count_;   // op_visited_count_
+  std::vector<bool> visited_;      // op_visited_
+  std::vector<TokenSet> deposit_;  // op_token_deposit_
+  int token_counter_ = 1;          // tokens_counter_
+};
+
+}  // namespace
+
+absl::StatusOr<SharingGroups> PlanMemongerDag(const graph::Graph& graph,
+                                              const Liveness& liveness,
+                                              const PlanOptions& options) {
+  DagPlanner planner(graph, liveness, options);
+  return planner.Run();
+}
+
+}  // namespace memonger

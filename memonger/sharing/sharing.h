@@ -1,0 +1,37 @@
+// The common output of the sharing planners (memonger-*, exact-sharing, none): groups of alias
+// classes that share one buffer. BuildSharingPlan lays the buffers side by side in the arena.
+#ifndef MEMONGER_MEMONGER_SHARING_SHARING_H_
+#define MEMONGER_MEMONGER_SHARING_SHARING_H_
+
+#include <vector>
+
+#include "graph/graph.h"
+#include "memonger/liveness.h"
+#include "memonger/plan.h"
+
+namespace memonger {
+
+// Each group: alias-class roots (Liveness::alias_root) sharing one buffer. Every planned class
+// must appear in exactly one group.
+using SharingGroups = std::vector<std::vector<graph::ValueId>>;
+
+// Buffers in group order, each sized to its largest class (aligned), at increasing offsets
+// (each a multiple of the plan's alignment and of its members' own alignments); every member of
+// every class gets its group's buffer; then FinishPlan. Empty groups are skipped.
+// REQUIRES: plan initialised by InitPlan; every planned class in exactly one group (MG_CHECKed).
+void BuildSharingPlan(const graph::Graph& graph, const Liveness& liveness,
+                      const SharingGroups& groups, Plan& plan);
+
+// A raw lifetime problem for the assignment planners: one item per alias class.
+struct SharingItem {
+  graph::ValueId root = graph::kNone;
+  Lifetime lifetime;
+  int64_t bytes = 0;  // aligned
+  graph::Device device;
+};
+std::vector<SharingItem> SharingItems(const graph::Graph& graph, const Liveness& liveness,
+                                      int64_t alignment);
+
+}  // namespace memonger
+
+#endif  // MEMONGER_MEMONGER_SHARING_SHARING_H_

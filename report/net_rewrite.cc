@@ -1,0 +1,218 @@
+#include "report/net_rewrite.h"
+
+#include <map>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/net_def.h"
+
+namespace memonger {
+namespace {
+
+using graph::kNone;
+using graph::ValueId;
+
+// The alias-class root of a value: follow in-place links to the oldest member.
+ValueId Root(const graph::Graph& graph, ValueId v) {
+  while (graph.value(v).inplace_of != kNone) v = graph.value(v).inplace_of;
+  return v;
+}
+
+// The net `graph` describes, ops in `order`, every value named by `names`.
+proto::NetDef NetWithNames(const graph::Graph& graph, const Plan& plan,
+                           const std::vector<std::string>& names) {
+  proto::NetDef original = graph::GraphToNetDef(graph);
+  proto::NetDef net;
+  net.set_name(original.name());
+  for (ValueId id : graph.inputs()) net.add_external_input(names[id]);
+  for (ValueId id : graph.outputs()) net.add_external_output(names[id]);
+  for (const PlanStep& step : plan.steps) {
+    const graph::Op& op = graph.op(step.op);
+    proto::OperatorDef* def = net.add_op();
+    *def = original.op(step.op);
+    def->clear_input();
+    def->clear_output();
+    def->clear_control_input();
+    for (ValueId in : op.inputs) def->add_input(names[in]);
+    for (ValueId out : op.outputs) def->add_output(names[out]);
+    for (ValueId c : op.control_inputs) def->add_control_input(names[c]);
+  }
+  // Declarations and roles stay with the names that kept them.
+  absl::flat_hash_map<std::string, bool> kept;
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    if (names[v] == graph.value(v).name) kept[names[v]] = true;
+  }
+  for (const proto::ValueInfo& info : original.value_info()) {
+    if (kept.contains(info.name())) *net.add_value_info() = info;
+  }
+  for (ValueId id : graph.losses()) net.add_loss(names[id]);
+  for (const auto& [param, grad] : graph.param_grads()) {
+    proto::ParamGrad* pg = net.add_param_grad();
+    pg->set_param(names[param]);
+    pg->set_grad(names[grad]);
+  }
+  net.set_execution(original.execution());
+  return net;
+}
+
+// Per op: for each input, the index of the op that last wrote its name before (-1: none).
+std::vector<std::vector<int>> LastWriters(const proto::NetDef& net) {
+  std::vector<std::vector<int>> result;
+  absl::flat_hash_map<std::string, int> last_writer;
+  for (int i = 0; i < net.op_size(); ++i) {
+    std::vector<int> writers;
+    for (const std::string& in : net.op(i).input()) {
+      auto it = last_writer.find(in);
+      writers.push_back(it == last_writer.end() ? -1 : it->second);
+    }
+    result.push_back(std::move(writers));
+    for (const std::string& out : net.op(i).output()) last_writer[out] = i;
+  }
+  return result;
+}
+
+std::vector<std::pair<int, int>> InplacePairs(const proto::OperatorDef& op) {
+  std::vector<std::pair<int, int>> pairs;
+  for (int i = 0; i < op.input_size(); ++i) {
+    for (int o = 0; o < op.output_size(); ++o) {
+      if (op.input(i) == op.output(o)) pairs.emplace_back(i, o);
+    }
+  }
+  return pairs;
+}
+
+std::string PairsToString(const std::vector<std::pair<int, int>>& pairs) {
+  return absl::StrCat(
+      "[", absl::StrJoin(pairs, ", ", [](std::string* out, const std::pair<int, int>& p) {
+        absl::StrAppend(out, "(", p.first, ",", p.second, ")");
+      }), "]");
+}
+
+}  // namespace
+
+absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& plan) {
+  if (static_cast<int>(plan.buffer_of_value.size()) != graph.num_values()) {
+    return absl::InvalidArgumentError("the plan does not belong to this graph");
+  }
+  const int num_buffers = static_cast<int>(plan.buffers.size());
+  std::vector<std::vector<ValueId>> members(num_buffers);
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    const int b = plan.buffer_of_value[v];
+    if (b < 0) continue;
+    if (b >= num_buffers) return absl::InvalidArgumentError("the plan names a missing buffer");
+    members[b].push_back(v);
+  }
+  std::vector<bool> external(graph.num_values(), false);
+  for (ValueId id : graph.inputs()) external[id] = true;
+  for (ValueId id : graph.outputs()) external[id] = true;
+
+  RewrittenNet result;
+  std::vector<std::string> names(graph.num_values());
+  // Names claimed so far, by the buffer (or -1 for statics) that claimed them.
+  std::map<std::string, int> claimed;
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    if (plan.buffer_of_value[v] < 0) {
+      names[v] = graph.value(v).name;
+      claimed.emplace(names[v], -1);
+    }
+  }
+  auto claim = [&](const std::string& wanted, int buffer) {
+    auto [it, fresh] = claimed.emplace(wanted, buffer);
+    if (fresh || it->second == buffer) return wanted;
+    const std::string unique = absl::StrCat(wanted, "__mg", buffer);
+    claimed.emplace(unique, buffer);
+    return unique;
+  };
+  // Externals first, so they keep their names.
+  std::vector<std::string> buffer_name(num_buffers);
+  for (int b = 0; b < num_buffers; ++b) {
+    for (ValueId v : members[b]) {
+      if (!external[v]) continue;
+      names[v] = claim(graph.value(v).name, b);
+      if (buffer_name[b].empty()) buffer_name[b] = names[v];
+    }
+  }
+  for (int b = 0; b < num_buffers; ++b) {
+    if (members[b].empty()) continue;
+    if (buffer_name[b].empty()) {
+      std::vector<ValueId> roots;
+      for (ValueId v : members[b]) {
+        const ValueId r = Root(graph, v);
+        if (std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
+      }
+      if (roots.size() >= 2) {
+        buffer_name[b] = claim(absl::StrCat(kSharedBlobPrefix, result.shared_buffers++), b);
+      } else {
+        const graph::Value& root = graph.value(roots.front());
+        buffer_name[b] = claim(root.version == 0 ? root.name
+                                                 : absl::StrCat(root.name, "__v", root.version),
+                               b);
+      }
+    }
+    for (ValueId v : members[b]) {
+      if (names[v].empty()) names[v] = buffer_name[b];
+    }
+  }
+  result.net = NetWithNames(graph, plan, names);
+  result.value_names = std::move(names);
+  return result;
+}
+
+proto::NetDef ReferenceNet(const graph::Graph& graph, const Plan& plan) {
+  std::vector<std::string> names(graph.num_values());
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    const graph::Value& root = graph.value(Root(graph, v));
+    names[v] = root.version == 0 ? root.name : absl::StrCat(root.name, "__v", root.version);
+  }
+  return NetWithNames(graph, plan, names);
+}
+
+absl::Status VerifyGraphEquality(const proto::NetDef& a, const proto::NetDef& b) {
+  if (a.op_size() != b.op_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the nets have ", a.op_size(), " and ", b.op_size(), " ops"));
+  }
+  for (int i = 0; i < a.op_size(); ++i) {
+    const proto::OperatorDef& x = a.op(i);
+    const proto::OperatorDef& y = b.op(i);
+    if (x.type() != y.type() || x.engine() != y.engine() ||
+        x.device_option().SerializeAsString() != y.device_option().SerializeAsString()) {
+      return absl::InvalidArgumentError(absl::StrCat("op ", i, " differs: ", x.type(), " vs ",
+                                                     y.type(), " (or its device or engine)"));
+    }
+  }
+  const auto wa = LastWriters(a);
+  const auto wb = LastWriters(b);
+  for (int i = 0; i < a.op_size(); ++i) {
+    if (wa[i] != wb[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op ", i, " (", a.op(i).type(), ") reads from ops [", absl::StrJoin(wa[i], ","),
+          "] in one net and [", absl::StrJoin(wb[i], ","), "] in the other"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyInplaceBlobs(const proto::NetDef& a, const proto::NetDef& b) {
+  if (a.op_size() != b.op_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the nets have ", a.op_size(), " and ", b.op_size(), " ops"));
+  }
+  for (int i = 0; i < a.op_size(); ++i) {
+    if (a.op(i).type() != b.op(i).type()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op ", i, " differs: ", a.op(i).type(), " vs ", b.op(i).type()));
+    }
+    const auto pa = InplacePairs(a.op(i));
+    const auto pb = InplacePairs(b.op(i));
+    if (pa != pb) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op ", i, " (", a.op(i).type(), ") has in-place (input, output) pairs ",
+          PairsToString(pa), " in one net and ", PairsToString(pb), " in the other"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memonger

@@ -1,0 +1,52 @@
+// The rewritten net: memonger's output form. Values that share a buffer are renamed to one
+// blob name, so a name-based runtime (Caffe2 style: a blob is resized on write) reuses memory
+// the way the plan says. Ops come in schedule order.
+//
+// Naming, per buffer:
+//   1. a buffer holding a graph input or output keeps that value's name (external names never
+//      change); a second external value in the same buffer keeps its own name too (the runtime
+//      then holds two blobs where the plan has one buffer: the plan's offsets stay the truth);
+//   2. a buffer holding two or more alias classes is named "__mg_shared_<k>";
+//   3. a buffer holding one alias class keeps the name of the class's first value (with
+//      "__v<version>" appended for versions after the first, so that reordered ops cannot
+//      confuse two versions of one name).
+// Static values keep their names. A name claimed twice is made unique with "__mg<buffer>".
+//
+// The checks are memonger's: VerifyGraphEquality (same op types, devices and engines, and every
+// input reads the output of the same earlier op) and VerifyInplaceBlobs (no op gains or loses an
+// in-place pair). Compare a rewritten net against ReferenceNet, the original in the same order.
+#ifndef MEMONGER_REPORT_NET_REWRITE_H_
+#define MEMONGER_REPORT_NET_REWRITE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "memonger/plan.h"
+#include "proto/memonger.pb.h"
+
+namespace memonger {
+
+inline constexpr char kSharedBlobPrefix[] = "__mg_shared_";
+
+struct RewrittenNet {
+  proto::NetDef net;
+  std::vector<std::string> value_names;  // per ValueId: its name in `net`
+  int shared_buffers = 0;                // buffers named kSharedBlobPrefix<k>
+};
+
+// REQUIRES: `plan` verifies against `graph`.
+absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& plan);
+
+// The original net with ops in the plan's schedule order, every value under a unique SSA name
+// (in-place outputs under the name of the value they overwrite).
+proto::NetDef ReferenceNet(const graph::Graph& graph, const Plan& plan);
+
+// InvalidArgument describing the first difference.
+absl::Status VerifyGraphEquality(const proto::NetDef& a, const proto::NetDef& b);
+absl::Status VerifyInplaceBlobs(const proto::NetDef& a, const proto::NetDef& b);
+
+}  // namespace memonger
+
+#endif  // MEMONGER_REPORT_NET_REWRITE_H_

@@ -1,0 +1,251 @@
+#include "report/plan_import.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "memonger/liveness.h"
+#include "report/plan_report.h"
+#include "memonger/schedule.h"
+#include "util/checked_math.h"
+#include "util/status_macros.h"
+
+namespace memonger {
+namespace {
+
+using Json = nlohmann::json;
+
+absl::StatusOr<int64_t> IntField(const Json& object, const char* field, const std::string& where) {
+  auto it = object.find(field);
+  if (it == object.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": missing \"", field, "\""));
+  }
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": \"", field, "\" is too large"));
+  }
+  if (!it->is_number_integer()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": \"", field, "\" must be an integer, not ", it->dump()));
+  }
+  return it->get<int64_t>();
+}
+
+absl::StatusOr<std::string> StringField(const Json& object, const char* field,
+                                        const std::string& where) {
+  auto it = object.find(field);
+  if (it == object.end() || !it->is_string()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": \"", field, "\" must be present and a string"));
+  }
+  return it->get<std::string>();
+}
+
+bool BoolField(const Json& object, const char* field) {
+  auto it = object.find(field);
+  return it != object.end() && it->is_boolean() && it->get<bool>();
+}
+
+}  // namespace
+
+absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& text,
+                                  const std::string& source_name) {
+  const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": not valid JSON"));
+  }
+  if (!doc.is_object() || doc.value("schema", "") != kPlanSchema) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_name, ": not a plan (expected \"schema\": \"", kPlanSchema, "\")"));
+  }
+  Plan plan;
+  MG_ASSIGN_OR_RETURN(plan.alignment, IntField(doc, "alignment", source_name));
+  if (plan.alignment < 1 || (plan.alignment & (plan.alignment - 1)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_name, ": alignment ", plan.alignment, " is not a power of two"));
+  }
+  MG_ASSIGN_OR_RETURN(plan.planner, StringField(doc, "planner", source_name));
+  MG_ASSIGN_OR_RETURN(const std::string order, StringField(doc, "order", source_name));
+  MG_ASSIGN_OR_RETURN(const std::string execution, StringField(doc, "execution", source_name));
+  MG_ASSIGN_OR_RETURN(const OrderKind order_kind, ParseOrder(order));
+  MG_ASSIGN_OR_RETURN(plan.execution, ParseExecution(execution));
+  if (doc.contains("model") && doc["model"].is_string()) plan.model = doc["model"];
+
+  // The schedule.
+  if (!doc.contains("steps") || !doc["steps"].is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": \"steps\" must be an array"));
+  }
+  absl::flat_hash_map<std::string, graph::OpId> op_by_name;
+  absl::flat_hash_map<std::string, int> op_name_count;
+  for (graph::OpId i = 0; i < graph.num_ops(); ++i) {
+    op_by_name[graph.op(i).name] = i;
+    ++op_name_count[graph.op(i).name];
+  }
+  Schedule schedule;
+  schedule.order = order_kind;
+  const Json& steps = doc["steps"];
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const std::string where = absl::StrCat(source_name, ": step ", s);
+    if (!steps[s].is_object()) return absl::InvalidArgumentError(where + ": not an object");
+    MG_ASSIGN_OR_RETURN(const std::string name, StringField(steps[s], "op", where));
+    graph::OpId op = graph::kNone;
+    if (steps[s].contains("op_index")) {
+      MG_ASSIGN_OR_RETURN(const int64_t index, IntField(steps[s], "op_index", where));
+      if (index < 0 || index >= graph.num_ops() || graph.op(index).name != name) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": op #", index, " '", name, "' is not an op of this model"));
+      }
+      op = static_cast<graph::OpId>(index);
+    } else {
+      auto it = op_by_name.find(name);
+      if (it == op_by_name.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": the model has no op '", name, "'"));
+      }
+      if (op_name_count[name] > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": the model has several ops named '", name, "' and the step has no op_index"));
+      }
+      op = it->second;
+    }
+    schedule.ops.push_back(op);
+  }
+  MG_RETURN_IF_ERROR(CheckSchedule(graph, schedule.ops));
+  schedule.step_of_op.assign(graph.num_ops(), -1);
+  for (int s = 0; s < static_cast<int>(schedule.ops.size()); ++s) {
+    schedule.step_of_op[schedule.ops[s]] = s;
+  }
+
+  LivenessOptions liveness_options;
+  liveness_options.plan_static = BoolField(doc, "plan_static");
+  liveness_options.views = BoolField(doc, "views");
+  MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
+  for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
+    if (!liveness.planned[v]) continue;
+    if (!util::CheckedAlignUp(liveness.class_bytes[liveness.alias_root[v]], plan.alignment)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_name, ": '", graph.value(v).DisplayName(), "' is too large to align"));
+    }
+  }
+  const std::string model = plan.model;
+  const std::string planner = plan.planner;
+  const ExecutionModel execution_model = plan.execution;
+  InitPlan(graph, liveness, plan.alignment, plan);
+  plan.model = model;
+  plan.planner = planner;
+  plan.execution = execution_model;
+
+  // Values and buffers.
+  if (!doc.contains("values") || !doc["values"].is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": \"values\" must be an array"));
+  }
+  absl::flat_hash_map<std::string, graph::ValueId> value_by_name;
+  for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
+    value_by_name[graph.value(v).DisplayName()] = v;
+  }
+  std::vector<bool> seen(graph.num_values(), false);
+  std::map<int64_t, int64_t> buffer_offset;  // file buffer id -> offset
+  std::map<int64_t, std::vector<graph::ValueId>> buffer_members;
+  const Json& values = doc["values"];
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string where = absl::StrCat(source_name, ": value ", i);
+    if (!values[i].is_object()) return absl::InvalidArgumentError(where + ": not an object");
+    MG_ASSIGN_OR_RETURN(const std::string name, StringField(values[i], "name", where));
+    auto it = value_by_name.find(name);
+    if (it == value_by_name.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": the model has no value '", name, "'"));
+    }
+    const graph::ValueId v = it->second;
+    if (seen[v]) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": '", name, "' appears twice"));
+    }
+    seen[v] = true;
+    const bool has_offset = values[i].contains("offset") && !values[i]["offset"].is_null();
+    if (!liveness.planned[v]) {
+      if (has_offset) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": '", name, "' is static and not planned, but the file gives it an offset"));
+      }
+      continue;
+    }
+    if (!has_offset) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": '", name, "' needs an offset (it is placed in the arena)"));
+    }
+    MG_ASSIGN_OR_RETURN(const int64_t offset, IntField(values[i], "offset", where));
+    MG_ASSIGN_OR_RETURN(const int64_t buffer, IntField(values[i], "buffer", where));
+    if (offset < 0 || buffer < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": '", name, "' has a negative offset or buffer"));
+    }
+    auto [b, fresh] = buffer_offset.emplace(buffer, offset);
+    if (!fresh && b->second != offset) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": '", name, "' is in buffer ", buffer, " at offset ", offset,
+          ", but another member of that buffer is at offset ", b->second));
+    }
+    buffer_members[buffer].push_back(v);
+  }
+  for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
+    if (liveness.planned[v] && !seen[v]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_name, ": the plan does not place '", graph.value(v).DisplayName(), "'"));
+    }
+  }
+  for (const auto& [id, members] : buffer_members) {
+    PlanBuffer buffer;
+    buffer.offset = buffer_offset[id];
+    buffer.device = liveness.device[members.front()];
+    for (graph::ValueId v : members) {
+      const int64_t bytes =
+          *util::CheckedAlignUp(liveness.class_bytes[liveness.alias_root[v]], plan.alignment);
+      buffer.size = std::max(buffer.size, bytes);
+      plan.buffer_of_value[v] = static_cast<int32_t>(plan.buffers.size());
+    }
+    if (!util::CheckedAdd(buffer.offset, buffer.size)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source_name, ": buffer ", id, " ends beyond 2^63 bytes"));
+    }
+    plan.buffers.push_back(buffer);
+  }
+  FinishPlan(plan);
+  return plan;
+}
+
+std::string PlanToMiniMallocCsv(const graph::Graph& graph, const Plan& plan) {
+  // One row per alias class. Members of a class share a buffer and (merged) lifetime; in a valid
+  // plan no other values share both, so (buffer, first step, last step) identifies the class.
+  struct Row {
+    graph::ValueId first_member;
+    int64_t bytes;
+  };
+  std::map<std::tuple<int32_t, int, int>, Row> rows;
+  for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
+    if (plan.buffer_of_value[v] < 0) continue;
+    const auto& type = graph.value(v).type;
+    const int64_t bytes = type ? graph::ByteSize(*type, "").value_or(0) : 0;
+    const auto key = std::make_tuple(plan.buffer_of_value[v], plan.lifetime[v].first_step,
+                                     plan.lifetime[v].last_step);
+    auto [it, fresh] = rows.emplace(key, Row{v, bytes});
+    if (!fresh) it->second.bytes = std::max(it->second.bytes, bytes);
+  }
+  std::vector<Row> ordered;
+  for (const auto& [key, row] : rows) ordered.push_back(row);
+  std::sort(ordered.begin(), ordered.end(),
+            [](const Row& a, const Row& b) { return a.first_member < b.first_member; });
+  std::string out = "id,lower,upper,size,offset\n";
+  for (const Row& row : ordered) {
+    const graph::ValueId v = row.first_member;
+    const int64_t aligned = util::CheckedAlignUp(row.bytes, plan.alignment).value_or(row.bytes);
+    absl::StrAppend(&out, graph.value(v).DisplayName(), ",", plan.lifetime[v].first_step, ",",
+                    plan.lifetime[v].last_step + 1, ",", aligned, ",", plan.offset_of_value[v],
+                    "\n");
+  }
+  return out;
+}
+
+}  // namespace memonger

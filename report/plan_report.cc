@@ -1,0 +1,149 @@
+#include "report/plan_report.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "util/bytes.h"
+
+namespace memonger {
+namespace {
+
+using graph::kNone;
+using graph::ValueId;
+
+ValueId Root(const graph::Graph& graph, ValueId v) {
+  while (graph.value(v).inplace_of != kNone) v = graph.value(v).inplace_of;
+  return v;
+}
+
+int64_t ValueBytes(const graph::Value& v) {
+  if (!v.type.has_value()) return 0;
+  auto bytes = graph::ByteSize(*v.type, v.name);
+  return bytes.ok() ? *bytes : 0;
+}
+
+bool Planned(const Plan& plan, ValueId v) { return plan.buffer_of_value[v] >= 0; }
+
+}  // namespace
+
+int SharedBufferCount(const graph::Graph& graph, const Plan& plan) {
+  std::vector<absl::flat_hash_set<ValueId>> roots(plan.buffers.size());
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    if (Planned(plan, v)) roots[plan.buffer_of_value[v]].insert(Root(graph, v));
+  }
+  int shared = 0;
+  for (const auto& r : roots) shared += r.size() >= 2 ? 1 : 0;
+  return shared;
+}
+
+std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
+  using Json = nlohmann::ordered_json;
+  Json j;
+  j["schema"] = kPlanSchema;
+  j["model"] = plan.model;
+  j["planner"] = plan.planner;
+  j["order"] = std::string(OrderName(plan.order));
+  j["execution"] = std::string(ExecutionName(plan.execution));
+  j["alignment"] = plan.alignment;
+  j["arena_bytes"] = plan.arena_bytes;
+  j["lower_bound_bytes"] = plan.lower_bound_bytes;
+  j["naive_bytes"] = plan.naive_bytes;
+  j["static_bytes"] = plan.static_bytes;
+  j["planning_seconds"] = plan.planning_seconds;
+  j["proven_optimal"] = plan.proven_optimal;
+  j["plan_static"] = plan.plan_static;
+  j["views"] = plan.views;
+  j["ops"] = graph.num_ops();
+  j["buffers"] = plan.buffers.size();
+  j["shared_buffers"] = SharedBufferCount(graph, plan);
+  Json peak;
+  peak["step"] = plan.peak_step;
+  peak["live_bytes"] = plan.steps.empty() ? 0 : plan.steps[plan.peak_step].live_bytes;
+  Json top = Json::array();
+  for (ValueId v : plan.peak_values) top.push_back(graph.value(v).DisplayName());
+  peak["top_values"] = top;
+  j["peak"] = peak;
+  Json steps = Json::array();
+  for (const PlanStep& s : plan.steps) {
+    steps.push_back({{"op", graph.op(s.op).name},
+                     {"op_index", s.op},
+                     {"type", graph.op(s.op).type},
+                     {"live_bytes", s.live_bytes}});
+  }
+  j["steps"] = steps;
+  Json values = Json::array();
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    const graph::Value& value = graph.value(v);
+    Json item;
+    item["name"] = value.DisplayName();
+    item["dtype"] = value.type ? std::string(graph::DataTypeName(value.type->dtype)) : "undefined";
+    item["shape"] = value.type ? value.type->dims : std::vector<int64_t>{};
+    item["bytes"] = ValueBytes(value);
+    item["role"] = std::string(graph::RoleName(value.role));
+    if (Planned(plan, v)) {
+      item["offset"] = plan.offset_of_value[v];
+      item["first_step"] = plan.lifetime[v].first_step;
+      item["last_step"] = plan.lifetime[v].last_step;
+      item["buffer"] = plan.buffer_of_value[v];
+    } else {
+      item["offset"] = nullptr;
+      item["first_step"] = nullptr;
+      item["last_step"] = nullptr;
+      item["buffer"] = nullptr;
+    }
+    const ValueId root = Root(graph, v);
+    item["alias_of"] = root == v ? Json(nullptr) : Json(graph.value(root).DisplayName());
+    values.push_back(std::move(item));
+  }
+  j["values"] = values;
+  return j.dump(1) + "\n";
+}
+
+std::string PlanToText(const graph::Graph& graph, const Plan& plan) {
+  std::string out;
+  auto bytes = [](int64_t b) { return absl::StrFormat("%s (%d)", util::FormatBytes(b), b); };
+  absl::StrAppendFormat(&out, "model            %s\n", plan.model);
+  absl::StrAppendFormat(&out, "ops              %d\n", graph.num_ops());
+  absl::StrAppendFormat(&out, "values           %d\n", graph.num_values());
+  absl::StrAppendFormat(&out, "static bytes     %s  params and constants, not in the arena\n",
+                        bytes(plan.static_bytes));
+  absl::StrAppendFormat(&out, "naive bytes      %s  no sharing\n", bytes(plan.naive_bytes));
+  absl::StrAppendFormat(&out, "lower bound      %s  most live bytes at one step\n",
+                        bytes(plan.lower_bound_bytes));
+  absl::StrAppendFormat(&out, "arena bytes      %s\n", bytes(plan.arena_bytes));
+  if (plan.lower_bound_bytes > 0) {
+    absl::StrAppendFormat(&out, "arena / lower    %.3f\n",
+                          static_cast<double>(plan.arena_bytes) /
+                              static_cast<double>(plan.lower_bound_bytes));
+  }
+  if (plan.naive_bytes > 0) {
+    absl::StrAppendFormat(&out, "arena / naive    %.3f\n",
+                          static_cast<double>(plan.arena_bytes) /
+                              static_cast<double>(plan.naive_bytes));
+  }
+  absl::StrAppendFormat(&out, "planner          %s (order %s, %s execution, alignment %d)%s\n",
+                        plan.planner, OrderName(plan.order), ExecutionName(plan.execution),
+                        plan.alignment,
+                        plan.proven_optimal ? ", proven optimal" : ", not proven optimal");
+  absl::StrAppendFormat(&out, "planning time    %.3f s\n", plan.planning_seconds);
+  absl::StrAppendFormat(&out, "buffers          %d (%d shared by several values)\n",
+                        plan.buffers.size(), SharedBufferCount(graph, plan));
+  if (!plan.steps.empty()) {
+    const PlanStep& peak = plan.steps[plan.peak_step];
+    absl::StrAppendFormat(&out, "peak             step %d, %s '%s': %s live\n", plan.peak_step,
+                          graph.op(peak.op).type, graph.op(peak.op).name,
+                          util::FormatBytes(peak.live_bytes));
+    for (ValueId v : plan.peak_values) {
+      const graph::Value& value = graph.value(v);
+      absl::StrAppendFormat(&out, "  %12s  %-10s %-28s %s\n", util::FormatBytes(ValueBytes(value)),
+                            graph::RoleName(value.role),
+                            value.type ? graph::TensorTypeToString(*value.type) : "?",
+                            value.DisplayName());
+    }
+  }
+  return out;
+}
+
+}  // namespace memonger

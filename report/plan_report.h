@@ -1,0 +1,32 @@
+// Plans for people and programs: the JSON document (schema memonger.plan/v1, DESIGN.md) and the
+// text report optimize-net prints.
+#ifndef MEMONGER_REPORT_PLAN_REPORT_H_
+#define MEMONGER_REPORT_PLAN_REPORT_H_
+
+#include <string>
+
+#include "graph/graph.h"
+#include "memonger/plan.h"
+
+namespace memonger {
+
+inline constexpr char kPlanSchema[] = "memonger.plan/v1";
+
+// The memonger.plan/v1 document. Values are named by Value::DisplayName() ("x", "x@1" for a
+// later version of x); static values carry "offset", "buffer", "first_step" and "last_step"
+// null. Additions to DESIGN.md's field list: "proven_optimal", "plan_static", "views", "ops",
+// "buffers" (count), "shared_buffers" (buffers holding more than one alias class), and
+// "op_index" in each step (the op's position in the model, for reading the plan back).
+// REQUIRES: `plan` was made for `graph`.
+std::string PlanToJson(const graph::Graph& graph, const Plan& plan);
+
+// Model, ops, values, naive bytes, lower bound, arena bytes, arena / lower bound, planner,
+// planning time, buffers, and the peak step with the largest values live there.
+std::string PlanToText(const graph::Graph& graph, const Plan& plan);
+
+// Buffers that hold more than one alias class.
+int SharedBufferCount(const graph::Graph& graph, const Plan& plan);
+
+}  // namespace memonger
+
+#endif  // MEMONGER_REPORT_PLAN_REPORT_H_

@@ -1,0 +1,457 @@
+#include "graph/gradient_builder.h"
+
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "allocator/arena.h"
+#include "allocator/executor.h"
+#include "gmock/gmock.h"
+#include "graph/shape_inference.h"
+#include "graph/tensor_type.h"
+#include "workloads/workloads.h"
+#include "gtest/gtest.h"
+#include "memonger/planner.h"
+#include "memonger/verify_plan.h"
+#include "tests/test_support.h"
+
+namespace memonger::graph {
+namespace {
+
+using ::memonger::testing::GraphFromText;
+using ::testing::HasSubstr;
+
+Graph Workload(const std::string& text) {
+  absl::StatusOr<Graph> g = BuildWorkload(*ParseWorkloadSpec(text));
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *std::move(g);
+}
+
+std::map<std::string, int> OpCounts(const Graph& g) {
+  std::map<std::string, int> counts;
+  for (const Op& op : g.ops()) ++counts[op.type];
+  return counts;
+}
+
+// memonger's FC net: the backward ops Caffe2's AddGradientOperators would add.
+TEST(GradientBuilderTest, MlpGetsCaffe2sGradientOps) {
+  const Graph forward = Workload("mlp:layers=2,batch=4,dim=10,classes=8");
+  absl::StatusOr<Graph> g = AddGradientOps(forward, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(HasGradientOps(*g));
+  EXPECT_FALSE(HasGradientOps(forward));
+  const std::map<std::string, int> counts = OpCounts(*g);
+  EXPECT_EQ(counts.at("ConstantFill"), 1);
+  EXPECT_EQ(counts.at("AveragedLossGradient"), 1);
+  EXPECT_EQ(counts.at("LabelCrossEntropyGradient"), 1);
+  EXPECT_EQ(counts.at("SoftmaxGradient"), 1);
+  EXPECT_EQ(counts.at("FCGradient"), 3);
+  EXPECT_EQ(counts.at("ReluGradient"), 2);
+  EXPECT_EQ(g->num_ops(), forward.num_ops() + 1 + 1 + 1 + 1 + 3 + 2);
+  // Every parameter has a gradient of its own type, declared, with role gradient.
+  ASSERT_EQ(g->param_grads().size(), 6u);
+  for (const auto& [param, grad] : g->param_grads()) {
+    SCOPED_TRACE(g->value(param).name);
+    EXPECT_EQ(g->value(param).role, Role::kParam);
+    EXPECT_EQ(g->value(grad).role, Role::kGradient);
+    EXPECT_EQ(*g->value(grad).type, *g->value(param).type);
+  }
+  // The first layer's input needs no gradient: its FCGradient computes dW and db only.
+  for (const Op& op : g->ops()) {
+    if (op.type == "FCGradient" && g->value(op.inputs[0]).name == "data") {
+      EXPECT_EQ(op.outputs.size(), 2u);
+    }
+  }
+}
+
+// The attention block: saved statistics and lse are added to the forward ops, the residual
+// fan-out is summed, and every gradient has its forward value's type.
+TEST(GradientBuilderTest, AttentionTrainingNet) {
+  for (const char* kernel : {"math", "efficient"}) {
+    SCOPED_TRACE(kernel);
+    const Graph g = Workload(absl::StrCat(
+        "attention:n=15,heads=2,dim=8,mlp=16,depth=2,bias_dtype=fp16,mode=training,kernel=",
+        kernel));
+    const std::map<std::string, int> counts = OpCounts(g);
+    EXPECT_EQ(counts.at("LayerNormalizationGradient"), 4);
+    EXPECT_EQ(counts.at("GeluGradient"), 2);
+    EXPECT_GE(counts.at("Sum"), 2);  // x feeds LayerNorm and the residual
+    if (std::string(kernel) == "efficient") {
+      EXPECT_EQ(counts.at("EfficientAttentionGradient"), 2);
+      EXPECT_EQ(TensorTypeToString(*g.value(*g.FindValue("b0/attn_lse")).type),
+                "float32[1,2,16]");
+    } else {
+      EXPECT_EQ(counts.at("SoftmaxGradient"), 2);
+      EXPECT_EQ(counts.at("MatMulGradient"), 2 * 6);  // qk, pv, qkv, proj, fc1, fc2
+    }
+    // 12 params per block.
+    EXPECT_EQ(g.param_grads().size(), 2u * 12u);
+    EXPECT_TRUE(g.AllTypesKnown());
+  }
+}
+
+// Sigmoid and Tanh read their output Y (Caffe2's rules); Concat's gradient is a Split of dY
+// into the inputs' sizes along the Concat's axis, written normalised.
+TEST(GradientBuilderTest, SigmoidTanhAndConcatRules) {
+  absl::StatusOr<Graph> forward = GraphFromText(R"pb(
+    name: "concat"
+    external_input: "a"
+    external_input: "b"
+    op { type: "Sigmoid" input: "a" output: "s" name: "sigmoid" }
+    op { type: "Tanh" input: "b" output: "t" name: "tanh" }
+    op { type: "Concat" input: "s" input: "t" output: "c" name: "concat"
+         arg { name: "axis" i: -1 } }
+    op { type: "AveragedLoss" input: "c" output: "loss" name: "loss" }
+    value_info { name: "a" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 3 } }
+    value_info { name: "b" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 5 } }
+  )pb");
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  ASSERT_TRUE(InferShapes(*forward, ShapeBindings{}).ok());
+  absl::StatusOr<Graph> g = AddGradientOps(*forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::map<std::string, int> counts = OpCounts(*g);
+  EXPECT_EQ(counts.at("SigmoidGradient"), 1);
+  EXPECT_EQ(counts.at("TanhGradient"), 1);
+  EXPECT_EQ(counts.at("Split"), 1);
+  for (const Op& op : g->ops()) {
+    if (op.type == "Split") {
+      EXPECT_EQ(op.attributes().GetInt("axis"), 1);
+      EXPECT_EQ(op.attributes().GetInts("split"), (std::vector<int64_t>{3, 5}));
+      ASSERT_EQ(op.outputs.size(), 2u);
+      EXPECT_EQ(TensorTypeToString(*g->value(op.outputs[0]).type), "float32[2,3]");
+      EXPECT_EQ(TensorTypeToString(*g->value(op.outputs[1]).type), "float32[2,5]");
+    }
+    if (op.type == "SigmoidGradient") {
+      EXPECT_EQ(g->value(op.inputs[0]).name, "s");
+    }
+    if (op.type == "TanhGradient") {
+      EXPECT_EQ(g->value(op.inputs[0]).name, "t");
+    }
+  }
+  ASSERT_EQ(g->param_grads().size(), 2u);
+}
+
+TEST(GradientBuilderTest, AValueOverwrittenInPlaceIsNotReadBack) {
+  // Gelu reads h; a later Add overwrites h in place, so GeluGradient would need a value that no
+  // longer exists.
+  absl::StatusOr<Graph> forward = GraphFromText(R"pb(
+    name: "inplace"
+    external_input: "x"
+    external_input: "w"
+    op { type: "MatMul" input: "x" input: "w" output: "h" name: "mm" }
+    op { type: "Gelu" input: "h" output: "g" name: "gelu" }
+    op { type: "Add" input: "h" input: "g" output: "h" name: "add" }
+    op { type: "AveragedLoss" input: "h" output: "loss" name: "loss" }
+    value_info { name: "w" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 4 } dim { size: 4 } }
+    value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 4 } }
+  )pb");
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  ASSERT_TRUE(InferShapes(*forward, ShapeBindings{}).ok());
+  absl::StatusOr<Graph> g = AddGradientOps(*forward, {"loss"});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(g.status().message()),
+              HasSubstr("gradient of Gelu op 'gelu' needs 'h', which a later op overwrites"));
+}
+
+TEST(GradientBuilderTest, ErrorsNameTheProblem) {
+  const Graph mlp = Workload("mlp:layers=1");
+  EXPECT_THAT(std::string(AddGradientOps(mlp, {"nope"}).status().message()),
+              HasSubstr("loss 'nope' is not a value"));
+  absl::StatusOr<Graph> no_param = GraphFromText(R"pb(
+    name: "no_param"
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "y" }
+    op { type: "AveragedLoss" input: "y" output: "loss" }
+    value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 3 } }
+  )pb");
+  ASSERT_TRUE(no_param.ok());
+  ASSERT_TRUE(InferShapes(*no_param, ShapeBindings{}).ok());
+  EXPECT_THAT(std::string(AddGradientOps(*no_param, {}).status().message()),
+              HasSubstr("no loss to differentiate"));
+  EXPECT_THAT(std::string(AddGradientOps(*no_param, {"loss"}).status().message()),
+              HasSubstr("does not depend on any parameter"));
+  absl::StatusOr<Graph> exp = GraphFromText(R"pb(
+    name: "exp"
+    external_input: "x"
+    external_input: "w"
+    op { type: "MatMul" input: "x" input: "w" output: "h" name: "mm" }
+    op { type: "Exp" input: "h" output: "y" name: "e" }
+    op { type: "AveragedLoss" input: "y" output: "loss" }
+    value_info { name: "w" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 3 } dim { size: 3 } }
+    value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 3 } }
+  )pb");
+  ASSERT_TRUE(exp.ok()) << exp.status();
+  ASSERT_TRUE(InferShapes(*exp, ShapeBindings{}).ok());
+  absl::StatusOr<Graph> g = AddGradientOps(*exp, {"loss"});
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("no gradient rule for Exp op 'e'"));
+}
+
+// A typed forward net from pbtxt.
+Graph Forward(const std::string& text) {
+  absl::StatusOr<Graph> g = GraphFromText(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return Graph();
+  const absl::Status typed = InferShapes(*g, ShapeBindings{});
+  EXPECT_TRUE(typed.ok()) << typed;
+  return *std::move(g);
+}
+
+const Op* FindOp(const Graph& g, const std::string& type) {
+  for (const Op& op : g.ops()) {
+    if (op.type == type) return &op;
+  }
+  return nullptr;
+}
+
+// "value_info { name: <name> role: ROLE_PARAM dtype: FLOAT has_shape: true dim {...} }".
+std::string ParamDecl(const std::string& name, const std::vector<int64_t>& dims) {
+  std::string s = absl::StrCat("external_input: \"", name, "\"\nvalue_info { name: \"", name,
+                               "\" role: ROLE_PARAM dtype: FLOAT has_shape: true");
+  for (int64_t d : dims) absl::StrAppend(&s, " dim { size: ", d, " }");
+  return absl::StrCat(s, " }\n");
+}
+
+// Gemm: only the gradients that are needed, as Gemm/ReduceSum/Reshape/ConstantFill/Mul ops,
+// with the transposes and alpha folded into the Gemm attributes.
+TEST(GradientBuilderTest, GemmGradientsAreExistingOps) {
+  // x is an input (no gradient), w [5, 4] used transposed, c [5] scaled by beta.
+  const Graph forward = Forward(absl::StrCat(
+      "name: \"gemm\"\nexternal_input: \"x\"\n"
+      "value_info { name: \"x\" dtype: FLOAT has_shape: true dim { size: 3 } dim { size: 4 } }\n",
+      ParamDecl("w", {5, 4}), ParamDecl("c", {5}), R"pb(
+        op { name: "fc" type: "Gemm" input: "x" input: "w" input: "c" output: "y"
+             arg { name: "transB" i: 1 } arg { name: "alpha" f: 0.5 } arg { name: "beta" f: 3 } }
+        op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+      )pb"));
+  absl::StatusOr<Graph> g = AddGradientOps(forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::map<std::string, int> counts = OpCounts(*g);
+  EXPECT_EQ(counts.at("Gemm"), 2);  // the forward one and dW; no dX
+  EXPECT_EQ(counts.at("ReduceSum"), 1);
+  EXPECT_EQ(counts.at("Reshape"), 1);
+  EXPECT_EQ(counts.at("Mul"), 1);
+  EXPECT_EQ(counts.at("ConstantFill"), 2);  // the loss seed and beta
+  const Op* dw_op = nullptr;
+  for (const Op& op : g->ops()) {
+    if (op.type == "Gemm" && op.is_gradient_op) dw_op = &op;
+  }
+  ASSERT_NE(dw_op, nullptr);
+  const Op& dw = *dw_op;
+  EXPECT_EQ(dw.attributes().GetInt("transA", -1), 1);  // dW [N, K] = dY^T x
+  EXPECT_EQ(dw.attributes().GetInt("transB", -1), 0);
+  EXPECT_EQ(dw.attributes().GetFloat("alpha"), 0.5);
+  EXPECT_EQ(g->value(dw.inputs[1]).name, "x");
+  ASSERT_EQ(g->param_grads().size(), 2u);
+  for (const auto& [param, grad] : g->param_grads()) {
+    EXPECT_EQ(*g->value(grad).type, *g->value(param).type);
+  }
+
+  // A full C with beta = 1 receives dY itself: no op for dC.
+  const Graph full = Forward(absl::StrCat("name: \"gemm_full\"\n", ParamDecl("a", {3, 4}),
+                                          ParamDecl("b", {4, 5}), ParamDecl("c", {3, 5}), R"pb(
+    op { name: "fc" type: "Gemm" input: "a" input: "b" input: "c" output: "y" }
+    op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+  )pb"));
+  absl::StatusOr<Graph> gf = AddGradientOps(full, {"loss"});
+  ASSERT_TRUE(gf.ok()) << gf.status();
+  EXPECT_EQ(OpCounts(*gf).at("Gemm"), 3);
+  EXPECT_EQ(OpCounts(*gf).count("ReduceSum"), 0u);
+  for (const auto& [param, grad] : gf->param_grads()) {
+    if (gf->value(param).name == "c") {
+      EXPECT_EQ(gf->value(grad).name, "y_grad");
+    }
+  }
+}
+
+constexpr char kBatchNormTraining[] = R"pb(
+  op { name: "bn" type: "BatchNormalization" input: "x" input: "s" input: "b" input: "m"
+       input: "v" output: "y" arg { name: "training_mode" i: 1 } arg { name: "epsilon" f: 0.01 } }
+  op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+)pb";
+
+std::string BatchNormParams() {
+  return absl::StrCat(ParamDecl("x", {2, 3, 4}), ParamDecl("s", {3}), ParamDecl("b", {3}),
+                      ParamDecl("m", {3}), ParamDecl("v", {3}));
+}
+
+// Training: the forward op gains running and saved statistics, the gradient reads the saved
+// ones; input_mean/input_var get no gradient. Inference: the gradient reads input_mean and
+// input_var and, as parameters, they get gradients.
+TEST(GradientBuilderTest, BatchNormalizationSavesStatisticsInTrainingMode) {
+  const Graph training =
+      Forward(absl::StrCat("name: \"bn\"\n", BatchNormParams(), kBatchNormTraining));
+  absl::StatusOr<Graph> g = AddGradientOps(training, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Op* bn = FindOp(*g, "BatchNormalization");
+  ASSERT_NE(bn, nullptr);
+  ASSERT_EQ(bn->outputs.size(), 5u);
+  EXPECT_EQ(g->value(bn->outputs[3]).name, "y_saved_mean");
+  EXPECT_EQ(g->value(bn->outputs[4]).name, "y_saved_var");
+  const Op* grad = FindOp(*g, "BatchNormalizationGradient");
+  ASSERT_NE(grad, nullptr);
+  EXPECT_EQ(grad->inputs[3], bn->outputs[3]);
+  EXPECT_EQ(grad->inputs[4], bn->outputs[4]);
+  EXPECT_EQ(grad->outputs.size(), 3u);
+  EXPECT_EQ(grad->attributes().GetInt("training_mode", -1), 1);
+  EXPECT_EQ(grad->attributes().GetFloat("epsilon"), 0.01f);  // as the pbtxt's float holds it
+  EXPECT_EQ(g->param_grads().size(), 3u);  // x, s, b
+
+  const std::string inference_text = absl::StrCat("name: \"bn\"\n", BatchNormParams(), R"pb(
+    op { name: "bn" type: "BatchNormalization" input: "x" input: "s" input: "b" input: "m"
+         input: "v" output: "y" }
+    op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+  )pb");
+  absl::StatusOr<Graph> gi = AddGradientOps(Forward(inference_text), {"loss"});
+  ASSERT_TRUE(gi.ok()) << gi.status();
+  EXPECT_EQ(FindOp(*gi, "BatchNormalization")->outputs.size(), 1u);
+  const Op* igrad = FindOp(*gi, "BatchNormalizationGradient");
+  ASSERT_NE(igrad, nullptr);
+  EXPECT_EQ(gi->value(igrad->inputs[3]).name, "m");
+  EXPECT_EQ(gi->value(igrad->inputs[4]).name, "v");
+  EXPECT_EQ(igrad->outputs.size(), 5u);
+  EXPECT_EQ(igrad->attributes().GetInt("training_mode", -1), 0);
+  EXPECT_EQ(gi->param_grads().size(), 5u);
+}
+
+TEST(GradientBuilderTest, BatchNormalizationRefusesWhatItCannotDifferentiate) {
+  struct Bad {
+    const char* name;
+    std::string ops;
+    const char* message;
+  };
+  const std::vector<Bad> cases = {
+      {"running statistics reach the loss", R"pb(
+         op { name: "bn" type: "BatchNormalization" input: "x" input: "s" input: "b" input: "m"
+              input: "v" output: "y" output: "rm" output: "rv"
+              arg { name: "training_mode" i: 1 } }
+         op { name: "sum" type: "Sum" input: "s" input: "rm" output: "t" }
+         op { name: "l2" type: "AveragedLoss" input: "t" output: "aux" }
+         op { name: "l1" type: "AveragedLoss" input: "y" output: "main" }
+         op { name: "add" type: "Sum" input: "aux" input: "main" output: "loss" }
+       )pb",
+       "gradient of BatchNormalization op 'bn': a loss depends on output 1 ('rm')"},
+      {"omitted outputs", R"pb(
+         op { name: "bn" type: "BatchNormalization" input: "x" input: "s" input: "b" input: "m"
+              input: "v" output: "y" output: "sm" output: "sv"
+              arg { name: "onnx_output_slots" ints: 0 ints: 3 ints: 4 } }
+         op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+       )pb",
+       "gradient of BatchNormalization op 'bn': an omitted optional output before a present one"},
+      {"spatial=0", R"pb(
+         op { name: "bn" type: "BatchNormalization" input: "x" input: "s" input: "b" input: "m"
+              input: "v" output: "y" arg { name: "spatial" i: 0 } }
+         op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+       )pb",
+       "gradient of BatchNormalization op 'bn': spatial=0 (not supported)"},
+  };
+  for (const Bad& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Graph forward = Forward(absl::StrCat("name: \"bad\"\n", BatchNormParams(), c.ops));
+    absl::StatusOr<Graph> g = AddGradientOps(forward, {"loss"});
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(std::string(g.status().message()), HasSubstr(c.message));
+  }
+}
+
+// The rules that differentiate output 0 alone refuse a loss that reads another output (here
+// SpatialBN's running mean, LayerNormalization's Mean), instead of dropping its gradient.
+TEST(GradientBuilderTest, StatisticsOutputsThatReachALossAreRefused) {
+  struct Bad {
+    const char* name;
+    std::string net;
+    const char* message;
+  };
+  const std::vector<Bad> cases = {
+      {"SpatialBN running_mean", absl::StrCat(BatchNormParams(), R"pb(
+         op { name: "sbn" type: "SpatialBN" input: "x" input: "s" input: "b" input: "m"
+              input: "v" output: "y" output: "rm" output: "rv" output: "sm" output: "sv" }
+         op { name: "l1" type: "AveragedLoss" input: "y" output: "main" }
+         op { name: "l2" type: "AveragedLoss" input: "rm" output: "aux" }
+         op { name: "add" type: "Sum" input: "main" input: "aux" output: "loss" }
+       )pb"),
+       "gradient of SpatialBN op 'sbn': a loss depends on output 1 ('rm')"},
+      {"LayerNormalization Mean", absl::StrCat(ParamDecl("x", {2, 3, 4}), ParamDecl("s", {4}), R"pb(
+         op { name: "ln" type: "LayerNormalization" input: "x" input: "s" output: "y"
+              output: "mean" output: "inv" }
+         op { name: "l1" type: "AveragedLoss" input: "y" output: "main" }
+         op { name: "l2" type: "AveragedLoss" input: "mean" output: "aux" }
+         op { name: "add" type: "Sum" input: "main" input: "aux" output: "loss" }
+       )pb"),
+       "gradient of LayerNormalization op 'ln': a loss depends on output 1 ('mean')"},
+      {"LayerNormalization without Mean but with InvStdDev",
+       absl::StrCat(ParamDecl("x", {2, 3, 4}), ParamDecl("s", {4}), R"pb(
+         op { name: "ln" type: "LayerNormalization" input: "x" input: "s" output: "y"
+              output: "inv" arg { name: "onnx_output_slots" ints: 0 ints: 2 } }
+         op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+       )pb"),
+       "gradient of LayerNormalization op 'ln': an omitted optional output before a present one"},
+  };
+  for (const Bad& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<Graph> g =
+        AddGradientOps(Forward(absl::StrCat("name: \"bad\"\n", c.net)), {"loss"});
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(std::string(g.status().message()), HasSubstr(c.message));
+  }
+}
+
+// The training net of an MLP written with ONNX ops (Gemm, BatchNormalization in both modes)
+// plans under every serial planner and passes the executor's verify mode: no value is
+// overwritten while live, the added saved statistics included.
+TEST(GradientBuilderTest, GemmBatchNormTrainingNetPassesVerifyMode) {
+  const Graph forward = Forward(absl::StrCat(
+      "name: \"onnx_mlp\"\nexternal_input: \"x\"\nexternal_input: \"label\"\n"
+      "value_info { name: \"x\" dtype: FLOAT has_shape: true dim { size: 8 } dim { size: 6 } }\n"
+      "value_info { name: \"label\" dtype: INT32 has_shape: true dim { size: 8 } }\n",
+      ParamDecl("w1", {16, 6}), ParamDecl("c1", {16}), ParamDecl("s1", {16}),
+      ParamDecl("b1", {16}), ParamDecl("m1", {16}), ParamDecl("v1", {16}),
+      ParamDecl("w2", {16, 4}), ParamDecl("c2", {1, 4}), ParamDecl("s2", {4}),
+      ParamDecl("b2", {4}), ParamDecl("m2", {4}), ParamDecl("v2", {4}), R"pb(
+        op { name: "fc1" type: "Gemm" input: "x" input: "w1" input: "c1" output: "h"
+             arg { name: "transB" i: 1 } }
+        op { name: "bn1" type: "BatchNormalization" input: "h" input: "s1" input: "b1"
+             input: "m1" input: "v1" output: "hn" output: "m1_next" output: "v1_next"
+             arg { name: "training_mode" i: 1 } }
+        op { name: "relu" type: "Relu" input: "hn" output: "a" }
+        op { name: "fc2" type: "Gemm" input: "a" input: "w2" input: "c2" output: "z"
+             arg { name: "alpha" f: 0.5 } arg { name: "beta" f: 2 } }
+        op { name: "bn2" type: "BatchNormalization" input: "z" input: "s2" input: "b2"
+             input: "m2" input: "v2" output: "zn" }
+        op { name: "softmax" type: "Softmax" input: "zn" output: "p" }
+        op { name: "xent" type: "LabelCrossEntropy" input: "p" input: "label" output: "xent" }
+        op { name: "mean" type: "AveragedLoss" input: "xent" output: "loss" }
+        external_output: "loss"
+        loss: "loss"
+      )pb"));
+  absl::StatusOr<Graph> g = AddGradientOps(forward, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->param_grads().size(), 10u);  // all 12 parameters but m1, v1
+  for (PlannerKind planner :
+       {PlannerKind::kNone, PlannerKind::kMemongerDag, PlannerKind::kMemongerGreedy,
+        PlannerKind::kExactSharing, PlannerKind::kGreedyBySize, PlannerKind::kBestFit,
+        PlannerKind::kExact, PlannerKind::kAuto}) {
+    SCOPED_TRACE(PlannerName(planner));
+    PlanOptions options;
+    options.planner = planner;
+    options.mode = Mode::kTraining;
+    options.alignment = 64;
+    options.time_limit_seconds = 0.3;
+    absl::StatusOr<Plan> plan = PlanMemory(*g, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);
+    absl::StatusOr<alloc::Arena> arena =
+        alloc::Arena::Create(alloc::Device::kHost, plan->arena_bytes);
+    ASSERT_TRUE(arena.ok()) << arena.status();
+    absl::StatusOr<alloc::Executor> executor = alloc::Executor::Create(*g, *plan, *arena);
+    ASSERT_TRUE(executor.ok()) << executor.status();
+    const absl::Status verified = executor->RunVerify();
+    EXPECT_TRUE(verified.ok()) << verified;
+  }
+}
+
+}  // namespace
+}  // namespace memonger::graph

@@ -1,0 +1,207 @@
+#include "memonger/offsets/interval_index.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <ostream>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace memonger {
+namespace {
+
+using ::testing::HasSubstr;
+
+OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment = 1) {
+  OffsetItem item;
+  item.first_step = first;
+  item.last_step = last;
+  item.bytes = bytes;
+  item.alignment = alignment;
+  return item;
+}
+
+// The merged union of the byte ranges of `placed` items meeting `item` in time, pair by pair.
+std::vector<std::pair<int64_t, int64_t>> BruteForceOccupied(const OffsetProblem& p,
+                                                            const std::vector<int>& placed,
+                                                            const std::vector<int64_t>& offsets,
+                                                            int item) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  const OffsetItem& q = p.items[item];
+  for (int j : placed) {
+    const OffsetItem& o = p.items[j];
+    if (o.bytes > 0 && o.first_step <= q.last_step && q.first_step <= o.last_step) {
+      ranges.emplace_back(offsets[j], offsets[j] + o.bytes);
+    }
+  }
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& r : ranges) {
+    if (!merged.empty() && r.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, r.second);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
+TEST(OffsetIntervalIndexTest, MatchesBruteForceOnRandomPlacements) {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE(seed);
+    std::mt19937_64 rng(seed);
+    OffsetProblem p;
+    p.num_steps = 1 + static_cast<int>(rng() % 60);
+    const int n = 1 + static_cast<int>(rng() % 80);
+    for (int i = 0; i < n; ++i) {
+      const int first = static_cast<int>(rng() % p.num_steps);
+      const int last = first + static_cast<int>(rng() % (p.num_steps - first));
+      p.items.push_back(Item(first, last, static_cast<int64_t>(rng() % 20)));
+    }
+    ASSERT_TRUE(ValidateOffsetProblem(p).ok());
+    IntervalIndex index(p);
+    // Random (possibly overlapping) offsets: the index must not care.
+    std::vector<int64_t> offsets(n);
+    std::vector<int> placed;
+    std::vector<ByteRange> got;
+    for (int round = 0; round < 2; ++round) {
+      index.Clear();
+      placed.clear();
+      for (int i = 0; i < n; ++i) {
+        offsets[i] = static_cast<int64_t>(rng() % 100);
+        index.Insert(i, offsets[i], p.items[i].bytes);
+        placed.push_back(i);
+        const int query = static_cast<int>(rng() % n);
+        index.OccupiedDuring(query, got);
+        const auto want = BruteForceOccupied(p, placed, offsets, query);
+        ASSERT_EQ(got.size(), want.size()) << "query " << query << " after " << i;
+        for (size_t k = 0; k < want.size(); ++k) {
+          EXPECT_EQ(got[k].begin, want[k].first);
+          EXPECT_EQ(got[k].end, want[k].second);
+        }
+      }
+    }
+  }
+}
+
+TEST(OffsetIntervalIndexTest, SparseStepsAreCompressed) {
+  OffsetProblem p;
+  p.num_steps = 1 << 30;
+  p.items = {Item(0, 1000, 8), Item(1000, 1 << 29, 8), Item(1001, (1 << 30) - 1, 8)};
+  IntervalIndex index(p);  // three items: a handful of segments, not 2^30
+  index.Insert(0, 0, 8);
+  std::vector<ByteRange> got;
+  index.OccupiedDuring(1, got);  // meets item 0 at step 1000
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].begin, 0);
+  index.OccupiedDuring(2, got);  // starts after item 0 ends
+  EXPECT_TRUE(got.empty());
+}
+
+struct ChooseCase {
+  std::string name;
+  std::vector<ByteRange> occupied;
+  int64_t bytes;
+  int64_t alignment;
+  int64_t best_fit;
+  int64_t lowest_offset;
+};
+
+void PrintTo(const ChooseCase& c, std::ostream* os) { *os << c.name; }
+
+class OffsetChooseOffsetTest : public ::testing::TestWithParam<ChooseCase> {};
+
+TEST_P(OffsetChooseOffsetTest, BothRules) {
+  const ChooseCase& c = GetParam();
+  EXPECT_EQ(ChooseOffset(c.occupied, c.bytes, c.alignment, FitRule::kBestFit), c.best_fit);
+  EXPECT_EQ(ChooseOffset(c.occupied, c.bytes, c.alignment, FitRule::kLowestOffset),
+            c.lowest_offset);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, OffsetChooseOffsetTest,
+    ::testing::Values(
+        ChooseCase{"Empty", {}, 10, 1, /*best_fit=*/0, /*lowest_offset=*/0},
+        ChooseCase{"OnTop", {{0, 10}}, 5, 1, 10, 10},
+        ChooseCase{"OnTopAligned", {{0, 10}}, 16, 16, 16, 16},
+        ChooseCase{"SmallestGapWins", {{20, 30}, {35, 40}}, 5, 1, /*best_fit=*/30,
+                   /*lowest_offset=*/0},
+        ChooseCase{"TiesGoLowest", {{5, 10}, {15, 20}}, 5, 1, 0, 0},
+        ChooseCase{"AlignmentSkipsATooSmallGap", {{0, 3}, {12, 40}}, 8, 8, /*best_fit=*/40,
+                   /*lowest_offset=*/40},
+        ChooseCase{"AlignedStartInsideAGap", {{0, 3}, {16, 40}}, 8, 8, 8, 8},
+        ChooseCase{"GapBelowFirstRange", {{8, 16}}, 8, 1, 0, 0}),
+    [](const ::testing::TestParamInfo<ChooseCase>& info) { return info.param.name; });
+
+TEST(OffsetGreedyPlacerTest, PlaceFromAPrefixEqualsAFullPlacement) {
+  std::mt19937_64 rng(7);
+  OffsetProblem p;
+  p.num_steps = 30;
+  for (int i = 0; i < 60; ++i) {
+    const int first = static_cast<int>(rng() % 30);
+    p.items.push_back(Item(first, first + static_cast<int>(rng() % (30 - first)),
+                           8 * (1 + static_cast<int64_t>(rng() % 10)), 8));
+  }
+  std::vector<int> order(p.items.size());
+  std::iota(order.begin(), order.end(), 0);
+  GreedyPlacer placer(p);
+  const OffsetSolution full = placer.Place(order, FitRule::kBestFit);
+  for (int keep : {0, 1, 17, 59, 60}) {
+    const std::optional<OffsetSolution> again =
+        placer.PlaceFrom(order, FitRule::kBestFit, keep, full.offsets);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->offsets, full.offsets) << keep;
+    EXPECT_EQ(again->height, full.height) << keep;
+  }
+  // A limit below the height gives up; at the height it does not.
+  EXPECT_FALSE(placer.PlaceFrom(order, FitRule::kBestFit, 0, {}, full.height - 1).has_value());
+  EXPECT_TRUE(placer.PlaceFrom(order, FitRule::kBestFit, 0, {}, full.height).has_value());
+  EXPECT_TRUE(CheckOffsetSolution(p, full.offsets).ok());
+}
+
+TEST(OffsetValidateProblemTest, NamesTheBadItem) {
+  OffsetProblem p;
+  p.num_steps = 4;
+  p.items = {Item(0, 1, 8), Item(2, 4, 8)};
+  EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()),
+              HasSubstr("item 1 has lifetime [2, 4]"));
+  p.items[1] = Item(2, 1, 8);
+  EXPECT_FALSE(ValidateOffsetProblem(p).ok());
+  p.items[1] = Item(0, 1, -1);
+  EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()), HasSubstr("negative bytes"));
+  p.items[1] = Item(0, 1, 12, 12);
+  EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()), HasSubstr("alignment 12"));
+  p.items[1] = Item(0, 1, INT64_MAX - 4);
+  EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()), HasSubstr("2^63"));
+  p.items[1] = Item(0, 3, 8);
+  EXPECT_TRUE(ValidateOffsetProblem(p).ok());
+  // step_times: one per step, increasing.
+  p.step_times = {10, 20, 30};
+  EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()), HasSubstr("3 step times for 4"));
+  p.step_times = {10, 20, 20, 40};
+  EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()),
+              HasSubstr("not increasing at step 2"));
+  p.step_times = {10, 20, 30, 40};
+  EXPECT_TRUE(ValidateOffsetProblem(p).ok());
+}
+
+// Durations come from step_times when a problem has them: the search orders see how long an
+// item lives in the problem's own time, not how many compressed steps it spans.
+TEST(OffsetValidateProblemTest, DurationUsesStepTimes) {
+  OffsetProblem p;
+  p.num_steps = 3;
+  p.items = {Item(0, 2, 8), Item(1, 1, 8)};
+  EXPECT_EQ(Duration(p, p.items[0]), 3);
+  EXPECT_EQ(Duration(p, p.items[1]), 1);
+  p.step_times = {0, 1000, 1001};
+  EXPECT_EQ(Duration(p, p.items[0]), 1002);
+  EXPECT_EQ(Duration(p, p.items[1]), 1);
+}
+
+}  // namespace
+}  // namespace memonger

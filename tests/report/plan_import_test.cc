@@ -1,0 +1,179 @@
+#include "report/plan_import.h"
+
+#include <nlohmann/json.hpp>
+
+#include "gmock/gmock.h"
+#include "graph/model_loader.h"
+#include "graph/records.h"
+#include "graph/shape_inference.h"
+#include "gtest/gtest.h"
+#include "report/plan_report.h"
+#include "memonger/planner.h"
+#include "memonger/verify_plan.h"
+#include "tests/test_support.h"
+
+namespace memonger {
+namespace {
+
+using ::testing::HasSubstr;
+
+graph::Graph Example() {
+  graph::LoadOptions options;
+  EXPECT_TRUE(graph::ParseDimBinding("L=257", options.bindings).ok());
+  auto g = graph::LoadModel(memonger::testing::SourcePath("examples/transformer_block_fp16.pbtxt"),
+                            options);
+  EXPECT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(graph::InferShapes(*g, options.bindings).ok());
+  return *std::move(g);
+}
+
+Plan MakePlan(const graph::Graph& g, PlannerKind planner, OrderKind order = OrderKind::kGiven) {
+  PlanOptions options;
+  options.planner = planner;
+  options.order = order;
+  auto plan = PlanMemory(g, options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return *std::move(plan);
+}
+
+TEST(PlanImportTest, JsonRoundTripKeepsThePlan) {
+  const graph::Graph g = Example();
+  for (PlannerKind planner : {PlannerKind::kNone, PlannerKind::kMemongerDag,
+                              PlannerKind::kExactSharing}) {
+    SCOPED_TRACE(std::string(PlannerName(planner)));
+    const Plan plan = MakePlan(g, planner, OrderKind::kLongestPath);
+    auto back = PlanFromJson(g, PlanToJson(g, plan), "plan.json");
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_TRUE(VerifyPlan(g, *back).ok());
+    EXPECT_EQ(back->offset_of_value, plan.offset_of_value);
+    EXPECT_EQ(back->arena_bytes, plan.arena_bytes);
+    EXPECT_EQ(back->lower_bound_bytes, plan.lower_bound_bytes);
+    EXPECT_EQ(back->naive_bytes, plan.naive_bytes);
+    EXPECT_EQ(back->order, plan.order);
+    ASSERT_EQ(back->steps.size(), plan.steps.size());
+    for (size_t s = 0; s < plan.steps.size(); ++s) EXPECT_EQ(back->steps[s].op, plan.steps[s].op);
+  }
+}
+
+TEST(PlanImportTest, AnEditedOverlapLoadsButDoesNotVerify) {
+  const graph::Graph g = Example();
+  const Plan plan = MakePlan(g, PlannerKind::kNone);
+  nlohmann::json doc = nlohmann::json::parse(PlanToJson(g, plan));
+  // Put "probs" (live together with "scores" at the softmax) at the offset of "scores".
+  int64_t scores_offset = -1;
+  int64_t scores_buffer = -1;
+  for (const auto& v : doc["values"]) {
+    if (v["name"] == "scores") {
+      scores_offset = v["offset"];
+      scores_buffer = v["buffer"];
+    }
+  }
+  for (auto& v : doc["values"]) {
+    if (v["name"] == "probs") {
+      v["offset"] = scores_offset;
+      v["buffer"] = scores_buffer;
+    }
+  }
+  auto edited = PlanFromJson(g, doc.dump(), "edited.json");
+  ASSERT_TRUE(edited.ok()) << edited.status();
+  const absl::Status verdict = VerifyPlan(g, *edited);
+  ASSERT_FALSE(verdict.ok());
+  EXPECT_THAT(std::string(verdict.message()), HasSubstr("probs"));
+  EXPECT_THAT(std::string(verdict.message()), HasSubstr("scores"));
+}
+
+struct BadPlanCase {
+  std::string label;
+  std::function<void(nlohmann::json&)> edit;
+  std::string expected;
+};
+void PrintTo(const BadPlanCase& c, std::ostream* os) { *os << c.label; }
+
+class BadPlanTest : public ::testing::TestWithParam<BadPlanCase> {};
+
+TEST_P(BadPlanTest, IsRejectedWithAMessage) {
+  const graph::Graph g = Example();
+  nlohmann::json doc = nlohmann::json::parse(PlanToJson(g, MakePlan(g, PlannerKind::kNone)));
+  GetParam().edit(doc);
+  auto plan = PlanFromJson(g, doc.dump(), "bad.json");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr(GetParam().expected));
+}
+
+nlohmann::json& Value(nlohmann::json& doc, const std::string& name) {
+  for (auto& v : doc["values"]) {
+    if (v["name"] == name) return v;
+  }
+  return doc["values"][0];
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadPlanTest,
+    ::testing::Values(
+        BadPlanCase{"wrong_schema", [](nlohmann::json& d) { d["schema"] = "other/v9"; },
+                    "not a plan"},
+        BadPlanCase{"no_alignment", [](nlohmann::json& d) { d.erase("alignment"); },
+                    "missing \"alignment\""},
+        BadPlanCase{"bad_alignment", [](nlohmann::json& d) { d["alignment"] = 24; },
+                    "not a power of two"},
+        BadPlanCase{"string_offset", [](nlohmann::json& d) { Value(d, "ln1")["offset"] = "0"; },
+                    "must be an integer"},
+        BadPlanCase{"negative_offset", [](nlohmann::json& d) { Value(d, "ln1")["offset"] = -256; },
+                    "negative"},
+        BadPlanCase{"unknown_value", [](nlohmann::json& d) { Value(d, "ln1")["name"] = "ghost"; },
+                    "no value 'ghost'"},
+        BadPlanCase{"missing_value",
+                    [](nlohmann::json& d) {
+                      auto& values = d["values"];
+                      for (auto it = values.begin(); it != values.end(); ++it) {
+                        if ((*it)["name"] == "ln1") {
+                          values.erase(it);
+                          break;
+                        }
+                      }
+                    },
+                    "does not place"},
+        BadPlanCase{"static_with_offset",
+                    [](nlohmann::json& d) {
+                      Value(d, "w_qkv")["offset"] = 0;
+                    },
+                    "static"},
+        BadPlanCase{"unknown_op", [](nlohmann::json& d) { d["steps"][0]["op"] = "nope"; },
+                    "not an op of this model"},
+        BadPlanCase{"steps_out_of_order",
+                    [](nlohmann::json& d) { std::swap(d["steps"][0], d["steps"][1]); },
+                    ""},
+        BadPlanCase{"unknown_order", [](nlohmann::json& d) { d["order"] = "sideways"; },
+                    "sideways"}),
+    [](const ::testing::TestParamInfo<BadPlanCase>& info) { return info.param.label; });
+
+TEST(PlanImportTest, NotJson) {
+  const graph::Graph g = Example();
+  auto plan = PlanFromJson(g, "{\"schema\": ", "trunc.json");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("not valid JSON"));
+}
+
+TEST(PlanImportTest, CsvIsAValidMiniMallocSolution) {
+  const graph::Graph g = Example();
+  const Plan plan = MakePlan(g, PlannerKind::kExactSharing);
+  const std::string csv = PlanToMiniMallocCsv(g, plan);
+  auto records = graph::ParseMiniMallocCsv(csv, "plan.csv");
+  ASSERT_TRUE(records.ok()) << records.status();
+  // Rows live at the same time never overlap in bytes, and every row has its offset.
+  for (size_t a = 0; a < records->size(); ++a) {
+    const auto& x = (*records)[a];
+    EXPECT_GE(x.offset, 0);
+    EXPECT_EQ(x.offset % plan.alignment, 0);
+    EXPECT_LE(x.offset + x.bytes, plan.arena_bytes);
+    for (size_t b = a + 1; b < records->size(); ++b) {
+      const auto& y = (*records)[b];
+      const bool time = x.first_step <= y.last_step && y.first_step <= x.last_step;
+      const bool space = x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+      EXPECT_FALSE(time && space) << x.name << " and " << y.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memonger

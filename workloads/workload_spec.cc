@@ -1,0 +1,114 @@
+#include "workloads/workload_spec.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace memonger::graph {
+
+absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(absl::string_view text) {
+  const absl::string_view stripped = absl::StripAsciiWhitespace(text);
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("workload '", stripped, "': ", why));
+  };
+  WorkloadSpec spec;
+  const size_t colon = stripped.find(':');
+  spec.kind = std::string(absl::StripAsciiWhitespace(stripped.substr(0, colon)));
+  if (spec.kind.empty()) return bad("no workload kind before ':' (e.g. attention:n=5000)");
+  if (colon == absl::string_view::npos) return spec;
+  for (absl::string_view part : absl::StrSplit(stripped.substr(colon + 1), ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    if (part.empty()) continue;  // "attention:" or a trailing comma
+    const size_t eq = part.find('=');
+    if (eq == absl::string_view::npos) {
+      return bad(absl::StrCat("parameter '", part, "' has no '=' (write key=value)"));
+    }
+    std::string key(absl::StripAsciiWhitespace(part.substr(0, eq)));
+    std::string value(absl::StripAsciiWhitespace(part.substr(eq + 1)));
+    if (key.empty() || value.empty()) {
+      return bad(absl::StrCat("parameter '", part, "' needs a key and a value"));
+    }
+    for (const auto& [k, v] : spec.params) {
+      if (k == key) return bad(absl::StrCat("key '", key, "' is given twice"));
+    }
+    spec.params.emplace_back(std::move(key), std::move(value));
+  }
+  return spec;
+}
+
+std::string WorkloadSpecToString(const WorkloadSpec& spec) {
+  std::vector<std::string> parts;
+  parts.reserve(spec.params.size());
+  for (const auto& [key, value] : spec.params) parts.push_back(absl::StrCat(key, "=", value));
+  return absl::StrCat(spec.kind, ":", absl::StrJoin(parts, ","));
+}
+
+WorkloadSpec WithParam(WorkloadSpec spec, absl::string_view key, absl::string_view value) {
+  for (auto& [k, v] : spec.params) {
+    if (k == key) {
+      v = std::string(value);
+      return spec;
+    }
+  }
+  spec.params.emplace_back(std::string(key), std::string(value));
+  return spec;
+}
+
+WorkloadParams::WorkloadParams(const WorkloadSpec& spec, std::vector<std::string> known)
+    : spec_(spec), known_(std::move(known)) {}
+
+const std::string* WorkloadParams::Find(absl::string_view key) const {
+  for (const auto& [k, v] : spec_.params) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+bool WorkloadParams::Has(absl::string_view key) const { return Find(key) != nullptr; }
+
+absl::StatusOr<int64_t> WorkloadParams::Int(absl::string_view key, int64_t fallback,
+                                            int64_t min, int64_t max) {
+  const std::string* text = Find(key);
+  if (text == nullptr) return fallback;
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(*text, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat(spec_.kind, " workload: ", key, "=", *text,
+                                                   " is not an integer"));
+  }
+  if (value < min || value > max) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        spec_.kind, " workload: ", key, "=", value, " is out of range (", min, " to ",
+        max == INT64_MAX ? std::string("any") : absl::StrCat(max), ")"));
+  }
+  return value;
+}
+
+absl::StatusOr<std::string> WorkloadParams::Choice(absl::string_view key,
+                                                   absl::string_view fallback,
+                                                   const std::vector<std::string>& choices) {
+  const std::string* text = Find(key);
+  if (text == nullptr) return std::string(fallback);
+  if (std::find(choices.begin(), choices.end(), *text) == choices.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(spec_.kind, " workload: ", key, "=", *text,
+                                                   " is not one of ",
+                                                   absl::StrJoin(choices, ", ")));
+  }
+  return *text;
+}
+
+absl::Status WorkloadParams::Finish() const {
+  for (const auto& [key, value] : spec_.params) {
+    if (std::find(known_.begin(), known_.end(), key) == known_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(spec_.kind, " workload: unknown key '", key,
+                                                     "' (known: ", absl::StrJoin(known_, ", "),
+                                                     ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memonger::graph

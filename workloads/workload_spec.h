@@ -1,0 +1,66 @@
+// Workload specs: "kind:key=value,key=value,...", the argument of `optimize-net --workload`.
+//
+//   MG_ASSIGN_OR_RETURN(WorkloadSpec spec, ParseWorkloadSpec("attention:n=18000,kernel=math"));
+//   WorkloadParams params(spec, {"n", "kernel", ...});      // the keys the workload knows
+//   MG_ASSIGN_OR_RETURN(int64_t n, params.Int("n", 18000, /*min=*/1));
+//   MG_RETURN_IF_ERROR(params.Finish());                    // InvalidArgument on unknown keys
+//
+// Keys are case-sensitive and may appear once; values are kept as text until a workload reads
+// them, so each workload decides its keys, defaults and ranges (workloads/workloads.h).
+#ifndef MEMONGER_WORKLOADS_WORKLOAD_SPEC_H_
+#define MEMONGER_WORKLOADS_WORKLOAD_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace memonger::graph {
+
+struct WorkloadSpec {
+  std::string kind;                                         // "attention", "mlp", ...
+  std::vector<std::pair<std::string, std::string>> params;  // in the order written
+};
+
+// InvalidArgument for an empty kind, a parameter without '=', an empty key or value, or a key
+// given twice (each message quotes the spec).
+absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(absl::string_view text);
+
+// "kind:key=value,..." (parameters in their order).
+std::string WorkloadSpecToString(const WorkloadSpec& spec);
+
+// The spec with `key` set to `value` (replaced in place when present, else appended).
+WorkloadSpec WithParam(WorkloadSpec spec, absl::string_view key, absl::string_view value);
+
+// Typed reads of a spec's parameters. Every read names the workload and key in its errors.
+class WorkloadParams {
+ public:
+  // `known`: every key the workload accepts (listed in the unknown-key message).
+  WorkloadParams(const WorkloadSpec& spec, std::vector<std::string> known);
+
+  // An integer in [min, max], or `fallback` when the key is absent.
+  absl::StatusOr<int64_t> Int(absl::string_view key, int64_t fallback, int64_t min,
+                              int64_t max = INT64_MAX);
+  // One of `choices`, or `fallback` when absent.
+  absl::StatusOr<std::string> Choice(absl::string_view key, absl::string_view fallback,
+                                     const std::vector<std::string>& choices);
+  // True when the key was given.
+  bool Has(absl::string_view key) const;
+
+  // InvalidArgument naming the first key that is not in `known`.
+  absl::Status Finish() const;
+
+ private:
+  const std::string* Find(absl::string_view key) const;
+
+  const WorkloadSpec& spec_;
+  std::vector<std::string> known_;
+};
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_WORKLOADS_WORKLOAD_SPEC_H_

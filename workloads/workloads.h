@@ -1,0 +1,32 @@
+// Generated nets (`optimize-net --workload SPEC`): each is an ordinary, typed Graph that plans,
+// exports (--net-out) and loads back like any model file.
+//
+//   MG_ASSIGN_OR_RETURN(WorkloadSpec spec, ParseWorkloadSpec("mlp:layers=3,batch=4"));
+//   MG_ASSIGN_OR_RETURN(Graph graph, BuildWorkload(spec));
+//
+// Kinds:
+//   attention  a long-sequence ViT encoder with an ALiBi bias (workloads/workload_attention.h)
+//   mlp        memonger's FC test nets: layers x (FC, Relu), FC to classes, Softmax,
+//              LabelCrossEntropy, AveragedLoss. Keys: layers (3), batch (4), dim (10),
+//              classes (8), mode (inference | training). The loss is declared; fp32.
+//   random     a seeded random DAG of real ops (workloads/workload_random.h). Keys: ops (1000),
+//              seed (1), batch (32), width (256), branches (4), skip (10), reach (1000),
+//              inplace (30), dead (5), dtype (fp32 | fp16 | bf16), mode (inference | training).
+//   resnet50   Caffe2's ResNet-50 (workloads/workload_resnet.h). Keys: batch (32), image (224),
+//              classes (1000), mode (inference | training).
+// mode=training appends the backward ops (graph/gradient_builder.h).
+#ifndef MEMONGER_WORKLOADS_WORKLOADS_H_
+#define MEMONGER_WORKLOADS_WORKLOADS_H_
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "workloads/workload_spec.h"
+
+namespace memonger::graph {
+
+// InvalidArgument for an unknown kind (listing the known ones) or a bad parameter.
+absl::StatusOr<Graph> BuildWorkload(const WorkloadSpec& spec);
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_WORKLOADS_WORKLOADS_H_
