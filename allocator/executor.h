@@ -1,3 +1,7 @@
+// allocator/: memory for a plan and running a net in it: the arenas (arena.h), this executor,
+// and RunNet (host_run.h), which fills inputs and reads outputs back. Kernels come from
+// kernels/.
+//
 // Executor: runs a planned net in one arena. It walks the plan's schedule and hands each op the
 // addresses of its inputs and outputs (arena base + the value's offset) and calls the op's
 // kernel. Verify mode needs no kernels: it proves, on real memory, that the plan never lets one
@@ -14,7 +18,7 @@
 //
 // Verify mode, step by step:
 //   1. every value without a producer (graph inputs, params) gets its pattern
-//      (verify_kernels.h: a hash of (value, word index));
+//      (kernels/verify_kernels.h: a hash of (value, word index));
 //   2. at each step, the op checks every byte of each input against the input's pattern, then
 //      fills each output with the output's own pattern, then checks its inputs again (an op's
 //      outputs must not overlap its own inputs, except the bytes it overwrites in place);

@@ -1,3 +1,7 @@
+// graph/: the model every other layer reads, and everything that builds it: loaders (NetDef and
+// Caffe2 nets, usage records, ONNX in graph/onnx/), op schemas, shape inference, the gradient
+// builder. This header is its centre.
+//
 // The graph model: ops in program order, values (SSA tensor versions), and the edges between
 // them. Everything downstream (shape inference, liveness, planners, the executor) reads this.
 //

@@ -1,3 +1,7 @@
+// memonger/: planning. Schedules, liveness, Plan and the verifier at the top; the sharing
+// planners in memonger/sharing/, the offset planners in memonger/offsets/. This header is the
+// entry point: PlanMemory dispatches to every planner.
+//
 // PlanMemory: the library call made before a net runs. Builds the schedule, computes liveness,
 // runs the chosen planner and returns a Plan (which every test passes through VerifyPlan).
 //

@@ -1,5 +1,12 @@
 // Plans for people and programs: the JSON document (schema memonger.plan/v1, DESIGN.md) and the
 // text report optimize-net prints.
+//
+// report/: everything a plan says to people and other tools (this header, plan_import.h,
+// plan_html.h, plan_ascii.h, net_rewrite.h, model_summary.h, what_if.h). Above memonger/ and
+// workloads/; nothing below includes it.
+//
+//   MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(graph, options));
+//   std::cout << PlanToText(graph, plan);   // or PlanToJson: memonger.plan/v1
 #ifndef MEMONGER_REPORT_PLAN_REPORT_H_
 #define MEMONGER_REPORT_PLAN_REPORT_H_
 

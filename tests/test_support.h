@@ -27,6 +27,15 @@ struct CommandResult {
 // Runs optimize-net (env OPTIMIZE_NET, else the built one) with `args` (quoted by the caller).
 CommandResult RunOptimizeNet(const std::string& args);
 
+// The names of a typed suite's instances: each type's static Name().
+//   TYPED_TEST_SUITE(OffsetPlannersTest, Planners, testing::NamedTypes);
+struct NamedTypes {
+  template <typename T>
+  static std::string GetName(int) {
+    return std::string(T::Name());
+  }
+};
+
 }  // namespace memonger::testing
 
 #endif  // MEMONGER_TESTS_TEST_SUPPORT_H_

@@ -5,8 +5,8 @@ Each top-level folder is one layer and may include only the layers listed for it
 (the same order as the add_subdirectory calls of the top CMakeLists.txt). Inside a layer, a
 subfolder (memonger/sharing/, kernels/cpu/, ...) never includes a sibling subfolder, and the
 layer's top files include a subfolder only where ENTRY_POINTS says so (the registry that
-dispatches to the planners, the loader that dispatches to the ONNX importer). Every included
-project header must exist.
+dispatches to the planners, the loader that dispatches to the ONNX importer). A header named
+*_internal.h is included only from its own folder. Every included project header must exist.
 
   tools/check_layering.py [--root DIR]   exit 0 when the tree follows the rules, else 1 with
                                          one line per offending #include
@@ -53,6 +53,9 @@ def check_include(src, header, root):
     """The reason `src` may not include `header`, or None."""
     layer = src.split('/')[0]
     target = header.split('/')[0]
+    if header.endswith('_internal.h') and os.path.dirname(header) != os.path.dirname(src):
+        return f'{header} is internal to {os.path.dirname(header)}/'
+
     if target not in LAYERS and target not in CLIENTS:
         return None  # a system or third-party header (absl/, onnx/, gtest/, ...)
     if header not in GENERATED and not os.path.isfile(os.path.join(root, header)):
@@ -111,6 +114,9 @@ def self_test():
         'memonger/core.h': '#include "memonger/sharing/s.h"\n',       # top -> sub, no entry
         'allocator/x.cc': '#include "allocator/missing.h"\n',         # missing header
         'tests/t.cc': '#include "report/r.h"\n#include "tests/helper.h"\n',
+        'graph/onnx/x_internal.h': '',
+        'graph/onnx/x.cc': '#include "graph/onnx/x_internal.h"\n',
+        'graph/loader.cc': '#include "graph/onnx/x_internal.h"\n',         # internal header
         'tests/helper.h': '',
     }
     with tempfile.TemporaryDirectory() as root:
@@ -120,7 +126,7 @@ def self_test():
                 f.write(text)
         errors = check_tree(root)
     expected = ['memonger/offsets/o.h', 'kernels/k.h', 'graph/bad.h', 'memonger/core.h',
-                'allocator/x.cc']
+                'allocator/x.cc', 'graph/loader.cc']
     found = sorted(e.split(':')[0] for e in errors)
     if found != sorted(expected):
         print('self-test: expected errors in', sorted(expected), 'got:', *errors, sep='\n  ')
@@ -131,7 +137,8 @@ def self_test():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--root', default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser.add_argument('--root', default=os.path.dirname(here))
     parser.add_argument('--self-test', action='store_true')
     args = parser.parse_args()
     if args.self_test:

@@ -1,3 +1,6 @@
+// util/: the bottom layer, with no project dependencies: status macros, checks, checked
+// arithmetic, byte formatting, a seeded generator. Every other folder may include it.
+//
 // Small status macros. abseil 20220623 (Debian 12) ships neither absl/log nor status_macros.h,
 // so we keep these two here.
 //

@@ -1,3 +1,5 @@
+// workloads/: nets built from a spec instead of loaded from a file. Above graph/ only.
+//
 // Generated nets (`optimize-net --workload SPEC`): each is an ordinary, typed Graph that plans,
 // exports (--net-out) and loads back like any model file.
 //

@@ -20,6 +20,9 @@
 // Folding never changes what a shape is, only where libonnx can see it: values it folds are
 // small host tensors (the shape arithmetic of dynamic exports), recorded as constants.
 //
+// Files: onnx_fold.cc (the driver, steps 2-5), onnx_shape_inference.cc (step 1, libonnx in a
+// child process), fold_eval.h (step 3, one node) over const_tensor.h (the tensors).
+//
 //   onnx::ModelProto model = ...;
 //   MG_ASSIGN_OR_RETURN(FoldReport report, InferAndFold(model, FoldOptions{}));
 //   // every value_info of `model` now carries what could be inferred
@@ -33,55 +36,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "graph/onnx/const_tensor.h"
+#include "graph/onnx/fold_eval.h"
 #include "onnx/onnx_pb.h"
 
 namespace memonger::graph::onnx_fold {
-
-// A small constant tensor. Integer and bool elements live in `ints`, floating-point ones in
-// `reals` (exactly one of the two holds NumElements(dims) entries).
-struct ConstTensor {
-  int32_t dtype = 0;  // onnx::TensorProto::DataType
-  std::vector<int64_t> dims;
-  std::vector<int64_t> ints;
-  std::vector<double> reals;
-
-  bool is_real() const;
-  int64_t size() const;  // number of elements
-};
-
-// Tensors are folded only up to this many elements (8 MiB of int64).
-inline constexpr int64_t kMaxFoldElements = int64_t{1} << 20;
-
-// True for the element types the evaluator handles: float, double, bool and the signed and
-// unsigned integers up to 64 bits (uint64 values above 2^63 are not foldable).
-bool IsFoldableType(int32_t dtype);
-
-// nullopt when the tensor cannot be folded: unsupported element type, external or segmented
-// data, more than `max_elements` elements, or data that does not match its dims.
-std::optional<ConstTensor> TensorFromProto(const onnx::TensorProto& proto,
-                                           int64_t max_elements = kMaxFoldElements);
-onnx::TensorProto TensorToProto(const ConstTensor& tensor, const std::string& name);
-
-// What the evaluator knows of one input of a node.
-struct FoldInput {
-  bool present = false;                         // false: an omitted optional input ("")
-  const ConstTensor* value = nullptr;           // its value, when constant
-  const std::vector<int64_t>* dims = nullptr;   // its static shape, when known (Shape, Size)
-};
-
-// True for the ops EvaluateNode may fold (listed below), of the default ONNX domain.
-bool IsFoldableOp(const onnx::NodeProto& node);
-
-// Evaluates one node of the default ONNX domain: one tensor per output (omitted outputs get an
-// empty placeholder). nullopt when the op is not one we fold, an input it needs is not known,
-// the inputs are malformed, or a result would exceed `max_elements`.
-// Folded ops: Constant, Shape, Size, Identity, Cast, Gather, Slice, Concat, Unsqueeze, Squeeze,
-// Reshape, Flatten, Expand, Tile, Transpose, ConstantOfShape, Range, Where, the arithmetic and
-// comparison ops (Add, Sub, Mul, Div, Mod, Pow, Min, Max, Sum, Equal, Less, Greater, ..., And,
-// Or, Xor, Not, Neg, Abs, Floor, Ceil, Sqrt, Reciprocal, Sign) and ReduceProd/Sum/Min/Max/Mean.
-std::optional<std::vector<ConstTensor>> EvaluateNode(const onnx::NodeProto& node,
-                                                     const std::vector<FoldInput>& inputs,
-                                                     int64_t max_elements = kMaxFoldElements);
 
 // The concrete dims of a tensor type; nullopt when it is not a tensor, has no shape, or a dim
 // has no value.

@@ -1,12 +1,19 @@
+// graph/onnx/: ONNX models in. This header is the entry point; onnx_fold.h and the files it
+// names fold the constant shape subgraphs that libonnx's inference leaves open.
+//
 // ONNX import: ModelProto -> Graph with every value typed.
+//
+//   ShapeBindings bindings;  // --dim and --input-shape
+//   MG_ASSIGN_OR_RETURN(Graph graph, ImportOnnxFile("model.onnx", bindings));
+//
 //
 // 1. Parse the ModelProto; refuse what cannot be planned with an Unimplemented or
 //    InvalidArgument status naming the node (control flow: If, Loop, Scan; see onnx_import.cc).
 // 2. Bind graph input shapes: --input-shape NAME=... replaces an input's shape; --dim SYMBOL=N
 //    fixes every dim_param SYMBOL.
 // 3. ONNX shape inference (libonnx, with data propagation), then our folding of constant shape
-//    subgraphs (Shape -> Gather/Slice -> Concat -> Reshape and friends, graph/onnx/onnx_fold.h) where
-//    ONNX leaves shapes unknown, repeated until nothing changes.
+//    subgraphs (Shape -> Gather/Slice -> Concat -> Reshape and friends, onnx_fold.h) where ONNX
+//    leaves shapes unknown, repeated until nothing changes.
 // 4. Build the Graph: initializers become params, Constant outputs constants, graph inputs and
 //    outputs keep their roles, every other node output is an activation. A value whose type is
 //    still unknown is an InvalidArgument naming it (and the unbound symbol, when there is one).

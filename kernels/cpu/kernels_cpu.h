@@ -1,3 +1,6 @@
+// kernels/cpu/: the CPU kernels, one file per op family, and their matrix product. This
+// header is the entry point.
+//
 // CPU kernels: the KernelTable that lets Executor::Run compute a planned net on the host, in
 // the arena the plan laid out.
 //

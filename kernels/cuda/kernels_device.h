@@ -1,3 +1,7 @@
+// kernels/cuda/: the device kernels, written once (device_kernels*.h) for a CUDA backend
+// (kernels_cuda.cu, built with CUDA) and a host backend (kernels_device_host.cc, always built).
+// This header is the entry point.
+//
 // The device kernels as kernel tables (kernels/cuda/device_kernels.h has the op list and design):
 //
 //   MG_ASSIGN_OR_RETURN(alloc::KernelTable kernels, alloc::MakeCudaKernelTable());

@@ -1,3 +1,6 @@
+// memonger/offsets/: the offset planners (greedy-by-size, best-fit, local search, exact) over
+// the raw problem of offset_problem.h; this header is their entry point from a graph.
+//
 // The bridge between a graph and the raw offset problem (offset_problem.h): builds one item per
 // planned alias class, runs an offset planner, and writes the offsets back into a Plan.
 //

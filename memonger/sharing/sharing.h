@@ -1,5 +1,14 @@
 // The common output of the sharing planners (memonger-*, exact-sharing, none): groups of alias
 // classes that share one buffer. BuildSharingPlan lays the buffers side by side in the arena.
+//
+// memonger/sharing/: the planners whose answer is such a grouping (memonger_dag.h,
+// interference.h, exact_sharing.h); PlanMemory (memonger/planner.h) turns it into a plan:
+//
+//   Plan plan;
+//   InitPlan(graph, liveness, options.alignment, plan);
+//   MG_ASSIGN_OR_RETURN(SharingGroups groups,
+//                       PlanMemongerInterference(graph, liveness, options, /*dp=*/false));
+//   BuildSharingPlan(graph, liveness, groups, plan);
 #ifndef MEMONGER_MEMONGER_SHARING_SHARING_H_
 #define MEMONGER_MEMONGER_SHARING_SHARING_H_
 

@@ -35,6 +35,7 @@ namespace {
 // Each planner, with the height it reaches on memonger's DP counterexample (see below), and
 // whether it searches until it proves its result optimal (above the lower bound too).
 struct GreedyBySize {
+  static const char* Name() { return "GreedyBySize"; }
   static constexpr OffsetStrategy kStrategy = OffsetStrategy::kGreedyBySize;
   static constexpr int64_t kDpCounterexampleHeight = 17;
   static constexpr bool kProves = false;
@@ -43,12 +44,14 @@ struct GreedyBySize {
   }
 };
 struct BestFit {
+  static const char* Name() { return "BestFit"; }
   static constexpr OffsetStrategy kStrategy = OffsetStrategy::kBestFit;
   static constexpr int64_t kDpCounterexampleHeight = 17;
   static constexpr bool kProves = false;
   static absl::StatusOr<OffsetSolution> Plan(const OffsetProblem& p) { return PlanBestFit(p); }
 };
 struct BestFitWithLocalSearch {
+  static const char* Name() { return "BestFitWithLocalSearch"; }
   static constexpr OffsetStrategy kStrategy = OffsetStrategy::kBestFitWithLocalSearch;
   static constexpr int64_t kDpCounterexampleHeight = 16;
   static constexpr bool kProves = false;
@@ -62,6 +65,7 @@ struct BestFitWithLocalSearch {
 // The strategies behind `--planner exact` and `--planner auto`. The limit is far above what
 // these small problems need: the search finishes, so results reproduce.
 struct Exact {
+  static const char* Name() { return "Exact"; }
   static constexpr OffsetStrategy kStrategy = OffsetStrategy::kExact;
   static constexpr int64_t kDpCounterexampleHeight = 16;
   static constexpr bool kProves = true;
@@ -72,6 +76,7 @@ struct Exact {
   }
 };
 struct Auto {
+  static const char* Name() { return "Auto"; }
   static constexpr OffsetStrategy kStrategy = OffsetStrategy::kAuto;
   static constexpr int64_t kDpCounterexampleHeight = 16;
   static constexpr bool kProves = true;
@@ -140,18 +145,7 @@ absl::StatusOr<OffsetProblem> TraceProblem(const std::string& name, int64_t alig
 template <typename Planner>
 class OffsetPlannersTest : public ::testing::Test {};
 using Planners = ::testing::Types<GreedyBySize, BestFit, BestFitWithLocalSearch, Exact, Auto>;
-class PlannerNames {
- public:
-  template <typename T>
-  static std::string GetName(int) {
-    if (std::is_same_v<T, GreedyBySize>) return "GreedyBySize";
-    if (std::is_same_v<T, BestFit>) return "BestFit";
-    if (std::is_same_v<T, Exact>) return "Exact";
-    if (std::is_same_v<T, Auto>) return "Auto";
-    return "BestFitWithLocalSearch";
-  }
-};
-TYPED_TEST_SUITE(OffsetPlannersTest, Planners, PlannerNames);
+TYPED_TEST_SUITE(OffsetPlannersTest, Planners, testing::NamedTypes);
 
 TYPED_TEST(OffsetPlannersTest, RandomProblemsVerify) {
   for (uint64_t seed = 1; seed <= 400; ++seed) {

@@ -5,9 +5,9 @@
 // models (a planner that reasons about serial lifetimes only refuses a parallel executor with
 // InvalidArgument instead of returning an unsafe plan); the same input gives the same plan; and
 // a searching planner stops at its time limit with a plan that still verifies.
+#include <algorithm>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -15,6 +15,7 @@
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
 #include "tests/random_graphs.h"
+#include "tests/test_support.h"
 
 namespace memonger {
 namespace {
@@ -23,31 +24,22 @@ using ::testing::HasSubstr;
 
 // Each planner: its kind, whether it refuses the parallel execution model, and the largest
 // random graph its tests use (memonger's DP is exponential in the number of overlapping values).
-struct None {
-  static constexpr PlannerKind kPlanner = PlannerKind::kNone;
-  static constexpr bool kRefusesParallel = false;
-  static constexpr int kMaxOps = 40;
+template <PlannerKind kind, bool refuses_parallel, int max_ops = 40>
+struct SharingPlanner {
+  static constexpr PlannerKind kPlanner = kind;
+  static constexpr bool kRefusesParallel = refuses_parallel;
+  static constexpr int kMaxOps = max_ops;
+  static std::string Name() {  // memonger_dag: a valid test name
+    std::string name(PlannerName(kind));
+    std::replace(name.begin(), name.end(), '-', '_');
+    return name;
+  }
 };
-struct MemongerDag {
-  static constexpr PlannerKind kPlanner = PlannerKind::kMemongerDag;
-  static constexpr bool kRefusesParallel = false;
-  static constexpr int kMaxOps = 40;
-};
-struct MemongerGreedy {
-  static constexpr PlannerKind kPlanner = PlannerKind::kMemongerGreedy;
-  static constexpr bool kRefusesParallel = true;
-  static constexpr int kMaxOps = 40;
-};
-struct MemongerDp {
-  static constexpr PlannerKind kPlanner = PlannerKind::kMemongerDp;
-  static constexpr bool kRefusesParallel = true;
-  static constexpr int kMaxOps = 20;
-};
-struct ExactSharing {
-  static constexpr PlannerKind kPlanner = PlannerKind::kExactSharing;
-  static constexpr bool kRefusesParallel = true;
-  static constexpr int kMaxOps = 40;
-};
+using None = SharingPlanner<PlannerKind::kNone, false>;
+using MemongerDag = SharingPlanner<PlannerKind::kMemongerDag, false>;
+using MemongerGreedy = SharingPlanner<PlannerKind::kMemongerGreedy, true>;
+using MemongerDp = SharingPlanner<PlannerKind::kMemongerDp, true, 20>;
+using ExactSharing = SharingPlanner<PlannerKind::kExactSharing, true>;
 
 constexpr int kSeeds = 500;
 
@@ -112,18 +104,7 @@ bool DpOutOfTime(PlannerKind planner, const absl::StatusOr<Plan>& plan) {
 template <typename Planner>
 class SharingPlannersTest : public ::testing::Test {};
 using Planners = ::testing::Types<None, MemongerDag, MemongerGreedy, MemongerDp, ExactSharing>;
-class PlannerNames {
- public:
-  template <typename T>
-  static std::string GetName(int) {
-    std::string name(PlannerName(T::kPlanner));
-    for (char& c : name) {
-      if (c == '-') c = '_';
-    }
-    return name;
-  }
-};
-TYPED_TEST_SUITE(SharingPlannersTest, Planners, PlannerNames);
+TYPED_TEST_SUITE(SharingPlannersTest, Planners, testing::NamedTypes);
 
 TYPED_TEST(SharingPlannersTest, SerialPlansVerifyAndLieBetweenTheBounds) {
   int planned = 0;
