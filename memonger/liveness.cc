@@ -105,16 +105,15 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
     const bool is_static = graph::IsStatic(v.role);
     live.planned[id] = !is_static || options.plan_static;
 
-    int first_read = std::numeric_limits<int>::max();
     int last_read = -1;
-    for (OpId reader : v.consumers) {
-      first_read = std::min(first_read, step_of[reader]);
-      last_read = std::max(last_read, step_of[reader]);
-    }
+    for (OpId reader : v.consumers) last_read = std::max(last_read, step_of[reader]);
     if (v.producer != kNone) {
       live.device[id] = graph.op(v.producer).device;
     } else if (!v.consumers.empty()) {
-      live.device[id] = graph.op(live.schedule.ops[first_read]).device;
+      // The first reader in the net's own order, not the schedule's: a value's device (and
+      // so its alias classes) must not depend on the order the ops run in.
+      live.device[id] =
+          graph.op(*std::min_element(v.consumers.begin(), v.consumers.end())).device;
     }
     if (is_static) {
       own[id] = Lifetime{0, last};

@@ -51,7 +51,9 @@ struct Liveness {
   // Per value (indexed by ValueId):
   std::vector<bool> planned;          // false for static values (unless plan_static)
   std::vector<int64_t> bytes;         // byte size of the value alone
-  std::vector<graph::Device> device;  // its producer's device; for graph inputs, the first reader's
+  // Its producer's device; for graph inputs, the device of the reader listed first in the net
+  // (whatever the schedule, so that alias classes do not depend on the order).
+  std::vector<graph::Device> device;
   std::vector<graph::ValueId> alias_root;  // the class's representative (its oldest member)
   std::vector<Lifetime> lifetime;     // the class's merged lifetime (meaningful when planned)
   // Per alias class, indexed by the root's ValueId (other entries empty): members, oldest first

@@ -9,7 +9,9 @@
 #define MEMONGER_MEMONGER_PLAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -29,6 +31,17 @@ struct PlanBuffer {
 struct PlanStep {
   graph::OpId op = graph::kNone;
   int64_t live_bytes = 0;  // aligned bytes of the values live at this step
+};
+
+// How the schedule was searched (`--order memory-aware`): the lower bound of the given order
+// beside the plan's own, the portfolio member that found the order, whether no valid order has
+// a lower peak, and every member's peak (memory_order.h).
+struct OrderSearch {
+  int64_t given_lower_bound_bytes = 0;
+  std::string method;
+  bool proven_optimal = false;
+  double seconds = 0;
+  std::vector<std::pair<std::string, int64_t>> tried;
 };
 
 struct Plan {
@@ -54,6 +67,8 @@ struct Plan {
   int64_t static_bytes = 0;       // params and constants not placed in the arena
   double planning_seconds = 0;
   bool proven_optimal = false;    // the planner proved its objective optimal
+
+  std::optional<OrderSearch> order_search;  // set for the memory-aware order
 
   int peak_step = 0;  // the first step with the most live bytes
   // The largest alias classes live at the peak step (their roots), by class bytes descending,

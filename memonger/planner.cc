@@ -1,13 +1,17 @@
 #include "memonger/planner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "memonger/memory_order.h"
+#include "memonger/offsets/offset_planning.h"
 #include "memonger/sharing/exact_sharing.h"
 #include "memonger/sharing/interference.h"
 #include "memonger/sharing/memonger_dag.h"
-#include "memonger/offsets/offset_planning.h"
 #include "memonger/sharing/sharing.h"
 #include "util/checked_math.h"
 #include "util/status_macros.h"
@@ -177,39 +181,54 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
           "value '", v.DisplayName(), "' has no type: run shape inference before planning"));
     }
   }
-  MG_ASSIGN_OR_RETURN(Schedule schedule, MakeSchedule(graph, options.order));
   LivenessOptions liveness_options;
   liveness_options.plan_static = options.plan_static;
   liveness_options.views = options.views;
+  Schedule schedule;
+  std::optional<OrderSearch> order_search;
+  PlanOptions planner_options = options;
+  if (options.order == OrderKind::kMemoryAware) {
+    // The order search takes half of the time limit, the planner what is left.
+    MemoryOrderOptions order_options;
+    order_options.alignment = options.alignment;
+    order_options.liveness = liveness_options;
+    order_options.time_limit_seconds = options.time_limit_seconds / 2;
+    MG_ASSIGN_OR_RETURN(MemoryOrder best, FindMemoryAwareOrder(graph, order_options));
+    schedule.order = OrderKind::kMemoryAware;
+    schedule.ops = std::move(best.ops);
+    order_search = OrderSearch{best.given_peak_bytes, best.method, best.proven_optimal,
+                               best.seconds, std::move(best.tried)};
+    planner_options.time_limit_seconds =
+        std::max(0.0, options.time_limit_seconds - SecondsSince(start));
+  } else {
+    MG_ASSIGN_OR_RETURN(schedule, MakeSchedule(graph, options.order));
+  }
   MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
   MG_RETURN_IF_ERROR(CheckNaiveFits(liveness, options.alignment));
 
+  // Offsets over serial lifetimes are not safe under a parallel executor; memonger's token DFS
+  // is: `auto` runs memonger-dag there.
+  const bool auto_parallel = planner_options.planner == PlannerKind::kAuto &&
+                             planner_options.execution == ExecutionModel::kParallel;
+  if (auto_parallel) planner_options.planner = PlannerKind::kMemongerDag;
   Plan plan;
-  plan.model = options.model_name.empty() ? graph.name() : options.model_name;
-  plan.planner = std::string(PlannerName(options.planner));
-  plan.execution = options.execution;
-  InitPlan(graph, liveness, options.alignment, plan);
-  if (options.planner == PlannerKind::kAuto && options.execution == ExecutionModel::kParallel) {
-    // Offsets over serial lifetimes are not safe under a parallel executor; memonger's token
-    // DFS is.
-    PlanOptions dag = options;
-    dag.planner = PlannerKind::kMemongerDag;
-    MG_ASSIGN_OR_RETURN(plan, PlanMemory(graph, dag));
-    plan.planner = "auto (memonger-dag: parallel execution)";
+  plan.model = planner_options.model_name.empty() ? graph.name() : planner_options.model_name;
+  plan.planner = std::string(PlannerName(planner_options.planner));
+  plan.execution = planner_options.execution;
+  InitPlan(graph, liveness, planner_options.alignment, plan);
+  plan.order_search = order_search;
+  if (IsOffsetPlanner(planner_options.planner)) {
+    MG_RETURN_IF_ERROR(PlaceWithOffsets(graph, liveness, planner_options, plan));
     plan.planning_seconds = SecondsSince(start);
     return plan;
   }
-  if (IsOffsetPlanner(options.planner)) {
-    MG_RETURN_IF_ERROR(PlaceWithOffsets(graph, liveness, options, plan));
-    plan.planning_seconds = SecondsSince(start);
-    return plan;
-  }
-  MG_ASSIGN_OR_RETURN(SharingGroups groups, SharingGroupsFor(graph, liveness, options, plan));
+  MG_ASSIGN_OR_RETURN(SharingGroups groups,
+                      SharingGroupsFor(graph, liveness, planner_options, plan));
   MG_RETURN_IF_ERROR(CheckGroups(graph, liveness, groups, plan.planner));
   BuildSharingPlan(graph, liveness, groups, plan);
   FinishPlan(plan);
-  plan.planning_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (auto_parallel) plan.planner = "auto (memonger-dag: parallel execution)";
+  plan.planning_seconds = SecondsSince(start);
   return plan;
 }
 

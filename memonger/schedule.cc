@@ -4,9 +4,12 @@
 #include <functional>
 #include <queue>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "memonger/memory_order.h"
 #include "util/check.h"
+#include "util/status_macros.h"
 
 namespace memonger {
 namespace {
@@ -228,10 +231,11 @@ absl::StatusOr<Schedule> MakeSchedule(const Graph& graph, OrderKind order) {
     case OrderKind::kLongestPath:
       schedule.ops = LongestPathOrder(OpSuccessors(graph));
       break;
-    case OrderKind::kMemoryAware:
-      return absl::UnimplementedError(
-          "the memory-aware order is planned in a later version; use given, topological or "
-          "longest-path");
+    case OrderKind::kMemoryAware: {
+      MG_ASSIGN_OR_RETURN(MemoryOrder best, FindMemoryAwareOrder(graph, MemoryOrderOptions{}));
+      schedule.ops = std::move(best.ops);
+      break;
+    }
   }
   schedule.step_of_op.assign(graph.num_ops(), -1);
   for (int step = 0; step < static_cast<int>(schedule.ops.size()); ++step) {

@@ -20,7 +20,9 @@
 //                 among equally long paths follows its relaxation order; here a path always
 //                 continues to the successor with the longest remaining path, the smallest op
 //                 index on ties, so the paths merge into a tree. O((ops + edges) log ops).
-//   memory-aware  not built yet (Unimplemented).
+//   memory-aware  the lowest peak found by memory_order.h's portfolio and exact search. Here
+//                 with MemoryOrderOptions' defaults (alignment 256, no views, statics outside,
+//                 1 s); PlanMemory searches with the plan's own options.
 //
 // Every schedule respects data edges, control inputs and in-place ordering (a write in place
 // waits for the other readers of the memory it overwrites).
@@ -46,7 +48,7 @@ struct Schedule {
   std::vector<int> step_of_op;   // step_of_op[op]
 };
 
-// Unimplemented for an order kind not built yet.
+// Errors: those of FindMemoryAwareOrder for the memory-aware order (a value without a type).
 absl::StatusOr<Schedule> MakeSchedule(const graph::Graph& graph, OrderKind order);
 
 // The dependency edges every schedule respects: successors[op] are the ops that must run after

@@ -58,6 +58,16 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   j["ops"] = graph.num_ops();
   j["buffers"] = plan.buffers.size();
   j["shared_buffers"] = SharedBufferCount(graph, plan);
+  if (plan.order_search.has_value()) {
+    const OrderSearch& search = *plan.order_search;
+    Json tried = Json::object();
+    for (const auto& [name, peak] : search.tried) tried[name] = peak;
+    j["order_search"] = {{"given_lower_bound_bytes", search.given_lower_bound_bytes},
+                         {"method", search.method},
+                         {"proven_optimal", search.proven_optimal},
+                         {"seconds", search.seconds},
+                         {"tried", tried}};
+  }
   Json peak;
   peak["step"] = plan.peak_step;
   peak["live_bytes"] = plan.steps.empty() ? 0 : plan.steps[plan.peak_step].live_bytes;
@@ -127,6 +137,20 @@ std::string PlanToText(const graph::Graph& graph, const Plan& plan) {
                         plan.planner, OrderName(plan.order), ExecutionName(plan.execution),
                         plan.alignment,
                         plan.proven_optimal ? ", proven optimal" : ", not proven optimal");
+  if (plan.order_search.has_value()) {
+    const OrderSearch& search = *plan.order_search;
+    const double ratio = plan.lower_bound_bytes > 0
+                             ? static_cast<double>(search.given_lower_bound_bytes) /
+                                   static_cast<double>(plan.lower_bound_bytes)
+                             : 1.0;
+    absl::StrAppendFormat(&out,
+                          "order search     lower bound %s with the given order, %s here "
+                          "(%.3fx lower; %s, %s, %.3f s)\n",
+                          util::FormatBytes(search.given_lower_bound_bytes),
+                          util::FormatBytes(plan.lower_bound_bytes), ratio, search.method,
+                          search.proven_optimal ? "proven lowest" : "not proven lowest",
+                          search.seconds);
+  }
   absl::StrAppendFormat(&out, "planning time    %.3f s\n", plan.planning_seconds);
   absl::StrAppendFormat(&out, "buffers          %d (%d shared by several values)\n",
                         plan.buffers.size(), SharedBufferCount(graph, plan));

@@ -32,6 +32,57 @@ graph::TensorType Bytes(int64_t bytes) { return {graph::DataType::kUInt8, {bytes
 
 }  // namespace
 
+graph::Graph NasNetLikeGraph(uint64_t seed, int cells, int blocks) {
+  Rng rng(seed);
+  graph::GraphBuilder b(absl::StrCat("nasnet_like_", seed));
+  b.AddExternalInput("data");
+  std::map<std::string, int64_t> bytes;
+  auto size = [&]() { return int64_t{1} << (6 + rng.Uniform(11)); };  // 64 B .. 64 KiB
+  bytes["data"] = size();
+  auto op = [&](const std::string& out, std::vector<std::string> in, int64_t out_bytes) {
+    graph::OpSpec spec;
+    spec.type = "Rand";
+    spec.name = out;
+    spec.inputs = std::move(in);
+    spec.outputs = {out};
+    b.AddOp(std::move(spec));
+    bytes[out] = out_bytes;
+  };
+  std::string prev2 = "data", prev1 = "data";
+  for (int c = 0; c < cells; ++c) {
+    const int64_t cell_bytes = size();
+    std::vector<std::string> outs;
+    std::vector<bool> used(blocks, false);
+    for (int k = 0; k < blocks; ++k) {
+      std::vector<std::string> branch;
+      for (int side = 0; side < 2; ++side) {
+        const int pick = rng.Uniform(2 + k);
+        const std::string in = pick == 0 ? prev2 : pick == 1 ? prev1 : outs[pick - 2];
+        if (pick >= 2) used[pick - 2] = true;
+        const std::string name = absl::StrCat("c", c, "_b", k, "_", side);
+        op(name, {in}, size());
+        branch.push_back(name);
+      }
+      const std::string out = absl::StrCat("c", c, "_b", k);
+      op(out, branch, cell_bytes);
+      outs.push_back(out);
+    }
+    std::vector<std::string> loose;
+    for (int k = 0; k < blocks; ++k) {
+      if (!used[k]) loose.push_back(outs[k]);
+    }
+    const std::string cell = absl::StrCat("c", c);
+    op(cell, loose, cell_bytes * static_cast<int64_t>(loose.size()));
+    prev2 = prev1;
+    prev1 = cell;
+  }
+  b.AddExternalOutput(prev1);
+  absl::StatusOr<graph::Graph> g = std::move(b).Build();
+  MG_CHECK(g.ok());
+  AssignByteTypes(*g, bytes, 1);
+  return *std::move(g);
+}
+
 graph::Graph RandomGraph(uint64_t seed, const RandomGraphOptions& options) {
   Rng rng(seed);
   graph::GraphBuilder b(absl::StrCat("random_", seed));

@@ -37,6 +37,13 @@ struct RandomGraphOptions {
 
 graph::Graph RandomGraph(uint64_t seed, const RandomGraphOptions& options = {});
 
+// A NASNet-like net: `cells` cells, each of `blocks` blocks. A block reads two inputs chosen
+// among the two previous cells' outputs and the cell's earlier blocks, applies an op to each
+// and joins them; a cell's output joins the blocks no other block read. Byte sizes are chosen
+// per cell (log-uniform up to 64 KiB), and each block's two branch values differ, so that the
+// order of the blocks decides the peak. Op types "Rand" as in RandomGraph.
+graph::Graph NasNetLikeGraph(uint64_t seed, int cells = 4, int blocks = 5);
+
 // Gives every value of `graph` the type uint8[bytes]: `bytes_by_name` by blob name, else
 // `default_bytes`. An in-place output gets the type of the value it overwrites. For small
 // hand-written nets whose op types have no schemas.

@@ -32,6 +32,13 @@ std::string TempDir() {
   return dir.string();
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
 std::string WriteTempFile(const std::string& name, const std::string& contents) {
   const std::string path = TempDir() + "/" + name;
   std::ofstream out(path, std::ios::binary);

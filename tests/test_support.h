@@ -15,6 +15,9 @@ std::string SourcePath(const std::string& relative);
 std::string TempDir();
 std::string WriteTempFile(const std::string& name, const std::string& contents);
 
+// The whole file, or "" when it cannot be read.
+std::string ReadFile(const std::string& path);
+
 // A text NetDef -> Graph (no shape inference).
 absl::StatusOr<graph::Graph> GraphFromText(const std::string& pbtxt);
 

@@ -395,7 +395,7 @@ int main(int argc, char** argv) {
                  "auto, best-fit, greedy-by-size, exact, exact-sharing, memonger-dag, "
                  "memonger-greedy, memonger-dp, none")
       ->capture_default_str();
-  app.add_option("--order", flags.order, "given, topological, longest-path")
+  app.add_option("--order", flags.order, "given, topological, longest-path, memory-aware")
       ->capture_default_str();
   app.add_option("--execution", flags.execution,
                  "serial or parallel (default: the net's hint, else serial)")

@@ -13,12 +13,6 @@
 namespace memonger::graph {
 namespace {
 
-absl::StatusOr<DataType> FloatChoice(WorkloadParams& params, absl::string_view key,
-                                     absl::string_view fallback) {
-  MG_ASSIGN_OR_RETURN(std::string name, params.Choice(key, fallback, {"fp16", "bf16", "fp32"}));
-  return ParseDataType(name);
-}
-
 Attribute Int(const char* name, int64_t value) { return Attribute{name, value}; }
 Attribute Ints(const char* name, std::vector<int64_t> values) {
   return Attribute{name, std::move(values)};
@@ -131,19 +125,17 @@ absl::StatusOr<AttentionWorkload> ParseAttentionWorkload(const WorkloadSpec& spe
   MG_ASSIGN_OR_RETURN(w.heads, params.Int("heads", w.heads, 1, 1 << 12));
   MG_ASSIGN_OR_RETURN(w.depth, params.Int("depth", w.depth, 1, 1 << 12));
   MG_ASSIGN_OR_RETURN(w.mlp, params.Int("mlp", w.mlp, 1, 1 << 22));
-  MG_ASSIGN_OR_RETURN(w.dtype, FloatChoice(params, "dtype", "fp16"));
+  MG_ASSIGN_OR_RETURN(w.dtype, params.FloatType("dtype", "fp16"));
   MG_ASSIGN_OR_RETURN(std::string kernel, params.Choice("kernel", "math", {"math", "efficient"}));
   w.efficient = kernel == "efficient";
   MG_ASSIGN_OR_RETURN(std::string bias, params.Choice("bias", "alibi", {"none", "alibi"}));
   w.alibi = bias == "alibi";
-  MG_ASSIGN_OR_RETURN(w.bias_dtype, FloatChoice(params, "bias_dtype", "fp32"));
+  MG_ASSIGN_OR_RETURN(w.bias_dtype, params.FloatType("bias_dtype", "fp32"));
   MG_ASSIGN_OR_RETURN(w.bias_pad, params.Int("bias_pad", w.bias_pad, 0, 4096));
   MG_ASSIGN_OR_RETURN(std::string broadcast,
                       params.Choice("broadcast", "expand", {"expand", "repeat"}));
   w.repeat = broadcast == "repeat";
-  MG_ASSIGN_OR_RETURN(std::string mode,
-                      params.Choice("mode", "inference", {"inference", "training"}));
-  w.training = mode == "training";
+  MG_ASSIGN_OR_RETURN(w.training, params.Training());
   MG_RETURN_IF_ERROR(params.Finish());
   if (w.dim % w.heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat("attention workload: heads=", w.heads,

@@ -498,11 +498,8 @@ absl::StatusOr<RandomWorkload> ParseRandomWorkload(const WorkloadSpec& spec) {
   MG_ASSIGN_OR_RETURN(w.reach, params.Int("reach", w.reach, 1, int64_t{1} << 22));
   MG_ASSIGN_OR_RETURN(w.inplace, params.Int("inplace", w.inplace, 0, 100));
   MG_ASSIGN_OR_RETURN(w.dead, params.Int("dead", w.dead, 0, 100));
-  MG_ASSIGN_OR_RETURN(std::string dtype, params.Choice("dtype", "fp32", {"fp32", "fp16", "bf16"}));
-  MG_ASSIGN_OR_RETURN(w.dtype, ParseDataType(dtype));
-  MG_ASSIGN_OR_RETURN(std::string mode,
-                      params.Choice("mode", "inference", {"inference", "training"}));
-  w.training = mode == "training";
+  MG_ASSIGN_OR_RETURN(w.dtype, params.FloatType("dtype", "fp32"));
+  MG_ASSIGN_OR_RETURN(w.training, params.Training());
   MG_RETURN_IF_ERROR(params.Finish());
   if (w.width % kUnitsPerWidth != 0) {
     return absl::InvalidArgumentError(

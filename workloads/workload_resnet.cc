@@ -55,10 +55,8 @@ absl::StatusOr<Graph> BuildResnet50(const WorkloadSpec& spec) {
   MG_ASSIGN_OR_RETURN(int64_t batch, params.Int("batch", 32, 1, 1 << 16));
   MG_ASSIGN_OR_RETURN(int64_t image, params.Int("image", 224, 32, 1 << 14));
   MG_ASSIGN_OR_RETURN(int64_t classes, params.Int("classes", 1000, 1, 1 << 20));
-  MG_ASSIGN_OR_RETURN(std::string mode,
-                      params.Choice("mode", "inference", {"inference", "training"}));
+  MG_ASSIGN_OR_RETURN(const bool training, params.Training());
   MG_RETURN_IF_ERROR(params.Finish());
-  const bool training = mode == "training";
   NetWriter writer(absl::StrCat("resnet50_b", batch));
   ResnetWriter resnet(writer, training);
   writer.Input("data", DataType::kFloat32, {batch, 3, image, image}, Role::kInput);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "util/status_macros.h"
 
 namespace memonger::graph {
 
@@ -98,6 +99,17 @@ absl::StatusOr<std::string> WorkloadParams::Choice(absl::string_view key,
                                                    absl::StrJoin(choices, ", ")));
   }
   return *text;
+}
+
+absl::StatusOr<DataType> WorkloadParams::FloatType(absl::string_view key,
+                                                   absl::string_view fallback) {
+  MG_ASSIGN_OR_RETURN(std::string name, Choice(key, fallback, {"fp32", "fp16", "bf16"}));
+  return ParseDataType(name);
+}
+
+absl::StatusOr<bool> WorkloadParams::Training() {
+  MG_ASSIGN_OR_RETURN(std::string mode, Choice("mode", "inference", {"inference", "training"}));
+  return mode == "training";
 }
 
 absl::Status WorkloadParams::Finish() const {

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "graph/dtype.h"
 
 namespace memonger::graph {
 
@@ -48,6 +49,10 @@ class WorkloadParams {
   // One of `choices`, or `fallback` when absent.
   absl::StatusOr<std::string> Choice(absl::string_view key, absl::string_view fallback,
                                      const std::vector<std::string>& choices);
+  // A floating-point element type: fp32, fp16 or bf16 (`fallback` when absent).
+  absl::StatusOr<DataType> FloatType(absl::string_view key, absl::string_view fallback);
+  // The `mode` key: true for training, false for inference (the default).
+  absl::StatusOr<bool> Training();
   // True when the key was given.
   bool Has(absl::string_view key) const;
 

@@ -8,6 +8,7 @@
 #include "graph/net_writer.h"
 #include "workloads/workload_attention.h"
 #include "workloads/workload_random.h"
+#include "workloads/workload_randwire.h"
 #include "workloads/workload_resnet.h"
 #include "util/status_macros.h"
 
@@ -20,8 +21,7 @@ absl::StatusOr<Graph> BuildMlp(const WorkloadSpec& spec) {
   MG_ASSIGN_OR_RETURN(int64_t batch, params.Int("batch", 4, 1, 1 << 24));
   MG_ASSIGN_OR_RETURN(int64_t dim, params.Int("dim", 10, 1, 1 << 20));
   MG_ASSIGN_OR_RETURN(int64_t classes, params.Int("classes", 8, 1, 1 << 20));
-  MG_ASSIGN_OR_RETURN(std::string mode,
-                      params.Choice("mode", "inference", {"inference", "training"}));
+  MG_ASSIGN_OR_RETURN(const bool training, params.Training());
   MG_RETURN_IF_ERROR(params.Finish());
   NetWriter net(absl::StrCat("mlp_", layers));
   auto input = [&](const std::string& name, DataType dtype, const std::vector<int64_t>& dims,
@@ -49,7 +49,7 @@ absl::StatusOr<Graph> BuildMlp(const WorkloadSpec& spec) {
   net.builder().AddExternalOutput("loss");
   net.builder().AddLoss("loss");
   MG_ASSIGN_OR_RETURN(Graph graph, std::move(net).Finish());
-  if (mode == "training") return AddGradientOps(graph, {"loss"});
+  if (training) return AddGradientOps(graph, {"loss"});
   return graph;
 }
 
@@ -66,8 +66,12 @@ absl::StatusOr<Graph> BuildWorkload(const WorkloadSpec& spec) {
     MG_ASSIGN_OR_RETURN(RandomWorkload workload, ParseRandomWorkload(spec));
     return BuildRandomGraph(workload);
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown workload '", spec.kind,
-                                                 "' (known: attention, mlp, random, resnet50)"));
+  if (spec.kind == "randwire") {
+    MG_ASSIGN_OR_RETURN(RandWireWorkload workload, ParseRandWireWorkload(spec));
+    return BuildRandWireGraph(workload);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown workload '", spec.kind, "' (known: attention, mlp, random, randwire, resnet50)"));
 }
 
 }  // namespace memonger::graph

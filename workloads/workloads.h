@@ -14,6 +14,8 @@
 //   random     a seeded random DAG of real ops (workloads/workload_random.h). Keys: ops (1000),
 //              seed (1), batch (32), width (256), branches (4), skip (10), reach (1000),
 //              inplace (30), dead (5), dtype (fp32 | fp16 | bf16), mode (inference | training).
+//   randwire   randomly wired nets (workloads/workload_randwire.h). Keys: nodes (32), k (4),
+//              p (75), stages (3), seed (1), batch (8), width (64), dtype, mode.
 //   resnet50   Caffe2's ResNet-50 (workloads/workload_resnet.h). Keys: batch (32), image (224),
 //              classes (1000), mode (inference | training).
 // mode=training appends the backward ops (graph/gradient_builder.h).

@@ -3,7 +3,8 @@
 // forward and backward with the CPU kernels, and every value, each captured right after the op
 // that produced it (tests/training_support.h), is byte-identical whether each value has memory
 // of its own (--planner none) or shares the arena (the default planner, memonger-dag in
-// training mode, best-fit with views). The graph outputs and the parameter gradients are
+// training mode, best-fit with views, and auto over the memory-aware order, which runs the ops
+// in another order). The graph outputs and the parameter gradients are
 // compared byte by byte, every other value (activations, saved statistics, workspaces,
 // intermediate gradients) by a 64-bit FNV-1a hash of its bytes.
 //
@@ -108,17 +109,23 @@ TEST_P(TrainingBitIdentityTest, EveryValueIsByteIdenticalUnderEveryPlan) {
     const char* name;
     PlannerKind planner;
     bool views;
+    OrderKind order = OrderKind::kGiven;
   };
+  // The last one runs the ops in another order (memory_order.h): every value must still come
+  // out the same.
   const Variant variants[] = {{"none", PlannerKind::kNone, false},
                               {"auto (default)", PlannerKind::kAuto, false},
                               {"memonger-dag", PlannerKind::kMemongerDag, false},
-                              {"best-fit+views", PlannerKind::kBestFit, true}};
+                              {"best-fit+views", PlannerKind::kBestFit, true},
+                              {"auto, memory-aware order", PlannerKind::kAuto, false,
+                               OrderKind::kMemoryAware}};
   PlannedRun reference;
   for (const Variant& variant : variants) {
     SCOPED_TRACE(variant.name);
     PlanOptions options;
     options.planner = variant.planner;
     options.views = variant.views;
+    options.order = variant.order;
     options.mode = Mode::kTraining;
     options.time_limit_seconds = 0.3;
     absl::StatusOr<PlannedRun> run = RunUnder(*g, options, watch, /*seed=*/3);
@@ -178,7 +185,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Random DAGs of every rule at once, in place and with views (workloads/workload_random.h).
         "random:ops=120,batch=2,width=8,seed=5,dtype=fp32,mode=training",
         "random:ops=120,batch=2,width=8,seed=6,dtype=fp16,branches=6,inplace=80,mode=training",
-        "random:ops=120,batch=2,width=8,seed=7,dtype=bf16,skip=40,mode=training"),
+        "random:ops=120,batch=2,width=8,seed=7,dtype=bf16,skip=40,mode=training",
+        // Randomly wired nets: many valid orders (workloads/workload_randwire.h).
+        "randwire:nodes=12,stages=2,batch=2,width=8,seed=3,mode=training",
+        "randwire:nodes=16,stages=1,batch=2,width=8,seed=4,dtype=fp16,mode=training"),
     [](const ::testing::TestParamInfo<const char*>& info) {
       std::string name;
       for (const char* p = info.param; *p != '\0'; ++p) {

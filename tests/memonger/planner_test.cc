@@ -122,9 +122,6 @@ TEST(PlanMemoryTest, RejectsBadOptions) {
   options.alignment = 1;
   options.time_limit_seconds = 0;
   EXPECT_EQ(PlanMemory(g, options).status().code(), absl::StatusCode::kInvalidArgument);
-  options.time_limit_seconds = 1;
-  options.order = OrderKind::kMemoryAware;
-  EXPECT_EQ(PlanMemory(g, options).status().code(), absl::StatusCode::kUnimplemented);
 }
 
 TEST(PlanMemoryTest, RequiresTypes) {

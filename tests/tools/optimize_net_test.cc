@@ -12,6 +12,7 @@
 namespace memonger {
 namespace {
 
+using ::memonger::testing::ReadFile;
 using ::memonger::testing::RunOptimizeNet;
 using ::memonger::testing::SourcePath;
 using ::memonger::testing::WriteTempFile;
@@ -153,14 +154,8 @@ TEST(OptimizeNetTest, ExecuteHostWritesTheSameOutputsWithAndWithoutSharing) {
   auto shared = RunOptimizeNet(Example() + " --dim L=33 --execute host --outputs-out '" + dir +
                                "/auto'");
   ASSERT_EQ(shared.exit_code, 0) << shared.err;
-  auto read = [](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    return bytes.str();
-  };
-  const std::string a = read(dir + "/none/y.npy");
-  const std::string b = read(dir + "/auto/y.npy");
+  const std::string a = ReadFile(dir + "/none/y.npy");
+  const std::string b = ReadFile(dir + "/auto/y.npy");
   ASSERT_EQ(a.size(), 128u + 33 * 768 * 2);  // header + float16[1,33,768]
   EXPECT_EQ(a.substr(0, 6), "\x93NUMPY");
   EXPECT_THAT(a, HasSubstr("'descr': '<f2'"));
@@ -170,7 +165,7 @@ TEST(OptimizeNetTest, ExecuteHostWritesTheSameOutputsWithAndWithoutSharing) {
   auto reseeded = RunOptimizeNet(Example() + " --dim L=33 --execute host --seed 7 --outputs-out '" +
                                  dir + "/seed7'");
   ASSERT_EQ(reseeded.exit_code, 0) << reseeded.err;
-  EXPECT_FALSE(read(dir + "/seed7/y.npy") == a);
+  EXPECT_FALSE(ReadFile(dir + "/seed7/y.npy") == a);
 }
 
 TEST(OptimizeNetTest, ExecuteCudaRunsTheKernelsOrSaysWhyNot) {
@@ -334,6 +329,36 @@ TEST(OptimizeNetTest, RandomWorkloadRoundTripsThroughNetOut) {
   auto width = RunOptimizeNet("--workload random:width=10");
   EXPECT_EQ(width.exit_code, 1);
   EXPECT_THAT(width.err, HasSubstr("width=10 is not a multiple of 4"));
+}
+
+// --order memory-aware: the summary reports the search, --net-out lists the ops in the new
+// order (loaded back, the given order is that order: the same lower bound), and the host run
+// gives the same output bytes as under the given order.
+TEST(OptimizeNetTest, MemoryAwareOrderReportsWritesAndRunsTheSameOutputs) {
+  const std::string spec = "--workload randwire:nodes=16,stages=2,batch=2,width=8,seed=2";
+  const std::string dir = memonger::testing::TempDir();
+  const std::string out = dir + "/reordered.pb";
+  auto text = RunOptimizeNet(spec + " --order memory-aware");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("order search     lower bound"));
+  auto r = RunOptimizeNet(spec + " --order memory-aware --format json --net-out '" + out + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(r.out);
+  EXPECT_EQ(plan["order"], "memory-aware");
+  ASSERT_TRUE(plan.contains("order_search"));
+  EXPECT_LT(plan["lower_bound_bytes"].get<int64_t>(),
+            plan["order_search"]["given_lower_bound_bytes"].get<int64_t>());
+  auto again = RunOptimizeNet("'" + out + "' --order given --format json");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["lower_bound_bytes"], plan["lower_bound_bytes"]);
+  for (const char* order : {"given", "memory-aware"}) {
+    auto run = RunOptimizeNet(spec + " --order " + order + " --execute host --outputs-out '" +
+                              dir + "/" + order + "'");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+  }
+  const std::string given = ReadFile(dir + "/given/loss.npy");
+  EXPECT_FALSE(given.empty());
+  EXPECT_TRUE(given == ReadFile(dir + "/memory-aware/loss.npy"));
 }
 
 TEST(OptimizeNetTest, WhatIfTableAndBudget) {

@@ -180,7 +180,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadAttention{"bias_pad_negative", "attention:bias_pad=-8", "bias_pad=-8 is out of range"},
         BadAttention{"kernel_flash", "attention:kernel=flash",
                      "kernel=flash is not one of math, efficient"},
-        BadAttention{"dtype_int8", "attention:dtype=int8", "dtype=int8 is not one of fp16"},
+        BadAttention{"dtype_int8", "attention:dtype=int8", "dtype=int8 is not one of fp32, fp16, bf16"},
         BadAttention{"bias_dtype_without_bias", "attention:bias=none,bias_dtype=fp16",
                      "need bias=alibi"},
         BadAttention{"mode_word", "attention:mode=train", "mode=train is not one of"}),
