@@ -40,6 +40,7 @@
 #include "report/plan_report.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
+#include "report/fit.h"
 #include "report/what_if.h"
 #include "util/bytes.h"
 #include "util/status_macros.h"
@@ -77,6 +78,7 @@ struct Flags {
   bool plan_static = false;
   bool views = false;
   std::string budget;
+  std::string fit;  // a dim symbol or workload key: the largest value that fits --budget
   std::string plan_json;
   std::string plan_csv;
   std::string plan_in;
@@ -167,6 +169,117 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
   return options;
 }
 
+// The net to plan: the workload (with `fit_value` set for --fit's key when given) or the model
+// file (with --fit's symbol bound to it), typed, with its backward pass for --mode training and
+// its fp16 storage rewrite.
+absl::StatusOr<memonger::graph::Graph> MakeGraph(
+    const Flags& flags, const memonger::graph::LoadOptions& base_load,
+    const std::optional<memonger::graph::WorkloadSpec>& workload,
+    std::optional<int64_t> fit_value = std::nullopt) {
+  namespace graph = memonger::graph;
+  absl::StatusOr<graph::Graph> g;
+  if (workload.has_value()) {
+    graph::WorkloadSpec spec = *workload;
+    if (fit_value.has_value()) spec = graph::WithParam(spec, flags.fit, absl::StrCat(*fit_value));
+    g = graph::BuildWorkload(spec);  // typed already
+  } else {
+    graph::LoadOptions load = base_load;
+    if (fit_value.has_value()) load.bindings.dims[flags.fit] = *fit_value;
+    g = graph::LoadModel(flags.model, load);
+    if (g.ok()) MG_RETURN_IF_ERROR(graph::InferShapes(*g, load.bindings));
+  }
+  if (!g.ok()) return g.status();
+  if (flags.mode == "training" && !graph::HasGradientOps(*g)) {
+    // A forward net: training means its backward pass too (memonger's AddGradientOperators).
+    MG_ASSIGN_OR_RETURN(*g, graph::AddGradientOps(*g, flags.losses));
+  }
+  if (!flags.store_fp16.empty()) {
+    MG_ASSIGN_OR_RETURN(*g, graph::StoreInFp16(*g, flags.store_fp16));
+  }
+  return g;
+}
+
+// --fit: the largest value of flags.fit whose plan fits the budget, for the given order and for
+// the memory-aware order (report/fit.h). Exit 0 when some value fits, 3 when none does.
+int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
+           const std::optional<memonger::graph::WorkloadSpec>& workload,
+           const memonger::PlanOptions& options, int64_t budget) {
+  memonger::FitSearch search;
+  search.symbol = flags.fit;
+  search.budget = budget;
+  search.cures.push_back({"given", options});
+  if (options.order != memonger::OrderKind::kMemoryAware) {
+    search.cures.front().name = std::string(memonger::OrderName(options.order));
+    memonger::PlanOptions memory_aware = options;
+    memory_aware.order = memonger::OrderKind::kMemoryAware;
+    search.cures.push_back({"memory-aware", memory_aware});
+  } else {
+    search.cures.front().name = "memory-aware";
+  }
+  auto plan_at = [&](int64_t value, const memonger::PlanOptions& o)
+      -> absl::StatusOr<memonger::FitPoint> {
+    MG_ASSIGN_OR_RETURN(memonger::graph::Graph g, MakeGraph(flags, load, workload, value));
+    MG_ASSIGN_OR_RETURN(memonger::Plan plan, memonger::PlanMemory(g, o));
+    if (auto s = memonger::VerifyPlan(g, plan); !s.ok()) {
+      return absl::InternalError(absl::StrCat("the planner '", plan.planner,
+                                              "' produced an invalid plan: ", s.message()));
+    }
+    memonger::FitPoint point;
+    point.arena_bytes = plan.arena_bytes;
+    point.device_bytes = plan.arena_bytes + plan.static_bytes;
+    point.lower_bound_bytes = plan.lower_bound_bytes;
+    return point;
+  };
+  absl::StatusOr<memonger::FitResult> fit = memonger::FindLargestFit(search, plan_at);
+  if (!fit.ok()) {
+    std::cerr << "optimize-net: " << fit.status().message() << "\n";
+    return kExitFailed;
+  }
+  if (flags.format == "json") {
+    std::cout << memonger::FitToJson(*fit);
+  } else {
+    std::cout << memonger::FitToText(*fit);
+  }
+  for (const memonger::FitRow& row : fit->rows) {
+    if (row.largest.has_value()) return kExitOk;
+  }
+  return kExitOverBudget;
+}
+
+// After an over-budget plan: what each cure would give, one line each (to stderr, before the
+// exit code 3): a tighter placement of the same order, and the memory-aware order.
+void PrintCures(const memonger::graph::Graph& graph, const memonger::PlanOptions& options,
+                const memonger::Plan& plan, int64_t budget) {
+  using memonger::util::FormatBytes;
+  auto verdict = [&](int64_t bytes) {
+    return bytes <= budget ? absl::StrCat("fits, ", FormatBytes(budget - bytes), " to spare")
+                           : absl::StrCat("still ", FormatBytes(bytes - budget), " over");
+  };
+  if (plan.lower_bound_bytes <= budget) {
+    std::cerr << "optimize-net: cure: a tighter placement: this order's lower bound is "
+              << FormatBytes(plan.lower_bound_bytes) << " (" << verdict(plan.lower_bound_bytes)
+              << "); try --planner exact with a longer --time-limit\n";
+  } else {
+    std::cerr << "optimize-net: cure: no placement of this order fits: its lower bound is "
+              << FormatBytes(plan.lower_bound_bytes) << " (" << verdict(plan.lower_bound_bytes)
+              << ")\n";
+  }
+  if (options.order != memonger::OrderKind::kMemoryAware && !IsRecordsGraph(graph)) {
+    memonger::PlanOptions memory_aware = options;
+    memory_aware.order = memonger::OrderKind::kMemoryAware;
+    absl::StatusOr<memonger::Plan> reordered = memonger::PlanMemory(graph, memory_aware);
+    if (reordered.ok() && memonger::VerifyPlan(graph, *reordered).ok()) {
+      std::cerr << "optimize-net: cure: --order memory-aware: arena "
+                << FormatBytes(reordered->arena_bytes) << ", lower bound "
+                << FormatBytes(reordered->lower_bound_bytes) << " ("
+                << verdict(reordered->arena_bytes) << ")\n";
+    } else if (!reordered.ok()) {
+      std::cerr << "optimize-net: cure: --order memory-aware: " << reordered.status().message()
+                << "\n";
+    }
+  }
+}
+
 // Runs the net in one arena of the planned size: verify mode (--verify: every op fills its
 // outputs with a pattern and checks its inputs) or the real kernels (the CPU kernels on the
 // host, the device kernels on CUDA). Returns the report's lines.
@@ -250,31 +363,21 @@ int Run(const Flags& flags) {
       return fail(st);
     }
   }
-  absl::StatusOr<memonger::graph::Graph> graph;
   std::optional<memonger::graph::WorkloadSpec> workload;
   if (!flags.workload.empty()) {
     auto spec = memonger::graph::ParseWorkloadSpec(flags.workload);
     if (!spec.ok()) return fail(spec.status());
     workload = *spec;
-    graph = memonger::graph::BuildWorkload(*spec);  // typed already
-  } else {
-    graph = memonger::graph::LoadModel(flags.model, load);
-    if (graph.ok()) {
-      if (auto s = memonger::graph::InferShapes(*graph, load.bindings); !s.ok()) return fail(s);
-    }
   }
+  if (!flags.fit.empty() && !workload.has_value() && load.bindings.dims.count(flags.fit) == 0) {
+    // The model must plan as given (every other symbol bound): bind the fitted one to 1 first.
+    load.bindings.dims[flags.fit] = 1;
+  }
+  absl::StatusOr<memonger::graph::Graph> graph = MakeGraph(flags, load, workload);
   if (!graph.ok()) return fail(graph.status());
-  if (flags.mode == "training" && !memonger::graph::HasGradientOps(*graph)) {
-    // A forward net: training means its backward pass too (memonger's AddGradientOperators).
-    graph = memonger::graph::AddGradientOps(*graph, flags.losses);
-    if (!graph.ok()) return fail(graph.status());
-  }
-  if (!flags.store_fp16.empty()) {
-    graph = memonger::graph::StoreInFp16(*graph, flags.store_fp16);
-    if (!graph.ok()) return fail(graph.status());
-  }
   auto options = MakePlanOptions(flags, *graph);
   if (!options.ok()) return fail(options.status());
+  if (!flags.fit.empty()) return RunFit(flags, load, workload, *options, budget);
   if (!flags.compare.empty() || !flags.variants.empty()) {
     // The what-if report: the workload in each variant, planned and verified, side by side.
     auto variants = memonger::ExpandVariants(*workload, flags.variants, flags.compare);
@@ -348,6 +451,7 @@ int Run(const Flags& flags) {
               << " (" << plan->arena_bytes << " bytes), "
               << memonger::util::FormatBytes(plan->arena_bytes - budget)
               << " more than the budget of " << memonger::util::FormatBytes(budget) << "\n";
+    PrintCures(*graph, *options, *plan, budget);
     return kExitOverBudget;
   }
   return kExitOk;
@@ -423,6 +527,10 @@ int main(int argc, char** argv) {
   app.add_flag("--views", flags.views,
                "ops marked `view` (Reshape, Squeeze, ...) alias their input instead of copying");
   app.add_option("--budget", flags.budget, "bytes available (80GiB, 512MiB, ...): exit 3 if over");
+  app.add_option("--fit", flags.fit,
+                 "with --budget: the largest value of SYMBOL (a --dim symbol of the model, or a "
+                 "workload key such as n or batch) whose plan fits, for the given and the "
+                 "memory-aware order");
   app.add_option("--plan-json", flags.plan_json, "write the plan (memonger.plan/v1) to FILE");
   app.add_option("--plan-csv", flags.plan_csv,
                  "write the plan as a MiniMalloc CSV (id,lower,upper,size,offset) to FILE");
@@ -468,6 +576,16 @@ int main(int argc, char** argv) {
   }
   if (!flags.outputs_out.empty() && (flags.execute == "none" || flags.verify)) {
     std::cerr << "optimize-net: --outputs-out needs --execute host or cuda (without --verify)\n";
+    return kExitUsage;
+  }
+  if (!flags.fit.empty() && flags.budget.empty()) {
+    std::cerr << "optimize-net: --fit needs --budget\n";
+    return kExitUsage;
+  }
+  if (!flags.fit.empty() && (!flags.compare.empty() || !flags.variants.empty() ||
+                             !flags.plan_in.empty() || flags.execute != "none")) {
+    std::cerr << "optimize-net: --fit plans many sizes: it does not go with --compare, "
+                 "--variant, --plan-in or --execute\n";
     return kExitUsage;
   }
   if ((flags.alignment & (flags.alignment - 1)) != 0) {

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_cat.h"
+#include "onnx/onnx_pb.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
@@ -359,6 +362,68 @@ TEST(OptimizeNetTest, MemoryAwareOrderReportsWritesAndRunsTheSameOutputs) {
   const std::string given = ReadFile(dir + "/given/loss.npy");
   EXPECT_FALSE(given.empty());
   EXPECT_TRUE(given == ReadFile(dir + "/memory-aware/loss.npy"));
+}
+
+// --fit over an ONNX model with a symbolic batch, as an exporter with dynamic axes writes it
+// (a dim_param on the input and the output): the answer plans within the budget and the next
+// batch does not, each checked by a plain run.
+TEST(OptimizeNetTest, FitFindsTheLargestBatchOfAnOnnxModel) {
+  std::ifstream in("/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx",
+                   std::ios::binary);
+  if (!in) GTEST_SKIP() << "libonnx-testdata is not installed";
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromIstream(&in));
+  model.mutable_graph()->clear_value_info();
+  for (auto* list : {model.mutable_graph()->mutable_input(), model.mutable_graph()->mutable_output()}) {
+    auto* dim = list->Mutable(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0);
+    dim->set_dim_param("batch");
+  }
+  const std::string path = memonger::testing::TempDir() + "/conv2d_dynamic_batch.onnx";
+  {
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(model.SerializeToOstream(&out));
+  }
+  const int64_t budget = 64 << 10;
+  auto r = RunOptimizeNet("'" + path + "' --fit batch --budget 64KiB --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto fit = nlohmann::json::parse(r.out)["fit"];
+  EXPECT_EQ(fit["symbol"], "batch");
+  EXPECT_EQ(fit["budget"], budget);
+  for (const char* cure : {"given", "memory-aware"}) {
+    SCOPED_TRACE(cure);
+    ASSERT_TRUE(fit["largest"][cure].is_number()) << r.out;
+    const int64_t batch = fit["largest"][cure];
+    auto device_bytes = [&](int64_t b) -> int64_t {
+      auto run = RunOptimizeNet(absl::StrCat("'", path, "' --dim batch=", b, " --order ", cure,
+                                             " --format json"));
+      EXPECT_EQ(run.exit_code, 0) << run.err;
+      const auto plan = nlohmann::json::parse(run.out);
+      return plan["arena_bytes"].get<int64_t>() + plan["static_bytes"].get<int64_t>();
+    };
+    EXPECT_LE(device_bytes(batch), budget);
+    EXPECT_GT(device_bytes(batch + 1), budget);
+  }
+  EXPECT_FALSE(fit.contains("recompute"));
+  auto none = RunOptimizeNet("'" + path + "' --fit batch --budget 100");
+  EXPECT_EQ(none.exit_code, 3) << none.err;
+  EXPECT_THAT(none.out, HasSubstr("none: batch=1 needs"));
+  auto usage = RunOptimizeNet("'" + path + "' --fit batch");
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_THAT(usage.err, HasSubstr("--fit needs --budget"));
+}
+
+// Over the budget, the run says what each cure would give before exiting 3.
+TEST(OptimizeNetTest, OverBudgetSaysWhichCuresFit) {
+  const std::string spec = "--workload randwire:nodes=32,stages=3,seed=1";
+  auto json = RunOptimizeNet(spec + " --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const int64_t arena = nlohmann::json::parse(json.out)["arena_bytes"];
+  auto over = RunOptimizeNet(absl::StrCat(spec, " --budget ", arena - 1));
+  EXPECT_EQ(over.exit_code, 3);
+  EXPECT_THAT(over.err, HasSubstr("more than the budget"));
+  EXPECT_THAT(over.err, HasSubstr("cure: no placement of this order fits: its lower bound is"));
+  EXPECT_THAT(over.err, HasSubstr("cure: --order memory-aware: arena"));
+  EXPECT_THAT(over.err, HasSubstr("fits,"));
 }
 
 TEST(OptimizeNetTest, WhatIfTableAndBudget) {

@@ -1,0 +1,94 @@
+// The largest size that fits (`--fit SYMBOL --budget BYTES`): for one size parameter (a
+// symbolic dim of a model, or a workload key such as `n` or `batch`), the largest value whose
+// plan fits the budget, for each cure: the order as given, and the memory-aware order
+// (memory_order.h).
+//
+//   FitSearch search;
+//   search.symbol = "n";
+//   search.budget = int64_t{24} << 30;
+//   search.cures = {{"given", options}, {"memory-aware", memory_aware_options}};
+//   MG_ASSIGN_OR_RETURN(FitResult fit, FindLargestFit(search, [&](int64_t n, const PlanOptions& o)
+//                                          { return PlanAt(n, o); }));
+//   std::cout << FitToText(fit);
+//
+// What "fits" means: device bytes, the arena plus the static values kept outside it (the
+// weights), at most the budget; the figure the what-if report holds against a budget too.
+//
+// The search assumes that the device bytes never shrink as the value grows (true of the lower
+// bound for the nets we generate, and of a planner that reaches it). It gallops (1, 2, 4, ...
+// from `min_value`) until a value does not fit, then bisects between the last value that fit and
+// the first that did not: O(log answer) plans, never a scan. The assumption is checked where it
+// matters: the answer is planned and fits, and answer + 1 is planned and does not. A value the
+// model or workload refuses (out of a key's range, a size that overflows) counts as not fitting,
+// and the row says the range ended the search rather than the budget.
+//
+// What it does not guarantee: that no larger value fits when the bytes are not monotone beyond
+// the answer + 1 (a planner whose arena jumps down at some larger size).
+#ifndef MEMONGER_REPORT_FIT_H_
+#define MEMONGER_REPORT_FIT_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memonger/planner.h"
+
+namespace memonger {
+
+struct FitCure {
+  std::string name;     // "given", "memory-aware"
+  PlanOptions options;  // how each value is planned under this cure
+};
+
+struct FitSearch {
+  std::string symbol;
+  int64_t budget = 0;
+  int64_t min_value = 1;
+  int64_t max_value = int64_t{1} << 40;
+  std::vector<FitCure> cures;
+};
+
+// One planned value.
+struct FitPoint {
+  int64_t value = 0;
+  int64_t device_bytes = 0;  // arena + static
+  int64_t arena_bytes = 0;
+  int64_t lower_bound_bytes = 0;
+  std::string refused;       // non-empty: the model or workload refused the value (why)
+};
+
+struct FitRow {
+  std::string cure;
+  std::optional<int64_t> largest;  // absent: not even min_value fits
+  std::optional<FitPoint> at_largest;
+  std::optional<FitPoint> above;   // largest + 1 (or min_value when none fits)
+  bool range_ended = false;        // the value above was refused, not over the budget
+  int plans = 0;                   // values planned for this cure
+};
+
+struct FitResult {
+  std::string symbol;
+  int64_t budget = 0;
+  std::vector<FitRow> rows;  // one per cure, in the order given
+};
+
+// Plans `value` under `options`: device, arena and lower-bound bytes. InvalidArgument and
+// OutOfRange errors mean "this value is refused" (recorded, the search goes on); any other error
+// ends the search.
+using FitPlanner = std::function<absl::StatusOr<FitPoint>(int64_t value, const PlanOptions&)>;
+
+// InvalidArgument for a budget < 0, an empty range or no cures.
+absl::StatusOr<FitResult> FindLargestFit(const FitSearch& search, const FitPlanner& plan);
+
+std::string FitToText(const FitResult& fit);
+// {"schema": "memonger.fit/v1", "fit": {"symbol", "budget", "largest": {cure: value or null},
+// "cures": [{"cure", "largest", "device_bytes", "arena_bytes", "lower_bound_bytes", "above",
+// "above_device_bytes", "range_ended", "plans"}]}}.
+std::string FitToJson(const FitResult& fit);
+
+}  // namespace memonger
+
+#endif  // MEMONGER_REPORT_FIT_H_

@@ -1,0 +1,160 @@
+// The largest size that fits (report/fit.h): the search on made-up byte curves (exact answers,
+// O(log) plans, refused values, errors), and on the attention workload, where the answer is
+// cross-checked by planning it and the value above it independently.
+#include "report/fit.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "memonger/verify_plan.h"
+#include "workloads/workloads.h"
+
+namespace memonger {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A planner whose device bytes are `bytes(value)`; values above `refuse_above` are refused.
+FitPlanner Curve(std::function<int64_t(int64_t)> bytes, int64_t refuse_above = INT64_MAX,
+                 int* calls = nullptr) {
+  return [=](int64_t value, const PlanOptions&) -> absl::StatusOr<FitPoint> {
+    if (calls != nullptr) ++*calls;
+    if (value > refuse_above) {
+      return absl::InvalidArgumentError(absl::StrCat("value ", value, " is out of range"));
+    }
+    FitPoint p;
+    p.device_bytes = bytes(value);
+    p.arena_bytes = p.device_bytes;
+    p.lower_bound_bytes = p.device_bytes;
+    return p;
+  };
+}
+
+FitSearch Search(int64_t budget) {
+  FitSearch s;
+  s.symbol = "n";
+  s.budget = budget;
+  s.cures = {{"given", PlanOptions{}}};
+  return s;
+}
+
+TEST(FitTest, FindsTheLargestValueOfAMonotoneCurveInLogarithmicPlans) {
+  for (int64_t budget : {0, 1, 99, 100, 12345, 1000000007}) {
+    for (int64_t slope : {1, 3, 100}) {
+      SCOPED_TRACE(absl::StrCat(budget, " ", slope));
+      int calls = 0;
+      absl::StatusOr<FitResult> fit =
+          FindLargestFit(Search(budget), Curve([=](int64_t v) { return slope * v * v; },
+                                               INT64_MAX, &calls));
+      ASSERT_TRUE(fit.ok()) << fit.status();
+      const FitRow& row = fit->rows[0];
+      // The exact answer: the largest v >= 1 with slope v^2 <= budget.
+      int64_t expected = 0;
+      while (slope * (expected + 1) * (expected + 1) <= budget) ++expected;
+      if (expected == 0) {
+        EXPECT_FALSE(row.largest.has_value());
+        continue;
+      }
+      ASSERT_TRUE(row.largest.has_value());
+      EXPECT_EQ(*row.largest, expected);
+      EXPECT_LE(row.at_largest->device_bytes, budget);
+      ASSERT_TRUE(row.above.has_value());
+      EXPECT_EQ(row.above->value, expected + 1);
+      EXPECT_GT(row.above->device_bytes, budget);
+      EXPECT_FALSE(row.range_ended);
+      // Galloping then bisection: about 2 log2(answer) plans, never a scan.
+      EXPECT_LE(calls, 2 * static_cast<int>(std::log2(static_cast<double>(expected) + 1)) + 4);
+      EXPECT_EQ(row.plans, calls);
+    }
+  }
+}
+
+TEST(FitTest, TheRangeEndsTheSearchAndSaysSo) {
+  absl::StatusOr<FitResult> fit =
+      FindLargestFit(Search(1 << 30), Curve([](int64_t v) { return v; }, /*refuse_above=*/700));
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  const FitRow& row = fit->rows[0];
+  EXPECT_EQ(*row.largest, 700);
+  EXPECT_TRUE(row.range_ended);
+  EXPECT_THAT(row.above->refused, HasSubstr("out of range"));
+  EXPECT_THAT(FitToText(*fit), HasSubstr("n=701 is refused"));
+}
+
+TEST(FitTest, NothingFitsAndTheMaximumFits) {
+  absl::StatusOr<FitResult> none =
+      FindLargestFit(Search(10), Curve([](int64_t v) { return 100 + v; }));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->rows[0].largest.has_value());
+  EXPECT_EQ(none->rows[0].above->value, 1);
+  EXPECT_THAT(FitToJson(*none), HasSubstr("\"given\": null"));
+
+  FitSearch bounded = Search(1000);
+  bounded.max_value = 37;
+  absl::StatusOr<FitResult> all = FindLargestFit(bounded, Curve([](int64_t v) { return v; }));
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*all->rows[0].largest, 37);
+  EXPECT_FALSE(all->rows[0].above.has_value());
+}
+
+TEST(FitTest, OtherErrorsEndTheSearchAndBadSearchesAreRefused) {
+  FitPlanner broken = [](int64_t, const PlanOptions&) -> absl::StatusOr<FitPoint> {
+    return absl::InternalError("the planner broke");
+  };
+  absl::StatusOr<FitResult> fit = FindLargestFit(Search(100), broken);
+  ASSERT_FALSE(fit.ok());
+  EXPECT_EQ(fit.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(fit.status().message()), HasSubstr("--fit n (given)"));
+  EXPECT_EQ(FindLargestFit(Search(-1), broken).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  FitSearch empty = Search(100);
+  empty.cures.clear();
+  EXPECT_EQ(FindLargestFit(empty, broken).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The attention workload: the answer fits and the value above it does not, each planned again
+// from scratch here, for the given and the memory-aware order.
+TEST(FitTest, AttentionAnswerFitsAndTheNextValueDoesNot) {
+  const int64_t budget = int64_t{3} << 30;
+  auto plan_at = [](int64_t n, const PlanOptions& options) -> absl::StatusOr<FitPoint> {
+    absl::StatusOr<graph::WorkloadSpec> spec =
+        graph::ParseWorkloadSpec(absl::StrCat("attention:depth=2,n=", n));
+    if (!spec.ok()) return spec.status();
+    absl::StatusOr<graph::Graph> g = graph::BuildWorkload(*spec);
+    if (!g.ok()) return g.status();
+    absl::StatusOr<Plan> plan = PlanMemory(*g, options);
+    if (!plan.ok()) return plan.status();
+    if (absl::Status s = VerifyPlan(*g, *plan); !s.ok()) return s;
+    FitPoint p;
+    p.arena_bytes = plan->arena_bytes;
+    p.device_bytes = plan->arena_bytes + plan->static_bytes;
+    p.lower_bound_bytes = plan->lower_bound_bytes;
+    return p;
+  };
+  FitSearch search = Search(budget);
+  search.cures[0].options.time_limit_seconds = 0.2;
+  PlanOptions memory_aware = search.cures[0].options;
+  memory_aware.order = OrderKind::kMemoryAware;
+  search.cures.push_back({"memory-aware", memory_aware});
+  absl::StatusOr<FitResult> fit = FindLargestFit(search, plan_at);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  for (const FitRow& row : fit->rows) {
+    SCOPED_TRACE(row.cure);
+    ASSERT_TRUE(row.largest.has_value());
+    const PlanOptions& options =
+        row.cure == "given" ? search.cures[0].options : search.cures[1].options;
+    absl::StatusOr<FitPoint> at = plan_at(*row.largest, options);
+    absl::StatusOr<FitPoint> above = plan_at(*row.largest + 1, options);
+    ASSERT_TRUE(at.ok() && above.ok());
+    EXPECT_LE(at->device_bytes, budget);
+    EXPECT_GT(above->device_bytes, budget);
+    EXPECT_GT(*row.largest, 1000);  // 3 GiB holds a few thousand tokens of fp16 attention
+  }
+  EXPECT_GE(*fit->rows[1].largest, *fit->rows[0].largest);
+}
+
+}  // namespace
+}  // namespace memonger
