@@ -1,0 +1,598 @@
+#include "memonger/recompute.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "graph/rebuild.h"
+#include "graph/shape_inference.h"
+#include "memonger/op_flops.h"
+#include "memonger/schedule.h"
+#include "util/checked_math.h"
+#include "util/status_macros.h"
+
+namespace memonger {
+namespace {
+
+using graph::Graph;
+using graph::kNone;
+using graph::OpId;
+using graph::ValueId;
+using Clock = std::chrono::steady_clock;
+
+bool IsBackward(const graph::Op& op) {
+  return op.is_gradient_op || absl::EndsWith(op.type, "Gradient");
+}
+
+bool WrittenOnce(const Graph& g, ValueId id) {
+  return g.FindVersions(g.value(id).name).size() == 1;
+}
+
+// Everything the evaluation of a choice needs, computed once from the given order.
+class RecomputeModel {
+ public:
+  static absl::StatusOr<RecomputeModel> Build(const Graph& g, const RecomputeOptions& options) {
+    RecomputeModel m;
+    m.g_ = &g;
+    m.n_ = g.num_ops();
+    Schedule given;
+    given.ops = g.TopologicalOrder();
+    MG_ASSIGN_OR_RETURN(m.live_, ComputeLiveness(g, given, options.liveness));
+    m.pos_ = m.live_.schedule.step_of_op;
+    m.backward_.assign(m.n_, false);
+    for (OpId op = 0; op < m.n_; ++op) m.backward_[op] = IsBackward(g.op(op));
+    m.class_bytes_.assign(g.num_values(), 0);
+    for (ValueId root = 0; root < g.num_values(); ++root) {
+      if (!m.live_.planned[root] || m.live_.alias_root[root] != root) continue;
+      const std::optional<int64_t> b =
+          util::CheckedAlignUp(m.live_.class_bytes[root], options.alignment);
+      if (!b.has_value()) return absl::InvalidArgumentError("a value is too large to align");
+      m.class_bytes_[root] = *b;
+      m.roots_.push_back(root);
+    }
+    m.candidates_ = RecomputeCandidates(g, options.liveness);
+    m.is_candidate_.assign(m.n_, false);
+    for (OpId op : m.candidates_) m.is_candidate_[op] = true;
+    return m;
+  }
+
+  const std::vector<OpId>& candidates() const { return candidates_; }
+  bool is_candidate(OpId op) const { return is_candidate_[op]; }
+  const Graph& graph() const { return *g_; }
+  const Liveness& liveness() const { return live_; }
+  int position(OpId op) const { return pos_[op]; }
+  bool backward(OpId op) const { return backward_[op]; }
+
+  // Where each chosen op's clone runs: right before the first step (in the given order) that
+  // reads one of its outputs, a backward op or the clone of a chosen op. -1 for the others.
+  std::vector<int> CloneSteps(const std::vector<bool>& chosen) const {
+    std::vector<int> step(n_, -1);
+    // Reverse forward order: a chosen reader's clone step is known before its producer's.
+    std::vector<OpId> by_position = candidates_;
+    std::sort(by_position.begin(), by_position.end(),
+              [&](OpId a, OpId b) { return pos_[a] > pos_[b]; });
+    for (OpId p : by_position) {
+      if (!chosen[p]) continue;
+      int t = std::numeric_limits<int>::max();
+      for (ValueId v : g_->op(p).outputs) {
+        for (OpId r : g_->value(v).consumers) {
+          if (backward_[r]) t = std::min(t, pos_[r]);
+          else if (chosen[r]) t = std::min(t, step[r]);
+        }
+      }
+      step[p] = t == std::numeric_limits<int>::max() ? n_ : t;
+    }
+    return step;
+  }
+
+  // The lower bound of the rewritten net: the most live bytes at one of its ops. With
+  // `above`, also the bytes above `budget` summed over the ops.
+  int64_t Peak(const std::vector<bool>& chosen, int64_t* above = nullptr,
+               int64_t budget = 0) const {
+    const std::vector<int> clone_step = CloneSteps(chosen);
+    // The rewritten order: before original step s, the clones placed there in forward order.
+    // index_of_step[s]: where original step s lands; clone_index[p]: where p's clone lands.
+    std::vector<int> clones_before(n_ + 1, 0);
+    std::vector<OpId> clones;
+    for (OpId p : candidates_) {
+      if (chosen[p]) {
+        ++clones_before[clone_step[p]];
+        clones.push_back(p);
+      }
+    }
+    std::vector<int> index_of_step(n_ + 1, 0);
+    std::vector<int> next_clone(n_ + 1, 0);
+    int total = 0;
+    for (int s = 0; s <= n_; ++s) {
+      next_clone[s] = total;
+      total += clones_before[s];
+      index_of_step[s] = total;
+      if (s < n_) ++total;
+    }
+    std::sort(clones.begin(), clones.end(), [&](OpId a, OpId b) { return pos_[a] < pos_[b]; });
+    std::vector<int> clone_index(n_, -1);
+    for (OpId p : clones) clone_index[p] = next_clone[clone_step[p]]++;
+
+    std::vector<int64_t> delta(total + 1, 0);
+    auto add = [&](int a, int b, int64_t bytes) {
+      delta[a] += bytes;
+      delta[b + 1] -= bytes;
+    };
+    // Original classes: their own steps, changed below for chosen outputs and clone inputs.
+    std::vector<int> first(g_->num_values(), -1), last(g_->num_values(), -1);
+    for (ValueId root : roots_) {
+      first[root] = index_of_step[live_.lifetime[root].first_step];
+      last[root] = index_of_step[live_.lifetime[root].last_step];
+    }
+    for (OpId p : clones) {
+      const graph::Op& op = g_->op(p);
+      for (ValueId v : op.outputs) {
+        // The original dies after its last forward reader; the copy lives from the clone to
+        // its last backward (or clone) reader.
+        int forward_last = pos_[p];
+        int copy_last = clone_index[p];
+        for (OpId r : g_->value(v).consumers) {
+          if (backward_[r]) {
+            copy_last = std::max(copy_last, index_of_step[pos_[r]]);
+          } else {
+            forward_last = std::max(forward_last, pos_[r]);
+            if (chosen[r]) copy_last = std::max(copy_last, clone_index[r]);
+          }
+        }
+        last[v] = index_of_step[forward_last];
+        add(clone_index[p], copy_last, class_bytes_[v]);
+      }
+      for (ValueId x : op.inputs) {
+        const OpId producer = g_->value(x).producer;
+        if (producer != kNone && chosen[producer]) continue;  // reads the copy
+        if (!live_.planned[x]) continue;
+        const ValueId root = live_.alias_root[x];
+        last[root] = std::max(last[root], clone_index[p]);
+      }
+    }
+    for (ValueId root : roots_) add(first[root], last[root], class_bytes_[root]);
+    int64_t live = 0, peak = 0, excess = 0;
+    for (int i = 0; i < total; ++i) {
+      live += delta[i];
+      peak = std::max(peak, live);
+      if (live > budget) excess += live - budget;
+    }
+    if (above != nullptr) *above = excess;
+    return peak;
+  }
+
+  // Unchooses the ops whose clone nothing would read (no backward reader, no chosen reader):
+  // they would cost FLOPs and hold their inputs to the end for nothing.
+  void DropUnneeded(std::vector<bool>& chosen) const {
+    std::vector<OpId> ops = candidates_;
+    std::sort(ops.begin(), ops.end(),
+              [&](OpId a, OpId b) { return pos_[a] > pos_[b]; });
+    for (OpId p : ops) {
+      if (!chosen[p]) continue;
+      bool needed = false;
+      for (ValueId v : g_->op(p).outputs) {
+        for (OpId r : g_->value(v).consumers) {
+          needed = needed || backward_[r] || chosen[r];
+        }
+      }
+      if (!needed) chosen[p] = false;
+    }
+  }
+
+ private:
+  const Graph* g_ = nullptr;
+  int n_ = 0;
+  Liveness live_;
+  std::vector<int> pos_;
+  std::vector<bool> backward_;
+  std::vector<int64_t> class_bytes_;
+  std::vector<ValueId> roots_;
+  std::vector<OpId> candidates_;
+  std::vector<bool> is_candidate_;
+};
+
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  return a > std::numeric_limits<int64_t>::max() - b ? std::numeric_limits<int64_t>::max()
+                                                      : a + b;
+}
+
+// One choice under evaluation.
+struct Candidate {
+  std::vector<bool> chosen;
+  int64_t peak = 0;
+  int64_t flops = 0;
+};
+
+class Chooser {
+ public:
+  static constexpr int kMoveDepth = 3;
+
+  Chooser(const RecomputeModel& model, Clock::time_point deadline)
+      : m_(model), deadline_(deadline) {
+    const Graph& g = model.graph();
+    for (OpId op : model.candidates()) flops_[op] = OpFlops(g, g.op(op));
+  }
+
+  int64_t Flops(const std::vector<bool>& chosen) const {
+    int64_t total = 0;
+    for (OpId op : m_.candidates()) {
+      if (chosen[op]) total = SaturatingAdd(total, flops_.at(op));
+    }
+    return total;
+  }
+
+  Candidate Evaluate(std::vector<bool> chosen) const {
+    m_.DropUnneeded(chosen);
+    Candidate c;
+    c.peak = m_.Peak(chosen);
+    c.flops = Flops(chosen);
+    c.chosen = std::move(chosen);
+    return c;
+  }
+
+  // Chen's segmenting with segments of `k` candidates: the last of each segment kept.
+  Candidate Segments(int k) const {
+    std::vector<bool> chosen(m_.graph().num_ops(), false);
+    const std::vector<OpId>& cands = m_.candidates();
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if ((i + 1) % static_cast<size_t>(k) != 0 && i + 1 != cands.size()) chosen[cands[i]] = true;
+    }
+    return Evaluate(std::move(chosen));
+  }
+
+  // Greedy towards the budget, then the chosen ops the budget does not need dropped. Each
+  // round takes the move that lowers the peak most per FLOP (or, when none lowers it, the bytes
+  // above the budget summed over the steps); a move is an op with its unchosen candidate
+  // producers up to kMoveDepth levels up, since a chain is worth recomputing only whole (a
+  // clone holds what it reads: recomputing a Relu alone keeps its FC's output instead).
+  Candidate Greedy(int64_t budget) const {
+    std::vector<bool> chosen(m_.graph().num_ops(), false);
+    int64_t above = 0;
+    int64_t peak = m_.Peak(chosen, &above, budget);
+    while (peak > budget && Clock::now() < deadline_) {
+      std::vector<OpId> best_move;
+      double best_score = 0;
+      bool best_lowers_peak = false;
+      for (OpId op : m_.candidates()) {
+        if (chosen[op]) continue;
+        size_t previous_size = 0;
+        for (int depth = 0; depth <= kMoveDepth; ++depth) {
+          const std::vector<OpId> move = Move(op, depth, chosen);
+          if (move.size() == previous_size) break;  // no more producers up there
+          previous_size = move.size();
+          int64_t move_flops = 0;
+          for (OpId x : move) {
+            chosen[x] = true;
+            move_flops = SaturatingAdd(move_flops, flops_.at(x));
+          }
+          int64_t move_above = 0;
+          const int64_t move_peak = m_.Peak(chosen, &move_above, budget);
+          for (OpId x : move) chosen[x] = false;
+          const double cost = static_cast<double>(std::max<int64_t>(move_flops, 1));
+          const bool lowers_peak = move_peak < peak;
+          if (!lowers_peak && move_above >= above) continue;
+          const double score = lowers_peak ? static_cast<double>(peak - move_peak) / cost
+                                           : static_cast<double>(above - move_above) / cost;
+          if ((lowers_peak && !best_lowers_peak) ||
+              (lowers_peak == best_lowers_peak && score > best_score)) {
+            best_move = move;
+            best_score = score;
+            best_lowers_peak = lowers_peak;
+          }
+        }
+      }
+      if (best_move.empty()) break;
+      for (OpId x : best_move) chosen[x] = true;
+      peak = m_.Peak(chosen, &above, budget);
+    }
+    if (peak <= budget) Prune(chosen, budget);
+    return Evaluate(std::move(chosen));
+  }
+
+  // `op` and the unchosen candidates producing its inputs, up to `depth` levels up.
+  std::vector<OpId> Move(OpId op, int depth, const std::vector<bool>& chosen) const {
+    std::vector<OpId> move = {op};
+    std::vector<OpId> frontier = {op};
+    for (int level = 0; level < depth; ++level) {
+      std::vector<OpId> next;
+      for (OpId f : frontier) {
+        for (ValueId x : m_.graph().op(f).inputs) {
+          const OpId p = m_.graph().value(x).producer;
+          if (p == kNone || chosen[p] || !m_.is_candidate(p) ||
+              std::find(move.begin(), move.end(), p) != move.end()) {
+            continue;
+          }
+          move.push_back(p);
+          next.push_back(p);
+        }
+      }
+      frontier = std::move(next);
+    }
+    return move;
+  }
+
+  // Drops chosen ops, most expensive first, while the budget holds.
+  void Prune(std::vector<bool>& chosen, int64_t budget) const {
+    std::vector<OpId> ops;
+    for (OpId op : m_.candidates()) {
+      if (chosen[op]) ops.push_back(op);
+    }
+    std::stable_sort(ops.begin(), ops.end(),
+                     [&](OpId a, OpId b) { return flops_.at(a) > flops_.at(b); });
+    for (OpId op : ops) {
+      chosen[op] = false;
+      if (m_.Peak(chosen) > budget) chosen[op] = true;
+    }
+  }
+
+  // The least FLOPs that fit: depth first over the candidates (most expensive first), each
+  // taken before it is left out, cut where the FLOPs reach the best found. False when the
+  // deadline stopped it.
+  bool Exact(int64_t budget, Candidate& best) const {
+    std::vector<OpId> ops = m_.candidates();
+    std::stable_sort(ops.begin(), ops.end(),
+                     [&](OpId a, OpId b) { return flops_.at(a) > flops_.at(b); });
+    std::vector<bool> chosen(m_.graph().num_ops(), false);
+    bool finished = true;
+    int64_t visited = 0;
+    std::function<void(size_t, int64_t)> search = [&](size_t i, int64_t flops) {
+      if (!finished || i == ops.size()) return;
+      if ((++visited & 255) == 0 && Clock::now() > deadline_) {
+        finished = false;
+        return;
+      }
+      const OpId op = ops[i];
+      const int64_t with = SaturatingAdd(flops, flops_.at(op));
+      if (with < best.flops) {
+        chosen[op] = true;
+        const int64_t peak = m_.Peak(chosen);
+        if (peak <= budget) {
+          best = Candidate{chosen, peak, with};  // cheaper and fits: nothing to add below
+        } else {
+          search(i + 1, with);
+        }
+        chosen[op] = false;
+      }
+      search(i + 1, flops);
+    };
+    search(0, 0);
+    return finished;
+  }
+
+ private:
+  const RecomputeModel& m_;
+  Clock::time_point deadline_;
+  absl::flat_hash_map<OpId, int64_t> flops_;
+};
+
+absl::Status CheckChosen(const RecomputeModel& m, const std::vector<OpId>& ops) {
+  for (OpId op : ops) {
+    if (op < 0 || op >= m.graph().num_ops() || !m.is_candidate(op)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op #", op, op >= 0 && op < m.graph().num_ops() ? " " + m.graph().op(op).Label() : "",
+          " cannot be recomputed (see memonger/recompute.h for which ops can)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::string_view RecomputeName(RecomputeKind kind) {
+  switch (kind) {
+    case RecomputeKind::kNone: return "none";
+    case RecomputeKind::kSqrt: return "sqrt";
+    case RecomputeKind::kAuto: return "auto";
+  }
+  return "none";
+}
+
+absl::StatusOr<RecomputeKind> ParseRecompute(absl::string_view name) {
+  for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSqrt, RecomputeKind::kAuto}) {
+    if (RecomputeName(k) == name) return k;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown recomputation '", name, "' (expected none, sqrt, auto)"));
+}
+
+std::vector<OpId> RecomputeCandidates(const Graph& g, const LivenessOptions& liveness) {
+  // Values overwritten in place, and values in an alias class with another (views).
+  std::vector<bool> overwritten(g.num_values(), false);
+  for (const graph::Value& v : g.values()) {
+    if (v.inplace_of != kNone) overwritten[v.inplace_of] = true;
+  }
+  std::vector<bool> aliased(g.num_values(), false);
+  if (liveness.views) {
+    for (const graph::Op& op : g.ops()) {
+      if (!op.view || op.inputs.empty() || op.outputs.empty()) continue;
+      aliased[op.inputs[0]] = true;
+      aliased[op.outputs[0]] = true;
+    }
+  }
+  absl::flat_hash_set<ValueId> read_after;
+  for (ValueId id : g.outputs()) read_after.insert(id);
+  for (const auto& [param, grad] : g.param_grads()) read_after.insert(grad);
+  std::vector<OpId> out;
+  for (OpId id = 0; id < g.num_ops(); ++id) {
+    const graph::Op& op = g.op(id);
+    if (IsBackward(op) || !op.control_inputs.empty() || op.outputs.empty()) continue;
+    bool ok = true;
+    for (ValueId v : op.outputs) {
+      const graph::Value& value = g.value(v);
+      ok = ok && value.role == graph::Role::kActivation && !read_after.contains(v) &&
+           value.inplace_of == kNone && !overwritten[v] && !aliased[v] && WrittenOnce(g, v);
+    }
+    for (ValueId x : op.inputs) {
+      const graph::Value& value = g.value(x);
+      if (graph::IsStatic(value.role)) continue;
+      ok = ok && !overwritten[x] && !aliased[x] && WrittenOnce(g, x);
+    }
+    if (ok) out.push_back(id);
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> RecomputedLowerBound(const Graph& graph, const std::vector<OpId>& ops,
+                                             const RecomputeOptions& options) {
+  MG_ASSIGN_OR_RETURN(RecomputeModel model, RecomputeModel::Build(graph, options));
+  MG_RETURN_IF_ERROR(CheckChosen(model, ops));
+  std::vector<bool> chosen(graph.num_ops(), false);
+  for (OpId op : ops) chosen[op] = true;
+  model.DropUnneeded(chosen);
+  return model.Peak(chosen);
+}
+
+absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
+                                                    const RecomputeOptions& options) {
+  const auto start = Clock::now();
+  const auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(
+                  std::chrono::duration<double>(std::clamp(options.time_limit_seconds, 0.0, 1e6)));
+  bool any_backward = false;
+  for (const graph::Op& op : graph.ops()) any_backward = any_backward || IsBackward(op);
+  if (!any_backward) {
+    return absl::FailedPreconditionError(
+        "recomputation is for training nets: this net has no backward ops (use --mode training)");
+  }
+  if (options.kind == RecomputeKind::kAuto && options.budget_bytes < 0) {
+    return absl::InvalidArgumentError("--recompute auto needs --budget: the bytes to fit");
+  }
+  MG_ASSIGN_OR_RETURN(RecomputeModel model, RecomputeModel::Build(graph, options));
+  Chooser chooser(model, deadline);
+  RecomputeChoice choice;
+  choice.candidates = static_cast<int>(model.candidates().size());
+  for (const graph::Op& op : graph.ops()) {
+    if (!IsBackward(op)) choice.forward_flops = SaturatingAdd(choice.forward_flops, OpFlops(graph, op));
+  }
+  const Candidate none = chooser.Evaluate(std::vector<bool>(graph.num_ops(), false));
+  choice.original_lower_bound_bytes = none.peak;
+  Candidate best = none;
+  choice.method = "none";
+  const int n = choice.candidates;
+  if (options.kind == RecomputeKind::kSqrt && n > 0) {
+    best = chooser.Segments(static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n)))));
+    choice.method = "sqrt";
+  } else if (options.kind == RecomputeKind::kAuto && none.peak <= options.budget_bytes) {
+    choice.proven_optimal = true;  // nothing to recompute: no FLOPs at all
+  } else if (options.kind == RecomputeKind::kAuto && n > 0) {
+    const int64_t budget = options.budget_bytes;
+    // The portfolio: greedy and Chen's segmenting at every length; the cheapest that fits,
+    // else the lowest peak.
+    auto better = [&](const Candidate& a, const Candidate& b) {
+      const bool a_fits = a.peak <= budget, b_fits = b.peak <= budget;
+      if (a_fits != b_fits) return a_fits;
+      return a_fits ? a.flops < b.flops : a.peak < b.peak;
+    };
+    best = chooser.Greedy(budget);
+    choice.method = "greedy";
+    for (int k = 1; k <= n && Clock::now() < deadline; ++k) {
+      Candidate c = chooser.Segments(k);
+      if (better(c, best)) {
+        best = std::move(c);
+        choice.method = "segments";
+      }
+    }
+    if (n <= options.max_exact_candidates) {
+      Candidate exact = best.peak <= budget ? best : Candidate{{}, 0, INT64_MAX};
+      const bool finished = chooser.Exact(budget, exact);
+      if (exact.flops < best.flops || best.peak > budget) {
+        if (exact.flops != INT64_MAX) {
+          best = std::move(exact);
+          choice.method = "exact";
+        }
+      }
+      choice.proven_optimal = finished;
+    }
+  }
+  for (OpId op : model.candidates()) {
+    if (!best.chosen.empty() && best.chosen[op]) choice.ops.push_back(op);
+  }
+  choice.lower_bound_bytes = best.peak;
+  choice.extra_flops = best.flops;
+  choice.fits = options.kind != RecomputeKind::kAuto || best.peak <= options.budget_bytes;
+  if (choice.ops.empty()) choice.method = "none";
+  return choice;
+}
+
+absl::StatusOr<Graph> ApplyRecomputation(const Graph& graph, const std::vector<OpId>& ops) {
+  RecomputeOptions options;
+  MG_ASSIGN_OR_RETURN(RecomputeModel model, RecomputeModel::Build(graph, options));
+  MG_RETURN_IF_ERROR(CheckChosen(model, ops));
+  if (ops.empty()) return graph;
+  std::vector<bool> chosen(graph.num_ops(), false);
+  for (OpId op : ops) chosen[op] = true;
+  model.DropUnneeded(chosen);
+  std::vector<OpId> kept;
+  for (OpId op : ops) {
+    if (chosen[op]) kept.push_back(op);
+  }
+  if (kept.empty()) return graph;
+  const std::vector<int> clone_step = model.CloneSteps(chosen);
+
+  absl::flat_hash_set<std::string> used;
+  for (const graph::Value& v : graph.values()) used.insert(v.name);
+  for (const graph::Op& op : graph.ops()) used.insert(op.name);
+  auto fresh = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 1; !used.insert(name).second; ++k) name = absl::StrCat(base, "_", k);
+    return name;
+  };
+  // The copy of each output of a chosen op.
+  absl::flat_hash_map<ValueId, std::string> copy;
+  std::vector<OpId> chosen_ops = kept;
+  std::sort(chosen_ops.begin(), chosen_ops.end(),
+            [&](OpId a, OpId b) { return model.position(a) < model.position(b); });
+  for (OpId p : chosen_ops) {
+    for (ValueId v : graph.op(p).outputs) copy[v] = fresh(graph.value(v).name + "_recompute");
+  }
+  auto read_copies = [&](const graph::Op& op, graph::OpSpec& spec) {
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      auto it = copy.find(op.inputs[i]);
+      if (it != copy.end()) spec.inputs[i] = it->second;
+    }
+  };
+
+  graph::GraphBuilder out(graph.name());
+  graph::CopyInterface(graph, out);
+  for (OpId p : chosen_ops) {
+    for (ValueId v : graph.op(p).outputs) {
+      out.Declare(copy[v], graph::DeclarationOf(*graph.value(v).type));
+    }
+  }
+  const std::vector<OpId>& order = model.liveness().schedule.ops;
+  size_t next_clone = 0;
+  std::vector<OpId> by_step = chosen_ops;
+  std::stable_sort(by_step.begin(), by_step.end(),
+                   [&](OpId a, OpId b) { return clone_step[a] < clone_step[b]; });
+  for (int step = 0; step <= static_cast<int>(order.size()); ++step) {
+    while (next_clone < by_step.size() && clone_step[by_step[next_clone]] == step) {
+      const OpId p = by_step[next_clone++];
+      const graph::Op& op = graph.op(p);
+      graph::OpSpec spec = graph::SpecOf(graph, op);
+      if (!spec.name.empty()) spec.name = fresh(spec.name + "_recompute");
+      for (size_t i = 0; i < op.outputs.size(); ++i) spec.outputs[i] = copy[op.outputs[i]];
+      read_copies(op, spec);
+      out.AddOp(std::move(spec));
+    }
+    if (step == static_cast<int>(order.size())) break;
+    const graph::Op& op = graph.op(order[step]);
+    graph::OpSpec spec = graph::SpecOf(graph, op);
+    if (model.backward(order[step])) read_copies(op, spec);
+    out.AddOp(std::move(spec));
+  }
+  MG_ASSIGN_OR_RETURN(Graph result, std::move(out).Build());
+  MG_RETURN_IF_ERROR(graph::InferShapes(result, graph::ShapeBindings{}));
+  return result;
+}
+
+}  // namespace memonger

@@ -1,0 +1,112 @@
+// Recomputation for training (`--recompute sqrt|auto`): forward ops whose outputs the backward
+// pass reads are run a second time just before the backward pass needs them, so that their
+// outputs need not stay live from the forward pass to the backward pass. Memory for compute:
+// the lower bound drops, the FLOPs of the recomputed ops (op_flops.h) are added.
+//
+//   RecomputeOptions options;
+//   options.kind = RecomputeKind::kAuto;
+//   options.budget_bytes = int64_t{24} << 30;   // the lower bound to reach
+//   MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(training, options));
+//   MG_ASSIGN_OR_RETURN(Graph rewritten, ApplyRecomputation(training, choice.ops));
+//   // plan `rewritten` like any net: its given order runs the recomputations in place
+//
+// The rewrite. For each chosen op p, a clone (same type, attributes and kernel; names with
+// `_recompute`) writes fresh copies of p's outputs. A clone reads the clones of chosen ops and
+// the original values of the others; every backward op that read an output of p reads the
+// copy instead; forward readers keep the original. Clones are listed right before the first op
+// that reads their outputs (backward ops or other clones), in forward order, so the rewritten
+// net's given order is the schedule: the original outputs die after their last forward reader,
+// the copies live from the clone to their last backward reader, and the originals a clone reads
+// live until that clone. Same kernels on the same bytes: the gradients are bit-identical (tests).
+//
+// Candidates: forward ops (not gradient ops) without control inputs, some of whose outputs the
+// backward pass reads, whose outputs are activations written once (no graph outputs, parameter
+// gradients, workspaces, in-place writes or values overwritten in place, no view aliasing),
+// and whose inputs are params, constants, graph inputs or such activations written once and
+// never overwritten in place. Other ops are never recomputed: in-place and view chains would
+// need their whole chain recomputed to read the right version.
+//
+// The choice:
+//   sqrt  Chen et al. 2016: the candidates in forward order cut into segments of ceil(sqrt(n));
+//         the last op of each segment is kept (its outputs are the checkpoint), the others are
+//         recomputed. Ignores the budget.
+//   auto  the least extra FLOPs that bring the lower bound within budget_bytes:
+//         - exact, when there are at most max_exact_candidates candidates: a depth-first search
+//           over the candidates (most expensive first), cut where the FLOPs so far reach the
+//           best choice found, proven when it ends;
+//         - otherwise a portfolio: greedy (add the op that lowers the peak most per FLOP, or,
+//           on a plateau, the bytes above the budget summed over the steps; then drop the
+//           chosen ops, most expensive first, that the budget does not need) and Chen's
+//           segmenting at every segment length, the cheapest that fits kept.
+//         When nothing fits, the result says so with the lowest lower bound found (the
+//         smallest budget recomputation reaches).
+//
+// Complexity: one evaluation of a choice is O((values + ops) log ops) on a model of the
+// rewritten net's lifetimes (checked against liveness in the tests); greedy O(candidates^2)
+// evaluations, the segmenting O(candidates) evaluations, the exact search at most
+// 2^candidates, bounded by `time_limit_seconds`.
+//
+// What it does not guarantee: optimality beyond the exact search's size; recomputing an op
+// more than once, or from a checkpoint the backward pass also needs, is not considered
+// (Checkmate's full space).
+#ifndef MEMONGER_MEMONGER_RECOMPUTE_H_
+#define MEMONGER_MEMONGER_RECOMPUTE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "graph/graph.h"
+#include "memonger/liveness.h"
+
+namespace memonger {
+
+enum class RecomputeKind { kNone, kSqrt, kAuto };
+absl::string_view RecomputeName(RecomputeKind kind);  // "none", "sqrt", "auto"
+absl::StatusOr<RecomputeKind> ParseRecompute(absl::string_view name);
+
+struct RecomputeOptions {
+  RecomputeKind kind = RecomputeKind::kAuto;
+  int64_t budget_bytes = -1;  // auto: the lower bound to reach; required
+  int64_t alignment = 256;    // as the plan's
+  LivenessOptions liveness;   // as the plan's
+  double time_limit_seconds = 1;
+  int max_exact_candidates = 24;
+};
+
+struct RecomputeChoice {
+  std::vector<graph::OpId> ops;         // forward ops recomputed, ascending
+  int64_t lower_bound_bytes = 0;        // of the rewritten net
+  int64_t original_lower_bound_bytes = 0;
+  int64_t extra_flops = 0;              // the recomputed ops' FLOPs
+  int64_t forward_flops = 0;            // every forward op's FLOPs
+  int candidates = 0;
+  std::string method;                   // "none", "sqrt", "exact", "greedy", "segments"
+  bool fits = true;                     // auto: lower_bound_bytes <= budget_bytes
+  bool proven_optimal = false;          // auto: no choice fits with fewer FLOPs
+};
+
+// The forward ops that may be recomputed (see the header), ascending.
+std::vector<graph::OpId> RecomputeCandidates(const graph::Graph& graph,
+                                             const LivenessOptions& liveness);
+
+// FailedPrecondition for an untyped graph or one without gradient ops; InvalidArgument for
+// auto without a budget. A choice that does not fit is not an error: `fits` says so.
+absl::StatusOr<RecomputeChoice> ChooseRecomputation(const graph::Graph& graph,
+                                                    const RecomputeOptions& options);
+
+// The lower bound of the net rewritten for `ops` (the model; tests hold it against liveness).
+// InvalidArgument when an op is not a candidate.
+absl::StatusOr<int64_t> RecomputedLowerBound(const graph::Graph& graph,
+                                             const std::vector<graph::OpId>& ops,
+                                             const RecomputeOptions& options);
+
+// The rewritten net (see the header). InvalidArgument when an op is not a candidate.
+absl::StatusOr<graph::Graph> ApplyRecomputation(const graph::Graph& graph,
+                                                const std::vector<graph::OpId>& ops);
+
+}  // namespace memonger
+
+#endif  // MEMONGER_MEMONGER_RECOMPUTE_H_
