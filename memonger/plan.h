@@ -44,6 +44,18 @@ struct OrderSearch {
   std::vector<std::pair<std::string, int64_t>> tried;
 };
 
+// Set when the net was rewritten for recomputation before planning (recompute.h): how, how
+// many forward ops rerun, what that costs, and the lower bound without it.
+struct RecomputeSummary {
+  std::string method;
+  int ops = 0;
+  int candidates = 0;
+  int64_t original_lower_bound_bytes = 0;
+  int64_t extra_flops = 0;
+  int64_t forward_flops = 0;
+  bool proven_optimal = false;
+};
+
 struct Plan {
   std::string model;
   std::string planner;
@@ -69,6 +81,7 @@ struct Plan {
   bool proven_optimal = false;    // the planner proved its objective optimal
 
   std::optional<OrderSearch> order_search;  // set for the memory-aware order
+  std::optional<RecomputeSummary> recompute;  // set for a net rewritten for recomputation
 
   int peak_step = 0;  // the first step with the most live bytes
   // The largest alias classes live at the peak step (their roots), by class bytes descending,

@@ -595,4 +595,35 @@ absl::StatusOr<Graph> ApplyRecomputation(const Graph& graph, const std::vector<O
   return result;
 }
 
+absl::StatusOr<RecomputedPlan> PlanWithRecomputation(const Graph& graph,
+                                                     const PlanOptions& options,
+                                                     RecomputeKind kind, int64_t budget_bytes) {
+  RecomputeOptions recompute;
+  recompute.kind = kind;
+  recompute.budget_bytes = budget_bytes;
+  recompute.alignment = options.alignment;
+  recompute.liveness.views = options.views;
+  recompute.liveness.plan_static = options.plan_static;
+  recompute.time_limit_seconds = options.time_limit_seconds / 2;
+  MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(graph, recompute));
+  if (!choice.fits) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "recomputation cannot bring the lower bound to ", budget_bytes, " bytes: the lowest it "
+        "reached is ", choice.lower_bound_bytes, " bytes (", choice.ops.size(), " of ",
+        choice.candidates, " forward ops rerun); no budget below that fits"));
+  }
+  MG_ASSIGN_OR_RETURN(Graph rewritten, ApplyRecomputation(graph, choice.ops));
+  PlanOptions rest = options;
+  rest.time_limit_seconds = std::max(options.time_limit_seconds / 2, 1e-3);
+  MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(rewritten, rest));
+  plan.recompute = RecomputeSummary{choice.method,
+                                    static_cast<int>(choice.ops.size()),
+                                    choice.candidates,
+                                    choice.original_lower_bound_bytes,
+                                    choice.extra_flops,
+                                    choice.forward_flops,
+                                    choice.proven_optimal};
+  return RecomputedPlan{std::move(rewritten), std::move(plan), std::move(choice)};
+}
+
 }  // namespace memonger

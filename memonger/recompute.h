@@ -60,6 +60,8 @@
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
 #include "memonger/liveness.h"
+#include "memonger/plan.h"
+#include "memonger/planner.h"
 
 namespace memonger {
 
@@ -106,6 +108,19 @@ absl::StatusOr<int64_t> RecomputedLowerBound(const graph::Graph& graph,
 // The rewritten net (see the header). InvalidArgument when an op is not a candidate.
 absl::StatusOr<graph::Graph> ApplyRecomputation(const graph::Graph& graph,
                                                 const std::vector<graph::OpId>& ops);
+
+// Choose, rewrite and plan in one call: the options' alignment, views and static placement
+// are the recomputation's too, and the choice gets half of the time limit. auto aims the lower
+// bound at `budget_bytes`. When auto cannot fit, ResourceExhausted names the lowest lower bound
+// it reached (the smallest budget recomputation could meet).
+struct RecomputedPlan {
+  graph::Graph graph;  // the rewritten net (the input when nothing is recomputed)
+  Plan plan;           // plan.recompute says what was done
+  RecomputeChoice choice;
+};
+absl::StatusOr<RecomputedPlan> PlanWithRecomputation(const graph::Graph& graph,
+                                                     const PlanOptions& options,
+                                                     RecomputeKind kind, int64_t budget_bytes);
 
 }  // namespace memonger
 

@@ -16,13 +16,13 @@ namespace {
 // Plans values of one cure, each at most once.
 class CurePlanner {
  public:
-  CurePlanner(const FitPlanner& plan, const PlanOptions& options, int64_t budget)
-      : plan_(plan), options_(options), budget_(budget) {}
+  CurePlanner(const FitPlanner& plan, const FitCure& cure, int64_t budget)
+      : plan_(plan), cure_(cure), budget_(budget) {}
 
   absl::StatusOr<FitPoint> At(int64_t value) {
     auto it = cache_.find(value);
     if (it != cache_.end()) return it->second;
-    absl::StatusOr<FitPoint> point = plan_(value, options_);
+    absl::StatusOr<FitPoint> point = plan_(value, cure_);
     if (!point.ok()) {
       const absl::StatusCode code = point.status().code();
       if (code != absl::StatusCode::kInvalidArgument && code != absl::StatusCode::kOutOfRange) {
@@ -43,7 +43,7 @@ class CurePlanner {
 
  private:
   const FitPlanner& plan_;
-  const PlanOptions& options_;
+  const FitCure& cure_;
   int64_t budget_;
   std::map<int64_t, FitPoint> cache_;
   int plans_ = 0;
@@ -51,7 +51,7 @@ class CurePlanner {
 
 absl::StatusOr<FitRow> SearchCure(const FitSearch& search, const FitCure& cure,
                                   const FitPlanner& plan) {
-  CurePlanner planner(plan, cure.options, search.budget);
+  CurePlanner planner(plan, cure, search.budget);
   FitRow row;
   row.cure = cure.name;
   MG_ASSIGN_OR_RETURN(FitPoint first, planner.At(search.min_value));

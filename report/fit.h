@@ -1,7 +1,7 @@
 // The largest size that fits (`--fit SYMBOL --budget BYTES`): for one size parameter (a
 // symbolic dim of a model, or a workload key such as `n` or `batch`), the largest value whose
-// plan fits the budget, for each cure: the order as given, and the memory-aware order
-// (memory_order.h).
+// plan fits the budget, for each cure: the order as given, the memory-aware order
+// (memory_order.h), and, for training nets, recomputation (recompute.h).
 //
 //   FitSearch search;
 //   search.symbol = "n";
@@ -39,8 +39,9 @@
 namespace memonger {
 
 struct FitCure {
-  std::string name;     // "given", "memory-aware"
+  std::string name;     // "given", "memory-aware", "recompute"
   PlanOptions options;  // how each value is planned under this cure
+  bool recompute = false;  // recomputation (recompute.h) may rewrite the net to fit
 };
 
 struct FitSearch {
@@ -78,7 +79,7 @@ struct FitResult {
 // Plans `value` under `options`: device, arena and lower-bound bytes. InvalidArgument and
 // OutOfRange errors mean "this value is refused" (recorded, the search goes on); any other error
 // ends the search.
-using FitPlanner = std::function<absl::StatusOr<FitPoint>(int64_t value, const PlanOptions&)>;
+using FitPlanner = std::function<absl::StatusOr<FitPoint>(int64_t value, const FitCure& cure)>;
 
 // InvalidArgument for a budget < 0, an empty range or no cures.
 absl::StatusOr<FitResult> FindLargestFit(const FitSearch& search, const FitPlanner& plan);

@@ -58,6 +58,16 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   j["ops"] = graph.num_ops();
   j["buffers"] = plan.buffers.size();
   j["shared_buffers"] = SharedBufferCount(graph, plan);
+  if (plan.recompute.has_value()) {
+    const RecomputeSummary& r = *plan.recompute;
+    j["recompute"] = {{"method", r.method},
+                      {"ops", r.ops},
+                      {"candidates", r.candidates},
+                      {"original_lower_bound_bytes", r.original_lower_bound_bytes},
+                      {"extra_flops", r.extra_flops},
+                      {"forward_flops", r.forward_flops},
+                      {"proven_optimal", r.proven_optimal}};
+  }
   if (plan.order_search.has_value()) {
     const OrderSearch& search = *plan.order_search;
     Json tried = Json::object();
@@ -150,6 +160,18 @@ std::string PlanToText(const graph::Graph& graph, const Plan& plan) {
                           util::FormatBytes(plan.lower_bound_bytes), ratio, search.method,
                           search.proven_optimal ? "proven lowest" : "not proven lowest",
                           search.seconds);
+  }
+  if (plan.recompute.has_value()) {
+    const RecomputeSummary& r = *plan.recompute;
+    const double percent = r.forward_flops > 0 ? 100.0 * static_cast<double>(r.extra_flops) /
+                                                     static_cast<double>(r.forward_flops)
+                                               : 0.0;
+    absl::StrAppendFormat(&out,
+                          "recompute        %d of %d forward ops rerun (%s%s): +%d FLOPs, %.1f%% "
+                          "of the forward pass; lower bound %s without\n",
+                          r.ops, r.candidates, r.method,
+                          r.proven_optimal ? ", fewest FLOPs proven" : "", r.extra_flops, percent,
+                          util::FormatBytes(r.original_lower_bound_bytes));
   }
   absl::StrAppendFormat(&out, "planning time    %.3f s\n", plan.planning_seconds);
   absl::StrAppendFormat(&out, "buffers          %d (%d shared by several values)\n",

@@ -39,6 +39,7 @@
 #include "report/plan_import.h"
 #include "report/plan_report.h"
 #include "memonger/planner.h"
+#include "memonger/recompute.h"
 #include "memonger/verify_plan.h"
 #include "report/fit.h"
 #include "report/what_if.h"
@@ -79,6 +80,7 @@ struct Flags {
   bool views = false;
   std::string budget;
   std::string fit;  // a dim symbol or workload key: the largest value that fits --budget
+  std::string recompute = "none";  // none, sqrt, auto: rerun forward ops in the backward pass
   std::string plan_json;
   std::string plan_csv;
   std::string plan_in;
@@ -203,7 +205,7 @@ absl::StatusOr<memonger::graph::Graph> MakeGraph(
 // the memory-aware order (report/fit.h). Exit 0 when some value fits, 3 when none does.
 int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
            const std::optional<memonger::graph::WorkloadSpec>& workload,
-           const memonger::PlanOptions& options, int64_t budget) {
+           const memonger::PlanOptions& options, int64_t budget, bool training) {
   memonger::FitSearch search;
   search.symbol = flags.fit;
   search.budget = budget;
@@ -216,10 +218,9 @@ int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
   } else {
     search.cures.front().name = "memory-aware";
   }
-  auto plan_at = [&](int64_t value, const memonger::PlanOptions& o)
-      -> absl::StatusOr<memonger::FitPoint> {
-    MG_ASSIGN_OR_RETURN(memonger::graph::Graph g, MakeGraph(flags, load, workload, value));
-    MG_ASSIGN_OR_RETURN(memonger::Plan plan, memonger::PlanMemory(g, o));
+  if (training) search.cures.push_back({"recompute", options, /*recompute=*/true});
+  auto point_of = [](const memonger::graph::Graph& g,
+                     const memonger::Plan& plan) -> absl::StatusOr<memonger::FitPoint> {
     if (auto s = memonger::VerifyPlan(g, plan); !s.ok()) {
       return absl::InternalError(absl::StrCat("the planner '", plan.planner,
                                               "' produced an invalid plan: ", s.message()));
@@ -229,6 +230,33 @@ int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
     point.device_bytes = plan.arena_bytes + plan.static_bytes;
     point.lower_bound_bytes = plan.lower_bound_bytes;
     return point;
+  };
+  auto plan_at = [&](int64_t value, const memonger::FitCure& cure)
+      -> absl::StatusOr<memonger::FitPoint> {
+    MG_ASSIGN_OR_RETURN(memonger::graph::Graph g, MakeGraph(flags, load, workload, value));
+    MG_ASSIGN_OR_RETURN(memonger::Plan plan, memonger::PlanMemory(g, cure.options));
+    MG_ASSIGN_OR_RETURN(memonger::FitPoint point, point_of(g, plan));
+    if (!cure.recompute || point.device_bytes <= budget) return point;
+    // Recomputation aims the arena at what the weights leave of the budget.
+    const int64_t arena_budget = budget - plan.static_bytes;
+    absl::StatusOr<memonger::RecomputedPlan> recomputed = memonger::PlanWithRecomputation(
+        g, cure.options, memonger::RecomputeKind::kAuto, std::max<int64_t>(arena_budget, 0));
+    if (absl::IsResourceExhausted(recomputed.status())) {
+      // Does not fit: the least it needs is the lowest lower bound recomputation reached.
+      memonger::RecomputeOptions r;
+      r.budget_bytes = std::max<int64_t>(arena_budget, 0);
+      r.alignment = cure.options.alignment;
+      r.liveness.views = cure.options.views;
+      r.liveness.plan_static = cure.options.plan_static;
+      r.time_limit_seconds = cure.options.time_limit_seconds / 2;
+      MG_ASSIGN_OR_RETURN(memonger::RecomputeChoice choice, memonger::ChooseRecomputation(g, r));
+      point.lower_bound_bytes = choice.lower_bound_bytes;
+      point.arena_bytes = choice.lower_bound_bytes;
+      point.device_bytes = choice.lower_bound_bytes + plan.static_bytes;
+      return point;
+    }
+    if (!recomputed.ok()) return recomputed.status();
+    return point_of(recomputed->graph, recomputed->plan);
   };
   absl::StatusOr<memonger::FitResult> fit = memonger::FindLargestFit(search, plan_at);
   if (!fit.ok()) {
@@ -249,7 +277,7 @@ int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
 // After an over-budget plan: what each cure would give, one line each (to stderr, before the
 // exit code 3): a tighter placement of the same order, and the memory-aware order.
 void PrintCures(const memonger::graph::Graph& graph, const memonger::PlanOptions& options,
-                const memonger::Plan& plan, int64_t budget) {
+                const memonger::Plan& plan, int64_t budget, bool recomputed) {
   using memonger::util::FormatBytes;
   auto verdict = [&](int64_t bytes) {
     return bytes <= budget ? absl::StrCat("fits, ", FormatBytes(budget - bytes), " to spare")
@@ -276,6 +304,18 @@ void PrintCures(const memonger::graph::Graph& graph, const memonger::PlanOptions
     } else if (!reordered.ok()) {
       std::cerr << "optimize-net: cure: --order memory-aware: " << reordered.status().message()
                 << "\n";
+    }
+  }
+  if (!recomputed && memonger::graph::HasGradientOps(graph)) {
+    absl::StatusOr<memonger::RecomputedPlan> r =
+        memonger::PlanWithRecomputation(graph, options, memonger::RecomputeKind::kAuto, budget);
+    if (r.ok()) {
+      std::cerr << "optimize-net: cure: --recompute auto: arena "
+                << FormatBytes(r->plan.arena_bytes) << " with " << r->choice.ops.size()
+                << " forward ops rerun, +" << r->choice.extra_flops << " FLOPs ("
+                << verdict(r->plan.arena_bytes) << ")\n";
+    } else {
+      std::cerr << "optimize-net: cure: --recompute auto: " << r.status().message() << "\n";
     }
   }
 }
@@ -377,7 +417,12 @@ int Run(const Flags& flags) {
   if (!graph.ok()) return fail(graph.status());
   auto options = MakePlanOptions(flags, *graph);
   if (!options.ok()) return fail(options.status());
-  if (!flags.fit.empty()) return RunFit(flags, load, workload, *options, budget);
+  const bool training = memonger::graph::HasGradientOps(*graph);
+  if (!flags.fit.empty()) return RunFit(flags, load, workload, *options, budget, training);
+  if (flags.recompute != "none" && !training) {
+    return fail(absl::InvalidArgumentError(
+        "--recompute is for training nets: this net has no backward ops (add --mode training)"));
+  }
   if (!flags.compare.empty() || !flags.variants.empty()) {
     // The what-if report: the workload in each variant, planned and verified, side by side.
     auto variants = memonger::ExpandVariants(*workload, flags.variants, flags.compare);
@@ -391,7 +436,23 @@ int Run(const Flags& flags) {
     return kExitOk;
   }
   absl::StatusOr<memonger::Plan> plan;
-  if (flags.plan_in.empty()) {
+  if (flags.recompute != "none") {
+    // The net is rewritten: everything below (verification, outputs, execution) uses the
+    // rewritten net.
+    auto kind = memonger::ParseRecompute(flags.recompute);
+    if (!kind.ok()) return fail(kind.status());
+    auto recomputed = memonger::PlanWithRecomputation(*graph, *options, *kind, budget);
+    if (!recomputed.ok()) {
+      if (absl::IsResourceExhausted(recomputed.status())) {
+        std::cerr << "optimize-net: the budget is infeasible: " << recomputed.status().message()
+                  << "\n";
+        return kExitOverBudget;
+      }
+      return fail(recomputed.status());
+    }
+    graph = std::move(recomputed->graph);
+    plan = std::move(recomputed->plan);
+  } else if (flags.plan_in.empty()) {
     plan = memonger::PlanMemory(*graph, *options);
     if (options->exact_progress) std::cerr << "\r\033[K" << std::flush;  // clear the progress line
   } else {
@@ -451,7 +512,7 @@ int Run(const Flags& flags) {
               << " (" << plan->arena_bytes << " bytes), "
               << memonger::util::FormatBytes(plan->arena_bytes - budget)
               << " more than the budget of " << memonger::util::FormatBytes(budget) << "\n";
-    PrintCures(*graph, *options, *plan, budget);
+    PrintCures(*graph, *options, *plan, budget, flags.recompute != "none");
     return kExitOverBudget;
   }
   return kExitOk;
@@ -527,6 +588,11 @@ int main(int argc, char** argv) {
   app.add_flag("--views", flags.views,
                "ops marked `view` (Reshape, Squeeze, ...) alias their input instead of copying");
   app.add_option("--budget", flags.budget, "bytes available (80GiB, 512MiB, ...): exit 3 if over");
+  app.add_option("--recompute", flags.recompute,
+                 "training: rerun forward ops in the backward pass to lower the peak: sqrt "
+                 "(Chen's sqrt(n) segments) or auto (the fewest FLOPs that fit --budget)")
+      ->check(CLI::IsMember({"none", "sqrt", "auto"}))
+      ->capture_default_str();
   app.add_option("--fit", flags.fit,
                  "with --budget: the largest value of SYMBOL (a --dim symbol of the model, or a "
                  "workload key such as n or batch) whose plan fits, for the given and the "
@@ -576,6 +642,16 @@ int main(int argc, char** argv) {
   }
   if (!flags.outputs_out.empty() && (flags.execute == "none" || flags.verify)) {
     std::cerr << "optimize-net: --outputs-out needs --execute host or cuda (without --verify)\n";
+    return kExitUsage;
+  }
+  if (flags.recompute == "auto" && flags.budget.empty()) {
+    std::cerr << "optimize-net: --recompute auto needs --budget (the bytes to fit)\n";
+    return kExitUsage;
+  }
+  if (flags.recompute != "none" && (!flags.plan_in.empty() || !flags.fit.empty() ||
+                                    !flags.compare.empty() || !flags.variants.empty())) {
+    std::cerr << "optimize-net: --recompute does not go with --plan-in, --fit, --compare or "
+                 "--variant (--fit tries recomputation by itself)\n";
     return kExitUsage;
   }
   if (!flags.fit.empty() && flags.budget.empty()) {

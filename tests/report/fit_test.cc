@@ -21,7 +21,7 @@ using ::testing::HasSubstr;
 // A planner whose device bytes are `bytes(value)`; values above `refuse_above` are refused.
 FitPlanner Curve(std::function<int64_t(int64_t)> bytes, int64_t refuse_above = INT64_MAX,
                  int* calls = nullptr) {
-  return [=](int64_t value, const PlanOptions&) -> absl::StatusOr<FitPoint> {
+  return [=](int64_t value, const FitCure&) -> absl::StatusOr<FitPoint> {
     if (calls != nullptr) ++*calls;
     if (value > refuse_above) {
       return absl::InvalidArgumentError(absl::StrCat("value ", value, " is out of range"));
@@ -101,7 +101,7 @@ TEST(FitTest, NothingFitsAndTheMaximumFits) {
 }
 
 TEST(FitTest, OtherErrorsEndTheSearchAndBadSearchesAreRefused) {
-  FitPlanner broken = [](int64_t, const PlanOptions&) -> absl::StatusOr<FitPoint> {
+  FitPlanner broken = [](int64_t, const FitCure&) -> absl::StatusOr<FitPoint> {
     return absl::InternalError("the planner broke");
   };
   absl::StatusOr<FitResult> fit = FindLargestFit(Search(100), broken);
@@ -119,7 +119,8 @@ TEST(FitTest, OtherErrorsEndTheSearchAndBadSearchesAreRefused) {
 // from scratch here, for the given and the memory-aware order.
 TEST(FitTest, AttentionAnswerFitsAndTheNextValueDoesNot) {
   const int64_t budget = int64_t{3} << 30;
-  auto plan_at = [](int64_t n, const PlanOptions& options) -> absl::StatusOr<FitPoint> {
+  auto plan_at = [](int64_t n, const FitCure& cure) -> absl::StatusOr<FitPoint> {
+    const PlanOptions& options = cure.options;
     absl::StatusOr<graph::WorkloadSpec> spec =
         graph::ParseWorkloadSpec(absl::StrCat("attention:depth=2,n=", n));
     if (!spec.ok()) return spec.status();
@@ -144,10 +145,9 @@ TEST(FitTest, AttentionAnswerFitsAndTheNextValueDoesNot) {
   for (const FitRow& row : fit->rows) {
     SCOPED_TRACE(row.cure);
     ASSERT_TRUE(row.largest.has_value());
-    const PlanOptions& options =
-        row.cure == "given" ? search.cures[0].options : search.cures[1].options;
-    absl::StatusOr<FitPoint> at = plan_at(*row.largest, options);
-    absl::StatusOr<FitPoint> above = plan_at(*row.largest + 1, options);
+    const FitCure& cure = row.cure == "given" ? search.cures[0] : search.cures[1];
+    absl::StatusOr<FitPoint> at = plan_at(*row.largest, cure);
+    absl::StatusOr<FitPoint> above = plan_at(*row.largest + 1, cure);
     ASSERT_TRUE(at.ok() && above.ok());
     EXPECT_LE(at->device_bytes, budget);
     EXPECT_GT(above->device_bytes, budget);

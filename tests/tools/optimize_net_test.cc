@@ -403,7 +403,7 @@ TEST(OptimizeNetTest, FitFindsTheLargestBatchOfAnOnnxModel) {
     EXPECT_LE(device_bytes(batch), budget);
     EXPECT_GT(device_bytes(batch + 1), budget);
   }
-  EXPECT_FALSE(fit.contains("recompute"));
+  EXPECT_FALSE(fit["largest"].contains("recompute"));  // an inference net
   auto none = RunOptimizeNet("'" + path + "' --fit batch --budget 100");
   EXPECT_EQ(none.exit_code, 3) << none.err;
   EXPECT_THAT(none.out, HasSubstr("none: batch=1 needs"));
@@ -424,6 +424,55 @@ TEST(OptimizeNetTest, OverBudgetSaysWhichCuresFit) {
   EXPECT_THAT(over.err, HasSubstr("cure: no placement of this order fits: its lower bound is"));
   EXPECT_THAT(over.err, HasSubstr("cure: --order memory-aware: arena"));
   EXPECT_THAT(over.err, HasSubstr("fits,"));
+}
+
+// --recompute on a training net: the report, the lower bound it reached, an infeasible budget
+// (exit 3 naming the lowest lower bound reached), the over-budget cure line, --fit's
+// recompute column, and the rewritten net runs to the same loss bytes.
+TEST(OptimizeNetTest, RecomputeReportsFitsAndRunsTheSameOutputs) {
+  const std::string spec = "--workload mlp:layers=8,batch=1024,dim=32,mode=training";
+  auto plain = RunOptimizeNet(spec + " --format json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const int64_t lower_bound = nlohmann::json::parse(plain.out)["lower_bound_bytes"];
+  auto sqrt = RunOptimizeNet(spec + " --recompute sqrt --format json");
+  ASSERT_EQ(sqrt.exit_code, 0) << sqrt.err;
+  const auto sqrt_plan = nlohmann::json::parse(sqrt.out);
+  EXPECT_LT(sqrt_plan["lower_bound_bytes"].get<int64_t>(), lower_bound);
+  EXPECT_EQ(sqrt_plan["recompute"]["method"], "sqrt");
+  EXPECT_GT(sqrt_plan["recompute"]["extra_flops"].get<int64_t>(), 0);
+  const int64_t budget = lower_bound * 8 / 10;
+  auto fits = RunOptimizeNet(absl::StrCat(spec, " --recompute auto --budget ", budget));
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_THAT(fits.out, HasSubstr("forward ops rerun"));
+  auto infeasible = RunOptimizeNet(spec + " --recompute auto --budget 1KiB");
+  EXPECT_EQ(infeasible.exit_code, 3);
+  EXPECT_THAT(infeasible.err, HasSubstr("the budget is infeasible"));
+  EXPECT_THAT(infeasible.err, HasSubstr("the lowest it reached is"));
+  auto over = RunOptimizeNet(absl::StrCat(spec, " --budget ", budget));
+  EXPECT_EQ(over.exit_code, 3);
+  EXPECT_THAT(over.err, HasSubstr("cure: --recompute auto: arena"));
+  auto usage = RunOptimizeNet(spec + " --recompute auto");
+  EXPECT_EQ(usage.exit_code, 2);
+  auto forward = RunOptimizeNet("--workload mlp:layers=3 --recompute sqrt");
+  EXPECT_EQ(forward.exit_code, 1);
+  EXPECT_THAT(forward.err, HasSubstr("training"));
+  // The same loss with and without recomputation.
+  const std::string dir = memonger::testing::TempDir();
+  for (const char* mode : {"none", "sqrt"}) {
+    auto run = RunOptimizeNet(spec + " --recompute " + mode + " --execute host --outputs-out '" +
+                              dir + "/" + mode + "'");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+  }
+  const std::string loss = ReadFile(dir + "/none/loss.npy");
+  EXPECT_FALSE(loss.empty());
+  EXPECT_TRUE(loss == ReadFile(dir + "/sqrt/loss.npy"));
+  // --fit on a training net has a recompute column that reaches at least the given order's.
+  auto fit = RunOptimizeNet("--workload mlp:layers=8,dim=32,mode=training --fit batch --budget "
+                            "2MiB --time-limit 0.2 --format json");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto largest = nlohmann::json::parse(fit.out)["fit"]["largest"];
+  ASSERT_TRUE(largest["recompute"].is_number()) << fit.out;
+  EXPECT_GE(largest["recompute"].get<int64_t>(), largest["given"].get<int64_t>());
 }
 
 TEST(OptimizeNetTest, WhatIfTableAndBudget) {
