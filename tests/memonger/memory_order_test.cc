@@ -313,6 +313,9 @@ TEST(MemoryOrderTest, PlanMemoryPlansTheSearchedOrder) {
     options.alignment = 64;
     options.time_limit_seconds = 1;
     options.planner = seed % 2 == 0 ? PlannerKind::kAuto : PlannerKind::kMemongerDag;
+    // Both execution models: the order is a schedule like any other (memonger-dag under a
+    // parallel executor).
+    options.execution = seed % 3 == 0 ? ExecutionModel::kParallel : ExecutionModel::kSerial;
     absl::StatusOr<Plan> plan = PlanMemory(g, options);
     ASSERT_TRUE(plan.ok()) << plan.status();
     EXPECT_TRUE(VerifyPlan(g, *plan).ok()) << VerifyPlan(g, *plan);
