@@ -31,9 +31,9 @@
 #include "absl/status/statusor.h"
 #include "allocator/arena.h"
 #include "allocator/executor.h"
+#include "graph/graph.h"
 #include "kernels/fp16_census.h"
 #include "kernels/onnx_tensor_data.h"
-#include "graph/graph.h"
 #include "memonger/plan.h"
 
 namespace memonger::alloc {

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "allocator/executor.h"
-#include "kernels/float16.h"
-#include "kernels/cpu/kernels_cpu.h"
 #include "benchmark/benchmark.h"
 #include "graph/graph.h"
+#include "kernels/cpu/kernels_cpu.h"
+#include "kernels/float16.h"
 #include "util/check.h"
 
 namespace memonger::alloc {

@@ -16,9 +16,9 @@
 #include "benchmark/benchmark.h"
 #include "graph/graph.h"
 #include "memonger/liveness.h"
-#include "memonger/sharing/memonger_dag.h"
 #include "memonger/plan.h"
 #include "memonger/schedule.h"
+#include "memonger/sharing/memonger_dag.h"
 #include "memonger/sharing/sharing.h"
 #include "util/check.h"
 

@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kernel.h"
 #include "graph/dtype.h"
 #include "graph/graph.h"
+#include "kernels/kernel.h"
 
 namespace memonger::alloc {
 

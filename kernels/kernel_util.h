@@ -30,10 +30,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "kernels/kernel.h"
-#include "kernels/float16.h"
 #include "graph/dtype.h"
 #include "graph/tensor_type.h"
+#include "kernels/float16.h"
+#include "kernels/kernel.h"
 
 namespace memonger::alloc::kernel_internal {
 

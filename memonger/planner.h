@@ -19,8 +19,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
-#include "memonger/offsets/exact_offsets.h"
 #include "memonger/liveness.h"
+#include "memonger/offsets/exact_offsets.h"
 #include "memonger/plan.h"
 #include "memonger/schedule.h"
 

@@ -9,8 +9,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "memonger/liveness.h"
-#include "report/plan_report.h"
 #include "memonger/schedule.h"
+#include "report/plan_report.h"
 #include "util/checked_math.h"
 #include "util/status_macros.h"
 

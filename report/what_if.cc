@@ -9,10 +9,10 @@
 #include "absl/strings/strip.h"
 #include "graph/dtype.h"
 #include "graph/tensor_type.h"
-#include "workloads/workload_attention.h"
-#include "workloads/workloads.h"
 #include "memonger/verify_plan.h"
 #include "util/status_macros.h"
+#include "workloads/workload_attention.h"
+#include "workloads/workloads.h"
 
 namespace memonger {
 namespace {

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "workloads/workload_spec.h"
 #include "memonger/planner.h"
+#include "workloads/workload_spec.h"
 
 namespace memonger {
 

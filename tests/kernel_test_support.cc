@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "allocator/executor.h"
-#include "kernels/float16.h"
-#include "kernels/cpu/kernels_cpu.h"
 #include "graph/graph.h"
+#include "kernels/cpu/kernels_cpu.h"
+#include "kernels/float16.h"
 
 namespace memonger::testing {
 

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "gtest/gtest.h"
 #include "graph/net_def.h"
+#include "gtest/gtest.h"
 #include "util/status_macros.h"
 
 namespace memonger::testing {

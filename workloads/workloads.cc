@@ -6,11 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "graph/gradient_builder.h"
 #include "graph/net_writer.h"
+#include "util/status_macros.h"
 #include "workloads/workload_attention.h"
 #include "workloads/workload_random.h"
 #include "workloads/workload_randwire.h"
 #include "workloads/workload_resnet.h"
-#include "util/status_macros.h"
 
 namespace memonger::graph {
 namespace {

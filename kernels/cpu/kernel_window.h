@@ -18,8 +18,8 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
-#include "kernels/kernel_util.h"
 #include "graph/tensor_type.h"
+#include "kernels/kernel_util.h"
 
 namespace memonger::alloc::kernel_internal {
 

@@ -28,8 +28,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/kernel_float_io.h"
-#include "kernels/kernel_util.h"
 #include "kernels/cpu/kernels_cpu.h"
+#include "kernels/kernel_util.h"
 #include "util/status_macros.h"
 
 namespace memonger::alloc {

@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/kernel_util.h"
 #include "kernels/cpu/kernels_cpu.h"
+#include "kernels/kernel_util.h"
 #include "util/status_macros.h"
 
 namespace memonger::alloc {

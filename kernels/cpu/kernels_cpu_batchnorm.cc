@@ -40,10 +40,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/cpu/kernel_float_io.h"
-#include "kernels/kernel_util.h"
-#include "kernels/cpu/kernels_cpu.h"
 #include "graph/batch_normalization_mode.h"
+#include "kernels/cpu/kernel_float_io.h"
+#include "kernels/cpu/kernels_cpu.h"
+#include "kernels/kernel_util.h"
 #include "util/status_macros.h"
 
 namespace memonger::alloc {

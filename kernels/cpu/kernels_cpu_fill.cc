@@ -9,8 +9,8 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/kernel_util.h"
 #include "kernels/cpu/kernels_cpu.h"
+#include "kernels/kernel_util.h"
 #include "util/status_macros.h"
 
 namespace memonger::alloc {

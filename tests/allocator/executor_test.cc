@@ -14,16 +14,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "allocator/arena.h"
-#include "kernels/verify_kernels.h"
 #include "gmock/gmock.h"
 #include "graph/model_loader.h"
 #include "graph/shape_inference.h"
-#include "workloads/workloads.h"
 #include "gtest/gtest.h"
+#include "kernels/verify_kernels.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
 #include "tests/random_graphs.h"
 #include "tests/test_support.h"
+#include "workloads/workloads.h"
 
 namespace memonger::alloc {
 namespace {

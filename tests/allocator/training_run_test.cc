@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "workloads/workloads.h"
 #include "gtest/gtest.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
 #include "tests/kernel_test_support.h"
 #include "tests/test_support.h"
 #include "tests/training_support.h"
+#include "workloads/workloads.h"
 
 namespace memonger::testing {
 namespace {

@@ -6,9 +6,9 @@
 #include "gmock/gmock.h"
 #include "graph/model_loader.h"
 #include "graph/shape_inference.h"
-#include "workloads/workloads.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
+#include "workloads/workloads.h"
 
 namespace memonger::graph {
 namespace {

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "kernels/float16.h"
 #include "allocator/host_run.h"
-#include "kernels/cpu/kernels_cpu.h"
 #include "graph/fp16_storage.h"
 #include "graph/shape_inference.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/kernels_cpu.h"
+#include "kernels/float16.h"
 #include "memonger/planner.h"
 #include "tests/kernel_test_support.h"
 #include "tests/test_support.h"

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <string>
 
-#include "kernels/float16.h"
 #include "graph/model_loader.h"
 #include "gtest/gtest.h"
+#include "kernels/float16.h"
 #include "tests/test_support.h"
 
 namespace memonger::alloc {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/float16.h"
 #include "gtest/gtest.h"
+#include "kernels/float16.h"
 
 namespace memonger::alloc {
 namespace {

@@ -3,11 +3,11 @@
 #include <string>
 
 #include "gmock/gmock.h"
-#include "workloads/workloads.h"
 #include "gtest/gtest.h"
 #include "memonger/verify_plan.h"
 #include "tests/random_graphs.h"
 #include "tests/test_support.h"
+#include "workloads/workloads.h"
 
 namespace memonger {
 namespace {

@@ -12,8 +12,8 @@
 #include "graph/model_loader.h"
 #include "graph/shape_inference.h"
 #include "gtest/gtest.h"
-#include "report/plan_ascii.h"
 #include "memonger/planner.h"
+#include "report/plan_ascii.h"
 #include "tests/random_graphs.h"
 #include "tests/test_support.h"
 

@@ -7,9 +7,9 @@
 #include "graph/records.h"
 #include "graph/shape_inference.h"
 #include "gtest/gtest.h"
-#include "report/plan_report.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
+#include "report/plan_report.h"
 #include "tests/test_support.h"
 
 namespace memonger {

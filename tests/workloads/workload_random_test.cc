@@ -15,11 +15,11 @@
 #include "graph/net_def.h"
 #include "graph/shape_inference.h"
 #include "graph/tensor_type.h"
-#include "workloads/workloads.h"
 #include "gtest/gtest.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
 #include "tests/test_support.h"
+#include "workloads/workloads.h"
 
 namespace memonger::graph {
 namespace {

@@ -33,7 +33,6 @@
 #include "graph/gradient_builder.h"
 #include "graph/rebuild.h"
 #include "graph/shape_inference.h"
-#include "workloads/workloads.h"
 #include "gtest/gtest.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
@@ -41,6 +40,7 @@
 #include "tests/test_support.h"
 #include "tests/training_support.h"
 #include "util/status_macros.h"
+#include "workloads/workloads.h"
 
 namespace memonger::testing {
 namespace {

@@ -10,9 +10,9 @@
 
 #include "absl/strings/match.h"
 #include "allocator/executor.h"
-#include "kernels/cpu/kernels_cpu.h"
 #include "graph/graph.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/kernels_cpu.h"
 #include "tests/kernel_test_support.h"
 
 namespace memonger::alloc {

@@ -4,9 +4,9 @@
 
 #include "absl/strings/match.h"
 #include "graph/graph.h"
-#include "workloads/workloads.h"
 #include "gtest/gtest.h"
 #include "tests/kernel_test_support.h"
+#include "workloads/workloads.h"
 
 namespace memonger::alloc {
 namespace {

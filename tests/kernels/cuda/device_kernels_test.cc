@@ -20,12 +20,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "allocator/host_run.h"
+#include "gtest/gtest.h"
 #include "kernels/cpu/kernels_cpu.h"
 #include "kernels/cuda/kernels_device.h"
-#include "workloads/workloads.h"
-#include "gtest/gtest.h"
 #include "memonger/planner.h"
 #include "tests/kernel_test_support.h"
+#include "workloads/workloads.h"
 
 namespace memonger::testing {
 namespace {
