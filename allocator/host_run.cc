@@ -86,6 +86,7 @@ absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan
   const auto start = std::chrono::steady_clock::now();
   if (target.kernels != nullptr) {
     MG_RETURN_IF_ERROR(executor.Run(*target.kernels));
+    if (target.finish) MG_RETURN_IF_ERROR(target.finish());
   } else {
     KernelTable kernels = MakeCpuKernelTable();
     if (options.fp16_census != nullptr) {

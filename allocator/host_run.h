@@ -24,6 +24,7 @@
 #define MEMONGER_ALLOCATOR_HOST_RUN_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ absl::StatusOr<HostRunReport> RunOnHost(const graph::Graph& graph, const Plan& p
 struct NetRunTarget {
   Device device = Device::kHost;
   const KernelTable* kernels = nullptr;  // null: the CPU kernels (kHost only)
+  // Called after the last step, before the outputs are read: the CUDA kernels' one wait for
+  // the device (CudaKernels::synchronize). Null: nothing to wait for.
+  std::function<absl::Status()> finish;
 };
 
 // RunOnHost on `target`. The float16 census reads host memory: InvalidArgument when it is asked

@@ -40,6 +40,11 @@ struct KernelArgs {
 };
 using Kernel = std::function<absl::Status(const KernelArgs&)>;
 
+// Why an op's kernel cannot run inside a captured CUDA graph, decided from the op and its types
+// alone: it reads device data on the host (a synchronisation and a host-side decision), say.
+// "" when it can.
+using CaptureCheck = std::function<std::string(const graph::Graph&, const graph::Op&)>;
+
 // Op type -> kernel. Built once by the caller, immutable afterwards (no global registry).
 class KernelTable {
  public:
@@ -53,8 +58,15 @@ class KernelTable {
   KernelTable With(absl::string_view op_type, Kernel kernel) &&;
   int size() const { return static_cast<int>(kernels_.size()); }
 
+  // This table with a capture check for `op_type` (see CaptureCheck).
+  KernelTable WithCaptureCheck(absl::string_view op_type, CaptureCheck check) &&;
+  // Why `op` cannot be captured in a CUDA graph with this table's kernels: no kernel for its
+  // type, or its capture check's reason; "" when it can.
+  std::string CaptureBlocker(const graph::Graph& graph, const graph::Op& op) const;
+
  private:
   absl::flat_hash_map<std::string, Kernel> kernels_;
+  absl::flat_hash_map<std::string, CaptureCheck> capture_checks_;
 };
 
 }  // namespace memonger::alloc

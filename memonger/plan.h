@@ -56,6 +56,17 @@ struct RecomputeSummary {
   bool proven_optimal = false;
 };
 
+// Which runs of steps a CUDA graph can capture (allocator/graphable.h): the sections, inclusive
+// step ranges, and the steps between them with the reason each cannot be captured.
+struct GraphableSections {
+  struct Boundary {
+    int step = 0;
+    std::string reason;
+  };
+  std::vector<std::pair<int, int>> sections;  // [first_step, last_step]
+  std::vector<Boundary> boundaries;
+};
+
 struct Plan {
   std::string model;
   std::string planner;
@@ -82,6 +93,7 @@ struct Plan {
 
   std::optional<OrderSearch> order_search;  // set for the memory-aware order
   std::optional<RecomputeSummary> recompute;  // set for a net rewritten for recomputation
+  std::optional<GraphableSections> graphable;  // set by whoever analysed CUDA capture
 
   int peak_step = 0;  // the first step with the most live bytes
   // The largest alias classes live at the peak step (their roots), by class bytes descending,

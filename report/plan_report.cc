@@ -1,5 +1,7 @@
 #include "report/plan_report.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/container/flat_hash_set.h"
@@ -58,6 +60,18 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   j["ops"] = graph.num_ops();
   j["buffers"] = plan.buffers.size();
   j["shared_buffers"] = SharedBufferCount(graph, plan);
+  if (plan.graphable.has_value()) {
+    Json sections = Json::array();
+    for (const auto& [first, last] : plan.graphable->sections) sections.push_back({first, last});
+    Json boundaries = Json::array();
+    for (const GraphableSections::Boundary& b : plan.graphable->boundaries) {
+      boundaries.push_back({{"step", b.step},
+                            {"op", graph.op(plan.steps[b.step].op).name},
+                            {"type", graph.op(plan.steps[b.step].op).type},
+                            {"reason", b.reason}});
+    }
+    j["graphable"] = {{"sections", sections}, {"boundaries", boundaries}};
+  }
   if (plan.recompute.has_value()) {
     const RecomputeSummary& r = *plan.recompute;
     j["recompute"] = {{"method", r.method},
@@ -172,6 +186,32 @@ std::string PlanToText(const graph::Graph& graph, const Plan& plan) {
                           r.ops, r.candidates, r.method,
                           r.proven_optimal ? ", fewest FLOPs proven" : "", r.extra_flops, percent,
                           util::FormatBytes(r.original_lower_bound_bytes));
+  }
+  if (plan.graphable.has_value()) {
+    const GraphableSections& g = *plan.graphable;
+    int covered = 0, longest = 0, longest_first = 0;
+    for (const auto& [first, last] : g.sections) {
+      covered += last - first + 1;
+      if (last - first + 1 > longest) {
+        longest = last - first + 1;
+        longest_first = first;
+      }
+    }
+    absl::StrAppendFormat(&out,
+                          "cuda graphs      %d section(s) cover %d of %d steps (longest: steps "
+                          "%d-%d); %d step(s) between\n",
+                          g.sections.size(), covered, plan.steps.size(), longest_first,
+                          longest_first + std::max(longest - 1, 0), g.boundaries.size());
+    constexpr size_t kShown = 3;
+    for (size_t i = 0; i < g.boundaries.size() && i < kShown; ++i) {
+      const graph::Op& op = graph.op(plan.steps[g.boundaries[i].step].op);
+      absl::StrAppendFormat(&out, "  step %d, %s '%s': %s\n", g.boundaries[i].step, op.type,
+                            op.name, g.boundaries[i].reason);
+    }
+    if (g.boundaries.size() > kShown) {
+      absl::StrAppendFormat(&out, "  ... %d more (--format json lists them)\n",
+                            g.boundaries.size() - kShown);
+    }
   }
   absl::StrAppendFormat(&out, "planning time    %.3f s\n", plan.planning_seconds);
   absl::StrAppendFormat(&out, "buffers          %d (%d shared by several values)\n",

@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "allocator/arena.h"
 #include "allocator/executor.h"
+#include "allocator/graphable.h"
 #include "allocator/host_run.h"
 #include "graph/fp16_storage.h"
 #include "graph/gradient_builder.h"
@@ -81,6 +82,7 @@ struct Flags {
   std::string budget;
   std::string fit;  // a dim symbol or workload key: the largest value that fits --budget
   std::string recompute = "none";  // none, sqrt, auto: rerun forward ops in the backward pass
+  bool cuda_graphs = false;  // report the graphable sections (also with --execute cuda)
   std::string plan_json;
   std::string plan_csv;
   std::string plan_in;
@@ -343,11 +345,16 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::G
   options.keep_outputs = false;
   alloc::Fp16Census census(graph);  // what every Cast to float16 lost, per value (host only)
   alloc::NetRunTarget target;
-  alloc::KernelTable cuda_kernels;
+  alloc::CudaKernels cuda_kernels;
   if (cuda) {
-    MG_ASSIGN_OR_RETURN(cuda_kernels, alloc::MakeCudaKernelTable());
+    // Scratch and cuBLAS workspace in one allocation before the first step; one stream; one
+    // wait after the last step.
+    alloc::CudaKernelOptions cuda_options;
+    cuda_options.scratch_bytes = alloc::DeviceScratchBytes(graph);
+    MG_ASSIGN_OR_RETURN(cuda_kernels, alloc::MakeCudaKernels(cuda_options));
     target.device = alloc::Device::kCuda;
-    target.kernels = &cuda_kernels;
+    target.kernels = &cuda_kernels.table;
+    target.finish = cuda_kernels.synchronize;
   } else {
     options.fp16_census = &census;
   }
@@ -463,6 +470,12 @@ int Run(const Flags& flags) {
     plan = memonger::PlanFromJson(*graph, text.str(), flags.plan_in);
   }
   if (!plan.ok()) return fail(plan.status());
+  if (flags.cuda_graphs || flags.execute == "cuda") {
+    // Which steps a CUDA graph could capture with the device kernels (the table made on the
+    // host has the same ops and checks as the CUDA one).
+    plan->graphable = memonger::alloc::FindGraphableSections(
+        *graph, *plan, memonger::alloc::MakeDeviceKernelTableOnHost());
+  }
   // Every plan is checked by the independent verifier before anyone sees it.
   if (auto s = memonger::VerifyPlan(*graph, *plan); !s.ok()) {
     if (!flags.plan_in.empty()) {
@@ -593,6 +606,9 @@ int main(int argc, char** argv) {
                  "(Chen's sqrt(n) segments) or auto (the fewest FLOPs that fit --budget)")
       ->check(CLI::IsMember({"none", "sqrt", "auto"}))
       ->capture_default_str();
+  app.add_flag("--cuda-graphs", flags.cuda_graphs,
+               "report the runs of steps a CUDA graph could capture with the device kernels, "
+               "and why each step between them cannot be (also with --execute cuda)");
   app.add_option("--fit", flags.fit,
                  "with --budget: the largest value of SYMBOL (a --dim symbol of the model, or a "
                  "workload key such as n or batch) whose plan fits, for the given and the "

@@ -6,7 +6,9 @@
 #ifndef MEMONGER_KERNELS_CUDA_DEVICE_KERNEL_UTIL_H_
 #define MEMONGER_KERNELS_CUDA_DEVICE_KERNEL_UTIL_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,6 +22,54 @@
 namespace memonger::alloc::device {
 
 using kernel_internal::Dims;
+
+// Kernel scratch from one block fixed before the first step, so that no kernel allocates while
+// a net runs (nothing a CUDA graph could not capture). A request takes the next bytes (offsets
+// aligned to 256); releasing the last live request gives its bytes back, and with them every
+// earlier request already released (kernels hold scratch for one call, nested). A request that
+// does not fit is ResourceExhausted with both sizes, never a fresh allocation.
+class ScratchPool {
+ public:
+  ScratchPool(std::byte* base, int64_t bytes)
+      : base_(base), size_(bytes), state_(std::make_shared<State>()) {}
+
+  absl::StatusOr<std::shared_ptr<void>> Take(int64_t bytes) const {
+    State& s = *state_;
+    const int64_t offset = (s.top + 255) / 256 * 256;
+    if (bytes < 0 || offset > size_ || bytes > size_ - offset) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "kernel scratch of ", bytes, " bytes does not fit the ", size_, "-byte scratch block ",
+          "(", s.top, " bytes in use); the block is sized before the first step: "
+          "DeviceScratchBytes(graph) gives what a net needs"));
+    }
+    s.live.push_back({s.top, offset + bytes, true});
+    s.top = offset + bytes;
+    const size_t index = s.live.size() - 1;
+    std::shared_ptr<State> state = state_;
+    return std::shared_ptr<void>(base_ + offset, [state, index](void*) {
+      state->live[index].in_use = false;
+      while (!state->live.empty() && !state->live.back().in_use) {
+        state->top = state->live.back().previous_top;
+        state->live.pop_back();
+      }
+    });
+  }
+  int64_t size() const { return size_; }
+
+ private:
+  struct Request {
+    int64_t previous_top;
+    int64_t end;
+    bool in_use;
+  };
+  struct State {
+    int64_t top = 0;
+    std::vector<Request> live;
+  };
+  std::byte* base_;
+  int64_t size_;
+  std::shared_ptr<State> state_;
+};
 
 // float32, float16 or bfloat16; Unimplemented naming the op otherwise.
 inline absl::StatusOr<FloatType> FloatTypeOf(const KernelArgs& args, const graph::TensorType& t) {

@@ -58,7 +58,19 @@ KernelTable MakeDeviceKernelTable(std::shared_ptr<const Backend> backend) {
       return inner(args);
     };
   }
-  return KernelTable(std::move(kernels));
+  // The kernels that copy device data to the host (Backend::ToHost) wait for the device there:
+  // no CUDA graph can hold them.
+  auto labels = [](const graph::Graph&, const graph::Op&) {
+    return std::string("reads its labels on the host to check their range (a synchronisation)");
+  };
+  return KernelTable(std::move(kernels))
+      .WithCaptureCheck("LabelCrossEntropy", labels)
+      .WithCaptureCheck("LabelCrossEntropyGradient", labels)
+      .WithCaptureCheck("ReduceSum", [](const graph::Graph&, const graph::Op& op) {
+        return op.inputs.size() == 2
+                   ? std::string("reads its axes input on the host (a synchronisation)")
+                   : std::string();
+      });
 }
 
 }  // namespace memonger::alloc::device

@@ -6,6 +6,8 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/device_kernels.h"
@@ -20,6 +22,16 @@ using device::StoreFloat;
 
 class HostBackend {
  public:
+  // scratch_bytes < 0: scratch from the heap as asked; else from one block of that size.
+  explicit HostBackend(int64_t scratch_bytes) {
+    if (scratch_bytes >= 0) {
+      block_.resize(static_cast<size_t>(scratch_bytes));
+      pool_.emplace(block_.data(), scratch_bytes);
+    }
+  }
+  HostBackend(const HostBackend&) = delete;
+  HostBackend& operator=(const HostBackend&) = delete;
+
   Device device() const { return Device::kHost; }
 
   // In reverse index order: a body that read what a lower index wrote in the same launch (a
@@ -95,25 +107,41 @@ class HostBackend {
     return Copy(host_dst, src, bytes);
   }
   absl::StatusOr<std::shared_ptr<void>> Scratch(int64_t bytes) const {
-    auto buffer = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+    if (pool_.has_value()) return pool_->Take(bytes);
+    auto buffer = std::make_shared<std::vector<std::byte>>(
+        static_cast<size_t>(std::max<int64_t>(bytes, 1)));
     return std::shared_ptr<void>(buffer, buffer->data());
   }
+
+ private:
+  std::vector<std::byte> block_;
+  std::optional<device::ScratchPool> pool_;
 };
 
 }  // namespace
 
 KernelTable MakeDeviceKernelTableOnHost() {
-  return device::MakeDeviceKernelTable(std::make_shared<const HostBackend>());
+  return device::MakeDeviceKernelTable(std::make_shared<const HostBackend>(-1));
+}
+
+KernelTable MakeDeviceKernelTableOnHost(int64_t scratch_bytes) {
+  return device::MakeDeviceKernelTable(
+      std::make_shared<const HostBackend>(std::max<int64_t>(scratch_bytes, 0)));
 }
 
 }  // namespace memonger::alloc
 
 #ifndef MEMONGER_HAVE_CUDA
 namespace memonger::alloc {
-absl::StatusOr<KernelTable> MakeCudaKernelTable() {
+absl::StatusOr<CudaKernels> MakeCudaKernels(const CudaKernelOptions&) {
   return absl::FailedPreconditionError(
       "the CUDA kernels are not available: memonger was built without CUDA (no CUDA compiler "
       "found at configure time)");
+}
+
+absl::StatusOr<KernelTable> MakeCudaKernelTable() {
+  MG_ASSIGN_OR_RETURN(CudaKernels kernels, MakeCudaKernels(CudaKernelOptions{}));
+  return std::move(kernels.table);
 }
 }  // namespace memonger::alloc
 #endif

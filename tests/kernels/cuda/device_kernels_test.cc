@@ -22,6 +22,7 @@
 #include "allocator/host_run.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/kernels_cpu.h"
+#include "kernels/cuda/device_kernel_util.h"
 #include "kernels/cuda/kernels_device.h"
 #include "memonger/planner.h"
 #include "tests/kernel_test_support.h"
@@ -206,6 +207,56 @@ TEST(DeviceWorkloads, RandomTrainingNetsMatchCpuKernels) {
                                                                                    : 1e-4;
     ExpectMatchesCpu(spec, tolerance, OnHost(&device), /*also_unshared=*/true);
   }
+}
+
+// The scratch block the CUDA kernels allocate before the first step: DeviceScratchBytes(graph)
+// is enough for every net here (the host backend takes its scratch from a block of exactly that
+// size, as the CUDA backend does, and the outputs still match the CPU kernels; an upper bound,
+// since a MatMulGradient asks only when it sums over a broadcast batch), and the kernels really
+// take their scratch from the block: with none, the run fails naming it.
+TEST(DeviceScratch, TheBlockSizedForANetIsEnoughAndNeeded) {
+  int needed_somewhere = 0;
+  for (const char* spec :
+       {"attention:n=15,batch=2,dim=16,heads=2,depth=2,mlp=32,kernel=math,mode=training",
+        "attention:n=15,batch=2,dim=16,heads=2,depth=2,mlp=32,kernel=efficient,mode=training",
+        "random:ops=80,seed=3,width=16,mode=training", "mlp:layers=3,mode=training"}) {
+    SCOPED_TRACE(spec);
+    absl::StatusOr<graph::Graph> g = Workload(spec);
+    ASSERT_TRUE(g.ok()) << g.status();
+    const int64_t bytes = alloc::DeviceScratchBytes(*g);
+    const alloc::KernelTable pooled = alloc::MakeDeviceKernelTableOnHost(bytes);
+    ExpectMatchesCpu(spec, 1e-4, OnHost(&pooled), /*also_unshared=*/false);
+    if (bytes == 0) continue;
+    ++needed_somewhere;
+    const alloc::KernelTable none = alloc::MakeDeviceKernelTableOnHost(0);
+    absl::StatusOr<alloc::HostRunReport> run =
+        PlanAndRun(*g, PlannerKind::kAuto, true, OnHost(&none), 8);
+    ASSERT_FALSE(run.ok());
+    EXPECT_EQ(run.status().code(), absl::StatusCode::kResourceExhausted) << run.status();
+    EXPECT_NE(run.status().message().find("scratch block"), std::string::npos);
+  }
+  EXPECT_GE(needed_somewhere, 2);  // MatMulGradient and LayerNormalizationGradient ask for some
+}
+
+TEST(DeviceScratch, PoolReusesReleasedBytesInOrder) {
+  std::vector<std::byte> block(4096);
+  const alloc::device::ScratchPool pool(block.data(), 4096);
+  absl::StatusOr<std::shared_ptr<void>> a = pool.Take(1000);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->get(), block.data());
+  absl::StatusOr<std::shared_ptr<void>> b = pool.Take(1000);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->get(), block.data() + 1024);  // 256-byte aligned
+  EXPECT_EQ(pool.Take(3000).status().code(), absl::StatusCode::kResourceExhausted);
+  a->reset();  // released out of order: its bytes stay taken while b lives
+  absl::StatusOr<std::shared_ptr<void>> c = pool.Take(100);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->get(), block.data() + 2048);
+  c->reset();
+  b->reset();  // now everything is free again
+  absl::StatusOr<std::shared_ptr<void>> d = pool.Take(4096);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->get(), block.data());
 }
 
 TEST(DeviceWorkloads, MlpTrainingMatchesCpuKernelsOnTheGpu) {
