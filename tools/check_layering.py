@@ -6,7 +6,12 @@ Each top-level folder is one layer and may include only the layers listed for it
 subfolder (memonger/sharing/, kernels/cpu/, ...) never includes a sibling subfolder, and the
 layer's top files include a subfolder only where ENTRY_POINTS says so (the registry that
 dispatches to the planners, the loader that dispatches to the ONNX importer). A header named
-*_internal.h is included only from its own folder. Every included project header must exist.
+*_internal.h is included only from its own folder. Every included project header must exist,
+is included with quotes (not <...>) by its path from the root (not ../ or ./), and lives in a
+known folder: a new top-level folder with sources must be added to LAYERS first.
+
+Only direct includes are checked: a header may pass on what it includes (memonger/planner.h
+includes memonger/offsets/exact_offsets.h, and the sharing planners include planner.h).
 
   tools/check_layering.py [--root DIR]   exit 0 when the tree follows the rules, else 1 with
                                          one line per offending #include
@@ -39,8 +44,9 @@ ENTRY_POINTS = {
     'graph/model_loader.cc': {'graph/onnx'},
 }
 GENERATED = {'proto/memonger.pb.h'}
-SOURCE_SUFFIXES = ('.h', '.cc', '.cu')
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+SOURCE_SUFFIXES = ('.h', '.cc', '.cu', '.hpp', '.cuh', '.inc')
+INCLUDE = re.compile(r'^\s*#\s*include\s+(["<])([^">]+)[">]', re.M)
+SKIPPED_DIRS = {'.git', 'cmake', 'docs'}
 
 
 def subfolder(path):
@@ -49,10 +55,23 @@ def subfolder(path):
     return '/'.join(parts[:2]) if len(parts) > 2 else None
 
 
-def check_include(src, header, root):
+def is_project_path(header, root):
+    return os.path.isdir(os.path.join(root, header.split('/')[0]))
+
+
+def check_include(src, header, root, quoted=True):
     """The reason `src` may not include `header`, or None."""
+    if header.startswith(('../', './')):
+        return 'use the path from the project root, not a relative one'
     layer = src.split('/')[0]
     target = header.split('/')[0]
+    if not quoted:
+        if target in LAYERS or target in CLIENTS:
+            return 'a project header is included with quotes, not <...>'
+        return None
+    if target not in LAYERS and target not in CLIENTS and is_project_path(header, root) \
+            and header not in GENERATED:
+        return f'{target}/ is not a known layer (add it to LAYERS in tools/check_layering.py)'
     if header.endswith('_internal.h') and os.path.dirname(header) != os.path.dirname(src):
         return f'{header} is internal to {os.path.dirname(header)}/'
 
@@ -81,9 +100,27 @@ def check_include(src, header, root):
     return None
 
 
+def source_folders(root):
+    """Every top-level folder holding sources, known or not (build trees left out)."""
+    folders = []
+    for name in sorted(os.listdir(root)):
+        path = os.path.join(root, name)
+        if not os.path.isdir(path) or name in SKIPPED_DIRS or name.startswith(('build', '.')):
+            continue
+        for _, _, filenames in os.walk(path):
+            if any(f.endswith(SOURCE_SUFFIXES) for f in filenames):
+                folders.append(name)
+                break
+    return folders
+
+
 def check_tree(root):
     errors = []
-    for top in sorted(set(LAYERS) | CLIENTS):
+    for top in source_folders(root):
+        if top not in LAYERS and top not in CLIENTS:
+            errors.append(f'{top}/: sources in a folder that is not a known layer '
+                          '(add it to LAYERS in tools/check_layering.py)')
+            continue
         for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
             dirnames.sort()
             for name in sorted(filenames):
@@ -94,10 +131,13 @@ def check_tree(root):
                 with open(path, encoding='utf-8', errors='replace') as f:
                     text = f.read()
                 for match in INCLUDE.finditer(text):
-                    reason = check_include(src, match.group(1), root)
+                    quoted = match.group(1) == '"'
+                    header = match.group(2)
+                    reason = check_include(src, header, root, quoted)
                     if reason:
                         line = text.count('\n', 0, match.start()) + 1
-                        errors.append(f'{src}:{line}: #include "{match.group(1)}": {reason}')
+                        shown = f'"{header}"' if quoted else f'<{header}>'
+                        errors.append(f'{src}:{line}: #include {shown}: {reason}')
     return errors
 
 
@@ -117,6 +157,11 @@ def self_test():
         'graph/onnx/x_internal.h': '',
         'graph/onnx/x.cc': '#include "graph/onnx/x_internal.h"\n',
         'graph/loader.cc': '#include "graph/onnx/x_internal.h"\n',         # internal header
+        'memonger/planner.cc': '#include "memonger/sharing/s.h"\n',         # entry point: fine
+        'bench/b.cc': '#include "tests/helper.h"\n',                        # client -> tests
+        'kernels/rel.cc': '#include "../graph/g.h"\n',                      # relative path
+        'kernels/angle.cc': '#include <report/r.h>\n',                      # angle brackets
+        'newlayer/n.cc': '#include "util/a.h"\n',                           # unknown folder
         'tests/helper.h': '',
     }
     with tempfile.TemporaryDirectory() as root:
@@ -126,7 +171,8 @@ def self_test():
                 f.write(text)
         errors = check_tree(root)
     expected = ['memonger/offsets/o.h', 'kernels/k.h', 'graph/bad.h', 'memonger/core.h',
-                'allocator/x.cc', 'graph/loader.cc']
+                'allocator/x.cc', 'graph/loader.cc', 'bench/b.cc', 'kernels/rel.cc',
+                'kernels/angle.cc', 'newlayer/']
     found = sorted(e.split(':')[0] for e in errors)
     if found != sorted(expected):
         print('self-test: expected errors in', sorted(expected), 'got:', *errors, sep='\n  ')

@@ -263,5 +263,19 @@ TEST(ExactSharingTest, BeyondTheSearchSizeGivesTheIncumbent) {
   EXPECT_LE(r->lower_bound, r->cost);
 }
 
+// The search itself (PlanExactSharing, below PlanMemory): proven optimal, and the same groups
+// twice. The typed suite (sharing_planners_test.cc) checks determinism through PlanMemory.
+TEST(ExactSharingTest, SearchIsProvenAndDeterministic) {
+  std::mt19937 rng(9);
+  const std::vector<SharingItem> items =
+      RandomItems(rng, 30, /*max_start=*/30, /*max_length=*/6, /*max_bytes=*/100, false);
+  absl::StatusOr<ExactSharingResult> a = PlanExactSharing(items, 30);
+  absl::StatusOr<ExactSharingResult> b = PlanExactSharing(items, 30);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a->proven_optimal);
+  EXPECT_EQ(a->groups, b->groups);
+  EXPECT_EQ(a->cost, b->cost);
+}
+
 }  // namespace
 }  // namespace memonger

@@ -24,11 +24,13 @@ using ::testing::HasSubstr;
 
 // Each planner: its kind, whether it refuses the parallel execution model, and the largest
 // random graph its tests use (memonger's DP is exponential in the number of overlapping values).
-template <PlannerKind kind, bool refuses_parallel, int max_ops = 40>
+// kDeterminismOps: the graph size of the determinism check (searches that finish there).
+template <PlannerKind kind, bool refuses_parallel, int max_ops = 40, int determinism_ops = 200>
 struct SharingPlanner {
   static constexpr PlannerKind kPlanner = kind;
   static constexpr bool kRefusesParallel = refuses_parallel;
   static constexpr int kMaxOps = max_ops;
+  static constexpr int kDeterminismOps = determinism_ops;
   static std::string Name() {  // memonger_dag: a valid test name
     std::string name(PlannerName(kind));
     std::replace(name.begin(), name.end(), '-', '_');
@@ -38,16 +40,17 @@ struct SharingPlanner {
 using None = SharingPlanner<PlannerKind::kNone, false>;
 using MemongerDag = SharingPlanner<PlannerKind::kMemongerDag, false>;
 using MemongerGreedy = SharingPlanner<PlannerKind::kMemongerGreedy, true>;
-using MemongerDp = SharingPlanner<PlannerKind::kMemongerDp, true, 20>;
-using ExactSharing = SharingPlanner<PlannerKind::kExactSharing, true>;
+using MemongerDp = SharingPlanner<PlannerKind::kMemongerDp, true, 20, 20>;
+using ExactSharing = SharingPlanner<PlannerKind::kExactSharing, true, 40, 40>;
 
 constexpr int kSeeds = 500;
 
 // Random graph `seed` with the options the properties sweep over (in-place ops, views, control
-// inputs, several devices), at most `max_ops` ops.
-graph::Graph SweepGraph(uint64_t seed, int max_ops) {
+// inputs, several devices), at most `max_ops` ops (exactly `max_ops` when `exact`).
+graph::Graph SweepGraph(uint64_t seed, int max_ops, bool exact = false) {
   testing::RandomGraphOptions graph_options;
-  graph_options.num_ops = 3 + static_cast<int>(seed % static_cast<uint64_t>(max_ops - 3));
+  graph_options.num_ops =
+      exact ? max_ops : 3 + static_cast<int>(seed % static_cast<uint64_t>(max_ops - 3));
   graph_options.num_inputs = 1 + static_cast<int>(seed % 3);
   graph_options.num_params = static_cast<int>(seed % 3);
   graph_options.inplace_probability = seed % 4 == 0 ? 0.4 : 0.15;
@@ -132,7 +135,9 @@ TYPED_TEST(SharingPlannersTest, ParallelPlansVerifyOrAreRefused) {
     if (TypeParam::kRefusesParallel) {
       ASSERT_FALSE(plan.ok());
       EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument) << plan.status();
+      // The message names both models: what was asked and what the planner supports.
       EXPECT_THAT(std::string(plan.status().message()), HasSubstr("parallel"));
+      EXPECT_THAT(std::string(plan.status().message()), HasSubstr("serial"));
       continue;
     }
     ASSERT_TRUE(plan.ok()) << plan.status();
@@ -144,17 +149,23 @@ TYPED_TEST(SharingPlannersTest, ParallelPlansVerifyOrAreRefused) {
   }
 }
 
+// The same plan twice, under the swept options (orders, alignments, views, static values in
+// the arena, several devices) in both execution models, on graphs of kDeterminismOps ops.
 TYPED_TEST(SharingPlannersTest, Deterministic) {
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
     SCOPED_TRACE(seed);
-    const graph::Graph g = testing::RandomGraph(
-        seed, {.num_ops = TypeParam::kMaxOps, .inplace_probability = 0.3});
-    PlanOptions options;
-    options.planner = TypeParam::kPlanner;
+    const graph::Graph g = SweepGraph(seed, TypeParam::kDeterminismOps, /*exact=*/true);
+    const ExecutionModel execution = seed % 2 == 0 && !TypeParam::kRefusesParallel
+                                         ? ExecutionModel::kParallel
+                                         : ExecutionModel::kSerial;
+    PlanOptions options = SweepOptions(seed, TypeParam::kPlanner, execution);
     options.time_limit_seconds = 30;  // the searches finish: the result must reproduce
     absl::StatusOr<Plan> a = PlanMemory(g, options);
     if (DpOutOfTime(TypeParam::kPlanner, a)) continue;
     ASSERT_TRUE(a.ok()) << a.status();
+    if (TypeParam::kPlanner == PlannerKind::kExactSharing) {
+      ASSERT_TRUE(a->proven_optimal);  // else the clock, not the input, decided the plan
+    }
     absl::StatusOr<Plan> b = PlanMemory(g, options);
     ASSERT_TRUE(b.ok()) << b.status();
     EXPECT_EQ(a->buffer_of_value, b->buffer_of_value);
