@@ -1,50 +1,59 @@
 #include "graph/model_loader.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "graph/net_def.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/records.h"
+#include "util/file_io.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
 
 absl::StatusOr<Graph> LoadModel(const std::string& path, const LoadOptions& options) {
-  std::error_code error;
-  if (!std::filesystem::exists(path, error)) {
-    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-  }
-  if (std::filesystem::is_directory(path, error)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a model file"));
-  }
   const std::string ext =
       absl::AsciiStrToLower(std::filesystem::path(path).extension().string());
-  if (ext == ".onnx") return ImportOnnxFile(path, options.bindings);
-  if (ext == ".pb") {
-    MG_ASSIGN_OR_RETURN(proto::NetDef net, ReadNetDef(path, NetFileFormat::kBinary));
-    return GraphFromNetDef(net);
+  const bool known = ext == ".onnx" || ext == ".pb" || ext == ".pbtxt" || ext == ".prototxt" ||
+                     ext == ".json" || ext == ".csv";
+  if (!known) {
+    // A missing file is the likelier mistake; say so first.
+    std::error_code error;
+    if (!std::filesystem::exists(path, error) && !std::filesystem::is_symlink(path, error)) {
+      return absl::NotFoundError(absl::StrCat(util::Quote(path), ": no such file"));
+    }
+    return absl::UnimplementedError(absl::StrCat(
+        util::Quote(path), ": unknown model extension '", util::Quote(ext),
+        "' (expected .onnx, .pb, .pbtxt, .prototxt, .json usage records or .csv MiniMalloc "
+        "trace)"));
   }
-  if (ext == ".pbtxt" || ext == ".prototxt") {
-    MG_ASSIGN_OR_RETURN(proto::NetDef net, ReadNetDef(path, NetFileFormat::kText));
-    return GraphFromNetDef(net);
+  const bool text = ext == ".pbtxt" || ext == ".prototxt" || ext == ".json" || ext == ".csv";
+  MG_ASSIGN_OR_RETURN(const std::string bytes,
+                      util::ReadInputFile(path, options.limits,
+                                          text ? util::FileContent::kText
+                                               : util::FileContent::kBinary));
+  if (ext == ".onnx") return ImportOnnxBytes(bytes, options.bindings, path, options.limits);
+  if (ext == ".pb" || ext == ".pbtxt" || ext == ".prototxt") {
+    MG_ASSIGN_OR_RETURN(proto::NetDef net,
+                        ParseNetDef(bytes, ext == ".pb" ? NetFileFormat::kBinary
+                                                        : NetFileFormat::kText,
+                                    path, options.limits));
+    MG_ASSIGN_OR_RETURN(Graph graph, GraphFromNetDef(net));
+    MG_RETURN_IF_ERROR(CheckDimsUsed(DeclaredSymbols(graph), options.bindings));
+    return graph;
   }
-  if (ext == ".json" || ext == ".csv") {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read the file"));
-    MG_ASSIGN_OR_RETURN(std::vector<UsageRecord> records,
-                        ext == ".json" ? ParseRecordsJson(text.str(), path)
-                                       : ParseMiniMallocCsv(text.str(), path));
-    return GraphFromRecords(records, std::filesystem::path(path).stem().string());
+  MG_ASSIGN_OR_RETURN(std::vector<UsageRecord> records,
+                      ext == ".json" ? ParseRecordsJson(bytes, path, options.limits)
+                                     : ParseMiniMallocCsv(bytes, path, options.limits));
+  // Records have sizes, not shapes: nothing to bind.
+  MG_RETURN_IF_ERROR(CheckDimsUsed({}, options.bindings));
+  if (!options.bindings.inputs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--input-shape ", options.bindings.inputs.begin()->first,
+        ": usage records have sizes, not shapes: nothing to bind"));
   }
-  return absl::UnimplementedError(absl::StrCat(
-      path, ": unknown model extension '", ext,
-      "' (expected .onnx, .pb, .pbtxt, .prototxt, .json usage records or .csv MiniMalloc trace)"));
+  return GraphFromRecords(records, std::filesystem::path(path).stem().string());
 }
 
 }  // namespace memonger::graph

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "graph/shape_inference.h"
+#include "util/limits.h"
 
 namespace memonger::graph {
 
@@ -24,10 +25,14 @@ struct LoadOptions {
   // ONNX import resolves shapes while loading, so it needs the bindings then; NetDefs use them
   // in InferShapes.
   ShapeBindings bindings;
+  // Size and nesting caps on the file (util/limits.h).
+  util::InputLimits limits;
 };
 
 // InvalidArgument naming the file for content that is not the format its extension says,
 // NotFound for a missing file, Unimplemented for an unknown extension or unsupported constructs.
+// The extension is checked before the file is read; the file is read once, under
+// options.limits (util::ReadInputFile).
 absl::StatusOr<Graph> LoadModel(const std::string& path, const LoadOptions& options);
 
 }  // namespace memonger::graph

@@ -1,14 +1,14 @@
 #include "graph/net_def.h"
 
-#include <fstream>
-#include <sstream>
 
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "util/file_io.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
@@ -181,11 +181,17 @@ std::vector<Role> DerivedRoles(const Graph& graph) {
 }  // namespace
 
 absl::StatusOr<proto::NetDef> ParseNetDef(const std::string& bytes, NetFileFormat format,
-                                          const std::string& source_name) {
+                                          const std::string& source_name,
+                                          const util::InputLimits& limits) {
   if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat(source_name, ": the file is empty"));
+  MG_RETURN_IF_ERROR(util::CheckInputSize(static_cast<int64_t>(bytes.size()), limits, source_name));
+  MG_RETURN_IF_ERROR(util::CheckProtobufSize(static_cast<int64_t>(bytes.size()), source_name));
   proto::NetDef net;
   if (format == NetFileFormat::kBinary) {
-    if (!net.ParseFromString(bytes)) {
+    google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                              static_cast<int>(bytes.size()));
+    in.SetRecursionLimit(limits.max_nesting_depth);
+    if (!net.ParseFromCodedStream(&in)) {
       return absl::InvalidArgumentError(absl::StrCat(
           source_name, ": not a binary NetDef (the protobuf does not parse: truncated or not a "
                        "protobuf; text nets need the .pbtxt extension)"));
@@ -194,6 +200,9 @@ absl::StatusOr<proto::NetDef> ParseNetDef(const std::string& bytes, NetFileForma
     google::protobuf::TextFormat::Parser parser;
     CollectTextErrors errors;
     parser.RecordErrorsTo(&errors);
+    // Without a limit the parser recurses once per nested message: a file nested ten thousand
+    // levels deep would overflow the stack.
+    parser.SetRecursionLimit(limits.max_nesting_depth);
     if (!parser.ParseFromString(bytes, &net)) {
       return absl::InvalidArgumentError(
           absl::StrCat(source_name, ": not a text NetDef: ", errors.first()));
@@ -203,28 +212,31 @@ absl::StatusOr<proto::NetDef> ParseNetDef(const std::string& bytes, NetFileForma
   return net;
 }
 
-absl::StatusOr<proto::NetDef> ReadNetDef(const std::string& path, NetFileFormat format) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the file"));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return ParseNetDef(buffer.str(), format, path);
+absl::StatusOr<proto::NetDef> ReadNetDef(const std::string& path, NetFileFormat format,
+                                         const util::InputLimits& limits) {
+  MG_ASSIGN_OR_RETURN(std::string bytes, util::ReadInputFile(path, limits));
+  return ParseNetDef(bytes, format, path, limits);
 }
 
-absl::Status WriteNetDef(const proto::NetDef& net, const std::string& path, NetFileFormat format) {
+absl::StatusOr<std::string> SerializeNetDef(const proto::NetDef& net, NetFileFormat format) {
   std::string bytes;
   if (format == NetFileFormat::kBinary) {
     if (!net.SerializeToString(&bytes)) {
-      return absl::InternalError(absl::StrCat(path, ": the net does not serialize"));
+      return absl::InternalError("the net does not serialize");
     }
   } else if (!google::protobuf::TextFormat::PrintToString(net, &bytes)) {
-    return absl::InternalError(absl::StrCat(path, ": the net does not print as text"));
+    return absl::InternalError("the net does not print as text");
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-  out.close();
-  if (!out) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write the file"));
-  return absl::OkStatus();
+  return bytes;
+}
+
+absl::Status WriteNetDef(const proto::NetDef& net, const std::string& path, NetFileFormat format) {
+  absl::StatusOr<std::string> bytes = SerializeNetDef(net, format);
+  if (!bytes.ok()) return absl::InternalError(absl::StrCat(path, ": ", bytes.status().message()));
+  util::OutputFiles out;
+  MG_RETURN_IF_ERROR(out.Add("net", path));
+  out.Set(path, *std::move(bytes));
+  return out.Commit();
 }
 
 absl::StatusOr<Graph> GraphFromNetDef(const proto::NetDef& net) {

@@ -9,8 +9,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "util/csv.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
@@ -21,7 +21,8 @@ constexpr int64_t kMaxStep = int64_t{1} << 50;
 
 absl::Status CheckRecord(const UsageRecord& r, size_t index, const std::string& source_name,
                          absl::flat_hash_set<std::string>& names) {
-  const std::string where = absl::StrCat(source_name, ": record ", index, " ('", r.name, "')");
+  const std::string where =
+      absl::StrCat(source_name, ": record ", index, " ('", util::Quote(r.name), "')");
   if (r.name.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": empty name"));
   if (r.bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": negative size ", r.bytes));
@@ -36,9 +37,10 @@ absl::Status CheckRecord(const UsageRecord& r, size_t index, const std::string& 
                                                    ") before it starts (step ", r.first_step,
                                                    ")"));
   }
-  if (r.alignment < 0 || (r.alignment & (r.alignment - 1)) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": alignment ", r.alignment, " is not a power of two"));
+  if (r.alignment != 0) {  // 0: the plan's alignment
+    if (absl::Status s = util::CheckAlignment(r.alignment, "alignment"); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
+    }
   }
   if (!names.insert(r.name).second) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": the name is used twice"));
@@ -63,13 +65,18 @@ absl::StatusOr<int64_t> JsonInt(const nlohmann::json& record, const char* field,
   }
   if (it->is_number_integer()) return it->get<int64_t>();
   return absl::InvalidArgumentError(absl::StrCat(where, ": \"", field, "\" must be an integer, not ",
-                                                 it->dump()));
+                                                 util::Quote(it->dump())));
 }
 
 }  // namespace
 
 absl::StatusOr<std::vector<UsageRecord>> ParseRecordsJson(const std::string& text,
-                                                          const std::string& source_name) {
+                                                          const std::string& source_name,
+                                                          const util::InputLimits& limits) {
+  MG_RETURN_IF_ERROR(util::CheckInputSize(static_cast<int64_t>(text.size()), limits, source_name));
+  if (absl::Status s = util::CheckJsonNesting(text, limits.max_nesting_depth); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", s.message()));
+  }
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     return absl::InvalidArgumentError(absl::StrCat(source_name, ": not valid JSON"));
@@ -104,6 +111,10 @@ absl::StatusOr<std::vector<UsageRecord>> ParseRecordsJson(const std::string& tex
     MG_ASSIGN_OR_RETURN(record.offset, JsonInt(r, "offset", false, -1, where));
     MG_RETURN_IF_ERROR(CheckRecord(record, i, source_name, names));
     records.push_back(std::move(record));
+    if (static_cast<int64_t>(records.size()) > util::kMaxValues) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_name, ": more than ", util::kMaxValues, " records, the limit on values"));
+    }
   }
   if (records.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source_name, ": no records"));
@@ -112,20 +123,16 @@ absl::StatusOr<std::vector<UsageRecord>> ParseRecordsJson(const std::string& tex
 }
 
 absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& text,
-                                                            const std::string& source_name) {
+                                                            const std::string& source_name,
+                                                            const util::InputLimits& limits) {
+  MG_RETURN_IF_ERROR(util::CheckInputSize(static_cast<int64_t>(text.size()), limits, source_name));
   std::vector<UsageRecord> records;
   absl::flat_hash_set<std::string> names;
   std::vector<std::string> header;
-  int line_number = 0;
-  for (absl::string_view raw : absl::StrSplit(text, '\n')) {
-    ++line_number;
-    const absl::string_view line = absl::StripAsciiWhitespace(raw);
-    if (line.empty()) continue;
-    std::vector<std::string> cells;
-    for (absl::string_view c : absl::StrSplit(line, ',')) {
-      cells.emplace_back(absl::StripAsciiWhitespace(c));
-    }
-    const std::string where = absl::StrCat(source_name, ": line ", line_number);
+  util::CsvReader reader(text);
+  std::vector<std::string> cells;
+  while (reader.Next(cells)) {
+    const std::string where = absl::StrCat(source_name, ": line ", reader.line());
     if (header.empty()) {
       header = cells;
       for (std::string& h : header) h = absl::AsciiStrToLower(h);
@@ -134,6 +141,19 @@ absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& t
           return absl::InvalidArgumentError(absl::StrCat(
               where, ": the header lacks column '", need,
               "' (expected id,lower,upper,size[,alignment,gaps,offset])"));
+        }
+      }
+      for (size_t c = 0; c < header.size(); ++c) {
+        static constexpr const char* kKnown[] = {"id",        "lower", "upper", "size",
+                                                 "alignment", "gaps",  "offset"};
+        if (std::find(std::begin(kKnown), std::end(kKnown), header[c]) == std::end(kKnown)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ": unknown column '", util::Quote(header[c]),
+              "' (expected id,lower,upper,size[,alignment,gaps,offset])"));
+        }
+        if (std::find(header.begin(), header.begin() + c, header[c]) != header.begin() + c) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, ": the column '", header[c], "' appears twice"));
         }
       }
       continue;
@@ -156,7 +176,8 @@ absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& t
       if (!absl::SimpleAtoi(cells[c], &value)) {
         if (column == "offset" && cells[c].empty()) continue;
         return absl::InvalidArgumentError(absl::StrCat(
-            where, ": ", column, " '", cells[c], "' is not an integer that fits in 64 bits"));
+            where, ": ", column, " '", util::Quote(cells[c]),
+            "' is not an integer that fits in 64 bits"));
       }
       if (column == "lower") lower = value;
       else if (column == "upper") upper = value;
@@ -165,7 +186,7 @@ absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& t
       else if (column == "offset") record.offset = value;
     }
     if (upper <= lower) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": record '", record.name,
+      return absl::InvalidArgumentError(absl::StrCat(where, ": record '", util::Quote(record.name),
                                                      "' has upper ", upper, " <= lower ", lower,
                                                      " (upper is exclusive)"));
     }
@@ -173,6 +194,14 @@ absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& t
     record.last_step = upper - 1;
     MG_RETURN_IF_ERROR(CheckRecord(record, records.size(), source_name, names));
     records.push_back(std::move(record));
+    if (static_cast<int64_t>(records.size()) > util::kMaxValues) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_name, ": more than ", util::kMaxValues, " records, the limit on values"));
+    }
+  }
+  if (!reader.status().ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_name, ": ", reader.status().message()));
   }
   if (records.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source_name, ": no records"));

@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
+#include "util/limits.h"
 
 namespace memonger::graph {
 
@@ -38,11 +39,15 @@ struct UsageRecord {
 // InvalidArgument naming the file and the record (by index and name) for malformed input:
 // not JSON, a wrong schema, missing or non-integer fields, negative bytes or steps,
 // last_step < first_step (upper <= lower in CSV), numbers that do not fit, duplicate names,
-// alignment not a power of two.
+// alignment not a power of two up to 2^30, text over limits.max_input_bytes, JSON nested deeper
+// than limits.max_nesting_depth, more than util::kMaxValues records. CSV follows RFC 4180
+// (util/csv.h): names round-trip whatever characters they hold.
 absl::StatusOr<std::vector<UsageRecord>> ParseRecordsJson(const std::string& text,
-                                                          const std::string& source_name);
+                                                          const std::string& source_name,
+                                                          const util::InputLimits& limits = {});
 absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& text,
-                                                            const std::string& source_name);
+                                                            const std::string& source_name,
+                                                            const util::InputLimits& limits = {});
 
 absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
                                        const std::string& name);

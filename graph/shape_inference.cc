@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "util/status_macros.h"
@@ -72,6 +73,10 @@ absl::Status TypeGraphInput(Value& v, const ShapeBindings& bindings) {
 absl::Status ParseDimBinding(absl::string_view text, ShapeBindings& bindings) {
   MG_ASSIGN_OR_RETURN(auto parts, SplitBinding(text, "SYMBOL=VALUE, e.g. N=18001"));
   MG_ASSIGN_OR_RETURN(int64_t size, ParseSize(parts.second, text));
+  if (auto it = bindings.dims.find(parts.first); it != bindings.dims.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("--dim ", parts.first, " is given twice (",
+                                                   it->second, " and ", size, ")"));
+  }
   bindings.dims[parts.first] = size;
   return absl::OkStatus();
 }
@@ -85,8 +90,34 @@ absl::Status ParseInputShapeBinding(absl::string_view text, ShapeBindings& bindi
       dims.push_back(size);
     }
   }
+  if (bindings.inputs.count(parts.first) > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--input-shape ", parts.first, " is given twice"));
+  }
   bindings.inputs[parts.first] = std::move(dims);
   return absl::OkStatus();
+}
+
+absl::Status CheckDimsUsed(const std::set<std::string>& symbols, const ShapeBindings& bindings) {
+  for (const auto& [symbol, size] : bindings.dims) {
+    if (symbols.count(symbol) > 0) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dim ", symbol, "=", size, ": the model has no symbolic dimension '", symbol,
+        "' (its symbols: ", symbols.empty() ? "none" : absl::StrJoin(symbols, ", "), ")"));
+  }
+  return absl::OkStatus();
+}
+
+std::set<std::string> DeclaredSymbols(const Graph& graph) {
+  std::set<std::string> symbols;
+  for (ValueId id = 0; id < graph.num_values(); ++id) {
+    const Value& v = graph.value(id);
+    if (!v.declared.dims.has_value()) continue;
+    for (const DeclaredDim& d : *v.declared.dims) {
+      if (!d.symbol.empty()) symbols.insert(d.symbol);
+    }
+  }
+  return symbols;
 }
 
 absl::StatusOr<std::vector<int64_t>> ResolveDims(const std::vector<DeclaredDim>& dims,
@@ -130,11 +161,12 @@ absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
 
   for (OpId op_id : graph.TopologicalOrder()) {
     const Op& op = graph.op(op_id);
+    // Outputs typed already (by an importer, from the file) are inferred again where a shape
+    // function exists: a type the file states is never trusted over the op's own rule.
+    const OpSchema* schema = schemas.Find(op.type);
     bool all_typed = true;
     for (ValueId out : op.outputs) all_typed = all_typed && graph.value(out).type.has_value();
-    if (all_typed) continue;
-
-    const OpSchema* schema = schemas.Find(op.type);
+    if (all_typed && schema == nullptr) continue;
     std::vector<TensorType> inferred;
     if (schema != nullptr) {
       const int n_in = static_cast<int>(op.inputs.size());

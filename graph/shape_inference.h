@@ -15,11 +15,12 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "graph/graph.h"
 #include "graph/op_schema.h"
 
@@ -30,10 +31,18 @@ struct ShapeBindings {
   std::map<std::string, std::vector<int64_t>> inputs;  // input name -> dims
 };
 
-// Parses "N=18001" into bindings.dims. InvalidArgument for a malformed text or negative size.
+// Parses "N=18001" into bindings.dims. InvalidArgument for a malformed text, a negative size or
+// a symbol bound twice (ParseInputShapeBinding: an input given twice).
 absl::Status ParseDimBinding(absl::string_view text, ShapeBindings& bindings);
 // Parses "x=1,3,224,224" (an empty list "x=" is a scalar) into bindings.inputs.
 absl::Status ParseInputShapeBinding(absl::string_view text, ShapeBindings& bindings);
+
+// --dim bindings that name no symbol of the model are mistakes (a typo binds nothing and the
+// plan silently uses something else): InvalidArgument naming the symbol and the model's
+// symbols. `symbols` are the model's dim symbols (DeclaredSymbols for a NetDef).
+absl::Status CheckDimsUsed(const std::set<std::string>& symbols, const ShapeBindings& bindings);
+// The symbols in the values' declared dims.
+std::set<std::string> DeclaredSymbols(const Graph& graph);
 
 // Resolves declared dims with the bound symbols; InvalidArgument naming `what` and the symbol
 // when one is unbound, or naming a negative size.

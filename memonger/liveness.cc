@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "graph/op_schema.h"
 #include "util/check.h"
 #include "util/checked_math.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -88,6 +90,7 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
   live.class_bytes.assign(n, 0);
 
   // Bytes, devices, and each value's own lifetime.
+  int64_t total_bytes = 0;
   std::vector<Lifetime> own(n);
   // Graph outputs and declared parameter gradients are read after the net (the optimizer reads
   // the gradients): both live to the last step.
@@ -102,6 +105,16 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
     }
     MG_ASSIGN_OR_RETURN(live.bytes[id],
                         graph::ByteSize(*v.type, absl::StrCat("value '", v.DisplayName(), "'")));
+    // Every sum a plan makes (naive bytes, static bytes, aligned offsets) stays in int64 when
+    // all the values together stay under util::kMaxTotalBytes and alignments under
+    // util::kMaxAlignment.
+    const std::optional<int64_t> sum = util::CheckedAdd(total_bytes, live.bytes[id]);
+    if (!sum.has_value() || *sum > util::kMaxTotalBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the values need more than 2^60 bytes (1 EiB) in all (value '", v.DisplayName(),
+          "' alone has ", live.bytes[id], " bytes): no plan can hold them"));
+    }
+    total_bytes = *sum;
     const bool is_static = graph::IsStatic(v.role);
     live.planned[id] = !is_static || options.plan_static;
 

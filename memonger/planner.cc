@@ -14,6 +14,7 @@
 #include "memonger/sharing/memonger_dag.h"
 #include "memonger/sharing/sharing.h"
 #include "util/checked_math.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -52,15 +53,8 @@ absl::Status PlaceWithOffsets(const graph::Graph& graph, const Liveness& livenes
 }
 
 absl::Status ValidateOptions(const PlanOptions& options) {
-  if (options.alignment < 1 || (options.alignment & (options.alignment - 1)) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("alignment ", options.alignment, " is not a power of two >= 1"));
-  }
-  if (!(options.time_limit_seconds > 0) || std::isnan(options.time_limit_seconds)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("time limit ", options.time_limit_seconds, " s is not positive"));
-  }
-  return absl::OkStatus();
+  MG_RETURN_IF_ERROR(util::CheckAlignment(options.alignment, "alignment"));
+  return util::CheckTimeLimit(options.time_limit_seconds, "time limit").status();
 }
 
 // Every planned alias class in memory of its own, aligned, must fit in int64 for the plan's sums.

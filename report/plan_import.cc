@@ -12,6 +12,8 @@
 #include "memonger/schedule.h"
 #include "report/plan_report.h"
 #include "util/checked_math.h"
+#include "util/csv.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -29,7 +31,8 @@ absl::StatusOr<int64_t> IntField(const Json& object, const char* field, const st
   }
   if (!it->is_number_integer()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, ": \"", field, "\" must be an integer, not ", it->dump()));
+        absl::StrCat(where, ": \"", field, "\" must be an integer, not ",
+                     util::Quote(it->dump())));
   }
   return it->get<int64_t>();
 }
@@ -53,6 +56,9 @@ bool BoolField(const Json& object, const char* field) {
 
 absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& text,
                                   const std::string& source_name) {
+  if (absl::Status s = util::CheckJsonNesting(text, util::kMaxNestingDepth); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", s.message()));
+  }
   const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     return absl::InvalidArgumentError(absl::StrCat(source_name, ": not valid JSON"));
@@ -63,10 +69,7 @@ absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& 
   }
   Plan plan;
   MG_ASSIGN_OR_RETURN(plan.alignment, IntField(doc, "alignment", source_name));
-  if (plan.alignment < 1 || (plan.alignment & (plan.alignment - 1)) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source_name, ": alignment ", plan.alignment, " is not a power of two"));
-  }
+  MG_RETURN_IF_ERROR(util::CheckAlignment(plan.alignment, absl::StrCat(source_name, ": alignment")));
   MG_ASSIGN_OR_RETURN(plan.planner, StringField(doc, "planner", source_name));
   MG_ASSIGN_OR_RETURN(const std::string order, StringField(doc, "order", source_name));
   MG_ASSIGN_OR_RETURN(const std::string execution, StringField(doc, "execution", source_name));
@@ -164,6 +167,17 @@ absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& 
       return absl::InvalidArgumentError(absl::StrCat(where, ": '", name, "' appears twice"));
     }
     seen[v] = true;
+    // Sizes the file states are checked against the model's, never trusted: a plan made for
+    // another binding of the dims would place values that do not fit their buffers.
+    if (auto b = values[i].find("bytes"); b != values[i].end() && !b->is_null()) {
+      MG_ASSIGN_OR_RETURN(const int64_t bytes, IntField(values[i], "bytes", where));
+      if (bytes != liveness.bytes[v]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": '", util::Quote(name), "' has ", bytes, " bytes in the plan but ",
+            liveness.bytes[v], " in the model (", graph::TensorTypeToString(*graph.value(v).type),
+            "): the plan is for another model or other dims"));
+      }
+    }
     const bool has_offset = values[i].contains("offset") && !values[i]["offset"].is_null();
     if (!liveness.planned[v]) {
       if (has_offset) {
@@ -213,6 +227,14 @@ absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& 
     plan.buffers.push_back(buffer);
   }
   FinishPlan(plan);
+  if (auto a = doc.find("arena_bytes"); a != doc.end() && !a->is_null()) {
+    MG_ASSIGN_OR_RETURN(const int64_t arena, IntField(doc, "arena_bytes", source_name));
+    if (arena != plan.arena_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_name, ": \"arena_bytes\" is ", arena, " but the plan's buffers end at ",
+          plan.arena_bytes));
+    }
+  }
   return plan;
 }
 
@@ -241,7 +263,7 @@ std::string PlanToMiniMallocCsv(const graph::Graph& graph, const Plan& plan) {
   for (const Row& row : ordered) {
     const graph::ValueId v = row.first_member;
     const int64_t aligned = util::CheckedAlignUp(row.bytes, plan.alignment).value_or(row.bytes);
-    absl::StrAppend(&out, graph.value(v).DisplayName(), ",", plan.lifetime[v].first_step, ",",
+    absl::StrAppend(&out, util::CsvCell(graph.value(v).DisplayName()), ",", plan.lifetime[v].first_step, ",",
                     plan.lifetime[v].last_step + 1, ",", aligned, ",", plan.offset_of_value[v],
                     "\n");
   }

@@ -52,6 +52,11 @@ absl::StatusOr<graph::Graph> GraphFromText(const std::string& pbtxt) {
   return graph::GraphFromNetDef(net);
 }
 
+std::string OptimizeNetPath() {
+  const char* tool = std::getenv("OPTIMIZE_NET");
+  return tool != nullptr ? tool : OPTIMIZE_NET_DEFAULT;
+}
+
 CommandResult RunOptimizeNet(const std::string& args) {
   const char* tool = std::getenv("OPTIMIZE_NET");
   if (tool == nullptr) tool = OPTIMIZE_NET_DEFAULT;

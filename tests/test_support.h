@@ -27,6 +27,8 @@ struct CommandResult {
   std::string out;
   std::string err;
 };
+// The optimize-net binary: env OPTIMIZE_NET, else the built one.
+std::string OptimizeNetPath();
 // Runs optimize-net (env OPTIMIZE_NET, else the built one) with `args` (quoted by the caller).
 CommandResult RunOptimizeNet(const std::string& args);
 

@@ -7,18 +7,17 @@
 
 #include <filesystem>
 #include <optional>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "allocator/arena.h"
 #include "allocator/executor.h"
 #include "allocator/graphable.h"
@@ -43,54 +42,32 @@
 #include "report/plan_report.h"
 #include "report/what_if.h"
 #include "util/bytes.h"
+#include "tools/cli_flags.h"
+#include "util/file_io.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 #include "workloads/workload_spec.h"
 #include "workloads/workloads.h"
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitOverBudget = 3;
+using memonger::tools::Flags;
+using memonger::tools::kExitFailed;
+using memonger::tools::kExitOk;
+using memonger::tools::kExitOverBudget;
+using memonger::tools::kExitUsage;
 
-struct Flags {
-  std::string model;
-  std::string workload;              // instead of a model file
-  std::vector<std::string> compare;  // what-if: KEY=V1,V2,... over the workload
-  std::vector<std::string> variants;  // what-if: KEY=V,KEY=V (one variant each)
-  std::vector<std::string> store_fp16;  // values kept in float16 between uses
-  std::vector<std::string> input_shapes;
-  std::vector<std::string> dims;
-  std::string format = "text";
-  std::string planner = "auto";
-  std::string order = "given";
-  std::string execution;  // empty: the net's hint, else serial
-  std::string mode = "inference";
-  std::vector<std::string> losses;
-  std::vector<std::string> dont_share;
-  std::vector<std::string> heads;
-  bool share_activations = false;
-  int64_t alignment = 256;
-  double time_limit = 2;
-  std::string execute = "none";
-  bool verify = false;
-  std::string outputs_out;
-  uint64_t seed = 0;
-  bool plan_static = false;
-  bool views = false;
-  std::string budget;
-  std::string fit;  // a dim symbol or workload key: the largest value that fits --budget
-  std::string recompute = "none";  // none, sqrt, auto: rerun forward ops in the backward pass
-  bool cuda_graphs = false;  // report the graphable sections (also with --execute cuda)
-  std::string plan_json;
-  std::string plan_csv;
-  std::string plan_in;
-  std::string net_out;
-  std::string html;
-  bool ascii = false;
-  int top = 10;
-};
+// A message on one line, however many lines a library (libonnx) put in it: a user's scripts
+// and the hostile-input suite read the first line of stderr.
+std::string OneLine(absl::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (absl::string_view line : absl::StrSplit(message, '\n', absl::SkipWhitespace())) {
+    if (!out.empty()) out += "; ";
+    absl::StrAppend(&out, absl::StripAsciiWhitespace(line));
+  }
+  return out;
+}
 
 bool IsRecordsGraph(const memonger::graph::Graph& graph) {
   for (const auto& op : graph.ops()) {
@@ -99,16 +76,10 @@ bool IsRecordsGraph(const memonger::graph::Graph& graph) {
   return true;
 }
 
-absl::Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write the file"));
-  return absl::OkStatus();
-}
-
-absl::Status WriteNet(const memonger::graph::Graph& graph, const memonger::Plan& plan,
-                      const std::string& path) {
+// The bytes of the rewritten net (shared values renamed), checked to compute the same graph.
+absl::StatusOr<std::string> RewrittenNetBytes(const memonger::graph::Graph& graph,
+                                              const memonger::Plan& plan,
+                                              const std::string& path) {
   MG_ASSIGN_OR_RETURN(memonger::RewrittenNet rewritten, memonger::RewriteNet(graph, plan));
   const memonger::proto::NetDef reference = memonger::ReferenceNet(graph, plan);
   const absl::Status equal = memonger::VerifyGraphEquality(reference, rewritten.net);
@@ -117,15 +88,29 @@ absl::Status WriteNet(const memonger::graph::Graph& graph, const memonger::Plan&
     return absl::InternalError(absl::StrCat("the rewritten net does not compute the same graph: ",
                                             equal.ok() ? inplace.message() : equal.message()));
   }
+  // The extension was checked with the flags.
   const std::string ext =
       absl::AsciiStrToLower(std::filesystem::path(path).extension().string());
-  if (ext != ".pb" && ext != ".pbtxt" && ext != ".prototxt") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--net-out ", path, ": use the extension .pb (binary) or .pbtxt (text)"));
+  return memonger::graph::SerializeNetDef(rewritten.net,
+                                          ext == ".pb" ? memonger::graph::NetFileFormat::kBinary
+                                                       : memonger::graph::NetFileFormat::kText);
+}
+
+// Names the flags give must be values of the net: a typo would otherwise change nothing and
+// say nothing.
+absl::Status CheckValueNames(const Flags& flags, const memonger::graph::Graph& graph) {
+  for (const auto& [flag, names] :
+       {std::pair<const char*, const std::vector<std::string>*>{"--dont-share", &flags.dont_share},
+        {"--head", &flags.heads},
+        {"--loss", &flags.losses}}) {
+    for (const std::string& name : *names) {
+      if (graph.FindVersions(name).empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag, " ", memonger::util::Quote(name), ": the net has no value of that name"));
+      }
+    }
   }
-  return memonger::graph::WriteNetDef(rewritten.net, path,
-                                      ext == ".pb" ? memonger::graph::NetFileFormat::kBinary
-                                                   : memonger::graph::NetFileFormat::kText);
+  return absl::OkStatus();
 }
 
 // Options from flags. Errors here are usage errors (exit 2) only when CLI11 could not catch
@@ -142,6 +127,7 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
     MG_ASSIGN_OR_RETURN(options.execution, memonger::ParseExecution(flags.execution));
   }
   options.mode = flags.mode == "training" ? memonger::Mode::kTraining : memonger::Mode::kInference;
+  MG_RETURN_IF_ERROR(CheckValueNames(flags, graph));
   options.alignment = flags.alignment;
   options.time_limit_seconds = flags.time_limit;
   options.plan_static = flags.plan_static;
@@ -262,7 +248,7 @@ int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
   };
   absl::StatusOr<memonger::FitResult> fit = memonger::FindLargestFit(search, plan_at);
   if (!fit.ok()) {
-    std::cerr << "optimize-net: " << fit.status().message() << "\n";
+    std::cerr << "optimize-net: " << OneLine(fit.status().message()) << "\n";
     return kExitFailed;
   }
   if (flags.format == "json") {
@@ -304,7 +290,7 @@ void PrintCures(const memonger::graph::Graph& graph, const memonger::PlanOptions
                 << FormatBytes(reordered->lower_bound_bytes) << " ("
                 << verdict(reordered->arena_bytes) << ")\n";
     } else if (!reordered.ok()) {
-      std::cerr << "optimize-net: cure: --order memory-aware: " << reordered.status().message()
+      std::cerr << "optimize-net: cure: --order memory-aware: " << OneLine(reordered.status().message())
                 << "\n";
     }
   }
@@ -317,7 +303,7 @@ void PrintCures(const memonger::graph::Graph& graph, const memonger::PlanOptions
                 << " forward ops rerun, +" << r->choice.extra_flops << " FLOPs ("
                 << verdict(r->plan.arena_bytes) << ")\n";
     } else {
-      std::cerr << "optimize-net: cure: --recompute auto: " << r.status().message() << "\n";
+      std::cerr << "optimize-net: cure: --recompute auto: " << OneLine(r.status().message()) << "\n";
     }
   }
 }
@@ -380,36 +366,24 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::G
 // Returns the exit code; prints what failed.
 int Run(const Flags& flags) {
   auto fail = [](const absl::Status& status) {
-    std::cerr << "optimize-net: " << status.message() << "\n";
+    std::cerr << "optimize-net: " << OneLine(status.message()) << "\n";
     return kExitFailed;
   };
-  // Names of planners and orders are usage errors, found before any work.
-  if (auto p = memonger::ParsePlanner(flags.planner); !p.ok()) {
-    std::cerr << "optimize-net: --planner: " << p.status().message() << "\n";
-    return kExitUsage;
-  }
-  if (auto o = memonger::ParseOrder(flags.order); !o.ok()) {
-    std::cerr << "optimize-net: --order: " << o.status().message() << "\n";
-    return kExitUsage;
-  }
-  int64_t budget = -1;
-  if (!flags.budget.empty()) {
-    auto parsed = memonger::util::ParseBytes(flags.budget);
-    if (!parsed.ok()) {
-      std::cerr << "optimize-net: --budget: " << parsed.status().message() << "\n";
-      return kExitUsage;
-    }
-    budget = *parsed;
+  const int64_t budget = flags.budget;
+  // The output files were checked with the flags; they are written together at the end, and
+  // only when the whole run succeeds.
+  memonger::util::OutputFiles outputs;
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string*>{"--plan-json", &flags.plan_json},
+        {"--plan-csv", &flags.plan_csv},
+        {"--html", &flags.html},
+        {"--net-out", &flags.net_out}}) {
+    if (path->empty()) continue;
+    if (absl::Status s = outputs.Add(flag, *path); !s.ok()) return fail(s);
   }
   memonger::graph::LoadOptions load;
-  for (const std::string& d : flags.dims) {
-    if (auto s = memonger::graph::ParseDimBinding(d, load.bindings); !s.ok()) return fail(s);
-  }
-  for (const std::string& s : flags.input_shapes) {
-    if (auto st = memonger::graph::ParseInputShapeBinding(s, load.bindings); !st.ok()) {
-      return fail(st);
-    }
-  }
+  load.bindings = flags.bindings;
+  load.limits = flags.limits;
   std::optional<memonger::graph::WorkloadSpec> workload;
   if (!flags.workload.empty()) {
     auto spec = memonger::graph::ParseWorkloadSpec(flags.workload);
@@ -451,7 +425,7 @@ int Run(const Flags& flags) {
     auto recomputed = memonger::PlanWithRecomputation(*graph, *options, *kind, budget);
     if (!recomputed.ok()) {
       if (absl::IsResourceExhausted(recomputed.status())) {
-        std::cerr << "optimize-net: the budget is infeasible: " << recomputed.status().message()
+        std::cerr << "optimize-net: the budget is infeasible: " << OneLine(recomputed.status().message())
                   << "\n";
         return kExitOverBudget;
       }
@@ -463,11 +437,9 @@ int Run(const Flags& flags) {
     plan = memonger::PlanMemory(*graph, *options);
     if (options->exact_progress) std::cerr << "\r\033[K" << std::flush;  // clear the progress line
   } else {
-    std::ifstream in(flags.plan_in, std::ios::binary);
-    if (!in) return fail(absl::NotFoundError(absl::StrCat(flags.plan_in, ": cannot open the file")));
-    std::ostringstream text;
-    text << in.rdbuf();
-    plan = memonger::PlanFromJson(*graph, text.str(), flags.plan_in);
+    absl::StatusOr<std::string> text = memonger::util::ReadInputFile(flags.plan_in, flags.limits);
+    if (!text.ok()) return fail(text.status());
+    plan = memonger::PlanFromJson(*graph, *text, flags.plan_in);
   }
   if (!plan.ok()) return fail(plan.status());
   if (flags.cuda_graphs || flags.execute == "cuda") {
@@ -485,24 +457,15 @@ int Run(const Flags& flags) {
     return fail(absl::InternalError(absl::StrCat("the planner '", plan->planner,
                                                  "' produced an invalid plan: ", s.message())));
   }
-  if (!flags.plan_json.empty()) {
-    if (auto s = WriteText(flags.plan_json, memonger::PlanToJson(*graph, *plan)); !s.ok()) {
-      return fail(s);
-    }
-  }
+  if (!flags.plan_json.empty()) outputs.Set(flags.plan_json, memonger::PlanToJson(*graph, *plan));
   if (!flags.plan_csv.empty()) {
-    if (auto s = WriteText(flags.plan_csv, memonger::PlanToMiniMallocCsv(*graph, *plan));
-        !s.ok()) {
-      return fail(s);
-    }
+    outputs.Set(flags.plan_csv, memonger::PlanToMiniMallocCsv(*graph, *plan));
   }
-  if (!flags.html.empty()) {
-    if (auto s = WriteText(flags.html, memonger::PlanToHtml(*graph, *plan)); !s.ok()) {
-      return fail(s);
-    }
-  }
+  if (!flags.html.empty()) outputs.Set(flags.html, memonger::PlanToHtml(*graph, *plan));
   if (!flags.net_out.empty()) {
-    if (auto s = WriteNet(*graph, *plan, flags.net_out); !s.ok()) return fail(s);
+    absl::StatusOr<std::string> net = RewrittenNetBytes(*graph, *plan, flags.net_out);
+    if (!net.ok()) return fail(net.status());
+    outputs.Set(flags.net_out, *std::move(net));
   }
   std::string execution_report;
   if (flags.execute != "none") {
@@ -510,6 +473,7 @@ int Run(const Flags& flags) {
     if (!report.ok()) return fail(report.status());
     execution_report = *std::move(report);
   }
+  if (absl::Status s = outputs.Commit(); !s.ok()) return fail(s);
   if (flags.format == "json") {
     std::cout << memonger::PlanToJson(*graph, *plan);
   } else {
@@ -534,155 +498,8 @@ int Run(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "optimize-net: plans the memory of a neural-network graph.\n"
-      "Loads MODEL, infers every value's dtype and shape, works out lifetimes, lets values\n"
-      "whose lifetimes do not overlap share memory, verifies the plan and reports it."};
-  app.set_version_flag("--version", "optimize-net 0.1.0");
-  Flags flags;
-  CLI::Option* model =
-      app.add_option("model", flags.model,
-                     "model file: .onnx, .pb (binary NetDef), .pbtxt (text NetDef), .json (usage "
-                     "records, memonger.records/v1), .csv (MiniMalloc trace)");
-  CLI::Option* workload =
-      app.add_option("--workload", flags.workload,
-                     "a generated net instead of MODEL: attention:n=18000,kernel=math,..., "
-                     "resnet50:batch=32, mlp:layers=3,... or random:ops=100000,seed=1,... "
-                     "(docs/workloads.md)");
-  model->excludes(workload);
-  workload->excludes(model);
-  app.add_option("--compare", flags.compare,
-                 "KEY=V1,V2,... : plan the --workload once per value and print a what-if "
-                 "table (repeatable: every combination)")
-      ->allow_extra_args(false)
-      ->needs(workload);
-  app.add_option("--store-fp16", flags.store_fp16,
-                 "NAME: keep this float32/bfloat16 value in float16 between its uses, cast back "
-                 "at each reader (repeatable)")
-      ->allow_extra_args(false);
-  app.add_option("--variant", flags.variants,
-                 "KEY=V,KEY=V : one what-if variant of the --workload (repeatable)")
-      ->allow_extra_args(false)
-      ->needs(workload);
-  app.add_option("--input-shape", flags.input_shapes,
-                 "NAME=D0,D1,... : the shape of a graph input (repeatable)")
-      ->allow_extra_args(false);
-  app.add_option("--dim", flags.dims, "SYMBOL=VALUE : binds a symbolic dimension (repeatable)")
-      ->allow_extra_args(false);
-  app.add_option("--planner", flags.planner,
-                 "auto, best-fit, greedy-by-size, exact, exact-sharing, memonger-dag, "
-                 "memonger-greedy, memonger-dp, none")
-      ->capture_default_str();
-  app.add_option("--order", flags.order, "given, topological, longest-path, memory-aware")
-      ->capture_default_str();
-  app.add_option("--execution", flags.execution,
-                 "serial or parallel (default: the net's hint, else serial)")
-      ->check(CLI::IsMember({"serial", "parallel"}));
-  app.add_option("--mode", flags.mode, "inference or training")
-      ->check(CLI::IsMember({"inference", "training"}))
-      ->capture_default_str();
-  app.add_option("--loss", flags.losses, "a loss to start gradient sharing from (training)")
-      ->allow_extra_args(false);
-  app.add_flag("--share-activations", flags.share_activations,
-               "memonger-dag training: share activations as well as gradients");
-  app.add_option("--dont-share", flags.dont_share, "a value name never shared (memonger-dag)")
-      ->allow_extra_args(false);
-  app.add_option("--head", flags.heads,
-                 "memonger-dag inference: a value to start from (default: the graph inputs)")
-      ->allow_extra_args(false);
-  app.add_option("--alignment", flags.alignment, "byte alignment of every offset (power of two)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--time-limit", flags.time_limit,
-                 "seconds a searching planner may take; it then returns the best found")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_flag("--plan-static", flags.plan_static, "place params and constants in the arena too");
-  app.add_flag("--views", flags.views,
-               "ops marked `view` (Reshape, Squeeze, ...) alias their input instead of copying");
-  app.add_option("--budget", flags.budget, "bytes available (80GiB, 512MiB, ...): exit 3 if over");
-  app.add_option("--recompute", flags.recompute,
-                 "training: rerun forward ops in the backward pass to lower the peak: sqrt "
-                 "(Chen's sqrt(n) segments) or auto (the fewest FLOPs that fit --budget)")
-      ->check(CLI::IsMember({"none", "sqrt", "auto"}))
-      ->capture_default_str();
-  app.add_flag("--cuda-graphs", flags.cuda_graphs,
-               "report the runs of steps a CUDA graph could capture with the device kernels, "
-               "and why each step between them cannot be (also with --execute cuda)");
-  app.add_option("--fit", flags.fit,
-                 "with --budget: the largest value of SYMBOL (a --dim symbol of the model, or a "
-                 "workload key such as n or batch) whose plan fits, for the given and the "
-                 "memory-aware order");
-  app.add_option("--plan-json", flags.plan_json, "write the plan (memonger.plan/v1) to FILE");
-  app.add_option("--plan-csv", flags.plan_csv,
-                 "write the plan as a MiniMalloc CSV (id,lower,upper,size,offset) to FILE");
-  app.add_option("--plan-in", flags.plan_in,
-                 "read a saved plan (memonger.plan/v1) instead of planning, and verify it");
-  app.add_option("--net-out", flags.net_out,
-                 "write the rewritten net (shared values renamed) to FILE (.pb or .pbtxt)");
-  app.add_option("--execute", flags.execute,
-                 "none, host or cuda: run the net in the arena (host: the CPU kernels; "
-                 "cuda: the CUDA kernels on the current device)")
-      ->check(CLI::IsMember({"none", "host", "cuda"}))
-      ->capture_default_str();
-  app.add_flag("--verify", flags.verify,
-               "with --execute: verify mode (ops fill outputs with patterns, check inputs); "
-               "without it, --execute runs the real kernels");
-  app.add_option("--outputs-out", flags.outputs_out,
-                 "with --execute host|cuda: write every graph output as DIR/<name>.npy");
-  app.add_option("--seed", flags.seed,
-                 "with --execute host|cuda: seed of the values given to inputs and params the model "
-                 "has no data for (uniform [-1, 1) per value name)")
-      ->capture_default_str();
-  app.add_option("--html", flags.html,
-                 "write a picture of the plan (steps x addresses, one HTML file) to FILE");
-  app.add_flag("--ascii", flags.ascii, "add a small time x address map to the text report");
-  app.add_option("--format", flags.format, "text or json (the plan document)")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  app.add_option("--top", flags.top, "how many of the largest values to list")
-      ->check(CLI::NonNegativeNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
-  }
-  if (flags.model.empty() && flags.workload.empty()) {
-    std::cerr << "optimize-net: give a MODEL file or --workload SPEC (see --help)\n";
-    return kExitUsage;
-  }
-  if (!flags.outputs_out.empty() && (flags.execute == "none" || flags.verify)) {
-    std::cerr << "optimize-net: --outputs-out needs --execute host or cuda (without --verify)\n";
-    return kExitUsage;
-  }
-  if (flags.recompute == "auto" && flags.budget.empty()) {
-    std::cerr << "optimize-net: --recompute auto needs --budget (the bytes to fit)\n";
-    return kExitUsage;
-  }
-  if (flags.recompute != "none" && (!flags.plan_in.empty() || !flags.fit.empty() ||
-                                    !flags.compare.empty() || !flags.variants.empty())) {
-    std::cerr << "optimize-net: --recompute does not go with --plan-in, --fit, --compare or "
-                 "--variant (--fit tries recomputation by itself)\n";
-    return kExitUsage;
-  }
-  if (!flags.fit.empty() && flags.budget.empty()) {
-    std::cerr << "optimize-net: --fit needs --budget\n";
-    return kExitUsage;
-  }
-  if (!flags.fit.empty() && (!flags.compare.empty() || !flags.variants.empty() ||
-                             !flags.plan_in.empty() || flags.execute != "none")) {
-    std::cerr << "optimize-net: --fit plans many sizes: it does not go with --compare, "
-                 "--variant, --plan-in or --execute\n";
-    return kExitUsage;
-  }
-  if ((flags.alignment & (flags.alignment - 1)) != 0) {
-    std::cerr << "optimize-net: --alignment " << flags.alignment << " is not a power of two\n";
-    return kExitUsage;
-  }
-  return Run(flags);
+  std::variant<Flags, int> parsed =
+      memonger::tools::ParseCommandLine(argc, argv, std::cout, std::cerr);
+  if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+  return Run(std::get<Flags>(parsed));
 }

@@ -2,19 +2,27 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <queue>
-#include <sstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/io/coded_stream.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "graph/onnx/onnx_fold.h"
+#include "graph/onnx/tensor_data_check.h"
 #include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
+#include "util/file_io.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
@@ -102,12 +110,97 @@ absl::Status CheckSupported(const onnx::ModelProto& model) {
 // ---------------------------------------------------------------------------------------------
 // Preparing the working copy.
 
+// An Einsum equation as the ONNX spec writes it: one term per input, separated by commas, then
+// optionally "->" and the output's term; a term is letters with at most one "..."; the output
+// names each letter once, and only letters of the inputs. libonnx leaves a malformed equation's
+// output shape unknown, which used to read as a data-dependent shape.
+absl::Status CheckEinsumEquation(const onnx::NodeProto& node, int index) {
+  std::string equation;
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() == "equation") equation = a.s();
+  }
+  equation.erase(std::remove(equation.begin(), equation.end(), ' '), equation.end());
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(NodeLabel(node, index), ": equation '",
+                                                   util::Quote(equation), "' ", why));
+  };
+  if (equation.empty()) return bad("is empty");
+  const size_t arrow = equation.find("->");
+  if (arrow != std::string::npos && equation.find("->", arrow + 2) != std::string::npos) {
+    return bad("has more than one '->'");
+  }
+  const std::string lhs = equation.substr(0, arrow);
+  const std::string rhs = arrow == std::string::npos ? "" : equation.substr(arrow + 2);
+  auto check_term = [&](const std::string& term) -> absl::Status {
+    const size_t dots = term.find("...");
+    if (dots != std::string::npos && term.find("...", dots + 3) != std::string::npos) {
+      return bad(absl::StrCat("has more than one '...' in the term '", term, "'"));
+    }
+    std::string letters = term;
+    if (dots != std::string::npos) letters.erase(dots, 3);
+    for (char c : letters) {
+      if (!absl::ascii_isalpha(static_cast<unsigned char>(c))) {
+        return bad(absl::StrCat("has the character '", std::string(1, c),
+                                "' in a term (terms hold letters and one '...')"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  std::vector<std::string> terms = absl::StrSplit(lhs, ',');
+  if (static_cast<int>(terms.size()) != node.input_size()) {
+    return bad(absl::StrCat("has ", terms.size(), " input terms for ", node.input_size(),
+                            " inputs"));
+  }
+  std::set<char> seen;
+  for (const std::string& term : terms) {
+    MG_RETURN_IF_ERROR(check_term(term));
+    for (char c : term) seen.insert(c);
+  }
+  MG_RETURN_IF_ERROR(check_term(rhs));
+  std::set<char> out;
+  for (char c : rhs) {
+    if (c == '.') continue;
+    if (!seen.count(c)) return bad(absl::StrCat("outputs '", std::string(1, c), "', which no input has"));
+    if (!out.insert(c).second) return bad(absl::StrCat("outputs '", std::string(1, c), "' twice"));
+  }
+  return absl::OkStatus();
+}
+
+// Constant inputs that make an op meaningless, which libonnx's shape functions let through with
+// a made-up shape (Range with a constant delta of 0 was typed int64[0]).
+absl::Status CheckConstantOperands(const onnx::GraphProto& graph) {
+  absl::flat_hash_map<std::string, const onnx::TensorProto*> constants;
+  for (const onnx::TensorProto& t : graph.initializer()) constants[t.name()] = &t;
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() != "Constant" || node.output_size() != 1) continue;
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.name() == "value" && a.has_t()) constants[node.output(0)] = &a.t();
+    }
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    if (node.op_type() == "Einsum") MG_RETURN_IF_ERROR(CheckEinsumEquation(node, i));
+    if (node.op_type() != "Range" || node.input_size() != 3) continue;
+    auto it = constants.find(node.input(2));
+    if (it == constants.end()) continue;
+    const std::optional<onnx_fold::ConstTensor> delta = onnx_fold::TensorFromProto(*it->second);
+    if (!delta.has_value() || delta->size() != 1) continue;
+    const bool zero = delta->is_real() ? delta->reals[0] == 0.0 : delta->ints[0] == 0;
+    if (zero) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          NodeLabel(node, i), ": delta '", node.input(2), "' is 0: the range has no end"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Names and single assignment, checked before libonnx sees the graph (libonnx's inference
 // assumes a well-formed graph: an undefined input can crash it).
 absl::Status CheckStructure(const onnx::GraphProto& graph) {
   absl::flat_hash_map<std::string, std::string> defined;  // name -> what defines it
   for (const onnx::TensorProto& t : graph.initializer()) {
     if (t.name().empty()) return absl::InvalidArgumentError("an initializer has an empty name");
+    MG_RETURN_IF_ERROR(CheckTensorData(t, absl::StrCat("initializer '", t.name(), "'")));
     defined.emplace(t.name(), absl::StrCat("initializer '", t.name(), "'"));
   }
   for (const onnx::ValueInfoProto& vi : graph.input()) {
@@ -119,6 +212,12 @@ absl::Status CheckStructure(const onnx::GraphProto& graph) {
     if (node.op_type().empty()) {
       return absl::InvalidArgumentError(absl::StrCat("node #", i, " ('", node.name(),
                                                      "') has no op type"));
+    }
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_t()) {
+        MG_RETURN_IF_ERROR(CheckTensorData(
+            a.t(), absl::StrCat(NodeLabel(node, i), ": attribute '", a.name(), "'")));
+      }
     }
     for (const std::string& out : node.output()) {
       if (out.empty()) continue;
@@ -244,6 +343,17 @@ Declaration DeclarationOf(const onnx::TypeProto& type) {
 // so that `--input-shape x=2,16` also fixes N in other values declared [N, ...].
 absl::Status ApplyBindings(onnx::GraphProto& graph, const absl::flat_hash_set<std::string>& params,
                            const ShapeBindings& bindings) {
+  // A --dim for a symbol the model does not have is a mistake, refused before anything binds.
+  std::set<std::string> model_symbols;
+  for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()}) {
+    for (const onnx::ValueInfoProto& vi : *list) {
+      if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
+      for (const auto& dim : vi.type().tensor_type().shape().dim()) {
+        if (dim.has_dim_param() && !dim.dim_param().empty()) model_symbols.insert(dim.dim_param());
+      }
+    }
+  }
+  MG_RETURN_IF_ERROR(CheckDimsUsed(model_symbols, bindings));
   std::map<std::string, int64_t> symbols = bindings.dims;
   std::map<std::string, std::string> symbol_source;  // symbol -> input that bound it
   absl::flat_hash_set<std::string> bound_inputs;
@@ -656,6 +766,7 @@ absl::StatusOr<WorkingModel> Prepare(onnx::ModelProto model) {
   }
 
   MG_RETURN_IF_ERROR(CheckStructure(graph));
+  MG_RETURN_IF_ERROR(CheckConstantOperands(graph));
   MG_RETURN_IF_ERROR(SortNodes(graph));
 
   for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()}) {
@@ -768,6 +879,13 @@ OpSpec OpFromNode(const onnx::NodeProto& node, const WorkingModel& w) {
   }
   if (!input_slots.empty()) op.attrs.push_back({"onnx_input_slots", input_slots});
   if (!output_slots.empty()) op.attrs.push_back({"onnx_output_slots", output_slots});
+  // ONNX defaults that differ from Caffe2's, made explicit: our schemas and kernels read an
+  // absent attribute as Caffe2 does. ONNX Split splits axis 0, Caffe2's the channel axis 1.
+  if (node.op_type() == "Split" && IsDefaultDomain(node.domain())) {
+    bool has_axis = false;
+    for (const onnx::AttributeProto& a : node.attribute()) has_axis = has_axis || a.name() == "axis";
+    if (!has_axis) op.attrs.push_back({"axis", int64_t{0}});
+  }
   return op;
 }
 
@@ -842,30 +960,26 @@ absl::Status Annotate(const absl::Status& status, const std::string& source_name
 
 }  // namespace
 
-absl::StatusOr<Graph> ImportOnnxFile(const std::string& path, const ShapeBindings& bindings) {
-  std::error_code error;
-  if (!std::filesystem::exists(path, error)) {
-    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-  }
-  if (std::filesystem::is_directory(path, error)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not an ONNX model"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be opened"));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return ImportOnnxBytes(contents.str(), bindings, path);
+absl::StatusOr<Graph> ImportOnnxFile(const std::string& path, const ShapeBindings& bindings,
+                                     const util::InputLimits& limits) {
+  MG_ASSIGN_OR_RETURN(const std::string bytes, util::ReadInputFile(path, limits));
+  return ImportOnnxBytes(bytes, bindings, path, limits);
 }
 
 absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindings& bindings,
-                                      const std::string& source_name) {
+                                      const std::string& source_name,
+                                      const util::InputLimits& limits) {
   if (bytes.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(source_name, ": the file is empty, not an ONNX model"));
   }
+  MG_RETURN_IF_ERROR(util::CheckInputSize(static_cast<int64_t>(bytes.size()), limits, source_name));
+  MG_RETURN_IF_ERROR(util::CheckProtobufSize(static_cast<int64_t>(bytes.size()), source_name));
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetRecursionLimit(limits.max_nesting_depth);
+  if (!model.ParseFromCodedStream(&in)) {
     return absl::InvalidArgumentError(absl::StrCat(
         source_name, ": not an ONNX model (the bytes do not parse as an ONNX ModelProto)"));
   }

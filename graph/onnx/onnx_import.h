@@ -25,13 +25,18 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "graph/shape_inference.h"
+#include "util/limits.h"
 
 namespace memonger::graph {
 
-absl::StatusOr<Graph> ImportOnnxFile(const std::string& path, const ShapeBindings& bindings);
+// The file is read under `limits` (util::ReadInputFile); the ModelProto is parsed with
+// limits.max_nesting_depth as protobuf's recursion limit.
+absl::StatusOr<Graph> ImportOnnxFile(const std::string& path, const ShapeBindings& bindings,
+                                     const util::InputLimits& limits = {});
 // `source_name` names the model in messages.
 absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindings& bindings,
-                                      const std::string& source_name);
+                                      const std::string& source_name,
+                                      const util::InputLimits& limits = {});
 
 }  // namespace memonger::graph
 

@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/cublas_library.h"
 #include "kernels/cuda/device_kernels.h"
 #include "kernels/cuda/kernels_device.h"
 
@@ -55,10 +56,11 @@ absl::Status CudaStatus(absl::string_view what, cudaError_t error) {
       sticky ? " (the CUDA context is unusable from here on; restart the process)" : ""));
 }
 
-absl::Status CublasStatus(absl::string_view what, cublasStatus_t status) {
+absl::Status CublasStatus(const CublasLibrary& cublas, absl::string_view what,
+                          cublasStatus_t status) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(what, ": cuBLAS status ", static_cast<int>(status), " (",
-                                          cublasGetStatusString(status), ")"));
+                                          cublas.status_string(status), ")"));
 }
 
 cudaDataType CudaType(FloatType type) {
@@ -106,18 +108,20 @@ class CudaBackend {
     }
     MG_RETURN_IF_ERROR(CudaStatus("cudaMalloc (kernel scratch and cuBLAS workspace)", error));
     backend->pool_.emplace(static_cast<std::byte*>(backend->block_), options.scratch_bytes);
-    const cublasStatus_t status = cublasCreate(&backend->handle_);
+    MG_ASSIGN_OR_RETURN(backend->cublas_, OpenCublas());
+    const CublasLibrary& cublas = *backend->cublas_;
+    const cublasStatus_t status = cublas.create(&backend->handle_);
     if (status != CUBLAS_STATUS_SUCCESS) {
       backend->handle_ = nullptr;
       return absl::FailedPreconditionError(absl::StrCat(
-          "cannot create a cuBLAS handle: ", cublasGetStatusString(status)));
+          "cannot create a cuBLAS handle: ", cublas.status_string(status)));
     }
-    MG_RETURN_IF_ERROR(CublasStatus("cublasSetStream",
-                                    cublasSetStream(backend->handle_, backend->stream_)));
+    MG_RETURN_IF_ERROR(CublasStatus(cublas, "cublasSetStream",
+                                    cublas.set_stream(backend->handle_, backend->stream_)));
     if (options.cublas_workspace_bytes > 0) {
       MG_RETURN_IF_ERROR(CublasStatus(
-          "cublasSetWorkspace",
-          cublasSetWorkspace(backend->handle_, static_cast<std::byte*>(backend->block_) + scratch,
+          cublas, "cublasSetWorkspace",
+          cublas.set_workspace(backend->handle_, static_cast<std::byte*>(backend->block_) + scratch,
                              static_cast<size_t>(options.cublas_workspace_bytes))));
     }
     return backend;
@@ -125,7 +129,7 @@ class CudaBackend {
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
   ~CudaBackend() {
-    if (handle_ != nullptr) cublasDestroy(handle_);
+    if (handle_ != nullptr) cublas_->destroy(handle_);
     if (block_ != nullptr) cudaFree(block_);
     if (own_stream_) cudaStreamDestroy(stream_);
   }
@@ -154,11 +158,11 @@ class CudaBackend {
     const float alpha = g.alpha;
     const float beta = g.beta;
     MG_RETURN_IF_ERROR(CublasStatus(
-        absl::StrCat("cublasGemmStridedBatchedEx(", g.trans_a ? "T" : "N", g.trans_b ? "T" : "N",
+        *cublas_, absl::StrCat("cublasGemmStridedBatchedEx(", g.trans_a ? "T" : "N", g.trans_b ? "T" : "N",
                      ", m ", g.m, ", n ", g.n, ", k ", g.k, ", lda ", g.lda, ", ldb ", g.ldb,
                      ", ldc ", g.ldc, ", batch ", g.batch, ", types ", static_cast<int>(g.a_type),
                      "/", static_cast<int>(g.c_type), ")"),
-        cublasGemmStridedBatchedEx(
+        cublas_->gemm_strided_batched_ex(
             handle_, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
             static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), &alpha, g.a,
             CudaType(g.a_type), static_cast<int>(g.lda), g.stride_a, g.b, CudaType(g.b_type),
@@ -225,6 +229,7 @@ class CudaBackend {
   bool own_stream_ = false;
   void* block_ = nullptr;
   std::optional<device::ScratchPool> pool_;
+  const CublasLibrary* cublas_ = nullptr;  // set before handle_
   cublasHandle_t handle_ = nullptr;
 };
 

@@ -196,6 +196,7 @@ struct BadInputCase {
   std::string contents;
   std::string flags;
   std::string expected;  // part of the stderr message
+  int exit_code = 1;     // 2 for a malformed flag (a usage error, found before the model is read)
 };
 void PrintTo(const BadInputCase& c, std::ostream* os) { *os << c.label; }
 
@@ -207,7 +208,7 @@ TEST_P(BadInputTest, ExitsOneWithAMessage) {
   if (c.label == "missing_file") model = memonger::testing::TempDir() + "/does_not_exist.pbtxt";
   auto r = RunOptimizeNet("'" + model + "' " + c.flags);
   EXPECT_EQ(r.signal, 0) << "killed by signal " << r.signal << "; stderr: " << r.err;
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
   EXPECT_THAT(r.err, HasSubstr(c.expected));
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
@@ -249,7 +250,7 @@ INSTANTIATE_TEST_SUITE_P(
             op { name: "add" type: "Add" input: "x" input: "ghost" output: "y" }
           )pb", "--input-shape x=4", "'ghost'"},
         BadInputCase{"negative_dim", "relu.pbtxt", kRelu, "--input-shape x=2,-3",
-                     "negative dimension"},
+                     "negative dimension", 2},
         BadInputCase{"overflowing_shape", "overflow.pbtxt", R"pb(
             external_input: "x"
             op { name: "relu" type: "Relu" input: "x" output: "y" }
@@ -268,12 +269,12 @@ INSTANTIATE_TEST_SUITE_P(
           )pb", "--input-shape x=4", "FrobnicateTensor"},
         BadInputCase{"unbound_symbol", "", "", "", "'L'"},
         BadInputCase{"malformed_input_shape", "relu.pbtxt", kRelu, "--input-shape x=2,abc",
-                     "'abc' is not an integer"},
+                     "'abc' is not an integer", 2},
         BadInputCase{"input_shape_without_name", "relu.pbtxt", kRelu, "--input-shape =2,3",
-                     "malformed"},
+                     "malformed", 2},
         BadInputCase{"input_shape_for_a_non_input", "relu.pbtxt", kRelu,
                      "--input-shape x=2 --input-shape y=2", "'y'"},
-        BadInputCase{"malformed_dim", "", "", "--dim L", "malformed"},
+        BadInputCase{"malformed_dim", "", "", "--dim L", "malformed", 2},
         BadInputCase{"records_end_before_start", "bad_records.json",
                      R"({"schema": "memonger.records/v1", "records": [
                          {"name": "a", "bytes": 4, "first_step": 3, "last_step": 1}]})",

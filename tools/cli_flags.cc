@@ -1,0 +1,263 @@
+#include "tools/cli_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "memonger/planner.h"
+#include "util/bytes.h"
+#include "util/file_io.h"
+
+namespace memonger::tools {
+namespace {
+
+// The flags whose values are numbers are read as text and parsed here, so that an overflowing or
+// odd number gets a short message naming the flag (CLI11 would clamp or print the largest double in
+// full).
+struct NumberTexts {
+  std::string alignment = "256";
+  std::string time_limit = "2";
+  std::string budget;
+  std::string max_input_bytes;
+};
+
+absl::Status ParseNumbers(const NumberTexts& texts, Flags& flags) {
+  if (!absl::SimpleAtoi(texts.alignment, &flags.alignment)) {
+    return absl::InvalidArgumentError(absl::StrCat("--alignment ", util::Quote(texts.alignment),
+                                                   ": not an integer that fits in 64 bits"));
+  }
+  if (absl::Status s = util::CheckAlignment(flags.alignment, "--alignment"); !s.ok()) return s;
+  if (!absl::SimpleAtod(texts.time_limit, &flags.time_limit)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--time-limit ", util::Quote(texts.time_limit), ": not a number of seconds"));
+  }
+  if (auto d = util::CheckTimeLimit(flags.time_limit, "--time-limit"); !d.ok()) return d.status();
+  if (!texts.budget.empty()) {
+    absl::StatusOr<int64_t> budget = util::ParseBytes(texts.budget);
+    if (!budget.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--budget: ", budget.status().message()));
+    flags.budget = *budget;
+  }
+  if (!texts.max_input_bytes.empty()) {
+    absl::StatusOr<int64_t> bytes = util::ParseBytes(texts.max_input_bytes);
+    if (!bytes.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--max-input-bytes: ", bytes.status().message()));
+    }
+    if (*bytes < 1) return absl::InvalidArgumentError("--max-input-bytes: give at least 1 byte");
+    flags.limits.max_input_bytes = *bytes;
+  }
+  return absl::OkStatus();
+}
+
+// Checks that need no model: combinations of flags, names of planners and orders, bindings, output
+// paths (writable directory, known extension). Each failure is a usage error.
+absl::Status CheckFlags(Flags& flags) {
+  if (flags.model.empty() && flags.workload.empty()) {
+    return absl::InvalidArgumentError("give a MODEL file or --workload SPEC (see --help)");
+  }
+  if (auto p = ParsePlanner(flags.planner); !p.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--planner: ", p.status().message()));
+  }
+  if (auto o = ParseOrder(flags.order); !o.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--order: ", o.status().message()));
+  }
+  if (!flags.outputs_out.empty() && (flags.execute == "none" || flags.verify)) {
+    return absl::InvalidArgumentError(
+        "--outputs-out needs --execute host or cuda (without --verify)");
+  }
+  if (flags.recompute == "auto" && flags.budget < 0) {
+    return absl::InvalidArgumentError("--recompute auto needs --budget (the bytes to fit)");
+  }
+  if (flags.recompute != "none" && (!flags.plan_in.empty() || !flags.fit.empty() ||
+                                    !flags.compare.empty() || !flags.variants.empty())) {
+    return absl::InvalidArgumentError(
+        "--recompute does not go with --plan-in, --fit, --compare or --variant (--fit tries "
+        "recomputation by itself)");
+  }
+  if (!flags.fit.empty() && flags.budget < 0) {
+    return absl::InvalidArgumentError("--fit needs --budget");
+  }
+  if (!flags.fit.empty() && (!flags.compare.empty() || !flags.variants.empty() ||
+                             !flags.plan_in.empty() || flags.execute != "none")) {
+    return absl::InvalidArgumentError(
+        "--fit plans many sizes: it does not go with --compare, --variant, --plan-in or "
+        "--execute");
+  }
+  if (!flags.workload.empty() && (!flags.dims.empty() || !flags.input_shapes.empty())) {
+    return absl::InvalidArgumentError(
+        "--dim and --input-shape bind a model file's shapes; a --workload takes its sizes in "
+        "its spec (e.g. attention:n=4096)");
+  }
+  for (const std::string& d : flags.dims) {
+    if (absl::Status s = graph::ParseDimBinding(d, flags.bindings); !s.ok()) return s;
+  }
+  for (const std::string& s : flags.input_shapes) {
+    if (absl::Status st = graph::ParseInputShapeBinding(s, flags.bindings); !st.ok()) return st;
+  }
+  if (!flags.net_out.empty()) {
+    const std::string ext =
+        absl::AsciiStrToLower(std::filesystem::path(flags.net_out).extension().string());
+    if (ext != ".pb" && ext != ".pbtxt" && ext != ".prototxt") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--net-out ", util::Quote(flags.net_out),
+                       ": use the extension .pb (binary) or .pbtxt (text)"));
+    }
+  }
+  // Every output file is checked before any work (a run of minutes must not end in "cannot write");
+  // the outputs are written together at the end (util::OutputFiles).
+  util::OutputFiles outputs;
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string*>{"--plan-json", &flags.plan_json},
+        {"--plan-csv", &flags.plan_csv},
+        {"--html", &flags.html},
+        {"--net-out", &flags.net_out}}) {
+    if (path->empty()) continue;
+    if (absl::Status s = outputs.Add(flag, *path); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std::ostream& out,
+                                          std::ostream& err) {
+  CLI::App app{
+      "optimize-net: plans the memory of a neural-network graph.\n"
+      "Loads MODEL, infers every value's dtype and shape, works out lifetimes, lets values\n"
+      "whose lifetimes do not overlap share memory, verifies the plan and reports it."};
+  app.set_version_flag("--version", "optimize-net 0.1.0");
+  Flags flags;
+  NumberTexts numbers;
+  CLI::Option* model =
+      app.add_option("model", flags.model,
+                     "model file: .onnx, .pb (binary NetDef), .pbtxt (text NetDef), .json (usage "
+                     "records, memonger.records/v1), .csv (MiniMalloc trace)");
+  CLI::Option* workload =
+      app.add_option("--workload", flags.workload,
+                     "a generated net instead of MODEL: attention:n=18000,kernel=math,..., "
+                     "resnet50:batch=32, mlp:layers=3,... or random:ops=100000,seed=1,... "
+                     "(docs/workloads.md)");
+  model->excludes(workload);
+  workload->excludes(model);
+  app.add_option("--compare", flags.compare,
+                 "KEY=V1,V2,... : plan the --workload once per value and print a what-if "
+                 "table (repeatable: every combination)")
+      ->allow_extra_args(false)
+      ->needs(workload);
+  app.add_option("--store-fp16", flags.store_fp16,
+                 "NAME: keep this float32/bfloat16 value in float16 between its uses, cast back "
+                 "at each reader (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--variant", flags.variants,
+                 "KEY=V,KEY=V : one what-if variant of the --workload (repeatable)")
+      ->allow_extra_args(false)
+      ->needs(workload);
+  app.add_option("--input-shape", flags.input_shapes,
+                 "NAME=D0,D1,... : the shape of a graph input (repeatable, once per input)")
+      ->allow_extra_args(false);
+  app.add_option("--dim", flags.dims,
+                 "SYMBOL=VALUE : binds a symbolic dimension of the model (repeatable, once per "
+                 "symbol)")
+      ->allow_extra_args(false);
+  app.add_option("--planner", flags.planner,
+                 "auto, best-fit, greedy-by-size, exact, exact-sharing, memonger-dag, "
+                 "memonger-greedy, memonger-dp, none")
+      ->capture_default_str();
+  app.add_option("--order", flags.order, "given, topological, longest-path, memory-aware")
+      ->capture_default_str();
+  app.add_option("--execution", flags.execution,
+                 "serial or parallel (default: the net's hint, else serial)")
+      ->check(CLI::IsMember({"serial", "parallel"}));
+  app.add_option("--mode", flags.mode, "inference or training")
+      ->check(CLI::IsMember({"inference", "training"}))
+      ->capture_default_str();
+  app.add_option("--loss", flags.losses, "a loss to start gradient sharing from (training)")
+      ->allow_extra_args(false);
+  app.add_flag("--share-activations", flags.share_activations,
+               "memonger-dag training: share activations as well as gradients");
+  app.add_option("--dont-share", flags.dont_share, "a value name never shared (memonger-dag)")
+      ->allow_extra_args(false);
+  app.add_option("--head", flags.heads,
+                 "memonger-dag inference: a value to start from (default: the graph inputs)")
+      ->allow_extra_args(false);
+  app.add_option("--alignment", numbers.alignment,
+                 "byte alignment of every offset (a power of two, at most 2^30)")
+      ->capture_default_str();
+  app.add_option("--time-limit", numbers.time_limit,
+                 "seconds a searching planner may take (> 0, at most a week); it then returns "
+                 "the best found")
+      ->capture_default_str();
+  app.add_option("--max-input-bytes", numbers.max_input_bytes,
+                 "the largest input file read (default 2GiB, protobuf's own limit; 512MiB, "
+                 "4GiB, ...)");
+  app.add_flag("--plan-static", flags.plan_static, "place params and constants in the arena too");
+  app.add_flag("--views", flags.views,
+               "ops marked `view` (Reshape, Squeeze, ...) alias their input instead of copying");
+  app.add_option("--budget", numbers.budget,
+                 "bytes available (80GiB, 512MiB, ...): exit 3 if over");
+  app.add_option("--recompute", flags.recompute,
+                 "training: rerun forward ops in the backward pass to lower the peak: sqrt "
+                 "(Chen's sqrt(n) segments) or auto (the fewest FLOPs that fit --budget)")
+      ->check(CLI::IsMember({"none", "sqrt", "auto"}))
+      ->capture_default_str();
+  app.add_flag("--cuda-graphs", flags.cuda_graphs,
+               "report the runs of steps a CUDA graph could capture with the device kernels, "
+               "and why each step between them cannot be (also with --execute cuda)");
+  app.add_option("--fit", flags.fit,
+                 "with --budget: the largest value of SYMBOL (a --dim symbol of the model, or a "
+                 "workload key such as n or batch) whose plan fits, for the given and the "
+                 "memory-aware order");
+  app.add_option("--plan-json", flags.plan_json, "write the plan (memonger.plan/v1) to FILE");
+  app.add_option("--plan-csv", flags.plan_csv,
+                 "write the plan as a MiniMalloc CSV (id,lower,upper,size,offset) to FILE");
+  app.add_option("--plan-in", flags.plan_in,
+                 "read a saved plan (memonger.plan/v1) instead of planning, and verify it");
+  app.add_option("--net-out", flags.net_out,
+                 "write the rewritten net (shared values renamed) to FILE (.pb or .pbtxt)");
+  app.add_option("--execute", flags.execute,
+                 "none, host or cuda: run the net in the arena (host: the CPU kernels; "
+                 "cuda: the CUDA kernels on the current device)")
+      ->check(CLI::IsMember({"none", "host", "cuda"}))
+      ->capture_default_str();
+  app.add_flag("--verify", flags.verify,
+               "with --execute: verify mode (ops fill outputs with patterns, check inputs); "
+               "without it, --execute runs the real kernels");
+  app.add_option("--outputs-out", flags.outputs_out,
+                 "with --execute host|cuda: write every graph output as DIR/<name>.npy");
+  app.add_option(
+         "--seed", flags.seed,
+         "with --execute host|cuda: seed of the values given to inputs and params the model "
+         "has no data for (uniform [-1, 1) per value name)")
+      ->capture_default_str();
+  app.add_option("--html", flags.html,
+                 "write a picture of the plan (steps x addresses, one HTML file) to FILE");
+  app.add_flag("--ascii", flags.ascii, "add a small time x address map to the text report");
+  app.add_option("--format", flags.format, "text or json (the plan document)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--top", flags.top, "how many of the largest values to list")
+      ->check(CLI::Range(0, 1000000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e, out, err);
+    return kExitUsage;
+  }
+  absl::Status status = ParseNumbers(numbers, flags);
+  if (status.ok()) status = CheckFlags(flags);
+  if (!status.ok()) {
+    err << "optimize-net: " << status.message() << "\n";
+    return kExitUsage;
+  }
+  return flags;
+}
+
+}  // namespace memonger::tools

@@ -1,0 +1,75 @@
+// optimize-net's command line: the flags, their parsing and every check that needs no model. A
+// usage error is found here, before any file is read or any work is done.
+//
+//   std::variant<Flags, int> parsed = ParseCommandLine(argc, argv, std::cout, std::cerr);
+//   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
+//
+// Separate from the tool's main so that the command-line fuzzer (fuzz/) drives the same code.
+#ifndef MEMONGER_TOOLS_CLI_FLAGS_H_
+#define MEMONGER_TOOLS_CLI_FLAGS_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "graph/shape_inference.h"
+#include "util/limits.h"
+
+namespace memonger::tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitOverBudget = 3;
+
+struct Flags {
+  std::string model;
+  std::string workload;                 // instead of a model file
+  std::vector<std::string> compare;     // what-if: KEY=V1,V2,... over the workload
+  std::vector<std::string> variants;    // what-if: KEY=V,KEY=V (one variant each)
+  std::vector<std::string> store_fp16;  // values kept in float16 between uses
+  std::vector<std::string> input_shapes;
+  std::vector<std::string> dims;
+  std::string format = "text";
+  std::string planner = "auto";
+  std::string order = "given";
+  std::string execution;  // empty: the net's hint, else serial
+  std::string mode = "inference";
+  std::vector<std::string> losses;
+  std::vector<std::string> dont_share;
+  std::vector<std::string> heads;
+  bool share_activations = false;
+  int64_t alignment = 256;
+  double time_limit = 2;
+  std::string execute = "none";
+  bool verify = false;
+  std::string outputs_out;
+  uint64_t seed = 0;
+  bool plan_static = false;
+  bool views = false;
+  int64_t budget = -1;  // -1: none
+  std::string fit;      // a dim symbol or workload key: the largest value that fits --budget
+  std::string recompute = "none";  // none, sqrt, auto: rerun forward ops in the backward pass
+  bool cuda_graphs = false;        // report the graphable sections (also with --execute cuda)
+  std::string plan_json;
+  std::string plan_csv;
+  std::string plan_in;
+  std::string net_out;
+  std::string html;
+  bool ascii = false;
+  int top = 10;
+  util::InputLimits limits;
+  // --dim and --input-shape, parsed (each symbol and input once).
+  graph::ShapeBindings bindings;
+};
+
+// The flags, or the exit code to end with: 0 after --help or --version (printed to `out`), 2 after
+// a usage error (printed to `err`, one line starting "optimize-net: ").
+std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std::ostream& out,
+                                          std::ostream& err);
+
+}  // namespace memonger::tools
+
+#endif  // MEMONGER_TOOLS_CLI_FLAGS_H_
