@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
@@ -91,6 +92,10 @@ struct BackEdgeRecorder : public boost::default_dfs_visitor {
 }  // namespace
 
 absl::StatusOr<Graph> GraphBuilder::Build() && {
+  if (static_cast<int64_t>(ops_.size()) > util::kMaxOps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the net has ", ops_.size(), " ops, more than the limit of ", util::kMaxOps));
+  }
   Graph g;
   g.name_ = name_;
   g.prefers_parallel_ = prefers_parallel_;

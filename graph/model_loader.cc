@@ -46,6 +46,13 @@ absl::StatusOr<Graph> LoadModel(const std::string& path, const LoadOptions& opti
   MG_ASSIGN_OR_RETURN(std::vector<UsageRecord> records,
                       ext == ".json" ? ParseRecordsJson(bytes, path, options.limits)
                                      : ParseMiniMallocCsv(bytes, path, options.limits));
+  int64_t with_offset = 0;
+  for (const UsageRecord& r : records) with_offset += r.offset >= 0 ? 1 : 0;
+  if (with_offset > 0 && options.notes != nullptr) {
+    options.notes->push_back(absl::StrCat(
+        util::Quote(path), ": the offsets of ", with_offset,
+        " records are not used: memonger plans its own (the file's solution is not checked)"));
+  }
   // Records have sizes, not shapes: nothing to bind.
   MG_RETURN_IF_ERROR(CheckDimsUsed({}, options.bindings));
   if (!options.bindings.inputs.empty()) {

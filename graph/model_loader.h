@@ -13,6 +13,7 @@
 #define MEMONGER_GRAPH_MODEL_LOADER_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
@@ -27,6 +28,9 @@ struct LoadOptions {
   ShapeBindings bindings;
   // Size and nesting caps on the file (util/limits.h).
   util::InputLimits limits;
+  // Where the loader says what it read but does not use (a records file's offsets), one line
+  // each; nullptr: not said.
+  std::vector<std::string>* notes = nullptr;
 };
 
 // InvalidArgument naming the file for content that is not the format its extension says,

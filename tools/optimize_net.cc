@@ -384,6 +384,8 @@ int Run(const Flags& flags) {
   memonger::graph::LoadOptions load;
   load.bindings = flags.bindings;
   load.limits = flags.limits;
+  std::vector<std::string> notes;
+  load.notes = &notes;
   std::optional<memonger::graph::WorkloadSpec> workload;
   if (!flags.workload.empty()) {
     auto spec = memonger::graph::ParseWorkloadSpec(flags.workload);
@@ -396,6 +398,8 @@ int Run(const Flags& flags) {
   }
   absl::StatusOr<memonger::graph::Graph> graph = MakeGraph(flags, load, workload);
   if (!graph.ok()) return fail(graph.status());
+  for (const std::string& note : notes) std::cerr << "optimize-net: note: " << note << "\n";
+  load.notes = nullptr;  // --fit loads the model again
   auto options = MakePlanOptions(flags, *graph);
   if (!options.ok()) return fail(options.status());
   const bool training = memonger::graph::HasGradientOps(*graph);

@@ -13,8 +13,8 @@
 // - nesting: NetDefs nest nets in arguments (a loop body, a recurrent step net) a handful of levels
 //   deep, JSON plans and records three or four. 64 leaves room for real files and none for a file
 //   built to exhaust the stack.
-// - ops and values: the documented maximum of the random workload (2^22 ops); a real model has far
-//   fewer.
+// - ops and values: 2^25 ops and 2^24 values (records: one value per record and up to two step
+//   ops); a real model has far fewer, and a net this size already needs tens of GB to plan.
 // - alignment: a power of two up to 1 GiB (GPU pages are 2 MiB; nothing asks for more), and all
 //   values together at most 2^60 bytes, so that aligned sums of sizes never overflow int64.
 // - time limit: finite, positive, at most a week; converted to a monotonic deadline.
@@ -34,7 +34,7 @@ namespace memonger::util {
 
 inline constexpr int64_t kDefaultMaxInputBytes = (int64_t{2} << 30) - 1;
 inline constexpr int kMaxNestingDepth = 64;
-inline constexpr int64_t kMaxOps = int64_t{1} << 22;
+inline constexpr int64_t kMaxOps = int64_t{1} << 25;
 inline constexpr int64_t kMaxValues = int64_t{1} << 24;
 inline constexpr int64_t kMaxAlignment = int64_t{1} << 30;
 // All the values of one net together (1 EiB): with at most kMaxValues values each aligned to at

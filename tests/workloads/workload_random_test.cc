@@ -139,7 +139,7 @@ INSTANTIATE_TEST_SUITE_P(
                     "branches, skip, reach, inplace, dead, dtype, mode)"},
         BadSpecCase{"zero_ops", "random:ops=0", "random workload: ops=0 is out of range (3 to"},
         BadSpecCase{"negative_ops", "random:ops=-5", "ops=-5 is out of range"},
-        BadSpecCase{"too_few_ops", "random:ops=2", "ops=2 is out of range (3 to 4194304)"},
+        BadSpecCase{"too_few_ops", "random:ops=2", "ops=2 is out of range (3 to 1048576)"},
         BadSpecCase{"ops_not_a_number", "random:ops=1e5", "ops=1e5 is not an integer"},
         BadSpecCase{"negative_seed", "random:seed=-1", "seed=-1 is out of range (0 to any)"},
         BadSpecCase{"zero_batch", "random:batch=0", "batch=0 is out of range"},
