@@ -1,8 +1,8 @@
 // Runs a planned net for real: one arena of the plan's size, every input and static value filled
 // deterministically, the kernels through Executor::Run, and the graph outputs handed back and/or
-// written as .npy files. RunOnHost uses the CPU kernels (kernels_cpu.h) on the host: `optimize-net
+// written as .npy files. RunOnHost uses the CPU kernels (kernels/cpu/kernels_cpu.h) on the host: `optimize-net
 // --execute host`. RunNet takes the device and the kernel table: the CUDA kernels in a CUDA arena
-// (kernels_device.h) are `optimize-net --execute cuda`; values are filled on the host and copied
+// (kernels/cuda/kernels_device.h) are `optimize-net --execute cuda`; values are filled on the host and copied
 // to the device, and the outputs copied back.
 //
 //   alloc::HostRunOptions options;

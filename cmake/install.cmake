@@ -15,7 +15,9 @@ install(TARGETS optimize-net RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 foreach(dir util graph workloads memonger kernels report allocator)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memonger/${dir}
-    FILES_MATCHING PATTERN "*.h")
+    FILES_MATCHING PATTERN "*.h"
+    # Folder-internal headers (tools/check_layering.py keeps them in their folder).
+    PATTERN "*_internal.h" EXCLUDE)
 endforeach()
 install(FILES ${PROJECT_BINARY_DIR}/proto/memonger.pb.h ${PROJECT_SOURCE_DIR}/proto/memonger.proto
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/memonger/proto)

@@ -1,12 +1,11 @@
 #include "kernels/onnx_tensor_data.h"
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "graph/onnx/onnx_fold.h"
+#include "util/file_io.h"
 #include "util/status_macros.h"
 
 namespace memonger::alloc {
@@ -22,12 +21,10 @@ void AppendAs(const Field& field, std::string& out) {
   }
 }
 
+// The model was read once already under the user's limit; this second read (for the data)
+// keeps the default cap, which is protobuf's own ceiling.
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the file"));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+  return util::ReadInputFile(path, util::InputLimits{});
 }
 
 // A Constant node's value as a TensorProto (nullopt for sparse or missing values).

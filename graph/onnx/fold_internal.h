@@ -1,5 +1,6 @@
 // Internal to graph/onnx/: the helpers the constant evaluator's files share (const_tensor.cc,
-// fold_eval.cc, fold_elementwise.cc, fold_shape_ops.cc). Nothing outside this folder includes it;
+// fold_eval.cc, fold_elementwise.cc, fold_shape_ops.cc) and the folding driver onnx_fold.cc.
+// Nothing outside this folder includes it (tools/check_layering.py), and it is not installed;
 // the evaluator's interface is fold_eval.h.
 #ifndef MEMONGER_GRAPH_ONNX_FOLD_INTERNAL_H_
 #define MEMONGER_GRAPH_ONNX_FOLD_INTERNAL_H_

@@ -6,7 +6,6 @@
 //   ShapeBindings bindings;  // --dim and --input-shape
 //   MG_ASSIGN_OR_RETURN(Graph graph, ImportOnnxFile("model.onnx", bindings));
 //
-//
 // 1. Parse the ModelProto; refuse what cannot be planned with an Unimplemented or
 //    InvalidArgument status naming the node (control flow: If, Loop, Scan; see onnx_import.cc).
 // 2. Bind graph input shapes: --input-shape NAME=... replaces an input's shape; --dim SYMBOL=N

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "onnx/defs/schema.h"

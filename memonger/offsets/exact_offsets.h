@@ -49,7 +49,7 @@
 //     node limit (2n in the first round), so that one lucky order finds a feasible plan
 //     quickly; a run that exhausts its tree within the limit proves the probe infeasible.
 //     The widths are in the problem's steps: a trace whose times were compressed to distinct
-//     boundaries loses them, and some hard traces then take far longer (docs/exact-offsets.md).
+//     boundaries loses them, and some hard traces then take far longer (docs/offset-planners.md).
 //
 // Soundness (the search is complete for "is there a placement within H?"). Every placement
 // within H can be compacted: while some item can move to a lower aligned offset without

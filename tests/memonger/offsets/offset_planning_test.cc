@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "memonger/liveness.h"
 #include "memonger/plan.h"
+#include "memonger/planner.h"
 #include "memonger/schedule.h"
 #include "memonger/verify_plan.h"
 #include "tests/offset_support.h"
@@ -118,6 +119,37 @@ TEST(OffsetPlanningRecordsTest, ValueAlignmentIsHonoured) {
     EXPECT_EQ(plan->offset_of_value[b] % 64, 0);
     EXPECT_EQ(plan->buffers[plan->buffer_of_value[b]].size, 64);
   }
+}
+
+// Found by fuzz/planners_fuzzer.cc: a 5-byte value aligned to 64 is a 64-byte item of the
+// offset problem, whose optimum (123 bytes) exact used to call proven optimal, while `none`
+// places both values in 64 bytes. Optimal for the rounded problem is not optimal for the plan.
+TEST(OffsetPlanningRecordsTest, ValueAlignmentBeyondThePlansIsNeverProvenOptimal) {
+  absl::StatusOr<graph::Graph> g =
+      RecordsGraph({Record("a", 5, 0, 1, /*alignment=*/64), Record("b", 59, 0, 1)});
+  ASSERT_TRUE(g.ok()) << g.status();
+  PlanOptions options;
+  options.alignment = 1;
+  options.planner = PlannerKind::kNone;
+  absl::StatusOr<Plan> none = PlanMemory(*g, options);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->arena_bytes, 64);
+  for (OffsetStrategy strategy : {OffsetStrategy::kBestFit, OffsetStrategy::kExact,
+                                  OffsetStrategy::kAuto}) {
+    SCOPED_TRACE(OffsetStrategyName(strategy));
+    absl::StatusOr<Plan> plan = testing::PlanWithOffsetStrategy(*g, options, strategy);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);
+    if (plan->arena_bytes > none->arena_bytes) {
+      EXPECT_FALSE(plan->proven_optimal);
+    }
+  }
+  // Aligned to the plan's own alignment, the same values are the real problem: proven.
+  options.alignment = 64;
+  absl::StatusOr<Plan> exact = testing::PlanWithOffsetStrategy(*g, options, OffsetStrategy::kExact);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_EQ(exact->arena_bytes, 128);
+  EXPECT_TRUE(exact->proven_optimal);
 }
 
 TEST(OffsetPlanningDevicesTest, DevicesGetStackedRegions) {
