@@ -18,7 +18,8 @@
 // an FC to the next width joins two stages. The head is loss = AveragedLoss(output), declared
 // as the loss. The ops are listed in index order, which is one valid order among many.
 //
-// Deterministic: util::SplitMix64 seeded with `seed`. Complexity O(stages x nodes x k).
+// Deterministic: util::SplitMix64 seeded with `seed`. Complexity O(stages x nodes x k x (k +
+// log nodes)).
 #ifndef MEMONGER_WORKLOADS_WORKLOAD_RANDWIRE_H_
 #define MEMONGER_WORKLOADS_WORKLOAD_RANDWIRE_H_
 
@@ -43,7 +44,8 @@ struct RandWireWorkload {
   bool training = false;
 };
 
-// InvalidArgument for an unknown key or a value out of range (k odd, or k >= nodes).
+// InvalidArgument for an unknown key or a value out of range (k odd, k >= nodes, or more than
+// 2^19 edges a stage: nodes * k / 2).
 absl::StatusOr<RandWireWorkload> ParseRandWireWorkload(const WorkloadSpec& spec);
 
 absl::StatusOr<Graph> BuildRandWireGraph(const RandWireWorkload& workload);

@@ -330,6 +330,9 @@ std::vector<HostileCase> Cases() {
   workload("attention_n_text", "attention:n=big", "n");
   workload("attention_kernel_unknown", "attention:kernel=quantum", "kernel");
   workload("key_twice", "mlp:layers=2,layers=3", "layers");
+  // Legal once, minutes of work: refused with the product that is too large.
+  workload("randwire_dense", "randwire:nodes=4096,k=4094",
+           "8384512 edges a stage, more than 524288");
   workload("empty_value", "mlp:layers=", "layers");
 
   // Usage records: CSV.
