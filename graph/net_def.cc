@@ -27,34 +27,39 @@ class CollectTextErrors : public google::protobuf::io::ErrorCollector {
   std::string first_;
 };
 
-bool IsValidUtf8(absl::string_view s) {
+// Why a name is refused: "" when it is fine. Control bytes (a newline, ...) would break every
+// line-based output (the text report, CSV rows read by hand, error messages).
+std::string NameProblem(absl::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     int extra = 0;
     if (c < 0x80) {
-      if (c < 0x20 && c != '\t') return false;  // control bytes do not belong in a name
+      if ((c < 0x20 && c != '\t') || c == 0x7f) return "holds a control character";
       ++i;
       continue;
     }
     if ((c & 0xE0) == 0xC0) extra = 1;
     else if ((c & 0xF0) == 0xE0) extra = 2;
     else if ((c & 0xF8) == 0xF0) extra = 3;
-    else return false;
-    if (i + extra >= s.size()) return false;
+    else return "is not valid UTF-8 text: the file is probably not a NetDef";
+    if (i + extra >= s.size()) return "is not valid UTF-8 text: the file is probably not a NetDef";
     for (int k = 1; k <= extra; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) {
+        return "is not valid UTF-8 text: the file is probably not a NetDef";
+      }
     }
     i += extra + 1;
   }
-  return true;
+  return "";
 }
 
 absl::Status CheckName(absl::string_view name, absl::string_view what,
                        const std::string& source_name) {
-  if (!IsValidUtf8(name)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source_name, ": ", what, " is not valid UTF-8 text: the file is probably not a NetDef"));
+  const std::string problem = NameProblem(name);
+  if (!problem.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_name, ": ", what, " '", util::Quote(name), "' ", problem));
   }
   return absl::OkStatus();
 }

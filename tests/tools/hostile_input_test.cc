@@ -461,6 +461,14 @@ std::vector<HostileCase> Cases() {
   net("nul_in_name", std::string("name: \"n\\000x\" op { type: \"Relu\" input: \"x\" output: \"y\" }") + x4,
       "", kBad, "m.pbtxt");
   net("binary_as_pb", "", "", kBad, "m.pbtxt");
+  net("newline_in_value_name",
+      "name: \"n\" external_input: \"x\\nq\" op { type: \"Relu\" input: \"x\\nq\" output: \"y\" }",
+      "", kBad, "an external input name 'x\\nq' holds a control character");
+  net("markup_and_commas_in_names",
+      Net(R"(op { name: "r" type: "Relu" input: "x</script>,\"q" output: "y" } external_output: "y")",
+          R"(value_info { name: "x</script>,\"q" dtype: FLOAT has_shape: true dim { size: 4 } })",
+          "external_input: \"x</script>,\\\"q\"\n"),
+      "--html {dir}/p.html --plan-csv {dir}/p.csv --net-out {dir}/o.pbtxt", kOk, "");
   c.push_back({"netdef_text_named_pb", {{"m.pb", tiny}}, "{dir}/m.pb --dim N=8", kBad,
                "not a binary NetDef"});
 
