@@ -54,7 +54,10 @@ absl::Status LabelCrossEntropy(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
   MG_ASSIGN_OR_RETURN(const auto shape, LabelShape(args));
-  const auto [n, d] = shape;
+  // Named variables, not a structured binding: the lambdas below capture them (C++17 allows no
+  // capture of a binding; clang refuses it).
+  const int64_t n = shape.first;
+  const int64_t d = shape.second;
   const TensorType& y = *args.output_types[0];
   if (y.dtype != args.input_types[0]->dtype || NumElements(y.dims) != n) {
     return KernelError(args, absl::StrCat("Y must hold ", n, " elements of X's type"));
@@ -77,7 +80,10 @@ absl::Status LabelCrossEntropyGradient(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 3, 3, 1, 1));
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
   MG_ASSIGN_OR_RETURN(const auto shape, LabelShape(args));
-  const auto [n, d] = shape;
+  // Named variables, not a structured binding: the lambdas below capture them (C++17 allows no
+  // capture of a binding; clang refuses it).
+  const int64_t n = shape.first;
+  const int64_t d = shape.second;
   const TensorType& x = *args.input_types[0];
   const TensorType& dy = *args.input_types[2];
   if (dy.dtype != x.dtype || NumElements(dy.dims) != n || *args.output_types[0] != x) {

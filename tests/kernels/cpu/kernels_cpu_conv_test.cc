@@ -81,7 +81,10 @@ std::vector<int64_t> ForEachProduct(const ConvCase& c, Visit&& visit) {
 class ConvKernelTest : public ::testing::TestWithParam<std::tuple<ConvCase, DataType>> {};
 
 TEST_P(ConvKernelTest, ForwardAndGradientMatchTheDefinition) {
-  const auto& [c, dtype] = GetParam();
+  // Named references, not a structured binding: the lambdas below capture c (C++17 allows no
+  // capture of a binding; clang refuses it).
+  const ConvCase& c = std::get<0>(GetParam());
+  const DataType dtype = std::get<1>(GetParam());
   const int64_t maps = c.w[0];
   TestTensor x = MakeTensor(dtype, c.x, RandomValues(Count(c.x), 1));
   TestTensor w = MakeTensor(dtype, c.w, RandomValues(Count(c.w), 2));
