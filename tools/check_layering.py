@@ -34,6 +34,9 @@ LAYERS = {
     'report': {'memonger', 'workloads', 'graph', 'util', 'proto'},
     'allocator': {'kernels', 'memonger', 'graph', 'util', 'proto'},
     'tools': {'allocator', 'report', 'kernels', 'memonger', 'workloads', 'graph', 'util', 'proto'},
+    # The libFuzzer harnesses: a top layer like tools/ (the CLI harness links tools/' library).
+    'fuzz': {'tools', 'allocator', 'report', 'kernels', 'memonger', 'workloads', 'graph', 'util',
+             'proto'},
 }
 # Folders above every layer: they may include anything (tests/ also its own helpers).
 CLIENTS = {'tests', 'bench', 'examples'}
@@ -163,6 +166,8 @@ def self_test():
         'kernels/angle.cc': '#include <report/r.h>\n',                      # angle brackets
         'newlayer/n.cc': '#include "util/a.h"\n',                           # unknown folder
         'tests/helper.h': '',
+        'fuzz/f.cc': '#include "tools/t.h"\n#include "tests/helper.h"\n',  # a layer: no tests/
+        'tools/t.h': '#include "report/r.h"\n',
     }
     with tempfile.TemporaryDirectory() as root:
         for rel, text in files.items():
@@ -172,7 +177,7 @@ def self_test():
         errors = check_tree(root)
     expected = ['memonger/offsets/o.h', 'kernels/k.h', 'graph/bad.h', 'memonger/core.h',
                 'allocator/x.cc', 'graph/loader.cc', 'bench/b.cc', 'kernels/rel.cc',
-                'kernels/angle.cc', 'newlayer/']
+                'kernels/angle.cc', 'newlayer/', 'fuzz/f.cc']
     found = sorted(e.split(':')[0] for e in errors)
     if found != sorted(expected):
         print('self-test: expected errors in', sorted(expected), 'got:', *errors, sep='\n  ')
