@@ -221,8 +221,19 @@ absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liv
       }
       ++placed;
     }
+    // Proven optimal is each device's height; the arena is also optimal only where stacking
+    // the regions added no padding before this one (another order of the regions might not).
+    optimal = optimal && *base == region_end;
     region_end = *end;
     optimal = optimal && (s.proven_optimal || height == OffsetLowerBound(p.problem));
+    // An item whose own alignment rounded its bytes beyond the plan's alignment is larger in
+    // the problem than the value needs: the problem's optimum is then only an upper bound on
+    // the real one (a 5-byte value aligned to 64 takes 64 bytes here, 5 in a sharing plan).
+    for (size_t i = 0; i < p.roots.size(); ++i) {
+      optimal = optimal &&
+                util::CheckedAlignUp(liveness.class_bytes[p.roots[i]], plan.alignment) ==
+                    p.problem.items[i].bytes;
+    }
   }
   MG_CHECK(placed == num_buffers);  // every planned class in exactly one problem
   FinishPlan(plan);

@@ -11,14 +11,18 @@
 //
 // Items: one per planned alias class (Liveness::alias_root == id), with the class's merged
 // lifetime. Its alignment is the largest of options.alignment and its members' own
-// Value::alignment, and its bytes are class_bytes rounded up to that alignment.
+// Value::alignment, and its bytes are class_bytes rounded up to that alignment. Where that
+// rounding adds bytes beyond options.alignment, the problem asks more than the values need, so
+// a plan is then never said to be proven optimal (Plan::proven_optimal).
 //
 // Devices: a real runtime allocates one arena per device, and values on different devices never
 // share memory however their lifetimes fall. So each device's classes form a problem of their
 // own, placed in a region of its own; the regions are stacked in one arena (device-major order:
 // by device type, then id; each region's base aligned to the region's largest alignment), so that
 // a single plan stays valid and checkable by VerifyPlan. A runtime may equally give each region
-// its own base pointer: offsets inside a region never depend on the others.
+// its own base pointer: offsets inside a region never depend on the others. Where a region's
+// base needed padding, the arena is not said to be proven optimal (another order of the regions
+// might need none), whatever each device's search proved.
 #ifndef MEMONGER_MEMONGER_OFFSETS_OFFSET_PLANNING_H_
 #define MEMONGER_MEMONGER_OFFSETS_OFFSET_PLANNING_H_
 

@@ -152,6 +152,34 @@ TEST(OffsetPlanningRecordsTest, ValueAlignmentBeyondThePlansIsNeverProvenOptimal
   EXPECT_TRUE(exact->proven_optimal);
 }
 
+// Found by fuzz/planners_fuzzer.cc (memonger-dp beat a "proven" exact arena by 512 bytes): the
+// cuda region, aligned to 1024 for `a`, starts at 1024 after a cpu region of 512 bytes, so the
+// stacked arena is 2048 while cuda first, then cpu, would take 1536, the lower bound. Each
+// device's height is optimal; the arena with the padding between them is not proven.
+TEST(OffsetPlanningDevicesTest, PaddingBetweenRegionsIsNotProvenOptimal) {
+  absl::StatusOr<graph::Graph> g = testing::GraphFromText(R"pb(
+    external_input: "w"
+    value_info { name: "w" role: ROLE_PARAM }
+    op { type: "Rand" input: "w" output: "c" }
+    op { type: "Rand" input: "c" output: "a" device_option { device_type: 1 device_id: 0 } }
+    external_output: "a"
+  )pb");
+  ASSERT_TRUE(g.ok()) << g.status();
+  testing::AssignByteTypes(*g, {{"w", 8}, {"c", 512}, {"a", 1024}}, 1);
+  g->mutable_value(*g->FindValue("a")).alignment = 1024;
+  PlanOptions options;
+  options.alignment = 512;
+  for (OffsetStrategy strategy : {OffsetStrategy::kBestFit, OffsetStrategy::kExact}) {
+    SCOPED_TRACE(OffsetStrategyName(strategy));
+    absl::StatusOr<Plan> plan = testing::PlanWithOffsetStrategy(*g, options, strategy);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);
+    EXPECT_EQ(plan->lower_bound_bytes, 1536);
+    EXPECT_EQ(plan->arena_bytes, 2048);
+    EXPECT_FALSE(plan->proven_optimal);
+  }
+}
+
 TEST(OffsetPlanningDevicesTest, DevicesGetStackedRegions) {
   absl::StatusOr<graph::Graph> g = testing::GraphFromText(R"pb(
     external_input: "x"
