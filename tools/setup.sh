@@ -17,6 +17,7 @@ packages=(
   libgtest-dev libgmock-dev
   libbenchmark-dev
   libonnx-dev libonnx-testdata
+  clang libclang-rt-14-dev llvm
 )
 if [[ "${1:-}" == "--browser" ]]; then
   packages+=(chromium)
