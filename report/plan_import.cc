@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -220,9 +221,13 @@ absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& 
       buffer.size = std::max(buffer.size, bytes);
       plan.buffer_of_value[v] = static_cast<int32_t>(plan.buffers.size());
     }
-    if (!util::CheckedAdd(buffer.offset, buffer.size)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(source_name, ": buffer ", id, " ends beyond 2^63 bytes"));
+    // No valid plan needs an arena beyond all values side by side (at most 2^60 bytes,
+    // util::kMaxTotalBytes); refusing past it keeps the arena's aligned end in int64.
+    const std::optional<int64_t> end = util::CheckedAdd(buffer.offset, buffer.size);
+    if (!end.has_value() || *end > util::kMaxTotalBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_name, ": buffer ", id, " at offset ", buffer.offset,
+          " ends beyond 2^60 bytes, more than any plan needs"));
     }
     plan.buffers.push_back(buffer);
   }

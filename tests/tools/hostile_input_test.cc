@@ -586,7 +586,9 @@ std::vector<HostileCase> Cases() {
   plan("wrong_schema", R"({"schema": "other"})", kBad, "not a plan");
   plan("alignment_2_62_huge_offset", TinyPlan("4611686018427387904", "9223372036854775000"), kBad,
        "between 1 and 2^30");
-  plan("offset_overflow", TinyPlan("64", "9223372036854775807"), kBad, "2^63");
+  plan("offset_overflow", TinyPlan("64", "9223372036854775807"), kBad, "ends beyond 2^60 bytes");
+  // Found by the plan_json fuzzer: the end fits int64, the arena's aligned end did not (abort).
+  plan("offset_near_2_63", TinyPlan("256", "9223372036854775508"), kBad, "ends beyond 2^60 bytes");
   plan("offset_2_64", TinyPlan("64", "18446744073709551615"), kBad, "too large");
   plan("negative_offset", TinyPlan("64", "-64"), kBad, "negative offset");
   plan("overlap", TinyPlan("64", "64"), kBad, "not valid for this model");
