@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
@@ -15,7 +16,7 @@ absl::StatusOr<std::pair<std::string, std::string>> SplitBinding(absl::string_vi
   const size_t eq = text.find('=');
   if (eq == absl::string_view::npos || eq == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("malformed binding '", text, "': expected ", form));
+        absl::StrCat("malformed binding '", util::Quote(text), "': expected ", form));
   }
   return std::make_pair(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
 }
@@ -24,11 +25,12 @@ absl::StatusOr<int64_t> ParseSize(absl::string_view number, absl::string_view te
   int64_t size = 0;
   if (!absl::SimpleAtoi(number, &size)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("malformed binding '", text, "': '", number, "' is not an integer"));
+        absl::StrCat("malformed binding '", util::Quote(text), "': '", util::Quote(number),
+                     "' is not an integer"));
   }
   if (size < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("malformed binding '", text, "': negative dimension ", size));
+        absl::StrCat("malformed binding '", util::Quote(text), "': negative dimension ", size));
   }
   return size;
 }
@@ -74,8 +76,9 @@ absl::Status ParseDimBinding(absl::string_view text, ShapeBindings& bindings) {
   MG_ASSIGN_OR_RETURN(auto parts, SplitBinding(text, "SYMBOL=VALUE, e.g. N=18001"));
   MG_ASSIGN_OR_RETURN(int64_t size, ParseSize(parts.second, text));
   if (auto it = bindings.dims.find(parts.first); it != bindings.dims.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("--dim ", parts.first, " is given twice (",
-                                                   it->second, " and ", size, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("--dim ", util::Quote(parts.first),
+                                                   " is given twice (", it->second, " and ",
+                                                   size, ")"));
   }
   bindings.dims[parts.first] = size;
   return absl::OkStatus();
@@ -92,7 +95,7 @@ absl::Status ParseInputShapeBinding(absl::string_view text, ShapeBindings& bindi
   }
   if (bindings.inputs.count(parts.first) > 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--input-shape ", parts.first, " is given twice"));
+        absl::StrCat("--input-shape ", util::Quote(parts.first), " is given twice"));
   }
   bindings.inputs[parts.first] = std::move(dims);
   return absl::OkStatus();
@@ -102,8 +105,9 @@ absl::Status CheckDimsUsed(const std::set<std::string>& symbols, const ShapeBind
   for (const auto& [symbol, size] : bindings.dims) {
     if (symbols.count(symbol) > 0) continue;
     return absl::InvalidArgumentError(absl::StrCat(
-        "--dim ", symbol, "=", size, ": the model has no symbolic dimension '", symbol,
-        "' (its symbols: ", symbols.empty() ? "none" : absl::StrJoin(symbols, ", "), ")"));
+        "--dim ", util::Quote(symbol), "=", size, ": the model has no symbolic dimension '",
+        util::Quote(symbol), "' (its symbols: ",
+        symbols.empty() ? "none" : util::Quote(absl::StrJoin(symbols, ", ")), ")"));
   }
   return absl::OkStatus();
 }

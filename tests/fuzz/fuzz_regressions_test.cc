@@ -12,12 +12,15 @@
 #include <filesystem>
 #include <map>
 #include <ostream>
+#include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "graph/net_def.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/records.h"
@@ -27,6 +30,7 @@
 #include "memonger/verify_plan.h"
 #include "report/plan_import.h"
 #include "tests/test_support.h"
+#include "tools/cli_flags.h"
 #include "workloads/workload_spec.h"
 #include "workloads/workloads.h"
 
@@ -126,6 +130,27 @@ void FeedPlanJson(const std::string& text) {
   if (plan.ok()) ExpectAnAnswer(VerifyPlan(*g, *plan), "VerifyPlan");
 }
 
+// As fuzz/cli_args_fuzzer.cc: the bytes split at NUL into optimize-net's argument vector; the
+// answer is the flags, or exit 0 (--help, --version) or 2 with a one-line usage error.
+void FeedCommandLine(const std::string& bytes) {
+  std::vector<std::string> args = absl::StrSplit(bytes, '\0');
+  if (!args.empty() && args.back().empty()) args.pop_back();
+  args.insert(args.begin(), "optimize-net");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out;
+  std::ostringstream err;
+  const std::variant<tools::Flags, int> parsed =
+      tools::ParseCommandLine(static_cast<int>(argv.size()), argv.data(), out, err);
+  if (const int* code = std::get_if<int>(&parsed)) {
+    EXPECT_TRUE(*code == tools::kExitOk || *code == tools::kExitUsage) << *code;
+    if (*code == tools::kExitUsage) {
+      const std::string message = err.str();
+      EXPECT_EQ(message.find('\n'), message.size() - 1) << message;
+    }
+  }
+}
+
 void FeedWorkloadSpec(const std::string& text) {
   absl::StatusOr<graph::WorkloadSpec> spec = graph::ParseWorkloadSpec(text);
   ExpectAnAnswer(spec.status(), "ParseWorkloadSpec");
@@ -163,6 +188,8 @@ TEST_P(FuzzRegressionTest, EntryPointAnswers) {
     FeedPlanJson(bytes);
   } else if (r.harness == "workload_spec") {
     FeedWorkloadSpec(bytes);
+  } else if (r.harness == "cli_args") {
+    FeedCommandLine(bytes);
   } else {
     FAIL() << "no entry point for harness '" << r.harness
            << "' (a planners finding gets a test that builds its problem by hand)";

@@ -1437,5 +1437,40 @@ TEST(InferShapesTest, ShapeFromTensorValuesIsUnimplemented) {
   EXPECT_THAT(status.message(), HasSubstr("Reshape op 'r'"));
 }
 
+// Found by fuzz/cli_args_fuzzer.cc: a --dim argument holding a newline came back verbatim in
+// the usage error, which then took two lines. Every quoted part is escaped now.
+TEST(BindingTest, ErrorsQuoteTheTextOnOneLine) {
+  struct Case {
+    const char* name;
+    bool input_shape;
+    std::string text;
+  };
+  const std::vector<Case> cases = {
+      {"not an integer", false, "N=1\n2"},
+      {"no equals sign", false, "N\n"},
+      {"negative", false, "a\tb=-1"},
+      {"input dim not an integer", true, "x=1,\r2"},
+      {"twice", false, "a\nb=1"},
+      {"input twice", true, "x\n=1"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ShapeBindings bindings;
+    absl::Status status;
+    for (int i = 0; i < 2 && status.ok(); ++i) {  // twice, for the "given twice" cases
+      status = c.input_shape ? ParseInputShapeBinding(c.text, bindings)
+                             : ParseDimBinding(c.text, bindings);
+    }
+    ASSERT_FALSE(status.ok());
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(std::string(status.message()).find_first_of("\n\r\t"), std::string::npos)
+        << status.message();
+  }
+  ShapeBindings bindings;
+  ASSERT_TRUE(ParseDimBinding("a\nb=1", bindings).ok());
+  const absl::Status unused = CheckDimsUsed({"L"}, bindings);
+  EXPECT_EQ(std::string(unused.message()).find('\n'), std::string::npos) << unused.message();
+}
+
 }  // namespace
 }  // namespace memonger::graph
