@@ -31,6 +31,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
+#include "proto/memonger.pb.h"
 #include "tests/test_support.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -136,6 +137,23 @@ std::string NestedText(int depth) {
   return s + "}";
 }
 
+// A binary NetDef whose ops nest nets in their arguments `depth` levels deep.
+std::string NestedBinary(int depth) {
+  proto::NetDef net;
+  net.set_name("deep");
+  proto::NetDef* level = &net;
+  for (int i = 0; i < depth; ++i) {
+    proto::OperatorDef* op = level->add_op();
+    op->set_type("Relu");
+    op->add_input("x");
+    op->add_output("y");
+    proto::Argument* arg = op->add_arg();
+    arg->set_name("body");
+    level = arg->mutable_n();
+  }
+  return net.SerializeAsString();
+}
+
 std::string Nested(char open, char close, int depth) {
   return std::string(depth, open) + std::string(depth, close);
 }
@@ -227,6 +245,8 @@ std::vector<HostileCase> Cases() {
                "recursion limit of 64"});
   c.push_back({"pbtxt_nested_65", {{"m.pbtxt", NestedText(65)}}, "{dir}/m.pbtxt", kBad,
                "recursion limit"});
+  c.push_back({"pb_nested_2000", {{"m.pb", NestedBinary(2000)}}, "{dir}/m.pb", kBad,
+               "not a binary NetDef"});
   c.push_back({"records_json_nested_100000", {{"m.json", Nested('[', ']', 100000)}},
                "{dir}/m.json", kBad, "nested more than 64 levels"});
   c.push_back({"records_json_nested_object",
