@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "util/limits.h"
 
 namespace memonger::util {
 
@@ -43,7 +44,7 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
   double value = 0;
   if (number.empty() || !absl::SimpleAtod(number, &value) || !std::isfinite(value) || value < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("invalid byte count '", text, "': expected e.g. 1048576, 512MiB or 80GiB"));
+        absl::StrCat("invalid byte count '", Quote(text), "': expected e.g. 1048576, 512MiB or 80GiB"));
   }
   double multiplier = 0;
   if (unit.empty() || unit == "b") multiplier = 1;
@@ -56,8 +57,9 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
   else if (unit == "gib") multiplier = 1024.0 * 1024 * 1024;
   else if (unit == "tib") multiplier = 1024.0 * 1024 * 1024 * 1024;
   else {
-    return absl::InvalidArgumentError(absl::StrCat("invalid byte count '", text, "': unknown unit '",
-                                                   unit, "' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid byte count '", Quote(text), "': unknown unit '", Quote(unit),
+                     "' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"));
   }
   const double bytes = std::round(value * multiplier);
   if (bytes >= 9.2e18) {

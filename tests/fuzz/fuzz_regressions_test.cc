@@ -40,13 +40,6 @@ namespace {
 // Reproducer ("NAME/open/FILE") -> the bug, where it is, and what is left to do.
 const std::map<std::string, std::string>& OpenFindings() {
   static const auto* open = new std::map<std::string, std::string>{
-      {"cli_args/open/budget_with_newline",
-       "TODO(#14, util/bytes.cc): `optimize-net m.pb --budget $'x\\ny'` prints a usage error of "
-       "two lines. util::ParseBytes quotes its text raw in both of its messages, \"invalid byte "
-       "count '...'\" (util/bytes.cc:46) and \"unknown unit '...'\" (util/bytes.cc:59-60, "
-       "also the unit); tools/cli_flags.cc:41 (--budget) and :45 (--max-input-bytes) pass the "
-       "message on. Fix: util::Quote(text) and util::Quote(unit) there, then move this file up "
-       "to cli_args/ and drop this entry."},
   };
   return *open;
 }
