@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "util/limits.h"
 
 namespace memonger::graph {
 
@@ -52,7 +53,7 @@ absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
   if (n == "int64") return DataType::kInt64;
   if (n == "bool") return DataType::kBool;
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown dtype '", name,
+      "unknown dtype '", util::Quote(name),
       "' (expected float32, float16, bfloat16, float64, int8, uint8, int16, int32, int64, bool)"));
 }
 

@@ -61,8 +61,8 @@ absl::string_view ExecutionName(ExecutionModel execution) {
 absl::StatusOr<ExecutionModel> ParseExecution(absl::string_view name) {
   if (name == "serial") return ExecutionModel::kSerial;
   if (name == "parallel") return ExecutionModel::kParallel;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown execution model '", name, "' (expected serial, parallel)"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown execution model '", util::Quote(name),
+                                                 "' (expected serial, parallel)"));
 }
 
 absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& schedule,

@@ -163,7 +163,7 @@ absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name) {
     if (PlannerName(planner) == name) return planner;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown planner '", name, "' (known: ", kKnownPlanners, ")"));
+      absl::StrCat("unknown planner '", util::Quote(name), "' (known: ", kKnownPlanners, ")"));
 }
 
 absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& options) {

@@ -19,6 +19,7 @@
 #include "memonger/op_flops.h"
 #include "memonger/schedule.h"
 #include "util/checked_math.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -402,7 +403,7 @@ absl::StatusOr<RecomputeKind> ParseRecompute(absl::string_view name) {
     if (RecomputeName(k) == name) return k;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown recomputation '", name, "' (expected none, sqrt, auto)"));
+      absl::StrCat("unknown recomputation '", util::Quote(name), "' (expected none, sqrt, auto)"));
 }
 
 std::vector<OpId> RecomputeCandidates(const Graph& g, const LivenessOptions& liveness) {

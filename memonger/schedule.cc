@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "memonger/memory_order.h"
 #include "util/check.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -203,7 +204,8 @@ absl::StatusOr<OrderKind> ParseOrder(absl::string_view name) {
     if (OrderName(order) == name) return order;
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown order '", name, "' (expected given, topological, longest-path, memory-aware)"));
+      "unknown order '", util::Quote(name),
+      "' (expected given, topological, longest-path, memory-aware)"));
 }
 
 std::vector<std::vector<OpId>> OpSuccessors(const Graph& graph) {

@@ -1,9 +1,12 @@
 #include "memonger/planner.h"
 
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "graph/dtype.h"
+#include "memonger/recompute.h"
 #include "memonger/verify_plan.h"
 #include "tests/random_graphs.h"
 #include "tests/test_support.h"
@@ -51,6 +54,20 @@ TEST(PlannerNameTest, EveryPlannerRoundTripsAndUnknownNamesAreListed) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()),
               HasSubstr("auto, best-fit, greedy-by-size, exact, exact-sharing, memonger-dag"));
+}
+
+// Found by fuzz/cli_args_fuzzer.cc (`--planner $'a\nb'` gave a two-line usage error): the names
+// a command line or a saved plan gives are quoted on one line in every refusal.
+TEST(PlannerNameTest, UnknownNamesAreQuotedOnOneLine) {
+  const std::string name = "a\nb\tc";
+  const std::vector<absl::Status> refusals = {
+      ParsePlanner(name).status(), ParseOrder(name).status(), ParseExecution(name).status(),
+      ParseRecompute(name).status(), graph::ParseDataType(name).status()};
+  for (const absl::Status& status : refusals) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()), HasSubstr("'a\\nb\\tc'"));
+    EXPECT_EQ(std::string(status.message()).find('\n'), std::string::npos) << status.message();
+  }
 }
 
 // An op's workspace is an output nobody reads: it lives at that op's step only, and the offset
