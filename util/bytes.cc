@@ -63,7 +63,7 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
   }
   const double bytes = std::round(value * multiplier);
   if (bytes >= 9.2e18) {
-    return absl::InvalidArgumentError(absl::StrCat("byte count '", text, "' does not fit in 64 bits"));
+    return absl::InvalidArgumentError(absl::StrCat("byte count '", Quote(text), "' does not fit in 64 bits"));
   }
   return static_cast<int64_t>(bytes);
 }

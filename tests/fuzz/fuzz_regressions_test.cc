@@ -40,12 +40,6 @@ namespace {
 // Reproducer ("NAME/open/FILE") -> the bug, where it is, and what is left to do.
 const std::map<std::string, std::string>& OpenFindings() {
   static const auto* open = new std::map<std::string, std::string>{
-      {"cli_args/open/budget_too_large_with_newline",
-       "TODO(#14, util/bytes.cc): `optimize-net m.pb --budget $'99999999999999999999\\n'` "
-       "prints a usage error of two lines: util::ParseBytes' third refusal, \"byte count '...' "
-       "does not fit in 64 bits\" (util/bytes.cc:66), still quotes its text raw (the two "
-       "above it use util::Quote now). Fix: util::Quote(text) there, then move this file up to "
-       "cli_args/ and drop this entry."},
   };
   return *open;
 }
