@@ -110,6 +110,12 @@ absl::Status CheckFlags(Flags& flags) {
   // Every output file is checked before any work (a run of minutes must not end in "cannot write");
   // the outputs are written together at the end (util::OutputFiles).
   util::OutputFiles outputs;
+  return DeclareOutputs(flags, outputs);
+}
+
+}  // namespace
+
+absl::Status DeclareOutputs(const Flags& flags, util::OutputFiles& outputs) {
   for (const auto& [flag, path] :
        {std::pair<const char*, const std::string*>{"--plan-json", &flags.plan_json},
         {"--plan-csv", &flags.plan_csv},
@@ -120,8 +126,6 @@ absl::Status CheckFlags(Flags& flags) {
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std::ostream& out,
                                           std::ostream& err) {

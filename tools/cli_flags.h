@@ -14,7 +14,10 @@
 #include <variant>
 #include <vector>
 
+#include "absl/status/status.h"
+
 #include "graph/shape_inference.h"
+#include "util/file_io.h"
 #include "util/limits.h"
 
 namespace memonger::tools {
@@ -64,6 +67,10 @@ struct Flags {
   // --dim and --input-shape, parsed (each symbol and input once).
   graph::ShapeBindings bindings;
 };
+
+// Declares the output files the flags name (--plan-json, --plan-csv, --html, --net-out) in
+// `outputs`: each is checked (writable directory, not a directory, not named twice).
+absl::Status DeclareOutputs(const Flags& flags, util::OutputFiles& outputs);
 
 // The flags, or the exit code to end with: 0 after --help or --version (printed to `out`), 2 after
 // a usage error (printed to `err`, one line starting "optimize-net: ").

@@ -373,14 +373,7 @@ int Run(const Flags& flags) {
   // The output files were checked with the flags; they are written together at the end, and
   // only when the whole run succeeds.
   memonger::util::OutputFiles outputs;
-  for (const auto& [flag, path] :
-       {std::pair<const char*, const std::string*>{"--plan-json", &flags.plan_json},
-        {"--plan-csv", &flags.plan_csv},
-        {"--html", &flags.html},
-        {"--net-out", &flags.net_out}}) {
-    if (path->empty()) continue;
-    if (absl::Status s = outputs.Add(flag, *path); !s.ok()) return fail(s);
-  }
+  if (absl::Status s = memonger::tools::DeclareOutputs(flags, outputs); !s.ok()) return fail(s);
   memonger::graph::LoadOptions load;
   load.bindings = flags.bindings;
   load.limits = flags.limits;
