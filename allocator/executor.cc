@@ -61,6 +61,13 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
   LivenessOptions liveness_options;
   liveness_options.plan_static = plan.plan_static;
   liveness_options.views = plan.views;
+  liveness_options.recycle_inputs = plan.recycle_inputs;
+  liveness_options.static_names = plan.static_names;
+  if (plan.size_blind) {
+    return absl::InvalidArgumentError(
+        "a size-blind plan says which values share a buffer, not where they live: it cannot "
+        "be executed (plan with the graph inputs' shapes)");
+  }
   MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
 
   if (plan.arena_bytes > arena.size()) {

@@ -258,7 +258,10 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     if (g.values_[id].producer != kNone) g.values_[id].role = Role::kOutput;
   }
   for (Value& v : g.values_) {
-    if (auto it = roles_.find(v.name); it != roles_.end()) v.role = it->second;
+    if (auto it = roles_.find(v.name); it != roles_.end()) {
+      v.role = it->second;
+      v.role_declared = true;
+    }
   }
   for (const Value& v : g.values_) {
     if (IsStatic(v.role) && v.producer != kNone) {

@@ -73,6 +73,7 @@ struct Value {
   std::string name;  // the blob name (shared by all versions)
   int32_t version = 0;
   Role role = Role::kActivation;
+  bool role_declared = false;  // the file states the role (value_info, DeclareRole)
   OpId producer = kNone;         // kNone for external inputs, params, constants
   std::vector<OpId> consumers;   // ops reading it, ascending, each op once
   ValueId inplace_of = kNone;    // the value this one overwrites in place, if any

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "util/check.h"
 
 namespace memonger::graph {
 
@@ -40,6 +41,29 @@ std::vector<std::string> OpSchemaTable::Types() const {
 void OpSchemaTable::Add(OpSchema schema) {
   std::string type = schema.type;
   schemas_.insert_or_assign(std::move(type), std::move(schema));
+}
+
+void OpSchemaTable::SetTypedInput(const std::vector<absl::string_view>& types, int slot,
+                                  std::vector<DataType> allowed,
+                                  absl::string_view unless_attr) {
+  MG_CHECK(!allowed.empty() && slot >= 0);
+  for (absl::string_view type : types) {
+    auto it = schemas_.find(type);
+    MG_CHECK(it != schemas_.end());
+    it->second.typed_inputs.push_back({slot, allowed, std::string(unless_attr)});
+  }
+}
+
+const std::vector<DataType>* OpSchema::AllowedInputTypes(int slot,
+                                                         const AttributeView& attrs) const {
+  for (const TypedInput& typed : typed_inputs) {
+    if (typed.slot != slot) continue;
+    if (!typed.unless_attr.empty()) {
+      if (attrs.GetInt(typed.unless_attr).value_or(0) != 0) continue;
+    }
+    return &typed.allowed;
+  }
+  return nullptr;
 }
 
 }  // namespace memonger::graph

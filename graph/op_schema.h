@@ -42,6 +42,19 @@ struct OpSchema {
   ShapeFunction infer;  // returns exactly num_outputs types
   // May return a view of input 0 (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Expand).
   bool view_capable = false;
+  // Inputs whose element type the op fixes (a label is int32, a condition bool), first the
+  // type Caffe2 uses by default. Shape inference types an undeclared graph input from these
+  // (graph/shape_inference.h); the shape function still checks every input it reads.
+  struct TypedInput {
+    int slot = 0;
+    std::vector<DataType> allowed;  // non-empty; allowed[0] is the default
+    // When non-empty: the types are fixed only while this int attribute is 0 or absent
+    // (SoftmaxWithLoss's label_prob=1 takes float labels).
+    std::string unless_attr;
+  };
+  std::vector<TypedInput> typed_inputs;
+  // The allowed types of input `slot` of an op with `attrs`; nullptr when not fixed.
+  const std::vector<DataType>* AllowedInputTypes(int slot, const AttributeView& attrs) const;
 };
 
 class OpSchemaTable {
@@ -54,6 +67,9 @@ class OpSchemaTable {
 
   // For building tables (tests may build their own).
   void Add(OpSchema schema);
+  // Fixes the element types of input `slot` of each of `types` (already added; MG_CHECKed).
+  void SetTypedInput(const std::vector<absl::string_view>& types, int slot,
+                     std::vector<DataType> allowed, absl::string_view unless_attr = "");
 
  private:
   absl::flat_hash_map<std::string, OpSchema> schemas_;

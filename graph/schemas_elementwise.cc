@@ -158,6 +158,9 @@ void AddElementwiseSchemas(OpSchemaTable& table) {
   AddSchemas(table, {"Not"}, kOne, kOne, Not);
   AddSchemas(table, {"Sum", "Max", "Min", "Mean"}, {1, -1}, kOne, Variadic);
   AddSchemas(table, {"Where"}, {3, 3}, kOne, Where);
+  table.SetTypedInput({"And", "Or", "Xor"}, 0, {DataType::kBool});
+  table.SetTypedInput({"And", "Or", "Xor"}, 1, {DataType::kBool});
+  table.SetTypedInput({"Not", "Where"}, 0, {DataType::kBool});
   AddSchemas(table, {"Clip"}, {1, 3}, kOne, Clip);
   AddSchemas(table, {"PRelu"}, {2, 2}, kOne, PRelu);
   AddSchemas(table, {"Cast"}, kOne, kOne, Cast);

@@ -308,6 +308,9 @@ void AddGradientSchemas(OpSchemaTable& table) {
   AddSchemas(table, {"AveragedLossGradient", "SumElementsGradient"}, {2, 2}, kOne,
              ScalarLossGradient);
   AddSchemas(table, {"SoftmaxWithLossGradient"}, {4, 5}, kOne, SoftmaxWithLossGradient);
+  table.SetTypedInput({"LabelCrossEntropyGradient"}, 1, {DataType::kInt32});
+  table.SetTypedInput({"SoftmaxWithLossGradient"}, 1, {DataType::kInt32, DataType::kInt64},
+                      "label_prob");
   AddSchemas(table, {"AddGradient", "SubGradient", "MulGradient"}, {3, 3}, {2, 2},
              BinaryGradient);
   AddSchemas(table, {"DivGradient"}, {4, 4}, {2, 2}, BinaryGradient);

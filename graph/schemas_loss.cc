@@ -114,6 +114,10 @@ void AddLossSchemas(OpSchemaTable& table) {
   AddSchemas(table, {"SoftmaxWithLoss"}, {2, 3}, {2, 2}, SoftmaxWithLoss);
   AddSchemas(table, {"SquaredL2Distance"}, {2, 2}, kOne, SquaredL2Distance);
   AddSchemas(table, {"SoftmaxCrossEntropyLoss"}, {2, 3}, {1, 2}, SoftmaxCrossEntropyLoss);
+  // Labels: Caffe2's are int32 (float probabilities with label_prob=1), ONNX's int64.
+  table.SetTypedInput({"LabelCrossEntropy"}, 1, {DataType::kInt32});
+  table.SetTypedInput({"SoftmaxWithLoss"}, 1, {DataType::kInt32, DataType::kInt64}, "label_prob");
+  table.SetTypedInput({"SoftmaxCrossEntropyLoss"}, 1, {DataType::kInt64, DataType::kInt32});
 }
 
 }  // namespace memonger::graph

@@ -495,6 +495,7 @@ void AddTensorSchemas(OpSchemaTable& table) {
              Fill(DataType::kBool, /*dtype_from_value=*/false));
   AddSchemas(table, {"Shape"}, kOne, kOne, Shape);
   AddSchemas(table, {"Gather"}, {2, 2}, kOne, Gather);
+  table.SetTypedInput({"Gather"}, 1, {DataType::kInt32, DataType::kInt64});
   AddSchemas(table, {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}, {1, 2}, kOne,
              Reduce);
 }

@@ -1,5 +1,8 @@
 #include "graph/shape_inference.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -52,11 +55,8 @@ absl::StatusOr<std::optional<TensorType>> DeclaredType(const Value& v,
   return std::optional<TensorType>(TensorType{v.declared.dtype, std::move(dims)});
 }
 
-absl::Status TypeGraphInput(Value& v, const ShapeBindings& bindings) {
+absl::Status TypeGraphInput(Value& v, DataType dtype, const ShapeBindings& bindings) {
   const std::string what = absl::StrCat("graph input '", v.name, "'");
-  // Nets without dtype declarations (Caffe2's) hold float32 unless told otherwise.
-  const DataType dtype =
-      v.declared.dtype == DataType::kUndefined ? DataType::kFloat32 : v.declared.dtype;
   if (auto it = bindings.inputs.find(v.name); it != bindings.inputs.end()) {
     v.type = TensorType{dtype, it->second};
   } else if (v.declared.dims.has_value()) {
@@ -99,6 +99,82 @@ absl::Status ParseInputShapeBinding(absl::string_view text, ShapeBindings& bindi
   }
   bindings.inputs[parts.first] = std::move(dims);
   return absl::OkStatus();
+}
+
+absl::Status ParseInputTypeBinding(absl::string_view text, ShapeBindings& bindings) {
+  MG_ASSIGN_OR_RETURN(auto parts, SplitBinding(text, "NAME=DTYPE, e.g. label=int32"));
+  absl::StatusOr<DataType> dtype = ParseDataType(parts.second);
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("malformed binding '", util::Quote(text),
+                                                   "': ", dtype.status().message()));
+  }
+  if (bindings.input_types.count(parts.first) > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--input-type ", util::Quote(parts.first), " is given twice"));
+  }
+  bindings.input_types[parts.first] = *dtype;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DataType> GraphInputDtype(const Graph& graph, ValueId input,
+                                         const ShapeBindings& bindings,
+                                         const OpSchemaTable& schemas) {
+  const Value& v = graph.value(input);
+  if (auto it = bindings.input_types.find(v.name); it != bindings.input_types.end()) {
+    return it->second;
+  }
+  if (v.declared.dtype != DataType::kUndefined) return v.declared.dtype;
+  // The types every reader allows, in the first constraining reader's order of preference.
+  std::optional<std::vector<DataType>> allowed;
+  const Op* first_reader = nullptr;
+  int first_slot = 0;
+  for (OpId reader : v.consumers) {
+    const Op& op = graph.op(reader);
+    const OpSchema* schema = schemas.Find(op.type);
+    if (schema == nullptr) continue;
+    for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+      if (op.inputs[slot] != input) continue;
+      const std::vector<DataType>* types =
+          schema->AllowedInputTypes(static_cast<int>(slot), op.attributes());
+      if (types == nullptr) continue;
+      if (!allowed.has_value()) {
+        allowed = *types;
+        first_reader = &op;
+        first_slot = static_cast<int>(slot);
+        continue;
+      }
+      std::vector<DataType> common;
+      for (DataType t : *allowed) {
+        if (std::find(types->begin(), types->end(), t) != types->end()) common.push_back(t);
+      }
+      if (common.empty()) {
+        auto names = [](const std::vector<DataType>& list) {
+          std::vector<std::string> out;
+          for (DataType t : list) out.emplace_back(DataTypeName(t));
+          return absl::StrJoin(out, " or ");
+        };
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph input '", util::Quote(v.name), "' declares no type, and its readers disagree: ",
+            first_reader->Label(), " takes ", names(*allowed), " as input ", first_slot, ", ",
+            op.Label(), " takes ", names(*types), " as input ", slot,
+            " (declare it with --input-type ", util::Quote(v.name), "=DTYPE)"));
+      }
+      allowed = std::move(common);
+    }
+  }
+  return allowed.has_value() ? allowed->front() : DataType::kFloat32;
+}
+
+std::vector<std::string> InputsWithoutShape(const Graph& graph, const ShapeBindings& bindings) {
+  std::vector<std::string> names;
+  for (ValueId id : graph.inputs()) {
+    const Value& v = graph.value(id);
+    if (v.type.has_value() || v.declared.dims.has_value() || bindings.inputs.count(v.name) > 0) {
+      continue;
+    }
+    names.push_back(v.name);
+  }
+  return names;
 }
 
 absl::Status CheckDimsUsed(const std::set<std::string>& symbols, const ShapeBindings& bindings) {
@@ -158,9 +234,17 @@ absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
           absl::StrCat("--input-shape names '", name, "', which is not a graph input"));
     }
   }
+  for (const auto& [name, dtype] : bindings.input_types) {
+    auto id = graph.FindVersions(name);
+    if (id.empty() || graph.value(id.front()).producer != kNone) {
+      return absl::InvalidArgumentError(absl::StrCat("--input-type names '", util::Quote(name),
+                                                     "', which is not a graph input"));
+    }
+  }
   for (ValueId id : graph.inputs()) {
-    Value& v = graph.mutable_value(id);
-    if (!v.type.has_value()) MG_RETURN_IF_ERROR(TypeGraphInput(v, bindings));
+    if (graph.value(id).type.has_value()) continue;
+    MG_ASSIGN_OR_RETURN(DataType dtype, GraphInputDtype(graph, id, bindings, schemas));
+    MG_RETURN_IF_ERROR(TypeGraphInput(graph.mutable_value(id), dtype, bindings));
   }
 
   for (OpId op_id : graph.TopologicalOrder()) {

@@ -29,6 +29,7 @@ namespace memonger::graph {
 struct ShapeBindings {
   std::map<std::string, int64_t> dims;                 // symbol -> size
   std::map<std::string, std::vector<int64_t>> inputs;  // input name -> dims
+  std::map<std::string, DataType> input_types;         // input name -> element type
 };
 
 // Parses "N=18001" into bindings.dims. InvalidArgument for a malformed text, a negative size or
@@ -36,6 +37,23 @@ struct ShapeBindings {
 absl::Status ParseDimBinding(absl::string_view text, ShapeBindings& bindings);
 // Parses "x=1,3,224,224" (an empty list "x=" is a scalar) into bindings.inputs.
 absl::Status ParseInputShapeBinding(absl::string_view text, ShapeBindings& bindings);
+
+// Parses "label=int32" into bindings.input_types. InvalidArgument for a malformed text, an
+// unknown type name or an input given twice.
+absl::Status ParseInputTypeBinding(absl::string_view text, ShapeBindings& bindings);
+
+// The element type of graph input `input`: --input-type, else the net's declaration, else what
+// the ops reading it fix (OpSchema::typed_inputs: the label of LabelCrossEntropy is int32, a
+// Gather's indices int32 or int64, ...; the first type every reader allows), else float32, the
+// type of Caffe2 blobs nobody declares. Readers are the ops reading the input directly.
+// InvalidArgument naming two readers that allow no common type.
+absl::StatusOr<DataType> GraphInputDtype(const Graph& graph, ValueId input,
+                                         const ShapeBindings& bindings,
+                                         const OpSchemaTable& schemas);
+
+// The graph inputs whose shape nothing gives (no type yet, no --input-shape, no declared
+// dims), in the net's order: InferShapes would refuse them.
+std::vector<std::string> InputsWithoutShape(const Graph& graph, const ShapeBindings& bindings);
 
 // --dim bindings that name no symbol of the model are mistakes (a typo binds nothing and the
 // plan silently uses something else): InvalidArgument naming the symbol and the model's
@@ -50,6 +68,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveDims(const std::vector<DeclaredDim>&
                                                  const ShapeBindings& bindings,
                                                  absl::string_view what);
 
+// Graph inputs are typed first (GraphInputDtype, then --input-shape or the declared dims).
 absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
                          const OpSchemaTable& schemas = OpSchemaTable::Builtin());
 

@@ -5,7 +5,9 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "graph/op_schema.h"
 #include "util/check.h"
@@ -97,14 +99,28 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
   std::vector<bool> is_output(n, false);
   for (ValueId id : graph.outputs()) is_output[id] = true;
   for (const auto& [param, grad] : graph.param_grads()) is_output[grad] = true;
+  if (!options.recycle_inputs) {
+    for (ValueId id : graph.inputs()) is_output[id] = true;
+  }
+  for (const std::string& name : options.static_names) {
+    const std::vector<ValueId> versions = graph.FindVersions(name);
+    if (versions.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--static names '", util::Quote(name), "', which is not in the net"));
+    }
+    for (ValueId id : versions) is_output[id] = true;
+  }
   for (ValueId id = 0; id < n; ++id) {
     const graph::Value& v = graph.value(id);
-    if (!v.type.has_value()) {
+    if (options.size_blind) {
+      live.bytes[id] = 1;
+    } else if (!v.type.has_value()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "value '", v.DisplayName(), "' has no type: run shape inference first"));
+    } else {
+      MG_ASSIGN_OR_RETURN(live.bytes[id], graph::ByteSize(*v.type, absl::StrCat(
+                                              "value '", v.DisplayName(), "'")));
     }
-    MG_ASSIGN_OR_RETURN(live.bytes[id],
-                        graph::ByteSize(*v.type, absl::StrCat("value '", v.DisplayName(), "'")));
     // Every sum a plan makes (naive bytes, static bytes, aligned offsets) stays in int64 when
     // all the values together stay under util::kMaxTotalBytes and alignments under
     // util::kMaxAlignment.
@@ -160,6 +176,17 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
           graph::DeviceToString(live.device[base])));
     }
     classes.Union(id, base);
+  }
+  if (options.blob_per_name) {
+    // One class per name and device: the versions of a name join its first version.
+    absl::flat_hash_map<std::pair<std::string, std::pair<int, int>>, ValueId> first;
+    for (ValueId id = 0; id < n; ++id) {
+      if (!live.planned[id]) continue;
+      const graph::Device& d = live.device[id];
+      auto [it, inserted] =
+          first.try_emplace(std::make_pair(graph.value(id).name, std::make_pair(d.type, d.id)), id);
+      if (!inserted) classes.Union(id, it->second);
+    }
   }
   if (options.views) {
     const graph::OpSchemaTable& schemas = graph::OpSchemaTable::Builtin();

@@ -1,12 +1,14 @@
 // Liveness: for a schedule, the lifetime of every value and the alias classes.
 //
 // - lifetime [first_step, last_step], both inclusive: from the step of the producing op to the
-//   step of the last reader. Graph inputs are live from step 0; graph outputs and declared
-//   parameter gradients (read by the optimizer after the net) to the last step.
+//   step of the last reader. Graph inputs are live from step 0 to the last step (unless
+//   recycle_inputs: to their last reader); graph outputs, declared parameter gradients (read by
+//   the optimizer after the net) and static_names to the last step.
 //   A value nobody reads lives at its producer's step only.
 // - alias class: values that must occupy the same bytes (an in-place output and the value it
 //   overwrites; view outputs of ops marked view-capable when views are enabled). Their lifetimes
 //   are merged into the class's; the class is placed as one, with the largest member's bytes.
+//   With blob_per_name, all versions of a name (on one device) form one class too.
 // - static values (params, constants) are excluded (no lifetime, never placed) unless
 //   `plan_static` is set, in which case they live from step 0 to the last step.
 //
@@ -15,6 +17,7 @@
 #define MEMONGER_MEMONGER_LIVENESS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -42,6 +45,21 @@ struct LivenessOptions {
   // neither of them overwritten in place later (an in-place write would change the other).
   // Otherwise the output gets memory of its own, as without views.
   bool views = false;
+  // Graph inputs are live to the last step, as outputs are: the caller owns them (data is fed
+  // again, weights are read by the next iteration), so no planner may recycle or overwrite
+  // their memory. Caffe2 callers pass them to memonger as static_blobs. When true, an input's
+  // memory is free after its last reader, as for any activation.
+  bool recycle_inputs = false;
+  // More values treated like graph inputs and outputs (live for the whole run): --static.
+  std::vector<std::string> static_names;
+  // memonger's model, where a blob is a name: every version of a name (on one device) is one
+  // alias class, as if each write were in place. The memonger baselines plan this way so that
+  // their rewritten net keeps one blob per name, as Caffe2's does.
+  bool blob_per_name = false;
+  // Every value counts as 1 byte, whatever its type (types may be unknown): the sizes memonger
+  // assumes without blob shapes. For the decisions of the size-blind memonger baselines only;
+  // such a plan's bytes mean nothing.
+  bool size_blind = false;
 };
 
 struct Liveness {

@@ -50,6 +50,12 @@ class MemoryModel {
     std::vector<bool> read_after(graph.num_values(), false);
     for (ValueId id : graph.outputs()) read_after[id] = true;
     for (const auto& [param, grad] : graph.param_grads()) read_after[grad] = true;
+    if (!options.liveness.recycle_inputs) {
+      for (ValueId id : graph.inputs()) read_after[id] = true;  // kept for the whole run
+    }
+    for (const std::string& name : options.liveness.static_names) {
+      for (ValueId id : graph.FindVersions(name)) read_after[id] = true;
+    }
     m.classes_of_op_.assign(m.num_ops_, {});
     for (ValueId root = 0; root < graph.num_values(); ++root) {
       if (!live.planned[root] || live.alias_root[root] != root) continue;

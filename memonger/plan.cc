@@ -24,6 +24,9 @@ void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t align
   plan.alignment = alignment;
   plan.plan_static = liveness.options.plan_static;
   plan.views = liveness.options.views;
+  plan.recycle_inputs = liveness.options.recycle_inputs;
+  plan.static_names = liveness.options.static_names;
+  plan.size_blind = liveness.options.size_blind;
 
   const std::vector<int64_t> live_bytes = LiveBytesPerStep(liveness, alignment);
   plan.steps.assign(liveness.num_steps, PlanStep{});

@@ -26,6 +26,9 @@ struct PlanBuffer {
   int64_t offset = 0;  // byte offset in the arena, a multiple of the plan's alignment
   int64_t size = 0;    // bytes: at least every member's bytes
   graph::Device device;
+  // The blob name a name-based runtime gives this buffer, as the planner chose it (the memonger
+  // baselines name buffers the way Caffe2's memonger does); empty: RewriteNet's own rule.
+  std::string blob_name;
 };
 
 struct PlanStep {
@@ -76,6 +79,11 @@ struct Plan {
   // The liveness options the plan was made with (VerifyPlan recomputes liveness with them).
   bool plan_static = false;  // params and constants placed in the arena too
   bool views = false;        // view outputs alias their input (LivenessOptions::views)
+  bool recycle_inputs = false;            // LivenessOptions::recycle_inputs
+  std::vector<std::string> static_names;  // LivenessOptions::static_names
+  // Made size-blind (LivenessOptions::size_blind): every value counted as one byte. Says which
+  // values share a buffer, not how large it is.
+  bool size_blind = false;
 
   std::vector<PlanStep> steps;  // steps[step].op is the schedule
   // Per value (indexed by ValueId). Static values (not planned): buffer -1, offset kNoOffset.

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "memonger/memory_order.h"
@@ -12,6 +14,7 @@
 #include "memonger/sharing/exact_sharing.h"
 #include "memonger/sharing/interference.h"
 #include "memonger/sharing/memonger_dag.h"
+#include "memonger/sharing/memonger_fast.h"
 #include "memonger/sharing/sharing.h"
 #include "util/checked_math.h"
 #include "util/limits.h"
@@ -22,7 +25,7 @@ namespace {
 
 constexpr absl::string_view kKnownPlanners =
     "auto, best-fit, greedy-by-size, exact, exact-sharing, memonger-dag, memonger-greedy, "
-    "memonger-dp, none";
+    "memonger-dp, memonger-fast, none";
 
 bool IsOffsetPlanner(PlannerKind planner) {
   return planner == PlannerKind::kGreedyBySize || planner == PlannerKind::kBestFit ||
@@ -54,6 +57,13 @@ absl::Status PlaceWithOffsets(const graph::Graph& graph, const Liveness& livenes
 
 absl::Status ValidateOptions(const PlanOptions& options) {
   MG_RETURN_IF_ERROR(util::CheckAlignment(options.alignment, "alignment"));
+  if (options.size_blind && !IsMemongerBaseline(options.planner) &&
+      options.planner != PlannerKind::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "planning without sizes (size-blind) is for the memonger baselines (memonger-dag, "
+        "memonger-greedy, memonger-dp, memonger-fast); ", PlannerName(options.planner),
+        " needs every value's size: give the graph inputs' shapes (--input-shape)"));
+  }
   return util::CheckTimeLimit(options.time_limit_seconds, "time limit").status();
 }
 
@@ -75,7 +85,8 @@ absl::Status CheckNaiveFits(const Liveness& liveness, int64_t alignment) {
 
 absl::StatusOr<SharingGroups> SharingGroupsFor(const graph::Graph& graph,
                                                const Liveness& liveness,
-                                               const PlanOptions& options, Plan& plan) {
+                                               const PlanOptions& options, Plan& plan,
+                                               std::vector<std::string>& names) {
   switch (options.planner) {
     case PlannerKind::kGreedyBySize:
     case PlannerKind::kBestFit:
@@ -90,11 +101,23 @@ absl::StatusOr<SharingGroups> SharingGroupsFor(const graph::Graph& graph,
       return groups;
     }
     case PlannerKind::kMemongerDag:
-      return PlanMemongerDag(graph, liveness, options);
+      return PlanMemongerDag(graph, liveness, options, &names);
     case PlannerKind::kMemongerGreedy:
-      return PlanMemongerInterference(graph, liveness, options, /*dynamic_programming=*/false);
+      return PlanMemongerInterference(graph, liveness, options, /*dynamic_programming=*/false,
+                                      &names);
     case PlannerKind::kMemongerDp:
-      return PlanMemongerInterference(graph, liveness, options, /*dynamic_programming=*/true);
+      return PlanMemongerInterference(graph, liveness, options, /*dynamic_programming=*/true,
+                                      &names);
+    case PlannerKind::kMemongerFast: {
+      if (options.execution == ExecutionModel::kParallel) {
+        return absl::InvalidArgumentError(
+            "memonger-fast (memonger's optimize_inference_fast) is for simple nets run in one "
+            "serial order; use memonger-dag for a parallel executor");
+      }
+      MG_ASSIGN_OR_RETURN(MemongerFastResult result, PlanMemongerFast(graph, liveness));
+      names = std::move(result.names);
+      return std::move(result.groups);
+    }
     case PlannerKind::kExactSharing: {
       if (options.execution == ExecutionModel::kParallel) {
         // Its items carry serial lifetimes only: disjoint lifetimes do not order two values
@@ -146,6 +169,7 @@ absl::string_view PlannerName(PlannerKind planner) {
     case PlannerKind::kMemongerDag: return "memonger-dag";
     case PlannerKind::kMemongerGreedy: return "memonger-greedy";
     case PlannerKind::kMemongerDp: return "memonger-dp";
+    case PlannerKind::kMemongerFast: return "memonger-fast";
     case PlannerKind::kExactSharing: return "exact-sharing";
     case PlannerKind::kGreedyBySize: return "greedy-by-size";
     case PlannerKind::kBestFit: return "best-fit";
@@ -158,7 +182,7 @@ absl::string_view PlannerName(PlannerKind planner) {
 absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name) {
   for (PlannerKind planner : {PlannerKind::kNone, PlannerKind::kMemongerDag,
                               PlannerKind::kMemongerGreedy, PlannerKind::kMemongerDp,
-                              PlannerKind::kExactSharing, PlannerKind::kGreedyBySize,
+                              PlannerKind::kMemongerFast, PlannerKind::kExactSharing, PlannerKind::kGreedyBySize,
                               PlannerKind::kBestFit, PlannerKind::kExact, PlannerKind::kAuto}) {
     if (PlannerName(planner) == name) return planner;
   }
@@ -166,11 +190,16 @@ absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name) {
       absl::StrCat("unknown planner '", util::Quote(name), "' (known: ", kKnownPlanners, ")"));
 }
 
+bool IsMemongerBaseline(PlannerKind planner) {
+  return planner == PlannerKind::kMemongerDag || planner == PlannerKind::kMemongerGreedy ||
+         planner == PlannerKind::kMemongerDp || planner == PlannerKind::kMemongerFast;
+}
+
 absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   MG_RETURN_IF_ERROR(ValidateOptions(options));
   for (const graph::Value& v : graph.values()) {
-    if (!v.type.has_value()) {
+    if (!v.type.has_value() && !options.size_blind) {
       return absl::FailedPreconditionError(absl::StrCat(
           "value '", v.DisplayName(), "' has no type: run shape inference before planning"));
     }
@@ -178,6 +207,14 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   LivenessOptions liveness_options;
   liveness_options.plan_static = options.plan_static;
   liveness_options.views = options.views;
+  liveness_options.recycle_inputs = options.recycle_inputs;
+  liveness_options.static_names = options.static_names;
+  // One blob per name, as in Caffe2, for the serial execution model: two ops writing one name
+  // need not be ordered in our graph (it has no write-after-write edges), so under a parallel
+  // executor the versions of a name stay separate values.
+  liveness_options.blob_per_name = IsMemongerBaseline(options.planner) &&
+                                   options.execution == ExecutionModel::kSerial;
+  liveness_options.size_blind = options.size_blind;
   Schedule schedule;
   std::optional<OrderSearch> order_search;
   PlanOptions planner_options = options;
@@ -216,10 +253,15 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
     plan.planning_seconds = SecondsSince(start);
     return plan;
   }
+  std::vector<std::string> names;
   MG_ASSIGN_OR_RETURN(SharingGroups groups,
-                      SharingGroupsFor(graph, liveness, planner_options, plan));
+                      SharingGroupsFor(graph, liveness, planner_options, plan, names));
   MG_RETURN_IF_ERROR(CheckGroups(graph, liveness, groups, plan.planner));
   BuildSharingPlan(graph, liveness, groups, plan);
+  for (size_t g = 0; g < groups.size() && g < names.size(); ++g) {
+    if (groups[g].empty() || names[g].empty()) continue;
+    plan.buffers[plan.buffer_of_value[groups[g].front()]].blob_name = names[g];
+  }
   FinishPlan(plan);
   if (auto_parallel) plan.planner = "auto (memonger-dag: parallel execution)";
   plan.planning_seconds = SecondsSince(start);

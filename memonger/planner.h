@@ -31,6 +31,7 @@ enum class PlannerKind {
   kMemongerDag,     // memonger's token DFS (share_grad_blobs / optimize_inference_for_dag)
   kMemongerGreedy,  // memonger's optimize_interference, GREEDY
   kMemongerDp,      // memonger's optimize_interference, DYNAMIC_PROGRAMMING
+  kMemongerFast,    // memonger's optimize_inference_fast (single pass, LIFO free list)
   kExactSharing,    // optimal assignment of values to shared buffers (sum of buffer sizes)
   kGreedyBySize,    // offsets: size-descending best fit into the gaps of one arena
   kBestFit,         // offsets: a portfolio of orders x placements, the smallest kept
@@ -38,6 +39,9 @@ enum class PlannerKind {
   kAuto,            // best-fit, local search, then exact while time allows; the smallest kept
 };
 absl::string_view PlannerName(PlannerKind planner);
+// The memonger baselines (memonger-dag, -greedy, -dp, -fast): they plan Caffe2's way, one blob
+// per name (LivenessOptions::blob_per_name), and may plan size-blind.
+bool IsMemongerBaseline(PlannerKind planner);
 // InvalidArgument listing the known planners for an unknown name; Unimplemented for a planner
 // named by DESIGN.md that is not built yet.
 absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name);
@@ -57,13 +61,32 @@ struct PlanOptions {
   // `exact` and `auto`: called about once per second while the branch and bound runs.
   std::function<void(const ExactProgress&)> exact_progress;
 
-  // memonger-dag (training): the losses to start from (default: the graph's declared losses),
-  // whether activations are shared as well as gradients, and names never shared.
+  // Graph inputs may be recycled after their last reader (LivenessOptions::recycle_inputs);
+  // by default they are live for the whole run, like outputs. `static_names` are kept live for
+  // the whole run too, and never shared (Caffe2's static_blobs).
+  bool recycle_inputs = false;
+  std::vector<std::string> static_names;
+
+  // memonger-dag (training, Caffe2's share_grad_blobs): the losses to start from (default: the
+  // graph's declared losses) and names never shared. A gradient is a value named
+  // "<namescope>...<x>_grad" (or "_<namescope>..."), not a parameter gradient; nets that declare
+  // roles or set is_gradient_op also have those (docs/memonger.md). Parameter gradients:
+  // `param_grads`, else the net's declared ones, else "P_grad" for each graph input P that no op
+  // reads as its first input (weights and biases, not data).
   std::vector<std::string> losses;
+  std::string namescope;
+  std::vector<std::string> param_grads;
+  // Caffe2's activation heuristic: an output b of an op that reads "b_w", not a graph output,
+  // the last two such left out. share_all_activations: every activation instead (not Caffe2).
   bool share_activations = false;
+  bool share_all_activations = false;
   std::vector<std::string> dont_share;
   // memonger-dag (inference): the values to start from (default: the graph's non-static inputs).
   std::vector<std::string> heads;
+  // The memonger baselines without sizes, as Caffe2 runs them without blob shapes: every value
+  // counts as one unit, types may be unknown. The plan then says which values share a buffer
+  // and under what name; its bytes mean nothing (LivenessOptions::size_blind).
+  bool size_blind = false;
 };
 
 absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& options);

@@ -605,6 +605,8 @@ absl::StatusOr<RecomputedPlan> PlanWithRecomputation(const Graph& graph,
   recompute.alignment = options.alignment;
   recompute.liveness.views = options.views;
   recompute.liveness.plan_static = options.plan_static;
+  recompute.liveness.recycle_inputs = options.recycle_inputs;
+  recompute.liveness.static_names = options.static_names;
   recompute.time_limit_seconds = options.time_limit_seconds / 2;
   MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(graph, recompute));
   if (!choice.fits) {

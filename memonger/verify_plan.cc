@@ -254,6 +254,9 @@ absl::Status VerifyPlan(const Graph& graph, const Plan& plan) {
   LivenessOptions options;
   options.plan_static = plan.plan_static;
   options.views = plan.views;
+  options.recycle_inputs = plan.recycle_inputs;
+  options.static_names = plan.static_names;
+  options.size_blind = plan.size_blind;
   MG_ASSIGN_OR_RETURN(Liveness live, ComputeLiveness(graph, schedule, options));
   MG_RETURN_IF_ERROR(CheckPlacement(graph, plan, live));
 

@@ -1,6 +1,10 @@
 #include "report/net_rewrite.h"
 
+#include <algorithm>
 #include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -135,7 +139,9 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
   }
   for (int b = 0; b < num_buffers; ++b) {
     if (members[b].empty()) continue;
-    if (buffer_name[b].empty()) {
+    if (buffer_name[b].empty() && !plan.buffers[b].blob_name.empty()) {
+      buffer_name[b] = claim(plan.buffers[b].blob_name, b);  // the planner's (memonger's) name
+    } else if (buffer_name[b].empty()) {
       std::vector<ValueId> roots;
       for (ValueId v : members[b]) {
         const ValueId r = Root(graph, v);
@@ -157,6 +163,58 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
   result.net = NetWithNames(graph, plan, names);
   result.value_names = std::move(names);
   return result;
+}
+
+int CountBlobs(const proto::NetDef& net) {
+  std::set<std::string> names;
+  for (const proto::OperatorDef& op : net.op()) {
+    names.insert(op.input().begin(), op.input().end());
+    names.insert(op.output().begin(), op.output().end());
+  }
+  return static_cast<int>(names.size());
+}
+
+std::string SizeBlindPlanToText(const graph::Graph& graph, const Plan& plan,
+                                const RewrittenNet& rewritten, const proto::NetDef& reference) {
+  std::string text = absl::StrCat(
+      "model           ", plan.model, "\n", "planner         ", plan.planner,
+      ", size-blind (which values share a buffer, not how many bytes)\n",
+      "execution       ", ExecutionName(plan.execution), "\n", "blobs           ",
+      CountBlobs(reference), " names in the net, ", CountBlobs(rewritten.net),
+      " after renaming (memonger's count_blobs)\n");
+  // Each buffer holding several names: its name and the names it holds, in value order.
+  std::map<int, std::vector<std::string>> held;
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    const int b = plan.buffer_of_value[v];
+    if (b < 0) continue;
+    std::vector<std::string>& names = held[b];
+    const std::string& name = graph.value(v).name;
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  std::vector<std::pair<std::string, const std::vector<std::string>*>> shared;
+  int blobs = 0;
+  for (const auto& [b, names] : held) {
+    if (names.size() < 2) continue;
+    std::string buffer_name;
+    for (ValueId v = 0; v < graph.num_values(); ++v) {
+      if (plan.buffer_of_value[v] == b) {
+        buffer_name = rewritten.value_names[v];
+        break;
+      }
+    }
+    shared.emplace_back(buffer_name, &names);
+    blobs += static_cast<int>(names.size());
+  }
+  absl::StrAppend(&text, "shared buffers  ", shared.size(), ", holding ", blobs, " names\n");
+  constexpr size_t kListed = 50;
+  for (size_t i = 0; i < shared.size() && i < kListed; ++i) {
+    absl::StrAppend(&text, "  ", shared[i].first, ": ", absl::StrJoin(*shared[i].second, ", "),
+                    "\n");
+  }
+  if (shared.size() > kListed) {
+    absl::StrAppend(&text, "  ... ", shared.size() - kListed, " more\n");
+  }
+  return text;
 }
 
 proto::NetDef ReferenceNet(const graph::Graph& graph, const Plan& plan) {

@@ -6,6 +6,8 @@
 //   1. a buffer holding a graph input or output keeps that value's name (external names never
 //      change); a second external value in the same buffer keeps its own name too (the runtime
 //      then holds two blobs where the plan has one buffer: the plan's offsets stay the truth);
+//   1b. a buffer the planner named (PlanBuffer::blob_name: the memonger baselines name buffers
+//      as Caffe2's memonger does, "<namescope>__m<k>_shared" or a member's name) takes it;
 //   2. a buffer holding two or more alias classes is named "__mg_shared_<k>";
 //   3. a buffer holding one alias class keeps the name of the class's first value (with
 //      "__v<version>" appended for versions after the first, so that reordered ops cannot
@@ -42,6 +44,15 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
 // The original net with ops in the plan's schedule order, every value under a unique SSA name
 // (in-place outputs under the name of the value they overwrite).
 proto::NetDef ReferenceNet(const graph::Graph& graph, const Plan& plan);
+
+// memonger's count_blobs: the distinct names among the ops' inputs and outputs.
+int CountBlobs(const proto::NetDef& net);
+
+// The report of a size-blind plan (Plan::size_blind, the memonger baselines without sizes):
+// planner, blob counts before (`reference`) and after renaming (`rewritten`), and each shared
+// buffer's name with the names it holds. No bytes: the plan has none.
+std::string SizeBlindPlanToText(const graph::Graph& graph, const Plan& plan,
+                                const RewrittenNet& rewritten, const proto::NetDef& reference);
 
 // InvalidArgument describing the first difference.
 absl::Status VerifyGraphEquality(const proto::NetDef& a, const proto::NetDef& b);

@@ -126,6 +126,20 @@ absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& 
   LivenessOptions liveness_options;
   liveness_options.plan_static = BoolField(doc, "plan_static");
   liveness_options.views = BoolField(doc, "views");
+  liveness_options.recycle_inputs = BoolField(doc, "recycle_inputs");
+  if (auto it = doc.find("static"); it != doc.end()) {
+    if (!it->is_array()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source_name, ": \"static\" must be a list of value names"));
+    }
+    for (const Json& name : *it) {
+      if (!name.is_string()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(source_name, ": \"static\" must be a list of value names"));
+      }
+      liveness_options.static_names.push_back(name.get<std::string>());
+    }
+  }
   MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
   for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
     if (!liveness.planned[v]) continue;

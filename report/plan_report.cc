@@ -57,6 +57,8 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   j["proven_optimal"] = plan.proven_optimal;
   j["plan_static"] = plan.plan_static;
   j["views"] = plan.views;
+  j["recycle_inputs"] = plan.recycle_inputs;
+  if (!plan.static_names.empty()) j["static"] = plan.static_names;
   j["ops"] = graph.num_ops();
   j["buffers"] = plan.buffers.size();
   j["shared_buffers"] = SharedBufferCount(graph, plan);

@@ -87,9 +87,10 @@ absl::Status CheckFlags(Flags& flags) {
         "--fit plans many sizes: it does not go with --compare, --variant, --plan-in or "
         "--execute");
   }
-  if (!flags.workload.empty() && (!flags.dims.empty() || !flags.input_shapes.empty())) {
+  if (!flags.workload.empty() &&
+      (!flags.dims.empty() || !flags.input_shapes.empty() || !flags.input_types.empty())) {
     return absl::InvalidArgumentError(
-        "--dim and --input-shape bind a model file's shapes; a --workload takes its sizes in "
+        "--dim, --input-shape and --input-type bind a model file's shapes and types; a --workload takes its sizes in "
         "its spec (e.g. attention:n=4096)");
   }
   for (const std::string& d : flags.dims) {
@@ -97,6 +98,9 @@ absl::Status CheckFlags(Flags& flags) {
   }
   for (const std::string& s : flags.input_shapes) {
     if (absl::Status st = graph::ParseInputShapeBinding(s, flags.bindings); !st.ok()) return st;
+  }
+  for (const std::string& s : flags.input_types) {
+    if (absl::Status st = graph::ParseInputTypeBinding(s, flags.bindings); !st.ok()) return st;
   }
   if (!flags.net_out.empty()) {
     const std::string ext =
@@ -163,13 +167,18 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
   app.add_option("--input-shape", flags.input_shapes,
                  "NAME=D0,D1,... : the shape of a graph input (repeatable, once per input)")
       ->allow_extra_args(false);
+  app.add_option("--input-type", flags.input_types,
+                 "NAME=DTYPE : the element type of a graph input (int32, float16, ...; "
+                 "repeatable); default: its declaration, else what its readers take, else "
+                 "float32")
+      ->allow_extra_args(false);
   app.add_option("--dim", flags.dims,
                  "SYMBOL=VALUE : binds a symbolic dimension of the model (repeatable, once per "
                  "symbol)")
       ->allow_extra_args(false);
   app.add_option("--planner", flags.planner,
                  "auto, best-fit, greedy-by-size, exact, exact-sharing, memonger-dag, "
-                 "memonger-greedy, memonger-dp, none")
+                 "memonger-greedy, memonger-dp, memonger-fast, none")
       ->capture_default_str();
   app.add_option("--order", flags.order, "given, topological, longest-path, memory-aware")
       ->capture_default_str();
@@ -182,7 +191,29 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
   app.add_option("--loss", flags.losses, "a loss to start gradient sharing from (training)")
       ->allow_extra_args(false);
   app.add_flag("--share-activations", flags.share_activations,
-               "memonger-dag training: share activations as well as gradients");
+               "memonger-dag training: share activations as well as gradients, found as Caffe2 "
+               "does (an output b of an op reading b_w, the last two left out)");
+  app.add_flag("--share-all-activations", flags.share_all_activations,
+               "memonger-dag training: share every activation as well as gradients (not "
+               "Caffe2's heuristic)");
+  app.add_option("--namescope", flags.namescope,
+                 "memonger-dag: Caffe2's namescope (training: gradients are the names under it "
+                 "ending in _grad; shared buffers are named <namescope>__m<k>_shared)");
+  app.add_option("--param-grad", flags.param_grads,
+                 "memonger-dag training: a parameter gradient, never shared (repeatable; "
+                 "default: the net's declared ones, else P_grad for each graph input P no op "
+                 "reads as its first input)")
+      ->allow_extra_args(false);
+  app.add_option("--static", flags.static_names,
+                 "a value kept for the whole run and never shared, like graph inputs and "
+                 "outputs (Caffe2's static_blobs; repeatable)")
+      ->allow_extra_args(false);
+  app.add_flag("--recycle-inputs", flags.recycle_inputs,
+               "let planners reuse a graph input's memory after its last reader (by default "
+               "inputs, like outputs, are kept for the whole run)");
+  app.add_flag("--size-blind", flags.size_blind,
+               "memonger baselines: plan without sizes, as Caffe2's memonger does without blob "
+               "shapes (automatic when the graph inputs' shapes are unknown)");
   app.add_option("--dont-share", flags.dont_share, "a value name never shared (memonger-dag)")
       ->allow_extra_args(false);
   app.add_option("--head", flags.heads,

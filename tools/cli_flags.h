@@ -34,6 +34,7 @@ struct Flags {
   std::vector<std::string> variants;    // what-if: KEY=V,KEY=V (one variant each)
   std::vector<std::string> store_fp16;  // values kept in float16 between uses
   std::vector<std::string> input_shapes;
+  std::vector<std::string> input_types;
   std::vector<std::string> dims;
   std::string format = "text";
   std::string planner = "auto";
@@ -44,6 +45,12 @@ struct Flags {
   std::vector<std::string> dont_share;
   std::vector<std::string> heads;
   bool share_activations = false;
+  bool share_all_activations = false;
+  std::string namescope;
+  std::vector<std::string> param_grads;
+  std::vector<std::string> static_names;
+  bool recycle_inputs = false;
+  bool size_blind = false;
   int64_t alignment = 256;
   double time_limit = 2;
   std::string execute = "none";
@@ -64,7 +71,7 @@ struct Flags {
   bool ascii = false;
   int top = 10;
   util::InputLimits limits;
-  // --dim and --input-shape, parsed (each symbol and input once).
+  // --dim, --input-shape and --input-type, parsed (each symbol and input once).
   graph::ShapeBindings bindings;
 };
 

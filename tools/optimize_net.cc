@@ -102,6 +102,8 @@ absl::Status CheckValueNames(const Flags& flags, const memonger::graph::Graph& g
   for (const auto& [flag, names] :
        {std::pair<const char*, const std::vector<std::string>*>{"--dont-share", &flags.dont_share},
         {"--head", &flags.heads},
+        {"--static", &flags.static_names},
+        {"--param-grad", &flags.param_grads},
         {"--loss", &flags.losses}}) {
     for (const std::string& name : *names) {
       if (graph.FindVersions(name).empty()) {
@@ -147,8 +149,13 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
   }
   options.losses = flags.losses;
   options.share_activations = flags.share_activations;
+  options.share_all_activations = flags.share_all_activations;
+  options.namescope = flags.namescope;
+  options.param_grads = flags.param_grads;
   options.dont_share = flags.dont_share;
   options.heads = flags.heads;
+  options.static_names = flags.static_names;
+  options.recycle_inputs = flags.recycle_inputs;
   if (!flags.losses.empty() && options.mode != memonger::Mode::kTraining) {
     return absl::InvalidArgumentError("--loss needs --mode training");
   }
@@ -162,10 +169,14 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
 // The net to plan: the workload (with `fit_value` set for --fit's key when given) or the model
 // file (with --fit's symbol bound to it), typed, with its backward pass for --mode training and
 // its fp16 storage rewrite.
+// `size_blind`, when given, may plan without sizes: it is set (and shape inference skipped)
+// for a memonger baseline with --size-blind, or whose graph inputs' shapes are unknown (a note
+// says which), as Caffe2's memonger plans without blob shapes.
 absl::StatusOr<memonger::graph::Graph> MakeGraph(
     const Flags& flags, const memonger::graph::LoadOptions& base_load,
     const std::optional<memonger::graph::WorkloadSpec>& workload,
-    std::optional<int64_t> fit_value = std::nullopt) {
+    std::optional<int64_t> fit_value = std::nullopt, bool* size_blind = nullptr,
+    std::vector<std::string>* notes = nullptr) {
   namespace graph = memonger::graph;
   absl::StatusOr<graph::Graph> g;
   if (workload.has_value()) {
@@ -176,7 +187,22 @@ absl::StatusOr<memonger::graph::Graph> MakeGraph(
     graph::LoadOptions load = base_load;
     if (fit_value.has_value()) load.bindings.dims[flags.fit] = *fit_value;
     g = graph::LoadModel(flags.model, load);
-    if (g.ok()) MG_RETURN_IF_ERROR(graph::InferShapes(*g, load.bindings));
+    if (!g.ok()) return g.status();
+    const absl::StatusOr<memonger::PlannerKind> planner = memonger::ParsePlanner(flags.planner);
+    const bool baseline = planner.ok() && memonger::IsMemongerBaseline(*planner);
+    const std::vector<std::string> unknown = graph::InputsWithoutShape(*g, load.bindings);
+    if (size_blind != nullptr && baseline && (flags.size_blind || !unknown.empty())) {
+      *size_blind = true;
+      if (!flags.size_blind && notes != nullptr) {
+        notes->push_back(absl::StrCat(
+            "the shapes of ", unknown.size(), " graph input(s) are unknown (",
+            memonger::util::Quote(unknown.front()), unknown.size() > 1 ? ", ..." : "",
+            "): planning size-blind, as Caffe2's memonger does without blob shapes; give "
+            "--input-shape for byte sizes"));
+      }
+      return g;
+    }
+    MG_RETURN_IF_ERROR(graph::InferShapes(*g, load.bindings));
   }
   if (!g.ok()) return g.status();
   if (flags.mode == "training" && !graph::HasGradientOps(*g)) {
@@ -236,6 +262,8 @@ int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
       r.alignment = cure.options.alignment;
       r.liveness.views = cure.options.views;
       r.liveness.plan_static = cure.options.plan_static;
+      r.liveness.recycle_inputs = cure.options.recycle_inputs;
+      r.liveness.static_names = cure.options.static_names;
       r.time_limit_seconds = cure.options.time_limit_seconds / 2;
       MG_ASSIGN_OR_RETURN(memonger::RecomputeChoice choice, memonger::ChooseRecomputation(g, r));
       point.lower_bound_bytes = choice.lower_bound_bytes;
@@ -363,6 +391,62 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::G
   return text;
 }
 
+// A memonger baseline planned without sizes (Caffe2's memonger without blob shapes): which
+// values share a buffer and under what name, checked by the verifier with every value counted
+// as one byte, reported in blobs, and the rewritten net. Everything that needs bytes is refused.
+int RunSizeBlind(const Flags& flags, const memonger::graph::Graph& graph,
+                 memonger::PlanOptions options) {
+  auto fail = [](const absl::Status& status) {
+    std::cerr << "optimize-net: " << OneLine(status.message()) << "\n";
+    return kExitFailed;
+  };
+  for (const auto& [flag, used] : std::initializer_list<std::pair<const char*, bool>>{
+           {"--plan-json", !flags.plan_json.empty()},
+           {"--plan-csv", !flags.plan_csv.empty()},
+           {"--html", !flags.html.empty()},
+           {"--plan-in", !flags.plan_in.empty()},
+           {"--execute", flags.execute != "none"},
+           {"--budget", flags.budget >= 0},
+           {"--fit", !flags.fit.empty()},
+           {"--recompute", flags.recompute != "none"},
+           {"--store-fp16", !flags.store_fp16.empty()},
+           {"--format json", flags.format == "json"},
+           {"--ascii", flags.ascii},
+           {"--cuda-graphs", flags.cuda_graphs}}) {
+    if (used) {
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          flag, " needs byte sizes, and this plan is size-blind (",
+          flags.size_blind ? "--size-blind" : "graph inputs without shapes",
+          "): give every graph input's shape (--input-shape) and leave out --size-blind")));
+    }
+  }
+  if (options.mode == memonger::Mode::kTraining && !memonger::graph::HasGradientOps(graph)) {
+    return fail(absl::InvalidArgumentError(
+        "--mode training on a net without gradient ops builds its backward pass, which needs "
+        "shapes: give every graph input's shape (--input-shape)"));
+  }
+  options.size_blind = true;
+  absl::StatusOr<memonger::Plan> plan = memonger::PlanMemory(graph, options);
+  if (!plan.ok()) return fail(plan.status());
+  if (auto s = memonger::VerifyPlan(graph, *plan); !s.ok()) {
+    return fail(absl::InternalError(absl::StrCat(
+        "the planner '", plan->planner, "' produced an invalid plan: ", s.message())));
+  }
+  absl::StatusOr<memonger::RewrittenNet> rewritten = memonger::RewriteNet(graph, *plan);
+  if (!rewritten.ok()) return fail(rewritten.status());
+  memonger::util::OutputFiles outputs;
+  if (absl::Status s = memonger::tools::DeclareOutputs(flags, outputs); !s.ok()) return fail(s);
+  if (!flags.net_out.empty()) {
+    absl::StatusOr<std::string> net = RewrittenNetBytes(graph, *plan, flags.net_out);
+    if (!net.ok()) return fail(net.status());
+    outputs.Set(flags.net_out, *std::move(net));
+  }
+  if (absl::Status s = outputs.Commit(); !s.ok()) return fail(s);
+  std::cout << memonger::SizeBlindPlanToText(graph, *plan, *rewritten,
+                                             memonger::ReferenceNet(graph, *plan));
+  return kExitOk;
+}
+
 // Returns the exit code; prints what failed.
 int Run(const Flags& flags) {
   auto fail = [](const absl::Status& status) {
@@ -389,12 +473,15 @@ int Run(const Flags& flags) {
     // The model must plan as given (every other symbol bound): bind the fitted one to 1 first.
     load.bindings.dims[flags.fit] = 1;
   }
-  absl::StatusOr<memonger::graph::Graph> graph = MakeGraph(flags, load, workload);
+  bool size_blind = false;
+  absl::StatusOr<memonger::graph::Graph> graph =
+      MakeGraph(flags, load, workload, std::nullopt, &size_blind, &notes);
   if (!graph.ok()) return fail(graph.status());
   for (const std::string& note : notes) std::cerr << "optimize-net: note: " << note << "\n";
   load.notes = nullptr;  // --fit loads the model again
   auto options = MakePlanOptions(flags, *graph);
   if (!options.ok()) return fail(options.status());
+  if (size_blind) return RunSizeBlind(flags, *graph, *options);
   const bool training = memonger::graph::HasGradientOps(*graph);
   if (!flags.fit.empty()) return RunFit(flags, load, workload, *options, budget, training);
   if (flags.recompute != "none" && !training) {

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <string>
 #include <limits>
 #include <numeric>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "util/status_macros.h"
 #include "util/check.h"
 
 namespace memonger {
@@ -258,7 +260,8 @@ absl::StatusOr<SharingGroups> AssignMemongerChains(const std::vector<SharingItem
 absl::StatusOr<SharingGroups> PlanMemongerInterference(const graph::Graph& graph,
                                                        const Liveness& liveness,
                                                        const PlanOptions& options,
-                                                       bool dynamic_programming) {
+                                                       bool dynamic_programming,
+                                                       std::vector<std::string>* names) {
   if (options.execution == ExecutionModel::kParallel) {
     return absl::InvalidArgumentError(absl::StrCat(
         dynamic_programming ? "memonger-dp" : "memonger-greedy",
@@ -267,8 +270,37 @@ absl::StatusOr<SharingGroups> PlanMemongerInterference(const graph::Graph& graph
   }
   DpLimits limits;
   limits.time_limit_seconds = options.time_limit_seconds;
-  return AssignMemongerChains(SharingItems(graph, liveness, options.alignment),
-                              dynamic_programming, limits);
+  // memonger's compute_assignments: static blobs are left out of the chains and appended as
+  // chains of their own; a blob nobody reads counts as used after every other (memonger's
+  // max_live), so it ends its chain and sorts last.
+  const std::vector<bool> is_static = StaticClasses(graph, liveness);
+  std::vector<SharingItem> items;
+  SharingGroups statics;
+  for (SharingItem& item : SharingItems(graph, liveness, options.alignment)) {
+    if (is_static[item.root]) {
+      statics.push_back({item.root});
+      continue;
+    }
+    bool read = false;
+    for (graph::ValueId m : liveness.members[item.root]) {
+      read = read || !graph.value(m).consumers.empty();
+    }
+    if (!read) item.lifetime.last_step = liveness.num_steps;
+    items.push_back(item);
+  }
+  MG_ASSIGN_OR_RETURN(SharingGroups groups,
+                      AssignMemongerChains(items, dynamic_programming, limits));
+  if (names != nullptr) {
+    // compute_blob_assignments: every member of a chain of two or more takes the name of the
+    // chain's last member.
+    names->clear();
+    for (const std::vector<graph::ValueId>& group : groups) {
+      names->push_back(group.size() >= 2 ? graph.value(group.back()).name : std::string());
+    }
+    names->resize(groups.size() + statics.size());
+  }
+  groups.insert(groups.end(), statics.begin(), statics.end());
+  return groups;
 }
 
 }  // namespace memonger

@@ -35,6 +35,7 @@
 #define MEMONGER_MEMONGER_SHARING_INTERFERENCE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -83,14 +84,18 @@ absl::StatusOr<SharingGroups> AssignMemongerChains(const std::vector<SharingItem
                                                    const DpLimits& limits = {});
 
 // The planner: liveness -> one LiveRange per planned alias class (defined = first_step, used =
-// last_step, size = class bytes aligned to options.alignment) -> chains per device -> groups of
-// alias-class roots. InvalidArgument for the parallel execution model (optimize_interference
+// last_step, or after every step for a class nobody reads; size = class bytes aligned to
+// options.alignment) -> chains per device -> groups of alias-class roots, then each static class
+// (StaticClasses) alone, as memonger appends its static blobs. `names`, when given, gets one
+// entry per group: the name memonger gives the chain's blobs (its last member's), or "" for a
+// group of one. InvalidArgument for the parallel execution model (optimize_interference
 // assumes the serial order it computed); DeadlineExceeded from memonger-dp as above, within
 // options.time_limit_seconds.
 absl::StatusOr<SharingGroups> PlanMemongerInterference(const graph::Graph& graph,
                                                        const Liveness& liveness,
                                                        const PlanOptions& options,
-                                                       bool dynamic_programming);
+                                                       bool dynamic_programming,
+                                                       std::vector<std::string>* names = nullptr);
 
 }  // namespace memonger
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <cstddef>
 #include <tuple>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "util/check.h"
@@ -113,12 +115,13 @@ class DagPlanner {
         parallel_(options.execution == ExecutionModel::kParallel),
         size_aware_(options.mode == Mode::kTraining) {}
 
-  absl::StatusOr<SharingGroups> Run() {
+  absl::StatusOr<SharingGroups> Run(std::vector<std::string>* names) {
     MG_RETURN_IF_ERROR(Classify());
     Setup();
     RunRoots();
     SharingGroups groups = MakeGroups();
     MG_RETURN_IF_ERROR(CheckGroups(groups));
+    if (names != nullptr) *names = GroupNames(groups);
     return groups;
   }
 
@@ -132,14 +135,99 @@ class DagPlanner {
   // memonger's get_blob_or_mapped_blob: one level of mapping.
   ValueId Mapped(ValueId blob) const { return mapping_[blob] == kNone ? blob : mapping_[blob]; }
 
+  // The losses of a Caffe2 net that declares none: Caffe2's gradient builder seeds the gradient
+  // of each loss X with an op reading X and writing "X_autogen_grad" (a ConstantFill).
+  std::vector<ValueId> AutogenLosses() const {
+    std::vector<ValueId> losses;
+    for (const graph::Op& op : graph_.ops()) {
+      if (op.inputs.size() != 1 || op.outputs.size() != 1) continue;
+      const graph::Value& in = graph_.value(op.inputs.front());
+      if (graph_.value(op.outputs.front()).name == absl::StrCat(in.name, "_autogen_grad") &&
+          std::find(losses.begin(), losses.end(), op.inputs.front()) == losses.end()) {
+        losses.push_back(op.inputs.front());
+      }
+    }
+    return losses;
+  }
+
+  // share_grad_blobs's namescope: a non-empty one ends in '/'.
+  std::string TrainingNamescope() const {
+    std::string ns = options_.namescope;
+    if (!ns.empty() && ns.back() != '/') ns += '/';
+    return ns;
+  }
+
+  // Caffe2's gradient blob (share_grad_blobs): the name ends in "_grad" and starts with the
+  // namescope or "_" + namescope, and it is not a parameter gradient. Auto-split pieces
+  // ("_x_grad_autosplit_0") fail the suffix test. Nets that declare gradients (a declared
+  // gradient role, is_gradient_op) also have those, except auto-split pieces.
+  bool IsGradientBlob(ValueId v) const {
+    const graph::Value& value = graph_.value(v);
+    if (param_grad_names_.count(value.name) > 0) return false;
+    if (EndsWith(value.name, "_grad") &&
+        (absl::StartsWith(value.name, namescope_) ||
+         absl::StartsWith(value.name, absl::StrCat("_", namescope_)))) {
+      return true;
+    }
+    return declares_gradients_ && value.role == graph::Role::kGradient &&
+           !absl::StrContains(value.name, "_grad_autosplit_");
+  }
+
+  // Caffe2's gradient op: one with a gradient blob among its inputs or outputs; in nets that
+  // declare gradients also an op flagged is_gradient_op or of a type ending in "Gradient".
   bool IsGradientOp(const graph::Op& op) const {
-    if (op.is_gradient_op || EndsWith(op.type, "Gradient")) return true;
+    if (declares_gradients_ && (op.is_gradient_op || EndsWith(op.type, "Gradient"))) return true;
     for (const auto* list : {&op.inputs, &op.outputs}) {
       for (ValueId v : *list) {
-        if (graph_.value(v).role == graph::Role::kGradient) return true;
+        if (is_gradient_blob_[v]) return true;
       }
     }
     return false;
+  }
+
+  // The parameter gradients' names: options.param_grads, else the net's declared ones, else
+  // "P_grad" for each graph input P no op reads as its first input (FC and Conv read weights
+  // and biases after their data).
+  void FindParamGrads() {
+    for (const std::string& name : options_.param_grads) param_grad_names_.insert(name);
+    if (!options_.param_grads.empty()) return;
+    for (const auto& [param, grad] : graph_.param_grads()) {
+      param_grad_names_.insert(graph_.value(grad).name);
+    }
+    if (!graph_.param_grads().empty()) return;
+    for (ValueId input : graph_.inputs()) {
+      const graph::Value& value = graph_.value(input);
+      bool read_first = false;
+      for (OpId reader : value.consumers) {
+        const graph::Op& op = graph_.op(reader);
+        read_first = read_first || (!op.inputs.empty() && op.inputs.front() == input);
+      }
+      const std::string grad = absl::StrCat(value.name, "_grad");
+      if (!read_first && !value.consumers.empty() && !graph_.FindVersions(grad).empty()) {
+        param_grad_names_.insert(grad);
+      }
+    }
+  }
+
+  // Caffe2's activation heuristic (share_grad_blobs with share_activations): an output b of an
+  // op that reads "b_w", not a graph output; the last two such outputs in op order are left
+  // out (Caffe2 assumed the net's caller reads them).
+  void FindActivations() {
+    std::set<std::string> outputs;
+    for (ValueId v : graph_.outputs()) outputs.insert(graph_.value(v).name);
+    std::vector<std::string> found;
+    for (const graph::Op& op : graph_.ops()) {
+      for (ValueId out : op.outputs) {
+        const std::string& b = graph_.value(out).name;
+        const std::string weight = absl::StrCat(b, "_w");
+        const bool reads_weight = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId in) {
+          return graph_.value(in).name == weight;
+        });
+        if (reads_weight && outputs.count(b) == 0) found.push_back(b);
+      }
+    }
+    found.resize(found.size() >= 2 ? found.size() - 2 : 0);
+    activation_names_.insert(found.begin(), found.end());
   }
 
   // Heads, traversed ops, shareable and optimizable classes, head classes.
@@ -155,6 +243,7 @@ class DagPlanner {
     if (training) {
       if (options_.losses.empty()) {
         head_values = graph_.losses();
+        if (head_values.empty()) head_values = AutogenLosses();
       } else {
         for (const std::string& name : options_.losses) {
           const std::vector<ValueId> versions = graph_.FindVersions(name);
@@ -166,8 +255,9 @@ class DagPlanner {
       }
       if (head_values.empty()) {
         return absl::InvalidArgumentError(
-            "memonger-dag in training mode starts from the losses, and the net declares none: "
-            "name them (--loss NAME)");
+            "memonger-dag in training mode starts from the losses, and the net declares none "
+            "(nor seeds a gradient 'X_autogen_grad' from a value X, as Caffe2's gradient "
+            "builder does): name them (--loss NAME)");
       }
     } else if (options_.heads.empty()) {
       for (ValueId v : graph_.inputs()) {
@@ -189,6 +279,19 @@ class DagPlanner {
       is_head_[c] = true;
     }
 
+    // Gradients (training).
+    is_gradient_blob_.assign(num_values, false);
+    if (training) {
+      namescope_ = TrainingNamescope();
+      for (const graph::Op& op : graph_.ops()) declares_gradients_ |= op.is_gradient_op;
+      for (const graph::Value& value : graph_.values()) {
+        declares_gradients_ |= value.role_declared && value.role == graph::Role::kGradient;
+      }
+      FindParamGrads();
+      if (options_.share_activations) FindActivations();
+      for (ValueId v = 0; v < num_values; ++v) is_gradient_blob_[v] = IsGradientBlob(v);
+    }
+
     // Traversed ops (memonger's op_indices).
     traversed_.assign(num_ops, false);
     for (OpId op = 0; op < num_ops; ++op) {
@@ -202,8 +305,10 @@ class DagPlanner {
     if (training) {
       for (const auto& [param, grad] : graph_.param_grads()) excluded[grad] = true;
     }
-    for (const std::string& name : options_.dont_share) {
-      for (ValueId v : graph_.FindVersions(name)) excluded[v] = true;
+    for (const auto* names : {&options_.dont_share, &options_.static_names}) {
+      for (const std::string& name : *names) {
+        for (ValueId v : graph_.FindVersions(name)) excluded[v] = true;
+      }
     }
     std::vector<bool> value_shareable(num_values, false);
     for (ValueId v = 0; v < num_values; ++v) {
@@ -213,8 +318,9 @@ class DagPlanner {
         continue;
       }
       if (training) {
-        value_shareable[v] = value.role == graph::Role::kGradient ||
-                             (options_.share_activations && value.role == graph::Role::kActivation);
+        value_shareable[v] =
+            is_gradient_blob_[v] || activation_names_.count(value.name) > 0 ||
+            (options_.share_all_activations && value.role == graph::Role::kActivation);
       } else {
         value_shareable[v] = true;
       }
@@ -599,6 +705,28 @@ class DagPlanner {
     return groups;
   }
 
+  // The blob names memonger gives the groups: a buffer whose canonical class was an output of a
+  // traversed op is "<namescope>__m<k>_shared" (k counting such buffers in group order; Caffe2's
+  // follows hash-map order); any other shared buffer keeps its canonical class's name (in
+  // training, gradients reusing an activation's buffer take the activation's name). "" for a
+  // group of one.
+  std::vector<std::string> GroupNames(const SharingGroups& groups) const {
+    const std::string ns =
+        options_.mode == Mode::kTraining ? TrainingNamescope() : options_.namescope;
+    std::vector<std::string> names;
+    int k = 0;
+    for (const std::vector<ValueId>& group : groups) {
+      if (group.size() < 2) {
+        names.emplace_back();
+      } else if (optimizable_[group.front()]) {
+        names.push_back(absl::StrCat(ns, "__m", k++, "_shared"));
+      } else {
+        names.push_back(graph_.value(group.front()).name);
+      }
+    }
+    return names;
+  }
+
   std::vector<OpId> Touchers(ValueId c) const {
     std::vector<OpId> ops;
     for (ValueId m : liveness_.members[c]) {
@@ -658,6 +786,11 @@ class DagPlanner {
   std::optional<HappensBefore> happens_before_;
 
   // Classification.
+  std::string namescope_;                     // training: ends in '/' unless empty
+  bool declares_gradients_ = false;           // the net flags gradient ops or roles
+  std::set<std::string> param_grad_names_;
+  std::set<std::string> activation_names_;    // Caffe2's heuristic (share_activations)
+  std::vector<bool> is_gradient_blob_;        // per value (training)
   std::vector<ValueId> heads_;     // head classes, in the order given
   std::vector<bool> is_head_;      // per class root
   std::vector<bool> traversed_;    // per op: memonger's op_indices
@@ -698,9 +831,10 @@ class DagPlanner {
 
 absl::StatusOr<SharingGroups> PlanMemongerDag(const graph::Graph& graph,
                                               const Liveness& liveness,
-                                              const PlanOptions& options) {
+                                              const PlanOptions& options,
+                                              std::vector<std::string>* names) {
   DagPlanner planner(graph, liveness, options);
-  return planner.Run();
+  return planner.Run(names);
 }
 
 }  // namespace memonger

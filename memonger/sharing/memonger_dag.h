@@ -73,6 +73,9 @@
 #ifndef MEMONGER_MEMONGER_SHARING_MEMONGER_DAG_H_
 #define MEMONGER_MEMONGER_SHARING_MEMONGER_DAG_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "memonger/liveness.h"
@@ -86,12 +89,16 @@ namespace memonger {
 // within a group the first class is memonger's canonical blob, the others follow in the order
 // they were assigned to it.
 //
+// `names`, when given, gets one entry per group: the blob name memonger gives it
+// ("<namescope>__m<k>_shared", or the canonical class's name when that is not an output of a
+// traversed op), "" for a group of one.
 // InvalidArgument for a loss or head name that is not in the graph, and for training mode
 // without any loss. InternalError if the safety check above fails.
 // REQUIRES: `liveness` computed for `graph`.
 absl::StatusOr<SharingGroups> PlanMemongerDag(const graph::Graph& graph,
                                               const Liveness& liveness,
-                                              const PlanOptions& options);
+                                              const PlanOptions& options,
+                                              std::vector<std::string>* names = nullptr);
 
 }  // namespace memonger
 

@@ -32,6 +32,23 @@ std::vector<SharingItem> SharingItems(const graph::Graph& graph, const Liveness&
   return items;
 }
 
+std::vector<bool> StaticClasses(const graph::Graph& graph, const Liveness& liveness) {
+  std::vector<bool> is_static(graph.num_values(), false);
+  auto mark = [&](graph::ValueId v) {
+    const graph::ValueId root = liveness.alias_root[v];
+    is_static[root == graph::kNone ? v : root] = true;
+  };
+  if (!liveness.options.recycle_inputs) {
+    for (graph::ValueId v : graph.inputs()) mark(v);
+  }
+  for (graph::ValueId v : graph.outputs()) mark(v);
+  for (const auto& [param, grad] : graph.param_grads()) mark(grad);
+  for (const std::string& name : liveness.options.static_names) {
+    for (graph::ValueId v : graph.FindVersions(name)) mark(v);
+  }
+  return is_static;
+}
+
 void BuildSharingPlan(const graph::Graph& graph, const Liveness& liveness,
                       const SharingGroups& groups, Plan& plan) {
   const int n = graph.num_values();

@@ -41,6 +41,12 @@ struct SharingItem {
 std::vector<SharingItem> SharingItems(const graph::Graph& graph, const Liveness& liveness,
                                       int64_t alignment);
 
+// Per value, true at the roots of the alias classes Caffe2's callers pass to memonger as
+// static_blobs: classes holding a graph input (unless liveness.options.recycle_inputs), a graph
+// output, a declared parameter gradient or a name in liveness.options.static_names. The
+// memonger baselines never share them (the offset planners see them live for the whole run).
+std::vector<bool> StaticClasses(const graph::Graph& graph, const Liveness& liveness);
+
 }  // namespace memonger
 
 #endif  // MEMONGER_MEMONGER_SHARING_SHARING_H_

@@ -323,8 +323,8 @@ TEST(ExecutorTest, CorruptedPlansAreCaught) {
     for (int s = 0; s < static_cast<int>(good->steps.size()); ++s) {
       step_of_op[good->steps[s].op] = s;
     }
-    // Victim b (written at step wb, -1 for inputs) live when a is written at step wa:
-    // wb < wa <= last step of b; a no larger than b, so that only b's bytes change.
+    // Victim b (written at step wb, -1 for inputs) read again after a is written at step wa:
+    // wb < wa <= last reader of b; a no larger than b, so that only b's bytes change.
     ValueId victim = kNone, mover = kNone;
     for (ValueId b = 0; b < g.num_values() && victim == kNone; ++b) {
       if (!eligible(b)) continue;
@@ -334,7 +334,11 @@ TEST(ExecutorTest, CorruptedPlansAreCaught) {
           continue;
         }
         const int wa = step_of_op[g.value(a).producer];
-        if (wb < wa && wa <= good->lifetime[b].last_step) {
+        int last_read = -1;
+        for (graph::OpId reader : g.value(b).consumers) {
+          last_read = std::max(last_read, step_of_op[reader]);
+        }
+        if (wb < wa && wa <= last_read) {
           victim = b;
           mover = a;
           break;

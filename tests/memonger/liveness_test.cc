@@ -38,6 +38,12 @@ Liveness Live(const Graph& g, LivenessOptions options = {}, OrderKind order = Or
   return l.ok() ? *std::move(l) : Liveness();
 }
 
+Schedule Given(const Graph& g) {
+  absl::StatusOr<Schedule> s = MakeSchedule(g, OrderKind::kGiven);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : Schedule();
+}
+
 ValueId Id(const Graph& g, const std::string& name) {
   std::optional<ValueId> id = g.FindValue(name);
   EXPECT_TRUE(id.has_value()) << name;
@@ -67,7 +73,9 @@ TEST(LivenessTest, LifetimesFromProducerToLastReader) {
     op { type: "Relu" input: "y" output: "z" }
     external_output: "z"
   )pb");
-  const Liveness l = Live(g);
+  LivenessOptions recycle;
+  recycle.recycle_inputs = true;
+  const Liveness l = Live(g, recycle);
   EXPECT_EQ(l.num_steps, 4);
   EXPECT_EQ(Range(l, Id(g, "x")), std::make_pair(0, 0));
   EXPECT_EQ(Range(l, Id(g, "a")), std::make_pair(0, 1));
@@ -83,7 +91,9 @@ TEST(LivenessTest, LifetimesFromProducerToLastReader) {
   }
 }
 
-TEST(LivenessTest, GraphInputsFromStepZeroAndOutputsToTheEnd) {
+// Graph inputs, like outputs, belong to the caller (fed again, read by the next iteration):
+// live for the whole run unless recycle_inputs, then from step 0 to their last reader.
+TEST(LivenessTest, GraphInputsAndOutputsLiveForTheWholeRunUnlessInputsAreRecycled) {
   const Graph g = Typed(R"pb(
     external_input: "x"
     external_input: "late"
@@ -95,10 +105,71 @@ TEST(LivenessTest, GraphInputsFromStepZeroAndOutputsToTheEnd) {
     external_output: "c"
   )pb");
   const Liveness l = Live(g);
+  EXPECT_EQ(Range(l, Id(g, "x")), std::make_pair(0, 2));
   EXPECT_EQ(Range(l, Id(g, "late")), std::make_pair(0, 2));
-  EXPECT_EQ(Range(l, Id(g, "unused")), std::make_pair(0, 0));
+  EXPECT_EQ(Range(l, Id(g, "unused")), std::make_pair(0, 2));
   EXPECT_EQ(Range(l, Id(g, "early")), std::make_pair(0, 2));
   EXPECT_EQ(Range(l, Id(g, "c")), std::make_pair(2, 2));
+  EXPECT_EQ(Range(l, Id(g, "b")), std::make_pair(1, 2));
+
+  LivenessOptions recycle;
+  recycle.recycle_inputs = true;
+  const Liveness r = Live(g, recycle);
+  EXPECT_EQ(Range(r, Id(g, "x")), std::make_pair(0, 0));
+  EXPECT_EQ(Range(r, Id(g, "late")), std::make_pair(0, 2));
+  EXPECT_EQ(Range(r, Id(g, "unused")), std::make_pair(0, 0));
+  EXPECT_EQ(Range(r, Id(g, "early")), std::make_pair(0, 2));
+
+  // --static: kept for the whole run like an output; an unknown name is an error.
+  LivenessOptions pinned = recycle;
+  pinned.static_names = {"b"};
+  EXPECT_EQ(Range(Live(g, pinned), Id(g, "b")), std::make_pair(1, 2));
+  pinned.static_names = {"x"};
+  EXPECT_EQ(Range(Live(g, pinned), Id(g, "x")), std::make_pair(0, 2));
+  pinned.static_names = {"nope"};
+  absl::StatusOr<Liveness> bad = ComputeLiveness(g, Given(g), pinned);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("'nope'"));
+}
+
+// memonger's model: a blob is a name. Two writes of one name (not in place) are one class.
+TEST(LivenessTest, BlobPerNameJoinsTheVersionsOfAName) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "s" }
+    op { type: "Relu" input: "s" output: "a" }
+    op { type: "Relu" input: "x" output: "s" }
+    op { type: "Relu" input: "s" output: "y" }
+    external_output: "y"
+  )pb");
+  const std::vector<ValueId> s = g.FindVersions("s");
+  ASSERT_EQ(s.size(), 2u);
+  const Liveness ssa = Live(g);
+  EXPECT_NE(ssa.alias_root[s[1]], ssa.alias_root[s[0]]);
+  LivenessOptions by_name;
+  by_name.blob_per_name = true;
+  const Liveness l = Live(g, by_name);
+  EXPECT_EQ(l.alias_root[s[1]], s[0]);
+  EXPECT_EQ(Range(l, s[0]), std::make_pair(0, 3));
+  EXPECT_THAT(l.members[s[0]], ElementsAre(s[0], s[1]));
+}
+
+// Size-blind: every value one byte, types not needed.
+TEST(LivenessTest, SizeBlindCountsEveryValueAsOneByte) {
+  graph::GraphBuilder b("untyped");
+  b.AddExternalInput("x");
+  b.AddOp({.type = "Relu", .inputs = {"x"}, .outputs = {"a"}});
+  b.AddOp({.type = "Relu", .inputs = {"a"}, .outputs = {"y"}});
+  b.AddExternalOutput("y");
+  absl::StatusOr<Graph> g = std::move(b).Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(ComputeLiveness(*g, Given(*g)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  LivenessOptions blind;
+  blind.size_blind = true;
+  absl::StatusOr<Liveness> l = ComputeLiveness(*g, Given(*g), blind);
+  ASSERT_TRUE(l.ok()) << l.status();
+  for (ValueId v = 0; v < g->num_values(); ++v) EXPECT_EQ(l->class_bytes[v], 1);
 }
 
 // memonger_test.py scenario 13: three in-place Copy ops on one value are one alias class.
@@ -151,14 +222,14 @@ TEST(LivenessTest, StaticValuesAreExcludedUnlessPlanned) {
   const Liveness excluded = Live(g);
   EXPECT_FALSE(excluded.planned[w]);
   EXPECT_TRUE(excluded.planned[Id(g, "x")]);
-  EXPECT_THAT(LiveBytesPerStep(excluded, 1), ElementsAre(200, 200));
+  EXPECT_THAT(LiveBytesPerStep(excluded, 1), ElementsAre(200, 300));  // x kept to the end
 
   LivenessOptions options;
   options.plan_static = true;
   const Liveness planned = Live(g, options);
   EXPECT_TRUE(planned.planned[w]);
   EXPECT_EQ(Range(planned, w), std::make_pair(0, 1));
-  EXPECT_THAT(LiveBytesPerStep(planned, 1), ElementsAre(300, 300));
+  EXPECT_THAT(LiveBytesPerStep(planned, 1), ElementsAre(300, 400));
 }
 
 TEST(LivenessTest, LiveBytesPerStepAlignsEveryClass) {
@@ -169,7 +240,9 @@ TEST(LivenessTest, LiveBytesPerStepAlignsEveryClass) {
     op { type: "Relu" input: "a" output: "b" }
     op { type: "Relu" input: "b" output: "c" }
   )pb", {{"x", 10}, {"a", 300}, {"b", 1}, {"c", 256}});
-  const Liveness l = Live(g);
+  LivenessOptions recycle;
+  recycle.recycle_inputs = true;
+  const Liveness l = Live(g, recycle);
   // Steps: x [0,0], a (class) [0,2], b [2,3], c [3,3].
   EXPECT_THAT(LiveBytesPerStep(l, 1), ElementsAre(310, 300, 301, 257));
   EXPECT_THAT(LiveBytesPerStep(l, 256), ElementsAre(768, 512, 768, 512));

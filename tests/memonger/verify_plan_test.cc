@@ -35,8 +35,8 @@ Graph Typed(const std::string& pbtxt, const std::map<std::string, int64_t>& byte
   return *std::move(g);
 }
 
-Liveness Live(const Graph& g) {
-  absl::StatusOr<Liveness> l = ComputeLiveness(g, *MakeSchedule(g, OrderKind::kGiven));
+Liveness Live(const Graph& g, const LivenessOptions& options = {}) {
+  absl::StatusOr<Liveness> l = ComputeLiveness(g, *MakeSchedule(g, OrderKind::kGiven), options);
   EXPECT_TRUE(l.ok()) << l.status();
   return *std::move(l);
 }
@@ -44,8 +44,9 @@ Liveness Live(const Graph& g) {
 // A sharing plan: the named blobs (latest versions' classes) share one buffer per group; every
 // other class has its own.
 Plan SharingPlan(const Graph& g, const std::vector<std::vector<std::string>>& shared,
-                 ExecutionModel execution = ExecutionModel::kSerial, int64_t alignment = 256) {
-  const Liveness l = Live(g);
+                 ExecutionModel execution = ExecutionModel::kSerial, int64_t alignment = 256,
+                 const LivenessOptions& options = {}) {
+  const Liveness l = Live(g, options);
   Plan plan;
   plan.execution = execution;
   InitPlan(g, l, alignment, plan);
@@ -66,7 +67,8 @@ Plan SharingPlan(const Graph& g, const std::vector<std::vector<std::string>>& sh
   return plan;
 }
 
-// x [0,0], a [0,1], b [1,2], c [2,3], d [3,3].
+// x [0,3] (a graph input: kept; [0,0] when inputs are recycled), a [0,1], b [1,2], c [2,3],
+// d [3,3].
 constexpr char kChain[] = R"pb(
   external_input: "x"
   op { type: "Relu" input: "x" output: "a" }
@@ -94,10 +96,30 @@ TEST(VerifyPlanTest, ValidPlansPass) {
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_TRUE(VerifyPlan(g, *none).ok()) << VerifyPlan(g, *none);
 
-  const Plan shared = SharingPlan(g, {{"a", "c"}, {"x", "b", "d"}});
-  EXPECT_EQ(shared.buffers.size(), 2u);
+  const Plan shared = SharingPlan(g, {{"a", "c"}, {"b", "d"}});
+  EXPECT_EQ(shared.buffers.size(), 3u);
   EXPECT_TRUE(VerifyPlan(g, shared).ok()) << VerifyPlan(g, shared);
-  const Plan parallel = SharingPlan(g, {{"a", "c"}, {"x", "b", "d"}}, ExecutionModel::kParallel);
+  const Plan parallel = SharingPlan(g, {{"a", "c"}, {"b", "d"}}, ExecutionModel::kParallel);
+  EXPECT_TRUE(VerifyPlan(g, parallel).ok()) << VerifyPlan(g, parallel);
+}
+
+// A graph input is the caller's: a plan that writes over it after its last reader is refused,
+// unless the plan says inputs are recycled (--recycle-inputs).
+TEST(VerifyPlanTest, GraphInputsAreKeptUnlessThePlanRecyclesThem) {
+  const Graph g = Typed(kChain);
+  const absl::Status kept = VerifyPlan(g, SharingPlan(g, {{"x", "b"}}));
+  ASSERT_FALSE(kept.ok());
+  EXPECT_THAT(std::string(kept.message()), AllOf(HasSubstr("'x' (lifetime [0,3]"),
+                                                 HasSubstr("'b'"), HasSubstr("overlap")));
+  LivenessOptions recycle;
+  recycle.recycle_inputs = true;
+  const Plan recycled =
+      SharingPlan(g, {{"a", "c"}, {"x", "b", "d"}}, ExecutionModel::kSerial, 256, recycle);
+  EXPECT_TRUE(recycled.recycle_inputs);
+  EXPECT_EQ(recycled.buffers.size(), 2u);
+  EXPECT_TRUE(VerifyPlan(g, recycled).ok()) << VerifyPlan(g, recycled);
+  const Plan parallel =
+      SharingPlan(g, {{"a", "c"}, {"x", "b", "d"}}, ExecutionModel::kParallel, 256, recycle);
   EXPECT_TRUE(VerifyPlan(g, parallel).ok()) << VerifyPlan(g, parallel);
 }
 

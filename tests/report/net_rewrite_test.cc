@@ -102,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(Planners, NetRewriteTest,
 TEST(NetRewriteTest, SharedValuesGetSharedNames) {
   graph::Graph g = TypedGraph(kChain);
   PlanOptions options;
-  options.planner = PlannerKind::kMemongerDag;  // never shares external values
+  options.planner = PlannerKind::kExactSharing;  // graph inputs and outputs are kept: unshared
   auto plan = PlanMemory(g, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   auto rewritten = RewriteNet(g, *plan);
@@ -126,6 +126,35 @@ TEST(NetRewriteTest, SharedValuesGetSharedNames) {
     }
   }
   EXPECT_GE(rewritten->shared_buffers, 1);
+}
+
+// The memonger baselines name buffers as Caffe2's memonger does: "<namescope>__m<k>_shared".
+TEST(NetRewriteTest, MemongerBaselinesUseMemongersNames) {
+  graph::Graph g = TypedGraph(kChain);
+  for (PlannerKind planner : {PlannerKind::kMemongerDag, PlannerKind::kMemongerFast}) {
+    SCOPED_TRACE(PlannerName(planner));
+    PlanOptions options;
+    options.planner = planner;
+    options.namescope = "ns/";
+    auto plan = PlanMemory(g, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(VerifyPlan(g, *plan).ok()) << VerifyPlan(g, *plan);
+    auto rewritten = RewriteNet(g, *plan);
+    ASSERT_TRUE(rewritten.ok());
+    int renamed = 0;
+    for (graph::ValueId v = 0; v < g.num_values(); ++v) {
+      const std::string& name = rewritten->value_names[v];
+      if (name == g.value(v).name) continue;
+      ++renamed;
+      // optimize_inference_for_dag prefixes the namescope; optimize_inference_fast does not.
+      EXPECT_THAT(name, ::testing::MatchesRegex(planner == PlannerKind::kMemongerDag
+                                                    ? "ns/__m[0-9]+_shared"
+                                                    : "__m[0-9]+_shared"))
+          << g.value(v).name;
+    }
+    EXPECT_GE(renamed, 2);
+    EXPECT_EQ(rewritten->shared_buffers, 0);  // no "__mg_shared_" names
+  }
 }
 
 // memonger's verify_graph_equality cases (memonger_test.py 20-23).

@@ -164,12 +164,13 @@ std::string Records(const std::string& records) {
   return absl::StrCat(R"({"schema": "memonger.records/v1", "records": [)", records, "]}");
 }
 
-// A plan for kTinyNet at N=8, as the tool writes it, with `edit` applied to its text.
+// A plan for kTinyNet at N=8, as the tool writes it (made with --recycle-inputs: y reuses x), with
+// `edit` applied to its text.
 std::string TinyPlan(const std::string& alignment, const std::string& h_offset,
                      const std::string& h_bytes = "128", const std::string& arena = "") {
   return absl::StrCat(
       R"({"schema": "memonger.plan/v1", "model": "tiny", "planner": "best-fit", "order": "given",
-          "execution": "serial", "alignment": )",
+          "execution": "serial", "recycle_inputs": true, "alignment": )",
       alignment, arena.empty() ? "" : absl::StrCat(R"(, "arena_bytes": )", arena),
       R"(, "steps": [{"op": "r1", "op_index": 0}, {"op": "r2", "op_index": 1}],
           "values": [{"name": "x", "offset": 0, "buffer": 0, "bytes": 128},

@@ -215,7 +215,9 @@ TEST(PlanMemongerInterferenceTest, ChainNetFromLiveness) {
   ASSERT_TRUE(schedule.ok()) << schedule.status();
   absl::StatusOr<Liveness> liveness = ComputeLiveness(*g, *schedule);
   ASSERT_TRUE(liveness.ok()) << liveness.status();
-  // Lifetimes: x [0,0], a [0,1], b [1,2], c [2,3], d [3,3]; w is static (not planned).
+  // Lifetimes: x [0,3] (a graph input, static for memonger), a [0,1], b [1,2], c [2,3], d [3,3]
+  // (a graph output, static); w is a param (not planned). Static blobs are chains of their own,
+  // appended after the others, as memonger's compute_assignments does.
   const graph::ValueId x = *g->FindValue("x"), a = *g->FindValue("a"), b = *g->FindValue("b"),
                        c = *g->FindValue("c"), d = *g->FindValue("d");
   PlanOptions options;
@@ -224,7 +226,31 @@ TEST(PlanMemongerInterferenceTest, ChainNetFromLiveness) {
     SCOPED_TRACE(dp ? "memonger-dp" : "memonger-greedy");
     absl::StatusOr<SharingGroups> groups = PlanMemongerInterference(*g, *liveness, options, dp);
     ASSERT_TRUE(groups.ok()) << groups.status();
-    EXPECT_THAT(*groups, UnorderedElementsAre(ElementsAre(x, b, d), ElementsAre(a, c)));
+    // The DP lists its chains in another order than the greedy pass (as memonger's does).
+    EXPECT_THAT(*groups, UnorderedElementsAre(ElementsAre(a, c), ElementsAre(b), ElementsAre(x),
+                                              ElementsAre(d)));
+    EXPECT_THAT(std::vector<std::vector<graph::ValueId>>(groups->end() - 2, groups->end()),
+                ElementsAre(ElementsAre(x), ElementsAre(d)));  // statics last
+    // Named as memonger names them: a chain's blobs take its last member's name.
+    std::vector<std::string> names;
+    absl::StatusOr<SharingGroups> again =
+        PlanMemongerInterference(*g, *liveness, options, dp, &names);
+    ASSERT_TRUE(again.ok());
+    ASSERT_EQ(names.size(), again->size());
+    for (size_t i = 0; i < names.size(); ++i) {
+      EXPECT_EQ(names[i], (*again)[i].size() >= 2 ? "c" : "");
+    }
+  }
+  // --recycle-inputs: x is an ordinary blob, free after step 0 (d stays static).
+  LivenessOptions recycle;
+  recycle.recycle_inputs = true;
+  absl::StatusOr<Liveness> recycled = ComputeLiveness(*g, *schedule, recycle);
+  ASSERT_TRUE(recycled.ok()) << recycled.status();
+  for (bool dp : {false, true}) {
+    absl::StatusOr<SharingGroups> groups = PlanMemongerInterference(*g, *recycled, options, dp);
+    ASSERT_TRUE(groups.ok()) << groups.status();
+    EXPECT_THAT(*groups,
+                UnorderedElementsAre(ElementsAre(x, b), ElementsAre(a, c), ElementsAre(d)));
   }
 }
 

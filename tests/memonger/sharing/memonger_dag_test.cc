@@ -652,7 +652,8 @@ TEST(MemongerDagTest, AnOpNeverReusesItsOwnInput) {
   EXPECT_EQ(Sharers(g, r, "x"), 1);  // graph inputs never share
 }
 
-// Two buffers freed by one op (`j`), then `o` (500 bytes) asks for one. With equal share
+// Two buffers freed by one op (`j`), then `o_grad` (500 bytes) asks for one (names as Caffe2's
+// gradient builder writes them: gradients are found by their `_grad` suffix). With equal share
 // counts the heap orders them by name, so the heap array is [first name, second name].
 std::string TwoFreeBuffers(const std::string& first, const std::string& second) {
   return absl::StrCat(R"pb(
@@ -660,9 +661,9 @@ std::string TwoFreeBuffers(const std::string& first, const std::string& second) 
     op { type: "AGradient" input: "x" output: ")pb", first, R"pb(" output: ")pb", second,
                       R"pb(" }
     op { type: "JGradient" input: ")pb", first, R"pb(" input: ")pb", second,
-                      R"pb(" output: "m" }
-    op { type: "OGradient" input: "m" output: "o" }
-    op { type: "PGradient" input: "o" output: "y" }
+                      R"pb(" output: "m_grad" }
+    op { type: "OGradient" input: "m_grad" output: "o_grad" }
+    op { type: "PGradient" input: "o_grad" output: "y" }
     external_output: "y"
     loss: "x"
   )pb");
@@ -672,38 +673,38 @@ TEST(MemongerDagTest, InferenceIsSizeBlindTrainingIsSizeAware) {
   // Heap array [a_small (10), b_fit (600)]. Inference (optimize_inference_for_dag passed no
   // shapes) pops the heap top, a_small, and lets it grow; training's size-aware scan moves on
   // from a_small (too small) to b_fit.
-  const graph::Graph g = ByteGraph(TwoFreeBuffers("a_small", "b_fit"),
-                                   {{"a_small", 10}, {"b_fit", 600}, {"m", 1}, {"o", 500}});
+  const graph::Graph g = ByteGraph(TwoFreeBuffers("a_small_grad", "b_fit_grad"),
+                                   {{"a_small_grad", 10}, {"b_fit_grad", 600}, {"m_grad", 1}, {"o_grad", 500}});
   PlanOptions inference;
   inference.heads = {"x"};
   const DagResult ri = PlanDag(g, inference);
-  EXPECT_TRUE(Share(g, ri, "a_small", "o")) << Describe(g, ri.groups);
+  EXPECT_TRUE(Share(g, ri, "a_small_grad", "o_grad")) << Describe(g, ri.groups);
   const DagResult rt = PlanDag(g, Training());
-  EXPECT_TRUE(Share(g, rt, "b_fit", "o")) << Describe(g, rt.groups);
+  EXPECT_TRUE(Share(g, rt, "b_fit_grad", "o_grad")) << Describe(g, rt.groups);
 }
 
 TEST(MemongerDagTest, SizeAwareRuleTakesTheFirstFitNotTheSmallest) {
   // Both fit `o` (500 bytes). The scan takes the first fitting buffer in heap-array order and
   // replaces it only by one of equal size: the larger one when its name sorts first.
-  const graph::Graph big_first = ByteGraph(TwoFreeBuffers("a_big", "b_fit"),
-                                           {{"a_big", 1000}, {"b_fit", 600}, {"m", 1}, {"o", 500}});
+  const graph::Graph big_first = ByteGraph(TwoFreeBuffers("a_big_grad", "b_fit_grad"),
+                                           {{"a_big_grad", 1000}, {"b_fit_grad", 600}, {"m_grad", 1}, {"o_grad", 500}});
   const DagResult r1 = PlanDag(big_first, Training());
-  EXPECT_TRUE(Share(big_first, r1, "a_big", "o")) << Describe(big_first, r1.groups);
-  EXPECT_FALSE(Share(big_first, r1, "b_fit", "o"));
-  const graph::Graph fit_first = ByteGraph(TwoFreeBuffers("a_fit", "b_big"),
-                                           {{"a_fit", 600}, {"b_big", 1000}, {"m", 1}, {"o", 500}});
+  EXPECT_TRUE(Share(big_first, r1, "a_big_grad", "o_grad")) << Describe(big_first, r1.groups);
+  EXPECT_FALSE(Share(big_first, r1, "b_fit_grad", "o_grad"));
+  const graph::Graph fit_first = ByteGraph(TwoFreeBuffers("a_fit_grad", "b_big_grad"),
+                                           {{"a_fit_grad", 600}, {"b_big_grad", 1000}, {"m_grad", 1}, {"o_grad", 500}});
   const DagResult r2 = PlanDag(fit_first, Training());
-  EXPECT_TRUE(Share(fit_first, r2, "a_fit", "o")) << Describe(fit_first, r2.groups);
+  EXPECT_TRUE(Share(fit_first, r2, "a_fit_grad", "o_grad")) << Describe(fit_first, r2.groups);
 }
 
 TEST(MemongerDagTest, SizeAwareRuleTakesTheLargestWhenNoneFits) {
   // Heap array [a_mid (100), b_small (10)]; `o` needs 500: a_mid is kept (b_small is smaller)
   // and grows to 500 bytes.
-  const graph::Graph g = ByteGraph(TwoFreeBuffers("a_mid", "b_small"),
-                                   {{"a_mid", 100}, {"b_small", 10}, {"m", 1}, {"o", 500}});
+  const graph::Graph g = ByteGraph(TwoFreeBuffers("a_mid_grad", "b_small_grad"),
+                                   {{"a_mid_grad", 100}, {"b_small_grad", 10}, {"m_grad", 1}, {"o_grad", 500}});
   const DagResult r = PlanDag(g, Training());
-  EXPECT_TRUE(Share(g, r, "a_mid", "o")) << Describe(g, r.groups);
-  EXPECT_GE(r.plan.buffers[r.plan.buffer_of_value[Latest(g, "o")]].size, 500);
+  EXPECT_TRUE(Share(g, r, "a_mid_grad", "o_grad")) << Describe(g, r.groups);
+  EXPECT_GE(r.plan.buffers[r.plan.buffer_of_value[Latest(g, "o_grad")]].size, 500);
 }
 
 TEST(MemongerDagTest, SizeAwareQuirkGrowsASmallBuffer) {
@@ -711,16 +712,16 @@ TEST(MemongerDagTest, SizeAwareQuirkGrowsASmallBuffer) {
   // is below any requirement), and the buffer grows to the output's size.
   const graph::Graph g = ByteGraph(R"pb(
     external_input: "x"
-    op { type: "AGradient" input: "x" output: "s" }
-    op { type: "BGradient" input: "s" output: "m" }
-    op { type: "CGradient" input: "m" output: "big" }
-    op { type: "DGradient" input: "big" output: "y" }
+    op { type: "AGradient" input: "x" output: "s_grad" }
+    op { type: "BGradient" input: "s_grad" output: "m_grad" }
+    op { type: "CGradient" input: "m_grad" output: "big_grad" }
+    op { type: "DGradient" input: "big_grad" output: "y" }
     external_output: "y"
     loss: "x"
-  )pb", {{"s", 8}, {"m", 8}, {"big", 4096}});
+  )pb", {{"s_grad", 8}, {"m_grad", 8}, {"big_grad", 4096}});
   const DagResult r = PlanDag(g, Training());
-  EXPECT_TRUE(Share(g, r, "s", "big")) << Describe(g, r.groups);
-  const int32_t buffer = r.plan.buffer_of_value[Latest(g, "big")];
+  EXPECT_TRUE(Share(g, r, "s_grad", "big_grad")) << Describe(g, r.groups);
+  const int32_t buffer = r.plan.buffer_of_value[Latest(g, "big_grad")];
   EXPECT_GE(r.plan.buffers[buffer].size, 4096);
 }
 

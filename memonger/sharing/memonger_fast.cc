@@ -1,0 +1,99 @@
+#include "memonger/sharing/memonger_fast.h"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "absl/strings/str_cat.h"
+
+namespace memonger {
+
+using graph::kNone;
+using graph::OpId;
+using graph::ValueId;
+
+absl::StatusOr<MemongerFastResult> PlanMemongerFast(const graph::Graph& graph,
+                                                    const Liveness& liveness) {
+  const int n = graph.num_values();
+  auto root = [&](ValueId v) {
+    const ValueId r = liveness.alias_root[v];
+    return r == kNone ? v : r;
+  };
+  const std::vector<bool> is_static = StaticClasses(graph, liveness);
+  auto planned_class = [&](ValueId c) { return liveness.planned[c] && !is_static[c]; };
+
+  // 1. Ranges per class (in steps).
+  std::vector<int> range_first(n, -1);
+  std::vector<int> range_last(n, -1);
+  const std::vector<OpId>& order = liveness.schedule.ops;
+  for (int step = 0; step < static_cast<int>(order.size()); ++step) {
+    const graph::Op& op = graph.op(order[step]);
+    for (ValueId in : op.inputs) {
+      const ValueId c = root(in);
+      if (range_first[c] >= 0) range_last[c] = step;
+    }
+    for (ValueId out : op.outputs) {
+      const ValueId c = root(out);
+      if (!planned_class(c) || range_first[c] >= 0) continue;
+      range_first[c] = step;
+      range_last[c] = step;
+    }
+  }
+
+  // 2. One pass with a LIFO stack of free buffers; a buffer is its canonical class.
+  std::vector<ValueId> buffer_of(n, kNone);  // class -> canonical class of its buffer
+  std::vector<int> buffer_number(n, -1);     // canonical class -> k of "__m<k>_shared"
+  std::vector<ValueId> canonicals;           // in order of k
+  std::vector<ValueId> stack;
+  for (int step = 0; step < static_cast<int>(order.size()); ++step) {
+    const graph::Op& op = graph.op(order[step]);
+    std::vector<ValueId> newly_free;
+    for (ValueId in : op.inputs) {
+      const ValueId c = root(in);
+      if (range_first[c] < 0 || range_last[c] != step) continue;
+      if (buffer_of[c] == kNone) {
+        buffer_of[c] = c;
+        buffer_number[c] = static_cast<int>(canonicals.size());
+        canonicals.push_back(c);
+      }
+      const ValueId buffer = buffer_of[c];
+      if (std::find(newly_free.begin(), newly_free.end(), buffer) == newly_free.end()) {
+        newly_free.push_back(buffer);
+      }
+    }
+    for (ValueId out : op.outputs) {
+      const ValueId c = root(out);
+      if (range_first[c] != step || buffer_of[c] != kNone || stack.empty()) continue;
+      // The top of the stack; with several devices, the nearest one on the output's device.
+      for (size_t k = stack.size(); k-- > 0;) {
+        if (liveness.device[stack[k]] != liveness.device[c]) continue;
+        buffer_of[c] = stack[k];
+        stack.erase(stack.begin() + static_cast<std::ptrdiff_t>(k));
+        break;
+      }
+    }
+    stack.insert(stack.end(), newly_free.begin(), newly_free.end());
+  }
+
+  // Groups: one per buffer (canonical first, then the others in class order), then the
+  // classes that never got a buffer, each alone under its own name.
+  MemongerFastResult result;
+  std::vector<std::vector<ValueId>> members(n);
+  for (ValueId c = 0; c < n; ++c) {
+    if (root(c) != c || !liveness.planned[c]) continue;
+    if (buffer_of[c] != kNone && buffer_of[c] != c) members[buffer_of[c]].push_back(c);
+  }
+  for (ValueId canonical : canonicals) {
+    std::vector<ValueId> group{canonical};
+    group.insert(group.end(), members[canonical].begin(), members[canonical].end());
+    result.groups.push_back(std::move(group));
+    result.names.push_back(absl::StrCat("__m", buffer_number[canonical], "_shared"));
+  }
+  for (ValueId c = 0; c < n; ++c) {
+    if (root(c) != c || !liveness.planned[c] || buffer_of[c] != kNone) continue;
+    result.groups.push_back({c});
+    result.names.emplace_back();
+  }
+  return result;
+}
+
+}  // namespace memonger

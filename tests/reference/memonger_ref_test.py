@@ -1,0 +1,357 @@
+"""Self-tests of memonger_ref.py: the pure-planning scenarios of memonger_test.py (section 11 of
+/work/shared/reference/memonger-algorithms.md), the section 7 counterexample, libstdc++'s heap
+steps, and the generator of caffe2_nets.py.
+
+Run: python3 tests/reference/memonger_ref_test.py
+"""
+
+import math
+import os
+import random
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import caffe2_nets  # noqa: E402
+import memonger_ref as m  # noqa: E402
+from memonger_ref import LiveRange  # noqa: E402
+
+
+def net_of(ops, external_input=(), external_output=(), type_=""):
+    """A net from (type, inputs, outputs[, device]) tuples."""
+    return {"name": "t", "type": type_, "external_input": list(external_input),
+            "external_output": list(external_output),
+            "op": [{"type": o[0], "input": list(o[1]), "output": list(o[2]),
+                    "device": o[3] if len(o) > 3 else m.CPU, "arg": {}} for o in ops]}
+
+
+def chain_names(chains):
+    return [[name for name, _ in chain] for chain in chains]
+
+
+def byte_sizes(case):
+    return {b: 4 * math.prod(d) for b, d in case["shapes"].items()}
+
+
+class HeapTest(unittest.TestCase):
+    """std::push_heap / std::pop_heap with std::greater, worked by hand."""
+
+    def test_pop_layout(self):
+        heap = []
+        for v in [1, 2, 3, 4, 5]:
+            m.push_heap(heap, v)
+        self.assertEqual(heap, [1, 2, 3, 4, 5])
+        self.assertEqual(m.pop_heap(heap), 1)
+        self.assertEqual(heap, [2, 4, 3, 5])
+
+    def test_push_after_erase_from_middle(self):
+        heap = [1, 2, 3, 4, 5]
+        del heap[1]  # vector::erase: [1, 3, 4, 5] is not a heap any more
+        m.push_heap(heap, 0)
+        self.assertEqual(heap, [0, 1, 4, 5, 3])
+
+    def test_pops_in_order(self):
+        rng = random.Random(3)
+        heap = []
+        values = [(rng.randint(-3, 0), rng.choice("abcdef")) for _ in range(40)]
+        for v in values:
+            m.push_heap(heap, v)
+        self.assertEqual([m.pop_heap(heap) for _ in values], sorted(values))
+
+
+class SizeAwareChoiceTest(unittest.TestCase):
+    """The size-aware get_free_blob rule (section 2) on a pool in array order."""
+
+    def choose(self, sizes, required):
+        rec = m._DagRecycler(net_of([]), [], [], set(), "", set(), {"out": [required]})
+        pool = [(0, name) for name in sizes]
+        rec.blob_sizes = dict(sizes)
+        return rec.get_free_blob("out", {1}, pool, m.CPU), [n for _, n in pool]
+
+    def test_first_that_fits_not_smallest(self):
+        self.assertEqual(self.choose({"a": 8, "b": 4, "c": 6}, 5), ("a", ["b", "c"]))
+
+    def test_none_fits_takes_largest(self):
+        self.assertEqual(self.choose({"a": 4, "b": 8, "c": 6}, 10)[0], "b")
+
+    def test_equal_size_replaces(self):
+        self.assertEqual(self.choose({"a": 4, "b": 8, "c": 8}, 6)[0], "c")
+
+
+class AssignmentTest(unittest.TestCase):
+    """Tests 17-19 and the section 7 counterexample."""
+
+    R17 = {"b1": LiveRange(1, 3, 10), "b2": LiveRange(3, 4, 1), "b3": LiveRange(5, 6, 1),
+           "b4": LiveRange(5, 7, 10)}
+
+    def test_17_greedy(self):
+        chains = m.compute_assignments(self.R17, set(), m.GREEDY)
+        self.assertEqual(chain_names(chains), [["b1", "b4"], ["b2", "b3"]])
+        self.assertEqual(m.get_memory_usage(chains), 11)
+
+    def test_18_dp(self):
+        chains = m.compute_assignments(self.R17, set(), m.DYNAMIC_PROGRAMMING)
+        self.assertEqual(chain_names(chains), [["b2", "b3"], ["b1", "b4"]])
+        self.assertEqual(m.get_memory_usage(chains), 11)
+
+    def test_19_dp_beats_greedy(self):
+        ranges = {"b1": LiveRange(1, 2, 10), "b2": LiveRange(4, 6, 1),
+                  "b3": LiveRange(5, 6, 10)}
+        dp = m.compute_assignments(ranges, set(), m.DYNAMIC_PROGRAMMING)
+        self.assertEqual(sorted(chain_names(dp)), [["b1", "b3"], ["b2"]])
+        self.assertEqual(m.get_memory_usage(dp), 11)
+        greedy = m.compute_assignments(ranges, set(), m.GREEDY)
+        self.assertEqual(chain_names(greedy), [["b1", "b2"], ["b3"]])
+        self.assertEqual(m.get_memory_usage(greedy), 20)
+
+    def test_section7_dp_is_not_optimal(self):
+        ranges = {"b0": LiveRange(0, 1, 7), "b1": LiveRange(1, 3, 5), "b2": LiveRange(2, 3, 5),
+                  "b3": LiveRange(3, 5, 6), "b4": LiveRange(4, 5, 5)}
+        greedy = m.compute_assignments(ranges, set(), m.GREEDY)
+        self.assertEqual(chain_names(greedy), [["b0", "b2"], ["b1", "b4"], ["b3"]])
+        self.assertEqual(m.get_memory_usage(greedy), 18)
+        dp = m.compute_assignments(ranges, set(), m.DYNAMIC_PROGRAMMING)
+        self.assertEqual(m.get_memory_usage(dp), 18)  # the optimum is 17
+
+    def test_blob_assignments_take_last_name(self):
+        # b2 static: b3 joins b1's chain, then b4 cannot follow b3 (5 > 6 fails).
+        chains = m.compute_assignments(self.R17, {"b2"}, m.GREEDY)
+        self.assertEqual(chain_names(chains), [["b1", "b3"], ["b4"], ["b2"]])
+        self.assertEqual(m.compute_blob_assignments(chains), {"b1": "b3", "b3": "b3"})
+
+    def test_unknown_algorithm_shares_nothing(self):
+        chains = m.compute_assignments(self.R17, set(), "none")
+        self.assertEqual(chains, [])
+
+    def test_updated_ranges(self):
+        ranges = [("x", LiveRange(None, 2, None)), ("y", LiveRange(1, None, 3)),
+                  ("z", LiveRange(0, 0, 1))]
+        self.assertEqual(m.get_updated_ranges(ranges),
+                         [("x", LiveRange(-1, 2, 1)), ("y", LiveRange(1, 3, 3)),
+                          ("z", LiveRange(0, 0, 1))])
+
+
+class GraphEqualityTest(unittest.TestCase):
+    """Tests 20-23."""
+
+    def fc_net(self, spec):
+        return net_of([("FC" if len(i) == 1 else "Sum", i, [o]) for i, o in spec])
+
+    def test_20_equal(self):
+        a = self.fc_net([(["data"], "x"), (["x"], "y"), (["x"], "z"), (["y", "z"], "out")])
+        b = self.fc_net([(["data"], "other_x"), (["other_x"], "other_y"),
+                         (["other_x"], "other_z"), (["other_y", "other_z"], "out")])
+        self.assertTrue(m.verify_graph_equality(a, b))
+
+    def test_21_equal_harder(self):
+        a = self.fc_net([(["data"], "x"), (["x"], "y"), (["x"], "z"), (["y"], "u"),
+                         (["z"], "v"), (["u", "v"], "out")])
+        b = self.fc_net([(["data"], "x"), (["x"], "y"), (["x"], "z"), (["y"], "y"),
+                         (["z"], "z"), (["y", "z"], "out")])
+        self.assertTrue(m.verify_graph_equality(a, b))
+
+    def test_22_unequal(self):
+        a = self.fc_net([(["data"], "x"), (["x"], "y"), (["x"], "z"), (["y", "z"], "out")])
+        b = self.fc_net([(["data"], "x"), (["x"], "y"), (["x"], "y"), (["y", "y"], "out")])
+        self.assertFalse(m.verify_graph_equality(a, b))
+
+    def test_23_unequal_harder(self):
+        a = self.fc_net([(["data"], "x"), (["x"], "y"), (["x"], "z"), (["y"], "u"),
+                         (["z"], "v"), (["u", "v"], "out")])
+        b = self.fc_net([(["data"], "x"), (["x"], "y"), (["x"], "y"), (["y"], "u"),
+                         (["y"], "v"), (["u", "v"], "out")])
+        self.assertFalse(m.verify_graph_equality(a, b))
+
+    def test_device_and_inplace(self):
+        a = net_of([("Relu", ["x"], ["y"])])
+        self.assertFalse(m.verify_graph_equality(a, net_of([("Relu", ["x"], ["y"], (1, 0))])))
+        self.assertFalse(m.verify_inplace_blobs(a, net_of([("Relu", ["x"], ["x"])])))
+        self.assertTrue(m.verify_inplace_blobs(a, net_of([("Relu", ["x"], ["z"])])))
+
+
+class ReleaseTest(unittest.TestCase):
+    def test_24_release_blobs_when_used(self):
+        net = net_of([("FC", ["data"], ["x"]), ("FC", ["x"], ["y"]), ("FC", ["x"], ["z"]),
+                      ("FC", ["y"], ["u"]), ("Alias", ["u"], ["u_alias"]),
+                      ("Sum", ["z", "u"], ["out"])], external_input=["data"])
+        out = m.release_blobs_when_used(net, set("data"))  # the test's slip: a set of chars
+        self.assertEqual([(op["type"], op["input"][0]) for op in out["op"]],
+                         [("FC", "data"), ("FC", "x"), ("FC", "x"), ("Free", "x"),
+                          ("FC", "y"), ("Free", "y"), ("Alias", "u"), ("Sum", "z"),
+                          ("Free", "z")])
+        shapes = {b: [2, 3] for b in m.blob_names(net)}
+        types = {b: "FLOAT" for b in shapes}
+        total, high, by_type = m.estimate_memory_usage(net, shapes, types)
+        total2, high2, _ = m.estimate_memory_usage(out, shapes, types)
+        # Alias outputs are never allocated; after the Free ops at most three blobs are live.
+        self.assertEqual((total, high, by_type), (5 * 24, 5 * 24, {"FC": 96, "Sum": 24}))
+        self.assertEqual((total2, high2), (5 * 24, 3 * 24))
+
+
+class FastTest(unittest.TestCase):
+    def test_lifo_and_names(self):
+        net = net_of([("FC", ["data"], ["a"]), ("FC", ["a"], ["b"]), ("FC", ["b"], ["c"]),
+                      ("FC", ["c"], ["d"])], external_input=["data"])
+        out, renames = m.optimize_inference_fast(net, {"data", "d"})
+        self.assertEqual([op["output"][0] for op in out["op"]],
+                         ["__m0_shared", "__m1_shared", "__m0_shared", "d"])
+        self.assertEqual(renames, {"a": "__m0_shared", "b": "__m1_shared", "c": "__m0_shared"})
+
+    def test_dag_nets_and_optimized_nets_unchanged(self):
+        net = net_of([("FC", ["data"], ["a"]), ("FC", ["a"], ["b"])], type_="dag")
+        self.assertEqual(m.optimize_inference_fast(net, set()), (net, {}))
+        net = net_of([("FC", ["data"], ["__m0_shared"]), ("FC", ["__m0_shared"], ["b"]),
+                      ("FC", ["b"], ["c"])])
+        self.assertEqual(m.optimize_inference_fast(net, set()), (net, {}))
+
+
+class MemongerTestNets(unittest.TestCase):
+    """Structural checks of memonger_test.py's scenarios on the generator's nets."""
+
+    def test_n1_training_groups(self):
+        # Traced by hand: the gradients alternate between two buffers.
+        case = caffe2_nets.mlp_case()
+        for share_activations in (False, True):
+            out, renames = m.share_grad_blobs(case["net"], case["losses"],
+                                              case["param_grads"], "", None,
+                                              share_activations)
+            groups = {}
+            for b, new in renames.items():
+                groups.setdefault(new, set()).add(b)
+            self.assertEqual(sorted(map(sorted, groups.values())),
+                             [["data_grad", "fc2_grad", "loss_autogen_grad", "pred_grad"],
+                              ["fc1_grad", "fc3_grad", "xent_grad"]])
+
+    def n1_statics(self, case):
+        net = case["net"]
+        return set(net["external_input"]) | {"loss", "fc1_w_grad"}
+
+    def test_1_simple_memonger(self):
+        case = caffe2_nets.mlp_case(batch=3, dims=(5, 4, 6, 3))
+        static = self.n1_statics(case)
+        sizes = byte_sizes(case)
+        for algo in (m.GREEDY, m.DYNAMIC_PROGRAMMING):
+            for blob_sizes in (None, sizes):
+                out, assignments, chains = m.optimize_interference_full(
+                    case["net"], static, blob_sizes, algo)
+                self.assertNotIn("loss", assignments)
+                self.assertNotIn("fc1_w_grad", assignments)
+                self.assertTrue(m.verify_graph_equality(case["net"], out))
+                baseline, optimized = m.compute_statistics(chains, sizes)
+                self.assertLess(optimized, baseline)
+
+    def test_2_fast_memonger(self):
+        case = caffe2_nets.mlp_case()
+        out, renames = m.optimize_inference_fast(case["net"], self.n1_statics(case))
+        self.assertLess(m.count_blobs(out), m.count_blobs(case["net"]))
+        self.assertNotIn("loss", renames)
+        self.assertNotIn("fc1_w_grad", renames)
+        self.assertTrue(m.verify_graph_equality(case["net"], out))
+
+    def test_4_gradient_optim(self):
+        case = caffe2_nets.mlp_case("name_x/", n_fc=5, dims=(1, 2, 3, 4, 1, 2))
+        net = case["net"]
+        a, _ = m.share_grad_blobs(net, case["losses"], case["param_grads"], "name_x/")
+        b, _ = m.share_grad_blobs(net, case["losses"], case["param_grads"], "name_x/",
+                                  {"name_x/fc1_w_grad"}, True)
+        self.assertLess(m.count_blobs(a), m.count_blobs(net))
+        self.assertLessEqual(m.count_blobs(b), m.count_blobs(a))
+        self.assertIn("name_x/fc5", m.blob_names(a))
+        self.assertIn("name_x/fc5", m.blob_names(b))
+
+    def test_5_mix_cpu_gpu(self):
+        case = caffe2_nets.mix_cpu_gpu_case()
+        net = case["net"]
+        out, _ = m.share_grad_blobs(net, case["losses"], case["param_grads"], "", None, True)
+        self.assertLess(m.count_blobs(out), m.count_blobs(net))
+        devices = {}
+        for op in out["op"]:
+            if op["type"].startswith("Copy"):
+                continue
+            for b in op["input"] + op["output"]:
+                devices.setdefault(b, set()).add(m.op_device(op)[0])
+        self.assertEqual({b for b, d in devices.items() if len(d) > 1}, set())
+
+    def test_6_gradient_optim_tree(self):
+        case = caffe2_nets.tree_case()
+        net = case["net"]
+        out, renames = m.share_grad_blobs(net, case["losses"], case["param_grads"],
+                                          case["namescope"], set(case["dont_share"]), True)
+        self.assertLess(m.count_blobs(out), m.count_blobs(net))
+        self.assertIn("name_x/fc6", m.blob_names(out))
+        for b in ("name_x/loss1", "name_x/loss2", "name_x/fc1_w_grad"):
+            self.assertNotIn(b, renames)
+        self.assertTrue(any(v.startswith("name_x/__m") for v in renames.values()))
+
+    def test_7_forward_optim_tree_daggy(self):
+        case = caffe2_nets.daggy_case()
+        net = case["net"]
+        self.assertEqual(len(net["op"]), 18)
+        self.assertEqual(m.count_blobs(net), 36)
+        out, _ = m.optimize_inference_for_dag(net, ["name_x/data"], "name_x")
+        self.assertLess(m.count_blobs(out), m.count_blobs(net))
+
+    def test_8_forward_optim_tree_harder(self):
+        case = caffe2_nets.daggy_case(harder=True)
+        net = case["net"]
+        a, _ = m.optimize_inference_for_dag(net, ["name_x/data"], "name_x/")
+        b, _ = m.optimize_inference_for_dag(net, ["name_x/data", "name_x/fc1_w"], "name_x/")
+        self.assertLess(m.count_blobs(a), m.count_blobs(net))
+        self.assertEqual(m.count_blobs(a), m.count_blobs(b))
+
+    def test_9_dag_traversal_from_a_non_root(self):
+        case = caffe2_nets.daggy_case()
+        net = case["net"]
+        out, _ = m.optimize_inference_for_dag(net, ["name_x/fc5_w", "name_x/data"], "name_x")
+        self.assertLess(m.count_blobs(out), m.count_blobs(net))
+
+    def test_11_inplace_op_as_head(self):
+        net = net_of([("IndexFreeze", ["A"], ["A"]), ("Sum", ["A", "A"], ["B"]),
+                      ("Relu", ["B"], ["C"]), ("Relu", ["C"], ["D"]),
+                      ("Sum", ["D", "D"], ["E"])], external_input=["A"])
+        out, renames = m.optimize_inference_for_dag(net, ["A"])
+        self.assertLess(m.count_blobs(out), m.count_blobs(net))
+        self.assertEqual(renames, {"B": "__m0_shared", "D": "__m0_shared",
+                                   "C": "__m1_shared", "E": "__m1_shared"})
+
+    def test_inference_refuses_unproduced_input(self):
+        net = net_of([("Relu", ["x"], ["y"])])
+        with self.assertRaises(m.MemongerError):
+            m.optimize_inference_for_dag(net, ["x"])
+
+
+class GeneratorTest(unittest.TestCase):
+    def test_random_cases_are_well_formed_and_round_trip(self):
+        for i in range(300):
+            case = caffe2_nets.random_case(random.Random(i), str(i))
+            caffe2_nets.check_well_formed(case)
+            text = caffe2_nets.write_pbtxt(case["net"], case["dtypes"])
+            self.assertEqual(caffe2_nets.parse_pbtxt(text), case["net"])
+
+    def test_memonger_test_nets_are_well_formed(self):
+        for case in (caffe2_nets.mlp_case(), caffe2_nets.mlp_case("name_x/", n_fc=5),
+                     caffe2_nets.mix_cpu_gpu_case(), caffe2_nets.tree_case(),
+                     caffe2_nets.daggy_case(), caffe2_nets.daggy_case(harder=True)):
+            caffe2_nets.check_well_formed(case)
+
+    def test_autosplit_in_tree(self):
+        net = caffe2_nets.tree_case()["net"]
+        sums = [op for op in net["op"] if op["type"] == "Sum"]
+        self.assertEqual([(op["input"], op["output"]) for op in sums],
+                         [(["name_x/fc5_grad", "_name_x/fc5_grad_autosplit_0"],
+                           ["name_x/fc5_grad"])])
+
+    def test_text_format_parser(self):
+        net = caffe2_nets.parse_pbtxt(
+            "# comment\nname: 'n\\'1' op < input: \"a\\001\" \"b\" output: [\"c\"]\n"
+            " type: 'T' arg: { name: 'v' f: 1.5f } arg { name: 'l' ints: [1, -2] }\n"
+            " device_option { device_type: 1 cuda_gpu_id: 1 } >; external_input: \"a\\001b\"")
+        self.assertEqual(net, {"name": "n'1", "type": "", "external_input": ["a\x01b"],
+                               "external_output": [],
+                               "op": [{"type": "T", "input": ["a\x01b"], "output": ["c"],
+                                       "device": (1, 1), "arg": {"v": 1.5, "l": [1, -2]}}]})
+
+
+if __name__ == "__main__":
+    unittest.main()
