@@ -178,14 +178,46 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
     classes.Union(id, base);
   }
   if (options.blob_per_name) {
-    // One class per name and device: the versions of a name join its first version.
-    absl::flat_hash_map<std::pair<std::string, std::pair<int, int>>, ValueId> first;
+    // One class per name and device: each version joins the class of the version before it
+    // (for a parallel executor, only when ordered after everything touching that class).
+    std::optional<HappensBefore> order;
+    if (options.names_need_order) order.emplace(graph);
+    struct Joined {
+      ValueId last = kNone;         // the newest version in the class
+      std::vector<OpId> touchers;   // every op touching the class so far
+    };
+    absl::flat_hash_map<std::pair<std::string, std::pair<int, int>>, Joined> by_name;
+    auto touchers_of = [&](ValueId id) {
+      std::vector<OpId> ops = graph.value(id).consumers;
+      if (graph.value(id).producer != kNone) ops.push_back(graph.value(id).producer);
+      return ops;
+    };
+    // Versions oldest first (FindVersions), names in value order.
     for (ValueId id = 0; id < n; ++id) {
-      if (!live.planned[id]) continue;
-      const graph::Device& d = live.device[id];
-      auto [it, inserted] =
-          first.try_emplace(std::make_pair(graph.value(id).name, std::make_pair(d.type, d.id)), id);
-      if (!inserted) classes.Union(id, it->second);
+      const graph::Value& v = graph.value(id);
+      if (v.version != 0) continue;
+      for (ValueId version : graph.FindVersions(v.name)) {
+        if (!live.planned[version]) continue;
+        const graph::Device& d = live.device[version];
+        Joined& joined = by_name[std::make_pair(v.name, std::make_pair(d.type, d.id))];
+        const OpId writer = graph.value(version).producer;
+        bool ordered = joined.last != kNone;
+        if (ordered && order.has_value() && graph.value(version).inplace_of == kNone) {
+          for (OpId op : joined.touchers) {
+            if (op != writer && (writer == kNone || !order->Before(op, writer))) {
+              ordered = false;
+              break;
+            }
+          }
+        }
+        if (ordered) {
+          classes.Union(version, joined.last);
+        } else {
+          joined.touchers.clear();
+        }
+        joined.last = version;
+        for (OpId op : touchers_of(version)) joined.touchers.push_back(op);
+      }
     }
   }
   if (options.views) {

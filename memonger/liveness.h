@@ -56,6 +56,11 @@ struct LivenessOptions {
   // alias class, as if each write were in place. The memonger baselines plan this way so that
   // their rewritten net keeps one blob per name, as Caffe2's does.
   bool blob_per_name = false;
+  // With blob_per_name, for a parallel executor: a version joins the previous versions of its
+  // name only when every op touching them happens before the op writing it in every legal
+  // execution (HappensBefore); otherwise it starts a class of its own. Our graph has no
+  // write-after-write edges, so two writers of one name may be unordered.
+  bool names_need_order = false;
   // Every value counts as 1 byte, whatever its type (types may be unknown): the sizes memonger
   // assumes without blob shapes. For the decisions of the size-blind memonger baselines only;
   // such a plan's bytes mean nothing.

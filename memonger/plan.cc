@@ -27,6 +27,7 @@ void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t align
   plan.recycle_inputs = liveness.options.recycle_inputs;
   plan.static_names = liveness.options.static_names;
   plan.size_blind = liveness.options.size_blind;
+  plan.blob_per_name = liveness.options.blob_per_name;
 
   const std::vector<int64_t> live_bytes = LiveBytesPerStep(liveness, alignment);
   plan.steps.assign(liveness.num_steps, PlanStep{});

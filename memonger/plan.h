@@ -84,6 +84,9 @@ struct Plan {
   // Made size-blind (LivenessOptions::size_blind): every value counted as one byte. Says which
   // values share a buffer, not how large it is.
   bool size_blind = false;
+  // Made with LivenessOptions::blob_per_name (the memonger baselines): `lifetime` is each
+  // name's, over all its versions. The verifier still checks every version on its own.
+  bool blob_per_name = false;
 
   std::vector<PlanStep> steps;  // steps[step].op is the schedule
   // Per value (indexed by ValueId). Static values (not planned): buffer -1, offset kNoOffset.

@@ -182,7 +182,8 @@ absl::string_view PlannerName(PlannerKind planner) {
 absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name) {
   for (PlannerKind planner : {PlannerKind::kNone, PlannerKind::kMemongerDag,
                               PlannerKind::kMemongerGreedy, PlannerKind::kMemongerDp,
-                              PlannerKind::kMemongerFast, PlannerKind::kExactSharing, PlannerKind::kGreedyBySize,
+                              PlannerKind::kMemongerFast, PlannerKind::kExactSharing,
+                              PlannerKind::kGreedyBySize,
                               PlannerKind::kBestFit, PlannerKind::kExact, PlannerKind::kAuto}) {
     if (PlannerName(planner) == name) return planner;
   }
@@ -209,11 +210,11 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   liveness_options.views = options.views;
   liveness_options.recycle_inputs = options.recycle_inputs;
   liveness_options.static_names = options.static_names;
-  // One blob per name, as in Caffe2, for the serial execution model: two ops writing one name
-  // need not be ordered in our graph (it has no write-after-write edges), so under a parallel
-  // executor the versions of a name stay separate values.
-  liveness_options.blob_per_name = IsMemongerBaseline(options.planner) &&
-                                   options.execution == ExecutionModel::kSerial;
+  // One blob per name, as in Caffe2. Two ops writing one name need not be ordered in our graph
+  // (it has no write-after-write edges), so for a parallel executor a version joins its name's
+  // class only when it is ordered after it.
+  liveness_options.blob_per_name = IsMemongerBaseline(options.planner);
+  liveness_options.names_need_order = options.execution == ExecutionModel::kParallel;
   liveness_options.size_blind = options.size_blind;
   Schedule schedule;
   std::optional<OrderSearch> order_search;

@@ -61,7 +61,9 @@ absl::Status CheckShapes(const Graph& graph, const Plan& plan) {
 }
 
 // Buffers, offsets, alignment, sizes, devices and alias classes, value by value.
-absl::Status CheckPlacement(const Graph& graph, const Plan& plan, const Liveness& live) {
+// `named`: the lifetimes the plan states (per name with Plan::blob_per_name, else `live`'s).
+absl::Status CheckPlacement(const Graph& graph, const Plan& plan, const Liveness& live,
+                            const Liveness& named) {
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
     const PlanBuffer& buffer = plan.buffers[b];
     if (buffer.offset < 0 || buffer.size < 0 || buffer.offset > plan.arena_bytes - buffer.size) {
@@ -131,7 +133,7 @@ absl::Status CheckPlacement(const Graph& graph, const Plan& plan, const Liveness
           ") and '", v.DisplayName(), "' (offset ", offset,
           ") must share their bytes (in place or a view) but the plan separates them"));
     }
-    const Lifetime& expected = live.lifetime[id];
+    const Lifetime& expected = named.lifetime[id];
     const Lifetime& given = plan.lifetime[id];
     if (expected.first_step != given.first_step || expected.last_step != given.last_step) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -258,7 +260,17 @@ absl::Status VerifyPlan(const Graph& graph, const Plan& plan) {
   options.static_names = plan.static_names;
   options.size_blind = plan.size_blind;
   MG_ASSIGN_OR_RETURN(Liveness live, ComputeLiveness(graph, schedule, options));
-  MG_RETURN_IF_ERROR(CheckPlacement(graph, plan, live));
+  // Versions of a name placed together (blob_per_name) are checked as the values they are: each
+  // with its own lifetime, so two versions live at once in one buffer are caught.
+  if (plan.blob_per_name) {
+    LivenessOptions by_name = options;
+    by_name.blob_per_name = true;
+    by_name.names_need_order = plan.execution == ExecutionModel::kParallel;
+    MG_ASSIGN_OR_RETURN(Liveness named, ComputeLiveness(graph, schedule, by_name));
+    MG_RETURN_IF_ERROR(CheckPlacement(graph, plan, live, named));
+  } else {
+    MG_RETURN_IF_ERROR(CheckPlacement(graph, plan, live, live));
+  }
 
   std::vector<Placed> by_start;
   for (ValueId id = 0; id < graph.num_values(); ++id) {

@@ -127,6 +127,8 @@ absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& 
   liveness_options.plan_static = BoolField(doc, "plan_static");
   liveness_options.views = BoolField(doc, "views");
   liveness_options.recycle_inputs = BoolField(doc, "recycle_inputs");
+  liveness_options.blob_per_name = BoolField(doc, "blob_per_name");
+  liveness_options.names_need_order = plan.execution == ExecutionModel::kParallel;
   if (auto it = doc.find("static"); it != doc.end()) {
     if (!it->is_array()) {
       return absl::InvalidArgumentError(

@@ -58,6 +58,7 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   j["plan_static"] = plan.plan_static;
   j["views"] = plan.views;
   j["recycle_inputs"] = plan.recycle_inputs;
+  if (plan.blob_per_name) j["blob_per_name"] = true;
   if (!plan.static_names.empty()) j["static"] = plan.static_names;
   j["ops"] = graph.num_ops();
   j["buffers"] = plan.buffers.size();

@@ -1474,3 +1474,132 @@ TEST(BindingTest, ErrorsQuoteTheTextOnOneLine) {
 
 }  // namespace
 }  // namespace memonger::graph
+
+namespace memonger::graph {
+namespace {
+
+// ---- dtypes of graph inputs nobody declared (Caffe2 nets) ---------------------------------
+
+Graph Net(const std::string& text) {
+  absl::StatusOr<Graph> g = testing::GraphFromText(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *std::move(g) : Graph();
+}
+
+DataType InputType(const Graph& g, const std::string& name, const ShapeBindings& b = {}) {
+  absl::StatusOr<DataType> t = GraphInputDtype(g, *g.FindValue(name), b, OpSchemaTable::Builtin());
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.value_or(DataType::kUndefined);
+}
+
+// memonger_test.py's base net as Caffe2 writes it: no dtypes anywhere. The label's type comes
+// from the ops reading it, every other input is float32.
+constexpr char kLabelNet[] = R"pb(
+  external_input: "data"
+  external_input: "w"
+  external_input: "b"
+  external_input: "label"
+  op { type: "FC" input: "data" input: "w" input: "b" output: "fc" }
+  op { type: "Softmax" input: "fc" output: "pred" }
+  op { type: "LabelCrossEntropy" input: "pred" input: "label" output: "xent" }
+  op { type: "AveragedLoss" input: "xent" output: "loss" }
+  op { type: "LabelCrossEntropyGradient" input: "pred" input: "label" input: "xent" output: "g" }
+)pb";
+
+TEST(GraphInputDtypeTest, UndeclaredInputsTakeTheTypeTheirReadersFix) {
+  const Graph g = Net(kLabelNet);
+  EXPECT_EQ(InputType(g, "label"), DataType::kInt32);
+  EXPECT_EQ(InputType(g, "data"), DataType::kFloat32);
+  EXPECT_EQ(InputType(g, "w"), DataType::kFloat32);
+  // --input-type wins over the readers (and over a declaration).
+  ShapeBindings b;
+  ASSERT_TRUE(ParseInputTypeBinding("data=float16", b).ok());
+  EXPECT_EQ(InputType(g, "data", b), DataType::kFloat16);
+}
+
+TEST(GraphInputDtypeTest, ShapeInferenceTypesTheLabelWithoutADeclaration) {
+  Graph g = Net(kLabelNet);
+  ShapeBindings b;
+  for (const char* s : {"data=4,3", "w=5,3", "b=5", "label=4"}) {
+    ASSERT_TRUE(ParseInputShapeBinding(s, b).ok());
+  }
+  // Before: every undeclared input was float32 and LabelCrossEntropy refused the label.
+  const absl::Status s = InferShapes(g, b);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(g.value(*g.FindValue("label")).type->dtype, DataType::kInt32);
+  EXPECT_EQ(g.value(*g.FindValue("xent")).type->dtype, DataType::kFloat32);
+  // A type the readers do not take is still refused by their schemas.
+  Graph wrong = Net(kLabelNet);
+  ASSERT_TRUE(ParseInputTypeBinding("label=float32", b).ok());
+  const absl::Status refused = InferShapes(wrong, b);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("label"));
+}
+
+TEST(GraphInputDtypeTest, SeveralAllowedTypesTakeTheFirstEveryReaderAllows) {
+  const Graph g = Net(R"pb(
+    external_input: "table"
+    external_input: "idx"
+    external_input: "labels"
+    external_input: "logits"
+    op { type: "Gather" input: "table" input: "idx" output: "rows" }
+    op { type: "SoftmaxWithLoss" input: "logits" input: "labels" output: "p" output: "l" }
+    op { type: "SoftmaxCrossEntropyLoss" input: "logits" input: "labels" output: "l2" }
+  )pb");
+  EXPECT_EQ(InputType(g, "idx"), DataType::kInt32);  // Caffe2's default first
+  // int32 or int64 for SoftmaxWithLoss, int64 or int32 for the ONNX loss: int32 (the first
+  // reader's preference that the second allows).
+  EXPECT_EQ(InputType(g, "labels"), DataType::kInt32);
+  EXPECT_EQ(InputType(g, "table"), DataType::kFloat32);
+}
+
+TEST(GraphInputDtypeTest, LabelProbabilitiesAreFloat) {
+  const Graph g = Net(R"pb(
+    external_input: "logits"
+    external_input: "probs"
+    op { type: "SoftmaxWithLoss" input: "logits" input: "probs" output: "p" output: "l"
+         arg { name: "label_prob" i: 1 } }
+  )pb");
+  EXPECT_EQ(InputType(g, "probs"), DataType::kFloat32);
+}
+
+TEST(GraphInputDtypeTest, ReadersThatDisagreeAreNamed) {
+  const Graph g = Net(R"pb(
+    external_input: "pred"
+    external_input: "x"
+    op { name: "xent" type: "LabelCrossEntropy" input: "pred" input: "x" output: "y" }
+    op { name: "mask" type: "Not" input: "x" output: "z" }
+  )pb");
+  absl::StatusOr<DataType> t =
+      GraphInputDtype(g, *g.FindValue("x"), {}, OpSchemaTable::Builtin());
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()),
+              AllOf(HasSubstr("'x'"), HasSubstr("LabelCrossEntropy op 'xent' takes int32"),
+                    HasSubstr("Not op 'mask' takes bool"), HasSubstr("--input-type x=DTYPE")));
+  // --input-type settles it (and then a schema refuses the wrong reader).
+  ShapeBindings b;
+  ASSERT_TRUE(ParseInputTypeBinding("x=int32", b).ok());
+  EXPECT_EQ(InputType(g, "x", b), DataType::kInt32);
+}
+
+TEST(GraphInputDtypeTest, InputTypeBindings) {
+  ShapeBindings b;
+  EXPECT_TRUE(ParseInputTypeBinding("label=int32", b).ok());
+  EXPECT_EQ(b.input_types.at("label"), DataType::kInt32);
+  EXPECT_THAT(std::string(ParseInputTypeBinding("label=int64", b).message()),
+              HasSubstr("given twice"));
+  EXPECT_THAT(std::string(ParseInputTypeBinding("x=quaternion", b).message()),
+              HasSubstr("malformed binding 'x=quaternion'"));
+  EXPECT_THAT(std::string(ParseInputTypeBinding("=int32", b).message()),
+              HasSubstr("NAME=DTYPE"));
+  // A name that is not a graph input is refused by InferShapes.
+  Graph g = Net(kLabelNet);
+  ShapeBindings wrong;
+  ASSERT_TRUE(ParseInputTypeBinding("fc=int32", wrong).ok());
+  EXPECT_THAT(std::string(InferShapes(g, wrong).message()),
+              HasSubstr("--input-type names 'fc', which is not a graph input"));
+}
+
+}  // namespace
+}  // namespace memonger::graph

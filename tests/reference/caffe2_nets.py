@@ -64,8 +64,10 @@ def _grad_defs(op, g_out):
     return ops, g_in
 
 
-def gradient_ops(forward_ops, losses):
-    """The ops AddGradientOperators(losses) appends after `forward_ops` (module docstring)."""
+def gradient_ops(forward_ops, losses, fill_device=CPU):
+    """The ops AddGradientOperators(losses) appends after `forward_ops` (module docstring). The
+    loss gradients' ConstantFills run on `fill_device` (the device scope AddGradientOperators
+    is called under; CPU 0 outside any)."""
     # SSA versions (IR.Play): an input reads the current version, an output bumps it.
     frontier = {}
     ssa = []
@@ -85,7 +87,7 @@ def gradient_ops(forward_ops, losses):
     for loss in losses:
         usages.setdefault((loss, frontier[loss]), []).append(len(forward_ops))
         fill = {"type": "ConstantFill", "input": [loss], "output": [loss + "_autogen_grad"],
-                "device": CPU, "arg": {"value": 1.0}}
+                "device": tuple(fill_device), "arg": {"value": 1.0}}
         all_grad_ops.append(fill)
         input_to_grad[loss] = fill["output"][0]
         generators.setdefault((loss, frontier[loss]), []).append((fill, 0))
@@ -214,10 +216,11 @@ class _Builder:
                         device)
         return self.add("AveragedLoss", [xent], [self.name("loss" + suffix)], device)
 
-    def finish(self, name, net_type="", external_output=(), backward_from=None):
+    def finish(self, name, net_type="", external_output=(), backward_from=None,
+               fill_device=CPU):
         ops = list(self.ops)
         if backward_from:
-            ops += gradient_ops(self.ops, backward_from)
+            ops += gradient_ops(self.ops, backward_from, fill_device)
         net = {"name": name, "type": net_type, "external_input": list(self.external_input),
                "external_output": list(external_output), "op": ops}
         inputs = {b: self.shapes[b] for b in self.external_input}
@@ -345,10 +348,12 @@ def _copy_op(device_from, device_to):
     return "CopyGPUToCPU", device_from
 
 
-def random_training_case(rng, id_):
+def random_training_case(rng, id_, single_device=False):
     """A forward tree of FCs (forks: a blob read by several FCs; in-place or out-of-place
     Relus; dead ends with no gradient; sometimes a second device after a copy), one
-    Softmax/LabelCrossEntropy/AveragedLoss head per chosen leaf, then Caffe2's gradient ops."""
+    Softmax/LabelCrossEntropy/AveragedLoss head per chosen leaf, then Caffe2's gradient ops.
+    With `single_device`, no copy: every op, the loss gradients' ConstantFills included, runs
+    on the one device drawn (CPU 0 or a GPU)."""
     prefix = rng.choice(["", "", "name_x/", "gpu_0/"])
     b = _Builder(prefix)
     batch = rng.randint(1, 4)
@@ -356,6 +361,9 @@ def random_training_case(rng, id_):
     data = b.external(b.name("data"), [batch, rng.randint(1, 4)])
     n_fc = rng.randint(2, 8)
     switch_at = rng.randint(1, n_fc - 1) if rng.random() < 0.35 else None
+    if single_device:
+        switch_at = None
+    first_device = device
     live = [data]  # blobs later ops may read (current device only)
     device_of = {data: device}
     for k in range(n_fc):
@@ -390,7 +398,8 @@ def random_training_case(rng, id_):
     if rng.random() < 0.3:
         external_output = list(losses)
     net_type = rng.choice(["", "", "simple", "dag"])
-    net, shapes, dtypes = b.finish("train_%s" % id_, net_type, external_output, losses)
+    net, shapes, dtypes = b.finish("train_%s" % id_, net_type, external_output, losses,
+                                   first_device if single_device else CPU)
     if rng.random() < 0.2:
         external_output = external_output + [g for g in _param_grads(net)
                                              if rng.random() < 0.5]
@@ -406,10 +415,11 @@ def random_training_case(rng, id_):
                  dont_share=dont_share, heads=[data], static=static)
 
 
-def random_inference_case(rng, id_):
+def random_inference_case(rng, id_, single_device=False):
     """A forward DAG: FC, Relu (in place or not), Sum joins (sometimes in place or of one blob
     twice), Copy, a second writer of a name (test 7's fc5sum), one or two data inputs, device
-    switches through copies, and heads that may include a parameter (test 9)."""
+    switches through copies (none with `single_device`), and heads that may include a
+    parameter (test 9)."""
     prefix = rng.choice(["", "name_x/"])
     b = _Builder(prefix)
     batch = rng.randint(1, 4)
@@ -421,7 +431,7 @@ def random_inference_case(rng, id_):
     live = list(inputs)
     produced = {}  # op output -> device of its writer, for second writers
     n_ops = rng.randint(3, 14)
-    switched = False
+    switched = single_device  # a single-device net never switches
     k = -1
     while len(b.ops) < n_ops:  # some draws add no op
         k += 1
@@ -482,11 +492,13 @@ def random_inference_case(rng, id_):
                  static=static)
 
 
-def random_case(rng, id_):
-    """A training case two times in three, else an inference case."""
+def random_case(rng, id_, single_device=False):
+    """A training case two times in three, else an inference case. With `single_device`, every
+    op of the net runs on one device (the default mixes CPU and GPUs through copies). The
+    default draws the same nets as before the switch existed."""
     if rng.random() < 2.0 / 3.0:
-        return random_training_case(rng, id_)
-    return random_inference_case(rng, id_)
+        return random_training_case(rng, id_, single_device)
+    return random_inference_case(rng, id_, single_device)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -568,10 +580,9 @@ def _arg_text(name, value):
     return "arg { name: %s %s }" % (_quote(name), body)
 
 
-def write_pbtxt(net, dtypes=None):
-    """Caffe2 NetDef text, fields in field-number order; device_option only on ops not on CPU 0.
-    `dtypes` (blob -> dtype name) adds a value_info (our field 100) for each external input
-    that is not FLOAT, so that shape inference knows integer labels."""
+def write_pbtxt(net):
+    """Caffe2 NetDef text, as Caffe2 writes it: fields in field-number order, device_option only
+    on ops not on CPU 0, no dtypes (the tool infers the label's int32 from its readers)."""
     lines = []
     if net.get("name"):
         lines.append("name: %s" % _quote(net["name"]))
@@ -591,9 +602,6 @@ def write_pbtxt(net, dtypes=None):
         lines.append("type: %s" % _quote(net["type"]))
     lines += ["external_input: %s" % _quote(b) for b in net["external_input"]]
     lines += ["external_output: %s" % _quote(b) for b in net["external_output"]]
-    for b in net["external_input"]:
-        if dtypes and dtypes.get(b, "FLOAT") != "FLOAT":
-            lines.append("value_info { name: %s dtype: %s }" % (_quote(b), dtypes[b]))
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import caffe2_nets  # noqa: E402
 import memonger_ref as m  # noqa: E402
+import parity  # noqa: E402
 from memonger_ref import LiveRange  # noqa: E402
 
 
@@ -321,12 +322,70 @@ class MemongerTestNets(unittest.TestCase):
             m.optimize_inference_for_dag(net, ["x"])
 
 
+class ParityClassifierTest(unittest.TestCase):
+    """parity.py's classification of documented deviations, on hand-made nets."""
+
+    GPU0 = (caffe2_nets.GPU_TYPE, 0)
+
+    def mixed_net(self):
+        # x (external, read on GPU 0) -> a (GPU) -> CopyGPUToCPU -> c (CPU 0) -> d -> e (CPU).
+        g = self.GPU0
+        return net_of([("Relu", ["x"], ["a"], g), ("Relu", ["a"], ["b"], g),
+                       ("CopyGPUToCPU", ["b"], ["c"], g), ("Relu", ["c"], ["d"]),
+                       ("Relu", ["d"], ["e"])], external_input=["x"], external_output=["e"])
+
+    def test_blob_devices(self):
+        self.assertEqual(parity.blob_devices(self.mixed_net()),
+                         {"a": self.GPU0, "b": self.GPU0, "c": m.CPU, "d": m.CPU,
+                          "e": m.CPU, "x": self.GPU0})
+
+    def test_greedy_shares_across_devices(self):
+        net = self.mixed_net()
+        out, renames = m.optimize_interference(net, {"x", "e"})
+        # Caffe2's greedy ignores devices: a (GPU) and c (CPU) end up in one chain.
+        self.assertEqual(renames, {"a": "c", "b": "d"})
+        self.assertEqual(parity.cross_device_groups(net, out),
+                         {"c": {self.GPU0: ["a"], m.CPU: ["c"]},
+                          "d": {self.GPU0: ["b"], m.CPU: ["d"]}})
+        kind, note = parity.classify_deviation("greedy", {"net": net}, out, False, None,
+                                               "exit 1: x", False)
+        self.assertEqual(kind, "cross-device")
+        self.assertEqual(note,
+                         "c holds c on cpu, a on cuda:0; d holds d on cpu, b on cuda:0")
+
+    def test_copy_output_is_cpu(self):
+        # c = CopyGPUToCPU(b) runs on GPU 0 but is CPU memory: sharing it with CPU d is fine.
+        net = self.mixed_net()
+        out = net_of([("Relu", ["x"], ["a"], self.GPU0), ("Relu", ["a"], ["b"], self.GPU0),
+                      ("CopyGPUToCPU", ["b"], ["c"], self.GPU0), ("Relu", ["c"], ["d"]),
+                      ("Relu", ["d"], ["c"])], external_input=["x"], external_output=["e"])
+        self.assertEqual(parity.cross_device_groups(net, out), {})
+        self.assertIsNone(parity.classify_deviation("greedy", {"net": net}, out, False, None,
+                                                    "exit 1: x", False))
+
+    def test_single_device_nets_never_cross(self):
+        for i in range(100):
+            case = caffe2_nets.random_case(random.Random(i), str(i), single_device=True)
+            out, _ = m.optimize_interference(case["net"], set(case["net"]["external_input"]))
+            self.assertEqual(parity.cross_device_groups(case["net"], out), {})
+
+    def test_dag_net_fast(self):
+        net = net_of([("Relu", ["x"], ["a"]), ("Relu", ["a"], ["b"]), ("Relu", ["b"], ["c"])],
+                     external_input=["x"], type_="dag")
+        out, _ = m.optimize_inference_fast(net, {"x"})
+        kind, _ = parity.classify_deviation(
+            "fast", {"net": net}, out, False, None,
+            "exit 1: optimize-net: memonger-fast needs the serial execution model, "
+            "not parallel", False)
+        self.assertEqual(kind, "dag-net-fast")
+
+
 class GeneratorTest(unittest.TestCase):
     def test_random_cases_are_well_formed_and_round_trip(self):
         for i in range(300):
             case = caffe2_nets.random_case(random.Random(i), str(i))
             caffe2_nets.check_well_formed(case)
-            text = caffe2_nets.write_pbtxt(case["net"], case["dtypes"])
+            text = caffe2_nets.write_pbtxt(case["net"])
             self.assertEqual(caffe2_nets.parse_pbtxt(text), case["net"])
 
     def test_memonger_test_nets_are_well_formed(self):

@@ -2,13 +2,14 @@
 """Differential test of optimize-net's memonger planners against memonger_ref.py.
 
     python3 tests/reference/parity.py --optimize-net build/tools/optimize-net --count 500 \\
-        --seed 1 [--workdir DIR] [--first N] [--only LABEL,...] [--list-only]
+        --seed 1 [--workdir DIR] [--first N] [--only LABEL,...] [--single-device] [--list-only]
 
 For each random net of caffe2_nets.random_case (case i uses random.Random("<seed>:<i>")) and
 each planner/mode below, runs the oracle and the tool on the same net and compares the
 optimized nets: the same number of ops, op by op the same type and the same input and output
 names, up to a bijection between names `<prefix>__m<k>_shared` (same prefix, any k: Caffe2
-numbers DAG buffers in unordered_map order).
+numbers DAG buffers in unordered_map order). Every tool run gets `--alignment 1`: Caffe2
+compares raw sizes, and the tool's default 256-byte alignment makes ties Caffe2 never sees.
 
     label                         oracle (memonger_ref)        tool flags
     dag-training[+act][+shapes]   share_grad_blobs             --planner memonger-dag
@@ -24,16 +25,16 @@ numbers DAG buffers in unordered_map order).
 Training modes run on training nets; the others on every net (dp only with at most
 --dp-max-blobs non-static blobs: memonger's DP is exponential). The static set of the linear
 planners is the external inputs and outputs (the tool adds them itself) plus the case's
---static names. A run where the oracle raises (as Caffe2 would) agrees when the tool fails too
-("both refused"). In DAG runs whose oracle net fails Caffe2's verify_graph_equality /
-verify_inplace_blobs (asserted by share_grad_blobs and optimize_inference_for_dag: memonger's
-per-name bookkeeping can turn a second writer into an in-place op), the tool may either fail
-("both refused") or write a net, which is compared; such runs are counted ("verifier fails").
+--static names. --single-device generates only nets whose ops all run on one device.
 
-Each disagreement is saved under WORKDIR/disagreements/<label>/<case>/ (the net, the case as
-JSON, both outputs or the tool's stderr, the command) and printed on one line. Exit status: 0
-when every run agrees, 1 otherwise. --list-only writes the nets (WORKDIR/nets/<case>.pbtxt and
-.json), checks that they are well formed, and runs nothing.
+Each run counts in exactly one column (see LEGEND): agreed; both refused (the oracle raised, as
+Caffe2 would, and the tool failed too); one of the documented deviations of the tool from
+Caffe2 (DEVIATIONS; see classify_deviation); or disagreed. Deviations are saved under
+WORKDIR/deviations/<kind>/<label>/<case>/, plain disagreements under
+WORKDIR/disagreements/<label>/<case>/ (the net, the case as JSON, both outputs or the tool's
+stderr, the command; deviations also deviation.txt) and printed on one line. Exit status: 0
+when no run is a plain disagreement, 1 otherwise. --list-only writes the nets
+(WORKDIR/nets/<case>.pbtxt and .json), checks that they are well formed, and runs nothing.
 """
 
 import argparse
@@ -43,9 +44,11 @@ import os
 import random
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,6 +56,28 @@ import caffe2_nets  # noqa: E402
 import memonger_ref as m  # noqa: E402
 
 SHARED = re.compile(r"^(.*)__m(\d+)_shared$")
+
+# Flags every tool run gets: Caffe2 compares raw sizes (the tool aligns to 256 bytes by default).
+COMMON_FLAGS = ["--alignment", "1"]
+
+# Documented, deliberate deviations of the tool from Caffe2, in the order classify_deviation
+# tries them (a run counts in the first that applies), with the legend's text.
+DEVIATIONS = [
+    ("dag-net-fast", "fast on a net of type dag: Caffe2 returns it unchanged; the tool "
+     "refuses (a dag net defaults to the parallel execution model)"),
+    ("caffe2-verifier", "DAG run whose oracle net fails verify_graph_equality or "
+     "verify_inplace_blobs (Caffe2 itself would raise); the tool differs or refuses"),
+    ("cross-device", "the oracle's net gives blobs of two devices one name (Caffe2's "
+     "greedy/dp/fast ignore devices; its DAG training takes activations for CPU 0); the tool "
+     "never shares memory across devices"),
+]
+
+LEGEND = [
+    ("agreed", "the tool's net equals the oracle's (up to the __m<k>_shared numbering)"),
+    ("both refused", "the oracle raised (as Caffe2 would) and the tool failed too"),
+] + DEVIATIONS + [
+    ("disagreed", "anything else: a real difference, printed above (exit status 1)"),
+]
 
 
 def shape_flags(case):
@@ -139,6 +164,69 @@ def first_difference(oracle, tool):
     return None
 
 
+def blob_devices(net):
+    """The device of every blob of `net`: the device of the op that first writes it, except
+    that CopyGPUToCPU outputs are CPU 0 (Caffe2's own rule); a blob no op writes (an external
+    input) takes the device of its first reader (CPU 0 when that reader is CopyCPUToGPU,
+    which reads CPU memory)."""
+    devices = {}
+    for op in net["op"]:
+        for b in op["output"]:
+            devices.setdefault(b, m.CPU if op["type"] == "CopyGPUToCPU" else m.op_device(op))
+    for op in net["op"]:
+        for b in op["input"]:
+            devices.setdefault(b, m.CPU if op["type"] == "CopyCPUToGPU" else m.op_device(op))
+    return devices
+
+
+def device_name(device):
+    """cpu, cuda:<id> (Caffe2's device_type 1) or <type>:<id>."""
+    kind, index = device
+    return "cpu" if kind == 0 else "%s:%d" % ("cuda" if kind == 1 else str(kind), index)
+
+
+def cross_device_groups(net, optimized):
+    """{name in `optimized`: {device: [blobs of `net`]}} for each name of the optimized net
+    that collects original blobs of two or more devices (one buffer on two devices). The nets
+    are matched op by op and slot by slot, as every memonger planner only renames."""
+    if len(net["op"]) != len(optimized["op"]):
+        return {}
+    devices = blob_devices(net)
+    groups = {}  # optimized name -> {device: [original blobs]}
+    for a, b in zip(net["op"], optimized["op"]):
+        for field in ("input", "output"):
+            for orig, new in zip(a[field], b[field]):
+                members = groups.setdefault(new, {}).setdefault(devices[orig], [])
+                if orig not in members:
+                    members.append(orig)
+    return {name: g for name, g in groups.items() if len(g) > 1}
+
+
+def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_error, is_dag):
+    """(kind, explanation) of the documented deviation that explains a run where the tool's
+    answer differs from the oracle's net (or the tool failed), else None. The oracle must
+    have written a net (a run where it raised is never a deviation)."""
+    if oracle_net is None:
+        return None
+    net = case["net"]
+    if (label == "fast" and net.get("type", "") == "dag" and tool_net is None
+            and oracle_net["op"] == net["op"] and "parallel" in tool_error.lower()):
+        return "dag-net-fast", "the oracle returned the dag net unchanged; the tool: %s" % (
+            tool_error.strip().splitlines()[-1] if tool_error.strip() else "")
+    if is_dag and verifier_fails:
+        return "caffe2-verifier", "the oracle's net fails %s" % " and ".join(
+            name for name, ok in (
+                ("verify_graph_equality", m.verify_graph_equality(net, oracle_net)),
+                ("verify_inplace_blobs", m.verify_inplace_blobs(net, oracle_net))) if not ok)
+    groups = cross_device_groups(net, oracle_net)
+    if groups:
+        return "cross-device", "; ".join(
+            "%s holds %s" % (name, ", ".join("%s on %s" % (" ".join(blobs), device_name(dev))
+                                             for dev, blobs in sorted(g.items())))
+            for name, g in sorted(groups.items()))
+    return None
+
+
 def case_json(case):
     return json.dumps(case, indent=1, sort_keys=True)
 
@@ -147,15 +235,15 @@ def write_case(case, directory):
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "%s.pbtxt" % case["id"])
     with open(path, "w") as f:
-        f.write(caffe2_nets.write_pbtxt(case["net"], case["dtypes"]))
+        f.write(caffe2_nets.write_pbtxt(case["net"]))
     with open(os.path.join(directory, "%s.json" % case["id"]), "w") as f:
         f.write(case_json(case))
     return path
 
 
 def run_tool(tool, net_path, flags, out_path, timeout):
-    """(net or None, command line, error text)."""
-    cmd = [tool, net_path] + flags + ["--net-out", out_path]
+    """(net or None, command line, error text: "exit N: " and the tool's whole stderr)."""
+    cmd = [tool, net_path] + flags + COMMON_FLAGS + ["--net-out", out_path]
     if os.path.exists(out_path):
         os.remove(out_path)
     try:
@@ -163,8 +251,8 @@ def run_tool(tool, net_path, flags, out_path, timeout):
     except subprocess.TimeoutExpired:
         return None, cmd, "timed out after %ss" % timeout
     if proc.returncode != 0:
-        lines = (proc.stderr.strip() or proc.stdout.strip() or "(no output)").splitlines()
-        return None, cmd, "exit %d: %s" % (proc.returncode, lines[-1] if lines else "")
+        text = proc.stderr.strip() or proc.stdout.strip() or "(no output)"
+        return None, cmd, "exit %d: %s" % (proc.returncode, text)
     try:
         with open(out_path) as f:
             return caffe2_nets.parse_pbtxt(f.read()), cmd, ""
@@ -172,11 +260,34 @@ def run_tool(tool, net_path, flags, out_path, timeout):
         return None, cmd, "unreadable --net-out: %s" % e
 
 
-def save_disagreement(workdir, label, case, cmd, oracle_text, tool_out_path, tool_error):
-    d = os.path.join(workdir, "disagreements", label, case["id"])
+def net_rejected(tool, net_path, case, timeout):
+    """The tool's error when it refuses the net itself (--planner none, every input's shape
+    given), else "". A run the tool fails for that reason is never a deviation: the failure
+    has nothing to do with how Caffe2 shares."""
+    cmd = [tool, net_path, "--planner", "none"] + shape_flags(case) + COMMON_FLAGS
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return ""
+    if proc.returncode == 0:
+        return ""
+    return "exit %d: %s" % (proc.returncode,
+                            proc.stderr.strip() or proc.stdout.strip() or "(no output)")
+
+
+def one_line(error):
+    """"exit N: " and the last line of the tool's output."""
+    head, _, text = error.partition(": ")
+    lines = text.strip().splitlines()
+    return "%s: %s" % (head, lines[-1] if lines else "") if text else error
+
+
+def save_run(directory, case, cmd, oracle_text, tool_out_path, tool_error, note=None):
+    """Saves a run for inspection under `directory` (see the module docstring)."""
+    d = os.path.join(directory, case["id"])
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "net.pbtxt"), "w") as f:
-        f.write(caffe2_nets.write_pbtxt(case["net"], case["dtypes"]))
+        f.write(caffe2_nets.write_pbtxt(case["net"]))
     with open(os.path.join(d, "case.json"), "w") as f:
         f.write(case_json(case))
     with open(os.path.join(d, "command.txt"), "w") as f:
@@ -189,6 +300,9 @@ def save_disagreement(workdir, label, case, cmd, oracle_text, tool_out_path, too
     if tool_error:
         with open(os.path.join(d, "tool.error"), "w") as f:
             f.write(tool_error + "\n")
+    if note:
+        with open(os.path.join(d, "deviation.txt"), "w") as f:
+            f.write(note + "\n")
     return d
 
 
@@ -203,6 +317,8 @@ def main(argv=None):
     p.add_argument("--dp-max-blobs", type=int, default=20,
                    help="run dp only on nets with at most this many non-static blobs")
     p.add_argument("--timeout", type=float, default=60, help="seconds per tool run")
+    p.add_argument("--single-device", action="store_true",
+                   help="generate only nets whose ops all run on one device (no copies)")
     p.add_argument("--list-only", action="store_true", help="write the nets, run nothing")
     args = p.parse_args(argv)
     if not args.list_only and not args.optimize_net:
@@ -212,7 +328,7 @@ def main(argv=None):
     only = args.only.split(",") if args.only else None
 
     cases = [caffe2_nets.random_case(random.Random("%d:%d" % (args.seed, i)),
-                                     "case%05d" % i)
+                                     "case%05d" % i, single_device=args.single_device)
              for i in range(args.first, args.first + args.count)]
     if args.list_only:
         kinds = {}
@@ -225,17 +341,20 @@ def main(argv=None):
             os.path.join(workdir, "nets")))
         return 0
 
-    stats = {}  # label -> counters
+    columns = [name for name, _ in LEGEND]
+    stats = {}  # label -> {column: count}
+    rejected = {}  # case id -> net_rejected(...), computed when first needed
     lines = []
     scratch = os.path.join(workdir, "scratch")
     os.makedirs(scratch, exist_ok=True)
+    for stale in ("disagreements", "deviations"):  # a previous run's results
+        shutil.rmtree(os.path.join(workdir, stale), ignore_errors=True)
     for case in cases:
         net_path = write_case(case, os.path.join(workdir, "nets"))
         for label, flags, oracle, is_dag in runs_for(case, args.dp_max_blobs):
             if only and not any(label == o or label.startswith(o) for o in only):
                 continue
-            s = stats.setdefault(label, {"agreed": 0, "disagreed": 0, "both refused": 0,
-                                         "verifier fails": 0})
+            s = stats.setdefault(label, dict.fromkeys(columns, 0))
             try:
                 oracle_net, _ = oracle()
                 oracle_text = caffe2_nets.write_pbtxt(oracle_net)
@@ -245,39 +364,63 @@ def main(argv=None):
             verifier_fails = oracle_net is not None and is_dag and not (
                 m.verify_graph_equality(case["net"], oracle_net)
                 and m.verify_inplace_blobs(case["net"], oracle_net))
-            s["verifier fails"] += verifier_fails
             out_path = os.path.join(scratch, "%s.%s.pbtxt" % (case["id"], label))
             tool_net, cmd, error = run_tool(args.optimize_net, net_path, flags, out_path,
                                             args.timeout)
-            if tool_net is None and (refused is not None or verifier_fails):
+            if tool_net is None and refused is not None:
                 s["both refused"] += 1
                 continue
             if refused is not None:
                 diff = "oracle raised %s; the tool wrote a net" % refused
             elif tool_net is None:
-                diff = "tool failed: %s" % error
+                diff = "tool failed: %s" % one_line(error)
             else:
                 diff = first_difference(oracle_net, tool_net)
             if diff is None:
                 s["agreed"] += 1
                 continue
+            oracle_text = oracle_text or "# oracle raised: %s\n" % refused
+            deviation = classify_deviation(label, case, oracle_net, verifier_fails, tool_net,
+                                           error, is_dag)
+            if deviation is not None and tool_net is None:
+                if case["id"] not in rejected:
+                    rejected[case["id"]] = net_rejected(args.optimize_net, net_path, case,
+                                                        args.timeout)
+                if rejected[case["id"]]:
+                    deviation = None
+                    diff = "tool rejects the net itself (--planner none): %s" % one_line(
+                        rejected[case["id"]])
+            if deviation is not None:
+                kind, note = deviation
+                s[kind] += 1
+                save_run(os.path.join(workdir, "deviations", kind, label), case, cmd,
+                         oracle_text, out_path, error, "%s: %s\n%s" % (kind, note, diff))
+                continue
             s["disagreed"] += 1
-            where = save_disagreement(workdir, label, case, cmd,
-                                      oracle_text or "# oracle raised: %s\n" % refused,
-                                      out_path, error)
+            where = save_run(os.path.join(workdir, "disagreements", label), case, cmd,
+                             oracle_text, out_path, error)
             lines.append("%s %s: %s  [%s]" % (case["id"], label, diff, where))
 
     for line in lines:
         print(line)
     width = max([len(k) for k in stats] + [12])
-    print("%-*s %8s %10s %13s %15s" % (width, "planner/mode", "agreed", "disagreed",
-                                       "both refused", "verifier fails"))
+    print("%-*s %s" % (width, "planner/mode", " ".join("%*s" % (max(len(c), 6), c)
+                                                       for c in columns)))
+    totals = dict.fromkeys(columns, 0)
     for label in sorted(stats):
-        s = stats[label]
-        print("%-*s %8d %10d %13d %15d" % (width, label, s["agreed"], s["disagreed"],
-                                           s["both refused"], s["verifier fails"]))
-    print("workdir: %s" % workdir)
-    return 1 if any(s["disagreed"] for s in stats.values()) else 0
+        print("%-*s %s" % (width, label, " ".join("%*d" % (max(len(c), 6), stats[label][c])
+                                                  for c in columns)))
+        for c in columns:
+            totals[c] += stats[label][c]
+    print("%-*s %s" % (width, "total", " ".join("%*d" % (max(len(c), 6), totals[c])
+                                                for c in columns)))
+    print("columns (each run counts in exactly one):")
+    for name, text in LEGEND:
+        print("\n".join(textwrap.wrap(text, 100, initial_indent="  %-16s " % name,
+                                       subsequent_indent=" " * 19)))
+    print("workdir: %s%s" % (workdir, " (deviations under deviations/<kind>/<label>/)"
+                             if any(totals[k] for k, _ in DEVIATIONS) else ""))
+    return 1 if totals["disagreed"] else 0
 
 
 if __name__ == "__main__":

@@ -29,19 +29,22 @@ using graph::ValueId;
 using ::testing::HasSubstr;
 
 // ---------------------------------------------------------------------------------------------
-// Caffe2 memonger_test.py nets, written as text NetDefs: FC(in, out_w, out_b) -> out with
-// out_w [dout, din] and out_b [dout] declared as params, and the gradient ops Caffe2's
-// AddGradientOperators emits (ConstantFill for the loss, *Gradient ops, `X_grad` plus
-// `_X_grad_autosplit_k` and a Sum in place when a blob has several readers).
+// Caffe2 memonger_test.py nets, written as Caffe2 writes them: FC(in, out_w, out_b) -> out, and
+// the gradient ops Caffe2's AddGradientOperators emits (ConstantFill reading the loss and writing
+// `loss_autogen_grad`, *Gradient ops, `X_grad` plus `_X_grad_autosplit_k` and a Sum in place
+// when a blob has several readers). No dtypes, no value_info, no is_gradient_op, no declared
+// losses or parameter gradients: the shapes of the external inputs (data [B, din], label [B],
+// out_w [dout, din], out_b [dout]) are given to shape inference as --input-shape would, and the
+// label's int32 comes from LabelCrossEntropy's schema.
 class CaffeNet {
  public:
   explicit CaffeNet(std::string scope = "") : scope_(std::move(scope)) {}
 
   std::string N(const std::string& name) const { return scope_ + name; }
 
-  void Input(const std::string& name, const std::string& dtype, std::vector<int64_t> dims) {
+  void Input(const std::string& name, std::vector<int64_t> dims) {
     external_.push_back(N(name));
-    Declare(N(name), dtype, dims, "");
+    bindings_.inputs[N(name)] = std::move(dims);
   }
   void Fc(const std::string& in, const std::string& out, int64_t din, int64_t dout,
           int device = 0) {
@@ -49,10 +52,8 @@ class CaffeNet {
     const std::string b = out + "_b";
     external_.push_back(N(w));
     external_.push_back(N(b));
-    Declare(N(w), "FLOAT", {dout, din}, "ROLE_PARAM");
-    Declare(N(b), "FLOAT", {dout}, "ROLE_PARAM");
-    params_.push_back(N(w));
-    params_.push_back(N(b));
+    bindings_.inputs[N(w)] = {dout, din};
+    bindings_.inputs[N(b)] = {dout};
     Op("FC", {in, w, b}, {out}, device);
   }
   void Op(const std::string& type, std::vector<std::string> in, std::vector<std::string> out,
@@ -60,7 +61,7 @@ class CaffeNet {
     for (auto& s : in) s = N(s);
     for (auto& s : out) s = N(s);
     forward_.push_back({type, in, out, device});
-    ops_.push_back({type, in, out, device, false});
+    ops_.push_back({type, in, out, device});
   }
   void Loss(const std::string& name) { losses_.push_back(N(name)); }
   void Output(const std::string& name) { outputs_.push_back(N(name)); }
@@ -70,8 +71,8 @@ class CaffeNet {
     std::map<std::string, std::vector<std::string>> contribs;  // name -> gradient pieces
     for (const std::string& loss : losses_) {
       const int device = ProducerDevice(loss);
-      ops_.push_back({"ConstantFill", {loss}, {loss + "_grad"}, device, true});
-      contribs[loss] = {loss + "_grad"};
+      ops_.push_back({"ConstantFill", {loss}, {loss + "_autogen_grad"}, device});
+      contribs[loss] = {loss + "_autogen_grad"};
     }
     for (auto it = forward_.rbegin(); it != forward_.rend(); ++it) {
       const Fwd& f = *it;
@@ -81,10 +82,10 @@ class CaffeNet {
       for (const std::string& y : f.out) {
         std::vector<std::string>& pieces = contribs[y];
         if (pieces.size() > 1) {
-          ops_.push_back({"Sum", pieces, {y + "_grad"}, f.device, true});
+          ops_.push_back({"Sum", pieces, {y + "_grad"}, f.device});
         }
         any = any || !pieces.empty();
-        dy.push_back(pieces.empty() ? "" : y + "_grad");
+        dy.push_back(pieces.empty() ? "" : pieces.size() == 1 ? pieces.front() : y + "_grad");
         pieces.clear();
       }
       if (!any) continue;
@@ -99,21 +100,19 @@ class CaffeNet {
       };
       const std::string& x = f.in[0];
       if (f.type == "FC") {
-        param_grads_.emplace_back(f.in[1], f.in[1] + "_grad");
-        param_grads_.emplace_back(f.in[2], f.in[2] + "_grad");
         ops_.push_back({"FCGradient",
                         {x, f.in[1], dy[0]},
                         {f.in[1] + "_grad", f.in[2] + "_grad", grad_of(x)},
-                        f.device, false});
+                        f.device});
       } else if (f.type == "Relu" || f.type == "Softmax") {
-        ops_.push_back({f.type + "Gradient", {f.out[0], dy[0]}, {grad_of(x)}, f.device, false});
+        ops_.push_back({f.type + "Gradient", {f.out[0], dy[0]}, {grad_of(x)}, f.device});
       } else if (f.type == "LabelCrossEntropy") {
         ops_.push_back(
-            {"LabelCrossEntropyGradient", {x, f.in[1], dy[0]}, {grad_of(x)}, f.device, false});
+            {"LabelCrossEntropyGradient", {x, f.in[1], dy[0]}, {grad_of(x)}, f.device});
       } else if (f.type == "AveragedLoss") {
-        ops_.push_back({"AveragedLossGradient", {x, dy[0]}, {grad_of(x)}, f.device, false});
+        ops_.push_back({"AveragedLossGradient", {x, dy[0]}, {grad_of(x)}, f.device});
       } else if (f.type == "CopyGPUToCPU") {
-        ops_.push_back({"CopyCPUToGPU", {dy[0]}, {grad_of(x)}, f.device, true});
+        ops_.push_back({"CopyCPUToGPU", {dy[0]}, {grad_of(x)}, f.device});
       } else {
         ADD_FAILURE() << "no gradient for " << f.type;
       }
@@ -129,17 +128,13 @@ class CaffeNet {
       for (const auto& o : op.out) absl::StrAppend(&s, " output: \"", o, "\"");
       if (op.type == "ConstantFill") absl::StrAppend(&s, " arg { name: \"value\" f: 1.0 }");
       if (op.device != 0) absl::StrAppend(&s, " device_option { device_type: 1 }");
-      if (op.gradient) absl::StrAppend(&s, " is_gradient_op: true");
       absl::StrAppend(&s, " }\n");
     }
     for (const auto& o : outputs_) absl::StrAppend(&s, "external_output: \"", o, "\"\n");
-    absl::StrAppend(&s, declarations_);
-    for (const auto& l : losses_) absl::StrAppend(&s, "loss: \"", l, "\"\n");
-    for (const auto& [p, g] : param_grads_) {
-      absl::StrAppend(&s, "param_grad { param: \"", p, "\" grad: \"", g, "\" }\n");
-    }
     return s;
   }
+  // What a Caffe2 user feeds: the external inputs' shapes (--input-shape).
+  const graph::ShapeBindings& bindings() const { return bindings_; }
 
  private:
   struct Fwd {
@@ -151,16 +146,7 @@ class CaffeNet {
     std::string type;
     std::vector<std::string> in, out;
     int device;
-    bool gradient;
   };
-  void Declare(const std::string& name, const std::string& dtype,
-               const std::vector<int64_t>& dims, const std::string& role) {
-    absl::StrAppend(&declarations_, "value_info { name: \"", name, "\" dtype: ", dtype,
-                    " has_shape: true");
-    for (int64_t d : dims) absl::StrAppend(&declarations_, " dim { size: ", d, " }");
-    if (!role.empty()) absl::StrAppend(&declarations_, " role: ", role);
-    absl::StrAppend(&declarations_, " }\n");
-  }
   int ProducerDevice(const std::string& name) const {
     for (const Fwd& f : forward_) {
       if (std::find(f.out.begin(), f.out.end(), name) != f.out.end()) return f.device;
@@ -170,20 +156,18 @@ class CaffeNet {
 
   std::string scope_;
   std::vector<std::string> external_;
-  std::vector<std::string> params_;
   std::vector<std::string> losses_;
   std::vector<std::string> outputs_;
-  std::vector<std::pair<std::string, std::string>> param_grads_;
   std::vector<Fwd> forward_;
   std::vector<Opd> ops_;
-  std::string declarations_;
+  graph::ShapeBindings bindings_;
 };
 
 graph::Graph Build(const CaffeNet& net) {
   absl::StatusOr<graph::Graph> g = testing::GraphFromText(net.Text());
   EXPECT_TRUE(g.ok()) << g.status() << "\n" << net.Text();
   if (!g.ok()) return graph::Graph();
-  const absl::Status shapes = graph::InferShapes(*g, {});
+  const absl::Status shapes = graph::InferShapes(*g, net.bindings());
   EXPECT_TRUE(shapes.ok()) << shapes << "\n" << net.Text();
   return *std::move(g);
 }
@@ -192,8 +176,8 @@ graph::Graph Build(const CaffeNet& net) {
 // LabelCrossEntropy, AveragedLoss, and its gradients.
 CaffeNet N1(int64_t batch = 4, int64_t in_dim = 4, int64_t hidden = 6, int64_t out_dim = 5) {
   CaffeNet net;
-  net.Input("data", "FLOAT", {batch, in_dim});
-  net.Input("label", "INT32", {batch});
+  net.Input("data", {batch, in_dim});
+  net.Input("label", {batch});
   net.Fc("data", "fc1", in_dim, hidden);
   net.Fc("fc1", "fc2", hidden, hidden);
   net.Fc("fc2", "fc3", hidden, out_dim);
@@ -209,8 +193,8 @@ CaffeNet N1(int64_t batch = 4, int64_t in_dim = 4, int64_t hidden = 6, int64_t o
 // Test 4 (gradient_optim): five chained FCs in the scope name_x/.
 CaffeNet GradientOptim(int64_t dim) {
   CaffeNet net("name_x/");
-  net.Input("data", "FLOAT", {4, dim});
-  net.Input("label", "INT32", {4});
+  net.Input("data", {4, dim});
+  net.Input("label", {4});
   net.Fc("data", "fc1", dim, dim);
   net.Fc("fc1", "fc2", dim, dim);
   net.Fc("fc2", "fc3", dim, dim);
@@ -228,8 +212,8 @@ CaffeNet GradientOptim(int64_t dim) {
 // Test 6 (gradient_optim_tree): two heads on fc5.
 CaffeNet GradientOptimTree() {
   CaffeNet net("name_x/");
-  net.Input("data", "FLOAT", {4, 4});
-  net.Input("label", "INT32", {4});
+  net.Input("data", {4, 4});
+  net.Input("label", {4});
   net.Fc("data", "fc1", 4, 4);
   net.Fc("fc1", "fc2", 4, 4);
   net.Fc("fc2", "fc3", 4, 4);
@@ -255,8 +239,8 @@ CaffeNet GradientOptimTree() {
 // second writer of fc5sum.
 CaffeNet ForwardDaggy(bool harder) {
   CaffeNet net("name_x/");
-  net.Input("data", "FLOAT", {4, 4});
-  net.Input("label", "INT32", {4});
+  net.Input("data", {4, 4});
+  net.Input("label", {4});
   net.Fc("data", "fc1", 4, 4);
   net.Fc("fc1", "fc2", 4, 4);
   net.Fc("fc2", "fc3", 4, 4);
@@ -287,8 +271,8 @@ CaffeNet ForwardDaggy(bool harder) {
 // CPU.
 CaffeNet MixCpuGpu() {
   CaffeNet net;
-  net.Input("data", "FLOAT", {4, 2});
-  net.Input("label", "INT32", {4});
+  net.Input("data", {4, 2});
+  net.Input("label", {4});
   net.Fc("data", "fc1", 2, 2, /*device=*/1);
   net.Fc("fc1", "fc2", 2, 2, 1);
   net.Fc("fc2", "fc3", 2, 2, 1);
@@ -337,6 +321,8 @@ DagResult PlanDag(const graph::Graph& g, PlanOptions options) {
   LivenessOptions lo;
   lo.plan_static = options.plan_static;
   lo.views = options.views;
+  lo.blob_per_name = true;  // as PlanMemory does for the memonger baselines
+  lo.names_need_order = options.execution == ExecutionModel::kParallel;
   absl::StatusOr<Liveness> live = ComputeLiveness(g, *schedule, lo);
   EXPECT_TRUE(live.ok()) << live.status();
   r.liveness = *std::move(live);
@@ -408,7 +394,7 @@ TEST(MemongerDagTest, N1TrainingSharesGradients) {
     // The loss gradient is freed by AveragedLossGradient and reused by the next gradient
     // output (LabelCrossEntropyGradient's pred_grad): memonger's first free buffer, even
     // though it is smaller (the buffer grows).
-    EXPECT_TRUE(Share(g, r, "loss_grad", "pred_grad"));
+    EXPECT_TRUE(Share(g, r, "loss_autogen_grad", "pred_grad"));
     // Parameter gradients and forward activations (share_activations off) never share.
     for (const char* name : {"fc1_w_grad", "fc1_b_grad", "fc3_w_grad", "fc1", "fc2", "pred"}) {
       EXPECT_EQ(Sharers(g, r, name), 1) << name;
@@ -423,29 +409,29 @@ TEST(MemongerDagTest, N1ExactGroups) {
   // The complete answer, derived by hand from memonger's rules. The gradient ops form a
   // chain; each frees its gradient input after serving its output, so the next output takes
   // it (the pool never holds more than one usable buffer here):
-  //   ConstantFill -> loss_grad        pool {}
-  //   AveragedLossGradient -> xent_grad  pool {}           frees loss_grad
-  //   LCEGradient -> pred_grad         takes loss_grad     frees xent_grad
-  //   SoftmaxGradient -> fc3_grad      takes xent_grad     frees pred_grad (loss_grad's)
-  //   ReluGradient in place            (fc3_grad's class)
-  //   FCGradient -> fc2_grad           takes loss_grad     frees fc3_grad (xent_grad's)
-  //   FCGradient -> fc1_grad           takes xent_grad     frees fc2_grad
-  //   FCGradient -> data_grad          takes loss_grad
-  // loss_grad (4 bytes) is taken for pred_grad (80 bytes): the size-aware rule takes the only
-  // usable buffer even when it is smaller, and the buffer grows.
+  //   ConstantFill -> loss_autogen_grad (L)  pool {}
+  //   AveragedLossGradient -> xent_grad      pool {}         frees L
+  //   LCEGradient -> pred_grad               takes L         frees xent_grad
+  //   SoftmaxGradient -> fc3_grad            takes xent_grad frees pred_grad (L's)
+  //   ReluGradient in place                  (fc3_grad's class)
+  //   FCGradient -> fc2_grad                 takes L         frees fc3_grad (xent_grad's)
+  //   FCGradient -> fc1_grad                 takes xent_grad frees fc2_grad
+  //   FCGradient -> data_grad                takes L
+  // L (4 bytes) is taken for pred_grad (80 bytes): the size-aware rule takes the only usable
+  // buffer even when it is smaller, and the buffer grows.
   const graph::Graph g = Build(N1());
   const DagResult r = PlanDag(g, Training());
   SCOPED_TRACE(Describe(g, r.groups));
-  EXPECT_TRUE(Share(g, r, "loss_grad", "pred_grad"));
+  EXPECT_TRUE(Share(g, r, "loss_autogen_grad", "pred_grad"));
   EXPECT_TRUE(Share(g, r, "xent_grad", "fc3_grad"));
   EXPECT_TRUE(Share(g, r, "pred_grad", "fc2_grad"));
   EXPECT_TRUE(Share(g, r, "fc3_grad", "fc1_grad"));
   EXPECT_TRUE(Share(g, r, "fc2_grad", "data_grad"));
   EXPECT_EQ(SharedBuffers(r.groups), 2);
-  EXPECT_EQ(Sharers(g, r, "loss_grad"), 4);
+  EXPECT_EQ(Sharers(g, r, "loss_autogen_grad"), 4);
   EXPECT_EQ(Sharers(g, r, "xent_grad"), 3);
   // The buffer is as large as its largest member (fc2_grad: float[4, 6]).
-  const int32_t buffer = r.plan.buffer_of_value[Latest(g, "loss_grad")];
+  const int32_t buffer = r.plan.buffer_of_value[Latest(g, "loss_autogen_grad")];
   EXPECT_EQ(r.plan.buffers[buffer].size, 256);  // 96 bytes, aligned to 256
 }
 
@@ -489,6 +475,9 @@ TEST(MemongerDagTest, GradientOptimActivationsAndDontShare) {
     }
     // ... while without it, fc3_grad shares.
     EXPECT_GT(Sharers(g, b, "name_x/fc3_grad"), 1) << Describe(g, b.groups);
+    // Caffe2's activation heuristic leaves out the last two FC outputs (fc4, fc5): "fc5 kept".
+    EXPECT_EQ(Sharers(g, b, "name_x/fc4"), 1) << Describe(g, b.groups);
+    EXPECT_EQ(Sharers(g, b, "name_x/fc5"), 1) << Describe(g, b.groups);
   }
 }
 
@@ -674,7 +663,10 @@ TEST(MemongerDagTest, InferenceIsSizeBlindTrainingIsSizeAware) {
   // shapes) pops the heap top, a_small, and lets it grow; training's size-aware scan moves on
   // from a_small (too small) to b_fit.
   const graph::Graph g = ByteGraph(TwoFreeBuffers("a_small_grad", "b_fit_grad"),
-                                   {{"a_small_grad", 10}, {"b_fit_grad", 600}, {"m_grad", 1}, {"o_grad", 500}});
+                                   {{"a_small_grad", 10},
+                                    {"b_fit_grad", 600},
+                                    {"m_grad", 1},
+                                    {"o_grad", 500}});
   PlanOptions inference;
   inference.heads = {"x"};
   const DagResult ri = PlanDag(g, inference);
@@ -687,12 +679,18 @@ TEST(MemongerDagTest, SizeAwareRuleTakesTheFirstFitNotTheSmallest) {
   // Both fit `o` (500 bytes). The scan takes the first fitting buffer in heap-array order and
   // replaces it only by one of equal size: the larger one when its name sorts first.
   const graph::Graph big_first = ByteGraph(TwoFreeBuffers("a_big_grad", "b_fit_grad"),
-                                           {{"a_big_grad", 1000}, {"b_fit_grad", 600}, {"m_grad", 1}, {"o_grad", 500}});
+                                           {{"a_big_grad", 1000},
+                                            {"b_fit_grad", 600},
+                                            {"m_grad", 1},
+                                            {"o_grad", 500}});
   const DagResult r1 = PlanDag(big_first, Training());
   EXPECT_TRUE(Share(big_first, r1, "a_big_grad", "o_grad")) << Describe(big_first, r1.groups);
   EXPECT_FALSE(Share(big_first, r1, "b_fit_grad", "o_grad"));
   const graph::Graph fit_first = ByteGraph(TwoFreeBuffers("a_fit_grad", "b_big_grad"),
-                                           {{"a_fit_grad", 600}, {"b_big_grad", 1000}, {"m_grad", 1}, {"o_grad", 500}});
+                                           {{"a_fit_grad", 600},
+                                            {"b_big_grad", 1000},
+                                            {"m_grad", 1},
+                                            {"o_grad", 500}});
   const DagResult r2 = PlanDag(fit_first, Training());
   EXPECT_TRUE(Share(fit_first, r2, "a_fit_grad", "o_grad")) << Describe(fit_first, r2.groups);
 }
@@ -701,7 +699,10 @@ TEST(MemongerDagTest, SizeAwareRuleTakesTheLargestWhenNoneFits) {
   // Heap array [a_mid (100), b_small (10)]; `o` needs 500: a_mid is kept (b_small is smaller)
   // and grows to 500 bytes.
   const graph::Graph g = ByteGraph(TwoFreeBuffers("a_mid_grad", "b_small_grad"),
-                                   {{"a_mid_grad", 100}, {"b_small_grad", 10}, {"m_grad", 1}, {"o_grad", 500}});
+                                   {{"a_mid_grad", 100},
+                                    {"b_small_grad", 10},
+                                    {"m_grad", 1},
+                                    {"o_grad", 500}});
   const DagResult r = PlanDag(g, Training());
   EXPECT_TRUE(Share(g, r, "a_mid_grad", "o_grad")) << Describe(g, r.groups);
   EXPECT_GE(r.plan.buffers[r.plan.buffer_of_value[Latest(g, "o_grad")]].size, 500);
@@ -954,8 +955,8 @@ graph::Graph RandomTrainingGraph(uint64_t seed, int forward_ops, int backward_op
     op.type = "ConstantFill";
     op.is_gradient_op = true;
     op.inputs = {"loss"};
-    op.outputs = {"loss_grad"};
-    grads.push_back("loss_grad");
+    op.outputs = {"loss_autogen_grad"};
+    grads.push_back("loss_autogen_grad");
     b.AddOp(std::move(op));
   }
   for (int i = 0; i < backward_ops; ++i) {
@@ -966,7 +967,7 @@ graph::Graph RandomTrainingGraph(uint64_t seed, int forward_ops, int backward_op
     op.inputs.push_back(grads[uniform(2) == 0 ? n - 1 : uniform(n)]);
     if (uniform(2) == 0) op.inputs.push_back(grads[uniform(n)]);
     if (uniform(2) == 0) op.inputs.push_back(acts[uniform(static_cast<int>(acts.size()))]);
-    if (uniform(5) == 0 && op.inputs[0] != "loss_grad") {
+    if (uniform(5) == 0 && op.inputs[0] != "loss_autogen_grad") {
       op.outputs.push_back(op.inputs[0]);  // in place
     } else {
       op.outputs.push_back(absl::StrCat("g", i));
