@@ -25,11 +25,14 @@ compares raw sizes, and the tool's default 256-byte alignment makes ties Caffe2 
 Training modes run on training nets; the others on every net (dp only with at most
 --dp-max-blobs non-static blobs: memonger's DP is exponential). The static set of the linear
 planners is the external inputs and outputs (the tool adds them itself) plus the case's
---static names. --single-device generates only nets whose ops all run on one device.
+--static names. --single-device generates only nets whose ops all run on one device (CPU 0 or
+one GPU: no cross-device sharing can arise, but on a GPU Caffe2's DAG training still takes the
+forward activations for CPU 0 and so never lends them to a GPU gradient).
 
 Each run counts in exactly one column (see LEGEND): agreed; both refused (the oracle raised, as
 Caffe2 would, and the tool failed too); one of the documented deviations of the tool from
-Caffe2 (DEVIATIONS; see classify_deviation); or disagreed. Deviations are saved under
+Caffe2 (DEVIATIONS; see classify_deviation; a run where the tool failed is one only if the tool
+accepts the net itself, with --planner none); or disagreed. Deviations are saved under
 WORKDIR/deviations/<kind>/<label>/<case>/, plain disagreements under
 WORKDIR/disagreements/<label>/<case>/ (the net, the case as JSON, both outputs or the tool's
 stderr, the command; deviations also deviation.txt) and printed on one line. Exit status: 0
@@ -76,7 +79,8 @@ LEGEND = [
     ("agreed", "the tool's net equals the oracle's (up to the __m<k>_shared numbering)"),
     ("both refused", "the oracle raised (as Caffe2 would) and the tool failed too"),
 ] + DEVIATIONS + [
-    ("disagreed", "anything else: a real difference, printed above (exit status 1)"),
+    ("disagreed", "anything else, such as a tool that rejects the net itself (--planner "
+     "none): a real difference, printed above (exit status 1)"),
 ]
 
 

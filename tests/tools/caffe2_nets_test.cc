@@ -1,0 +1,238 @@
+// Caffe2 nets as Caffe2 writes them, through optimize-net: binary NetDefs without dtypes,
+// value_info, is_gradient_op, declared losses or parameter gradients, planned by every memonger
+// baseline (memonger_test.py's nets; the gradient ops as Caffe2's AddGradientOperators emits
+// them). Without the inputs' shapes the baselines plan size-blind, as Caffe2 does without blob
+// shapes; with them (--input-shape) the plan has bytes and the label's int32 is inferred.
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "graph/net_def.h"
+#include "gtest/gtest.h"
+#include "proto/memonger.pb.h"
+#include "tests/test_support.h"
+
+namespace memonger {
+namespace {
+
+using ::memonger::testing::ReadFile;
+using ::memonger::testing::RunOptimizeNet;
+using ::memonger::testing::TempDir;
+using ::memonger::testing::WriteTempFile;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// memonger_test.py's base net (two FCs here), trained: the forward ops, ConstantFill seeding
+// loss_autogen_grad, and the gradient ops in reverse.
+constexpr char kN1Training[] = R"pb(
+  name: "n1"
+  op { input: "data" input: "fc1_w" input: "fc1_b" output: "fc1" type: "FC" }
+  op { input: "fc1" input: "fc2_w" input: "fc2_b" output: "fc2" type: "FC" }
+  op { input: "fc2" output: "fc2" type: "Relu" }
+  op { input: "fc2" output: "pred" type: "Softmax" }
+  op { input: "pred" input: "label" output: "xent" type: "LabelCrossEntropy" }
+  op { input: "xent" output: "loss" type: "AveragedLoss" }
+  op { input: "loss" output: "loss_autogen_grad" type: "ConstantFill"
+       arg { name: "value" f: 1.0 } }
+  op { input: "xent" input: "loss_autogen_grad" output: "xent_grad"
+       type: "AveragedLossGradient" }
+  op { input: "pred" input: "label" input: "xent_grad" output: "pred_grad"
+       type: "LabelCrossEntropyGradient" }
+  op { input: "pred" input: "pred_grad" output: "fc2_grad" type: "SoftmaxGradient" }
+  op { input: "fc2" input: "fc2_grad" output: "fc2_grad" type: "ReluGradient" }
+  op { input: "fc1" input: "fc2_w" input: "fc2_grad" output: "fc2_w_grad"
+       output: "fc2_b_grad" output: "fc1_grad" type: "FCGradient" }
+  op { input: "data" input: "fc1_w" input: "fc1_grad" output: "fc1_w_grad"
+       output: "fc1_b_grad" output: "data_grad" type: "FCGradient" }
+  external_input: "data"
+  external_input: "fc1_w"
+  external_input: "fc1_b"
+  external_input: "fc2_w"
+  external_input: "fc2_b"
+  external_input: "label"
+)pb";
+
+constexpr char kN1Shapes[] =
+    " --input-shape data=4,3 --input-shape fc1_w=5,3 --input-shape fc1_b=5"
+    " --input-shape fc2_w=6,5 --input-shape fc2_b=6 --input-shape label=4";
+
+// fast_memonger_unique_outputs: two FCs write `fc`, four Sums read it twice, a Concat, a Relu.
+constexpr char kUniqueOutputs[] = R"pb(
+  name: "unique_outputs"
+  op { input: "data0" input: "fc_w" input: "fc_b" output: "fc" type: "FC" }
+  op { input: "data1" input: "fc_w" input: "fc_b" output: "fc" type: "FC" }
+  op { input: "fc" input: "fc" output: "x0" type: "Sum" }
+  op { input: "fc" input: "fc" output: "x1" type: "Sum" }
+  op { input: "fc" input: "fc" output: "x2" type: "Sum" }
+  op { input: "fc" input: "fc" output: "x3" type: "Sum" }
+  op { input: "x0" input: "x1" input: "x2" input: "x3" output: "concated" output: "dims"
+       type: "Concat" arg { name: "axis" i: 1 } }
+  op { input: "concated" output: "merged" type: "Relu" }
+  external_input: "data0"
+  external_input: "data1"
+  external_input: "fc_w"
+  external_input: "fc_b"
+  external_output: "merged"
+)pb";
+
+// The net as a binary NetDef file, as Caffe2 saves one.
+std::string Binary(const std::string& name, const std::string& text) {
+  absl::StatusOr<proto::NetDef> net =
+      graph::ParseNetDef(text, graph::NetFileFormat::kText, "<test>");
+  EXPECT_TRUE(net.ok()) << net.status();
+  absl::StatusOr<std::string> bytes = graph::SerializeNetDef(*net, graph::NetFileFormat::kBinary);
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return WriteTempFile(name, bytes.value_or(""));
+}
+
+// memonger's count_blobs over a written net, and whether some op lists an output twice.
+struct NetStats {
+  int blobs = 0;
+  bool duplicate_output = false;
+  std::vector<std::string> outputs;  // every op's outputs, in order
+};
+NetStats Stats(const std::string& path) {
+  absl::StatusOr<proto::NetDef> net =
+      graph::ParseNetDef(ReadFile(path), graph::NetFileFormat::kText, path);
+  EXPECT_TRUE(net.ok()) << net.status();
+  NetStats stats;
+  if (!net.ok()) return stats;
+  std::set<std::string> names;
+  for (const proto::OperatorDef& op : net->op()) {
+    names.insert(op.input().begin(), op.input().end());
+    std::set<std::string> outs(op.output().begin(), op.output().end());
+    stats.duplicate_output |= static_cast<int>(outs.size()) != op.output_size();
+    names.insert(op.output().begin(), op.output().end());
+    stats.outputs.insert(stats.outputs.end(), op.output().begin(), op.output().end());
+  }
+  stats.blobs = static_cast<int>(names.size());
+  return stats;
+}
+
+struct PlannerRun {
+  std::string planner;
+  std::string flags;
+};
+
+TEST(Caffe2NetsTest, EveryMemongerBaselinePlansATrainingNetWithoutShapes) {
+  const std::string net = Binary("n1.pb", kN1Training);
+  const int before = Stats(WriteTempFile("n1.pbtxt", kN1Training)).blobs;
+  for (const PlannerRun& run : {PlannerRun{"memonger-dag", "--mode training"},
+                         PlannerRun{"memonger-dag", "--mode training --share-activations"},
+                         PlannerRun{"memonger-greedy", ""}, PlannerRun{"memonger-dp", ""},
+                         PlannerRun{"memonger-fast", ""}}) {
+    SCOPED_TRACE(run.planner + " " + run.flags);
+    const std::string out = TempDir() + "/n1_out.pbtxt";
+    auto r = RunOptimizeNet(absl::StrCat(net, " --planner ", run.planner, " ", run.flags,
+                                         " --net-out ", out));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("planning size-blind"));
+    EXPECT_THAT(r.out, HasSubstr("size-blind"));
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat(before, " names in the net")));
+    const NetStats after = Stats(out);
+    EXPECT_LT(after.blobs, before) << ReadFile(out);  // memonger's assertion: count drops
+    // External inputs are static: never renamed, never written.
+    for (const std::string& name : after.outputs) {
+      for (const char* input : {"data", "fc1_w", "fc1_b", "fc2_w", "fc2_b", "label"}) {
+        EXPECT_NE(name, input);
+      }
+    }
+  }
+}
+
+// share_grad_blobs on N1, derived by hand from memonger.cc (and what memonger_ref.py gives):
+// the gradient chain alternates between two buffers; parameter gradients never share.
+TEST(Caffe2NetsTest, MemongerDagGivesCaffe2sGradientSharing) {
+  const std::string net = Binary("n1.pb", kN1Training);
+  auto r = RunOptimizeNet(net + " --planner memonger-dag --mode training");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("shared buffers  2, holding 6 names"));
+  EXPECT_THAT(r.out, HasSubstr("__m0_shared: loss_autogen_grad, pred_grad, fc1_grad"));
+  EXPECT_THAT(r.out, HasSubstr("__m1_shared: xent_grad, fc2_grad, data_grad"));
+  EXPECT_THAT(r.out, Not(HasSubstr("w_grad,")));
+  // The namescope prefixes the shared names; gradients outside it are not shared.
+  auto scoped = RunOptimizeNet(net + " --planner memonger-dag --mode training --namescope ns");
+  ASSERT_EQ(scoped.exit_code, 0) << scoped.err;
+  EXPECT_THAT(scoped.out, HasSubstr("shared buffers  0"));
+  // --param-grad replaces the guessed parameter gradients.
+  auto params = RunOptimizeNet(net +
+                               " --planner memonger-dag --mode training --param-grad data_grad");
+  ASSERT_EQ(params.exit_code, 0) << params.err;
+  EXPECT_THAT(params.out, HasSubstr("fc1_w_grad"));
+  EXPECT_THAT(params.out, Not(HasSubstr("data_grad")));
+}
+
+TEST(Caffe2NetsTest, WithShapesThePlanHasBytesAndTheLabelIsInt32) {
+  const std::string net = Binary("n1.pb", kN1Training);
+  for (const char* planner : {"memonger-dag --mode training", "memonger-greedy", "memonger-dp",
+                              "memonger-fast", "auto"}) {
+    SCOPED_TRACE(planner);
+    auto r = RunOptimizeNet(absl::StrCat(net, kN1Shapes, " --planner ", planner));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("arena"));
+    EXPECT_THAT(r.out, Not(HasSubstr("size-blind")));
+  }
+  auto json = RunOptimizeNet(absl::StrCat(net, kN1Shapes, " --format json"));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_THAT(json.out, HasSubstr(R"("name": "label")"));
+  EXPECT_THAT(json.out, HasSubstr(R"("dtype": "int32")"));
+  // --size-blind asks for Caffe2's default even when the shapes are known.
+  auto blind = RunOptimizeNet(absl::StrCat(net, kN1Shapes,
+                                           " --planner memonger-dag --mode training --size-blind"));
+  ASSERT_EQ(blind.exit_code, 0) << blind.err;
+  EXPECT_THAT(blind.out, HasSubstr("size-blind"));
+}
+
+TEST(Caffe2NetsTest, SizeBlindRefusesWhatNeedsBytes) {
+  const std::string net = Binary("n1.pb", kN1Training);
+  for (const std::string& flag :
+       {std::string("--plan-json ") + TempDir() + "/p.json", std::string("--format json"),
+        std::string("--budget 1GiB"), std::string("--execute host")}) {
+    SCOPED_TRACE(flag);
+    auto r = RunOptimizeNet(net + " --planner memonger-greedy " + flag);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_THAT(r.err, HasSubstr("needs byte sizes"));
+    EXPECT_THAT(r.err, HasSubstr("--input-shape"));
+  }
+  // The offset planners need sizes: a clear error, not a guess.
+  auto offsets = RunOptimizeNet(net + " --planner best-fit");
+  EXPECT_EQ(offsets.exit_code, 1);
+  EXPECT_THAT(offsets.err, HasSubstr("has no shape"));
+  // Training of a forward net builds its backward pass, which needs shapes.
+  auto forward = RunOptimizeNet(Binary("u.pb", kUniqueOutputs) +
+                                " --planner memonger-dag --mode training");
+  EXPECT_EQ(forward.exit_code, 1);
+  EXPECT_THAT(forward.err, HasSubstr("--input-shape"));
+}
+
+TEST(Caffe2NetsTest, FastMemongerKeepsOutputsUnique) {
+  const std::string net = Binary("u.pb", kUniqueOutputs);
+  const int before = Stats(WriteTempFile("u.pbtxt", kUniqueOutputs)).blobs;
+  for (const char* planner : {"memonger-fast", "memonger-greedy", "memonger-dag"}) {
+    SCOPED_TRACE(planner);
+    const std::string out = TempDir() + "/u_out.pbtxt";
+    auto r = RunOptimizeNet(absl::StrCat(net, " --planner ", planner, " --net-out ", out));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const NetStats after = Stats(out);
+    EXPECT_FALSE(after.duplicate_output) << ReadFile(out);
+    EXPECT_LT(after.blobs, before) << ReadFile(out);
+    EXPECT_THAT(ReadFile(out), HasSubstr("output: \"merged\""));  // external output kept
+  }
+}
+
+TEST(Caffe2NetsTest, StaticNamesAreNeverRenamed) {
+  const std::string net = Binary("n1.pb", kN1Training);
+  const std::string out = TempDir() + "/s_out.pbtxt";
+  auto r = RunOptimizeNet(net + " --planner memonger-greedy --static pred_grad --net-out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(ReadFile(out), HasSubstr("output: \"pred_grad\""));
+  auto unknown = RunOptimizeNet(net + " --planner memonger-greedy --static nope");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("--static nope: the net has no value of that name"));
+}
+
+}  // namespace
+}  // namespace memonger
