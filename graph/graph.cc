@@ -99,6 +99,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   Graph g;
   g.name_ = name_;
   g.prefers_parallel_ = prefers_parallel_;
+  g.net_type_ = net_type_;
 
   auto new_value = [&](const std::string& name, OpId producer) -> ValueId {
     Value v;

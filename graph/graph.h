@@ -121,6 +121,8 @@ class Graph {
   // (param, gradient) pairs declared by the net.
   const std::vector<std::pair<ValueId, ValueId>>& param_grads() const { return param_grads_; }
   bool prefers_parallel() const { return prefers_parallel_; }
+  // Caffe2's NetDef `type` ("simple", "dag", "async_scheduling", ...; "" when not given).
+  const std::string& net_type() const { return net_type_; }
 
   // The latest version of `name` (the one a reader after the last op sees); nullopt if absent.
   std::optional<ValueId> FindValue(absl::string_view name) const;
@@ -145,6 +147,7 @@ class Graph {
   std::vector<std::pair<ValueId, ValueId>> param_grads_;
   std::vector<OpId> topological_order_;
   bool prefers_parallel_ = false;
+  std::string net_type_;
   absl::flat_hash_map<std::string, std::vector<ValueId>> versions_;
 };
 
@@ -182,6 +185,7 @@ class GraphBuilder {
     param_grads_.emplace_back(std::move(param), std::move(grad));
   }
   void SetPrefersParallel(bool parallel) { prefers_parallel_ = parallel; }
+  void SetNetType(std::string type) { net_type_ = std::move(type); }
 
   // Resolves and validates. InvalidArgument, naming the op and value, for: an empty value or op
   // type name, an input neither produced by an op nor external, an op listing one output twice,
@@ -201,6 +205,7 @@ class GraphBuilder {
   std::vector<std::string> losses_;
   std::vector<std::pair<std::string, std::string>> param_grads_;
   bool prefers_parallel_ = false;
+  std::string net_type_;
 };
 
 }  // namespace memonger::graph

@@ -299,7 +299,14 @@ absl::StatusOr<Graph> GraphFromNetDef(const proto::NetDef& net) {
   }
   for (const auto& loss : net.loss()) builder.AddLoss(loss);
   for (const auto& pg : net.param_grad()) builder.AddParamGrad(pg.param(), pg.grad());
-  builder.SetPrefersParallel(net.execution() == proto::EXECUTION_PARALLEL);
+  // Caffe2's executors: the DAG nets run ops in parallel as their dependencies allow. An
+  // explicit `execution` wins over the type.
+  const bool parallel_type = net.type() == "dag" || net.type() == "async_dag" ||
+                             net.type() == "async_scheduling" || net.type() == "async_polling" ||
+                             net.type() == "prof_dag";
+  builder.SetPrefersParallel(net.execution() == proto::EXECUTION_PARALLEL ||
+                             (net.execution() == proto::EXECUTION_UNSPECIFIED && parallel_type));
+  builder.SetNetType(net.type());
   return std::move(builder).Build();
 }
 
@@ -375,6 +382,7 @@ proto::NetDef GraphToNetDef(const Graph& graph) {
     pg->set_grad(graph.value(grad).name);
   }
   if (graph.prefers_parallel()) net.set_execution(proto::EXECUTION_PARALLEL);
+  if (!graph.net_type().empty()) net.set_type(graph.net_type());
   return net;
 }
 

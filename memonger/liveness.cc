@@ -102,13 +102,15 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
   if (!options.recycle_inputs) {
     for (ValueId id : graph.inputs()) is_output[id] = true;
   }
+  // A static name, like an output, is its latest version: the value the caller reads after
+  // the net (an earlier version overwritten by a later write is an ordinary value).
   for (const std::string& name : options.static_names) {
-    const std::vector<ValueId> versions = graph.FindVersions(name);
-    if (versions.empty()) {
+    const std::optional<ValueId> latest = graph.FindValue(name);
+    if (!latest.has_value()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--static names '", util::Quote(name), "', which is not in the net"));
     }
-    for (ValueId id : versions) is_output[id] = true;
+    is_output[*latest] = true;
   }
   for (ValueId id = 0; id < n; ++id) {
     const graph::Value& v = graph.value(id);
@@ -137,7 +139,9 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
     int last_read = -1;
     for (OpId reader : v.consumers) last_read = std::max(last_read, step_of[reader]);
     if (v.producer != kNone) {
-      live.device[id] = graph.op(v.producer).device;
+      // Caffe2's CopyGPUToCPU runs with the GPU's device option and writes host memory.
+      const graph::Op& producer = graph.op(v.producer);
+      live.device[id] = producer.type == "CopyGPUToCPU" ? graph::Device{} : producer.device;
     } else if (!v.consumers.empty()) {
       // The first reader in the net's own order, not the schedule's: a value's device (and
       // so its alias classes) must not depend on the order the ops run in.

@@ -54,7 +54,7 @@ class MemoryModel {
       for (ValueId id : graph.inputs()) read_after[id] = true;  // kept for the whole run
     }
     for (const std::string& name : options.liveness.static_names) {
-      for (ValueId id : graph.FindVersions(name)) read_after[id] = true;
+      if (std::optional<ValueId> id = graph.FindValue(name)) read_after[*id] = true;
     }
     m.classes_of_op_.assign(m.num_ops_, {});
     for (ValueId root = 0; root < graph.num_values(); ++root) {

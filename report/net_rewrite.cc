@@ -57,6 +57,7 @@ proto::NetDef NetWithNames(const graph::Graph& graph, const Plan& plan,
     pg->set_grad(names[grad]);
   }
   net.set_execution(original.execution());
+  if (original.has_type()) net.set_type(original.type());
   return net;
 }
 
@@ -142,10 +143,16 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
     if (buffer_name[b].empty() && !plan.buffers[b].blob_name.empty()) {
       buffer_name[b] = claim(plan.buffers[b].blob_name, b);  // the planner's (memonger's) name
     } else if (buffer_name[b].empty()) {
+      // The buffer's blobs: its alias classes, or with one blob per name (the memonger
+      // baselines) its names.
       std::vector<ValueId> roots;
       for (ValueId v : members[b]) {
         const ValueId r = Root(graph, v);
-        if (std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
+        const bool seen = std::any_of(roots.begin(), roots.end(), [&](ValueId other) {
+          return other == r ||
+                 (plan.blob_per_name && graph.value(other).name == graph.value(r).name);
+        });
+        if (!seen) roots.push_back(r);
       }
       if (roots.size() >= 2) {
         buffer_name[b] = claim(absl::StrCat(kSharedBlobPrefix, result.shared_buffers++), b);

@@ -11,7 +11,8 @@
 //   2. a buffer holding two or more alias classes is named "__mg_shared_<k>";
 //   3. a buffer holding one alias class keeps the name of the class's first value (with
 //      "__v<version>" appended for versions after the first, so that reordered ops cannot
-//      confuse two versions of one name).
+//      confuse two versions of one name); with one blob per name (Plan::blob_per_name), a
+//      buffer holding the versions of one name only keeps that name.
 // Static values keep their names. A name claimed twice is made unique with "__mg<buffer>".
 //
 // The checks are memonger's: VerifyGraphEquality (same op types, devices and engines, and every

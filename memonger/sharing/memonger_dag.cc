@@ -113,7 +113,8 @@ class DagPlanner {
         liveness_(liveness),
         options_(options),
         parallel_(options.execution == ExecutionModel::kParallel),
-        size_aware_(options.mode == Mode::kTraining) {}
+        // share_grad_blobs uses shapes when it is given them; optimize_inference_for_dag never.
+        size_aware_(options.mode == Mode::kTraining && !options.size_blind) {}
 
   absl::StatusOr<SharingGroups> Run(std::vector<std::string>* names) {
     MG_RETURN_IF_ERROR(Classify());
@@ -727,9 +728,10 @@ class DagPlanner {
     return names;
   }
 
-  std::vector<OpId> Touchers(ValueId c) const {
+  // The ops reading or writing any member of class `c` of `live`.
+  std::vector<OpId> Touchers(const Liveness& live, ValueId c) const {
     std::vector<OpId> ops;
-    for (ValueId m : liveness_.members[c]) {
+    for (ValueId m : live.members[c]) {
       const graph::Value& value = graph_.value(m);
       if (value.producer != kNone) ops.push_back(value.producer);
       ops.insert(ops.end(), value.consumers.begin(), value.consumers.end());
@@ -739,38 +741,65 @@ class DagPlanner {
     return ops;
   }
 
-  // The safety check: classes of one group live at disjoint steps, and in the parallel model
-  // each class is done (every op touching it) before the next one is written. Consecutive
-  // members in step order suffice: both relations are transitive along the chain.
+  // The safety check, on the values as the verifier sees them: each SSA alias class (with one
+  // blob per name, a class here holds every version of a name, each checked on its own). Two
+  // of one group must live at disjoint steps unless they are one class here (versions of one
+  // name, in order), and in the parallel model each is done (every op touching it) before the
+  // next one in step order is written; consecutive ones suffice, the relation being transitive
+  // along the chain.
   absl::Status CheckGroups(const SharingGroups& groups) const {
+    std::optional<Liveness> ssa;
+    if (liveness_.options.blob_per_name) {
+      LivenessOptions options = liveness_.options;
+      options.blob_per_name = false;
+      absl::StatusOr<Liveness> computed =
+          ComputeLiveness(graph_, liveness_.schedule, options);
+      if (!computed.ok()) return computed.status();
+      ssa = *std::move(computed);
+    }
+    const Liveness& own = ssa.has_value() ? *ssa : liveness_;
     for (const std::vector<ValueId>& group : groups) {
       if (group.size() < 2) continue;
-      std::vector<ValueId> order = group;
-      std::sort(order.begin(), order.end(), [&](ValueId a, ValueId b) {
-        return std::make_pair(liveness_.lifetime[a].first_step, a) <
-               std::make_pair(liveness_.lifetime[b].first_step, b);
+      std::vector<std::pair<ValueId, ValueId>> items;  // (SSA class root, class here)
+      for (ValueId c : group) {
+        for (ValueId m : liveness_.members[c]) {
+          if (own.alias_root[m] == m) items.emplace_back(m, c);
+        }
+      }
+      std::sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
+        return std::make_pair(own.lifetime[x.first].first_step, x.first) <
+               std::make_pair(own.lifetime[y.first].first_step, y.first);
       });
-      for (size_t i = 0; i + 1 < order.size(); ++i) {
-        const ValueId a = order[i];
-        const ValueId b = order[i + 1];
-        const Lifetime& la = liveness_.lifetime[a];
-        const Lifetime& lb = liveness_.lifetime[b];
-        auto fail = [&](const std::string& why) {
-          return absl::InternalError(absl::StrCat(
-              "memonger-dag put '", graph_.value(a).DisplayName(), "' (steps [", la.first_step,
-              ", ", la.last_step, "]) and '", graph_.value(b).DisplayName(), "' (steps [",
-              lb.first_step, ", ", lb.last_step, "]) in one buffer, but ", why,
-              " (a bug in the planner)"));
-        };
-        if (la.Overlaps(lb)) return fail("their lifetimes overlap");
-        if (liveness_.device[a] != liveness_.device[b]) return fail("their devices differ");
-        if (!parallel_) continue;
+      auto fail = [&](ValueId a, ValueId b, const std::string& why) {
+        const Lifetime& la = own.lifetime[a];
+        const Lifetime& lb = own.lifetime[b];
+        return absl::InternalError(absl::StrCat(
+            "memonger-dag put '", graph_.value(a).DisplayName(), "' (steps [", la.first_step,
+            ", ", la.last_step, "]) and '", graph_.value(b).DisplayName(), "' (steps [",
+            lb.first_step, ", ", lb.last_step, "]) in one buffer, but ", why,
+            " (a bug in the planner)"));
+      };
+      for (size_t i = 0; i < items.size(); ++i) {
+        const auto [a, ca] = items[i];
+        for (size_t j = i + 1; j < items.size(); ++j) {
+          const auto [b, cb] = items[j];
+          if (own.lifetime[b].first_step > own.lifetime[a].last_step) break;
+          if (ca != cb) return fail(a, b, "their lifetimes overlap");
+        }
+        if (i + 1 < items.size() && own.device[a] != own.device[items[i + 1].first]) {
+          return fail(a, items[i + 1].first, "their devices differ");
+        }
+      }
+      if (!parallel_) continue;
+      for (size_t i = 0; i + 1 < items.size(); ++i) {
+        const ValueId a = items[i].first;
+        const ValueId b = items[i + 1].first;
         const OpId writer = graph_.value(b).producer;
-        if (writer == kNone) return fail("the second has no writer");
-        for (OpId op : Touchers(a)) {
+        if (writer == kNone) return fail(a, b, "the second has no writer");
+        for (OpId op : Touchers(own, a)) {
           if (!happens_before_->Before(op, writer)) {
-            return fail(absl::StrCat(graph_.op(op).Label(), " need not happen before ",
-                                     graph_.op(writer).Label(), " in parallel execution"));
+            return fail(a, b, absl::StrCat(graph_.op(op).Label(), " need not happen before ",
+                                           graph_.op(writer).Label(), " in parallel execution"));
           }
         }
       }

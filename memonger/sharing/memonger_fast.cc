@@ -33,7 +33,13 @@ absl::StatusOr<MemongerFastResult> PlanMemongerFast(const graph::Graph& graph,
     }
     for (ValueId out : op.outputs) {
       const ValueId c = root(out);
-      if (!planned_class(c) || range_first[c] >= 0) continue;
+      if (!planned_class(c)) continue;
+      if (range_first[c] >= 0) {
+        // A later write of the name (not in Caffe2, which let it land in a buffer already
+        // handed to another blob): the name stays live until then.
+        range_last[c] = std::max(range_last[c], step);
+        continue;
+      }
       range_first[c] = step;
       range_last[c] = step;
     }

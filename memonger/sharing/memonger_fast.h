@@ -21,7 +21,9 @@
 //      own inputs' memory.
 // No sizes (a recycled buffer grows at run time), no devices (memonger ignored them; here a
 // buffer is only taken by an output on its device: the next one down the stack that is), no
-// parallel executor. Every value that dies gets a "__m<k>_shared" name, shared or not, as in
+// parallel executor. A name written again after its last read stays live until that write
+// (Caffe2's range ended at the last read, and the later write could land in a buffer already
+// handed to another blob). Every value that dies gets a "__m<k>_shared" name, shared or not, as in
 // Caffe2. O(ops + edges + values) time, or O(buffers) per output with several devices.
 #ifndef MEMONGER_MEMONGER_SHARING_MEMONGER_FAST_H_
 #define MEMONGER_MEMONGER_SHARING_MEMONGER_FAST_H_

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <string>
 
 #include "util/check.h"
 #include "util/checked_math.h"
@@ -44,7 +46,7 @@ std::vector<bool> StaticClasses(const graph::Graph& graph, const Liveness& liven
   for (graph::ValueId v : graph.outputs()) mark(v);
   for (const auto& [param, grad] : graph.param_grads()) mark(grad);
   for (const std::string& name : liveness.options.static_names) {
-    for (graph::ValueId v : graph.FindVersions(name)) mark(v);
+    if (std::optional<graph::ValueId> latest = graph.FindValue(name)) mark(*latest);
   }
   return is_static;
 }
