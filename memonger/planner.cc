@@ -199,8 +199,12 @@ bool IsMemongerBaseline(PlannerKind planner) {
 absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   MG_RETURN_IF_ERROR(ValidateOptions(options));
+  // Size-blind decisions need no types; without them every value counts as one byte.
+  bool all_typed = true;
   for (const graph::Value& v : graph.values()) {
-    if (!v.type.has_value() && !options.size_blind) {
+    if (v.type.has_value()) continue;
+    all_typed = false;
+    if (!options.size_blind) {
       return absl::FailedPreconditionError(absl::StrCat(
           "value '", v.DisplayName(), "' has no type: run shape inference before planning"));
     }
@@ -215,7 +219,7 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   // class only when it is ordered after it.
   liveness_options.blob_per_name = IsMemongerBaseline(options.planner);
   liveness_options.names_need_order = options.execution == ExecutionModel::kParallel;
-  liveness_options.size_blind = options.size_blind;
+  liveness_options.size_blind = !all_typed;
   Schedule schedule;
   std::optional<OrderSearch> order_search;
   PlanOptions planner_options = options;

@@ -83,9 +83,10 @@ struct PlanOptions {
   std::vector<std::string> dont_share;
   // memonger-dag (inference): the values to start from (default: the graph's non-static inputs).
   std::vector<std::string> heads;
-  // The memonger baselines without sizes, as Caffe2 runs them without blob shapes: every value
-  // counts as one unit, types may be unknown. The plan then says which values share a buffer
-  // and under what name; its bytes mean nothing (LivenessOptions::size_blind).
+  // The memonger baselines decide without sizes, as Caffe2 runs them without blob shapes
+  // (every value one unit). Types may then be unknown: without them the plan says which values
+  // share a buffer and under what name, and its bytes mean nothing (LivenessOptions::size_blind,
+  // Plan::size_blind); with them the plan has its real bytes.
   bool size_blind = false;
 };
 

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "memonger/planner.h"
@@ -77,6 +78,16 @@ absl::Status CheckFlags(Flags& flags) {
     return absl::InvalidArgumentError(
         "--recompute does not go with --plan-in, --fit, --compare or --variant (--fit tries "
         "recomputation by itself)");
+  }
+  if (flags.size_blind && !absl::StartsWith(flags.planner, "memonger-")) {
+    return absl::InvalidArgumentError(
+        "--size-blind is for the memonger baselines (memonger-dag, memonger-greedy, "
+        "memonger-dp, memonger-fast), which Caffe2 ran without sizes");
+  }
+  if (flags.share_activations && flags.share_all_activations) {
+    return absl::InvalidArgumentError(
+        "--share-activations (Caffe2's heuristic) and --share-all-activations exclude each "
+        "other");
   }
   if (!flags.fit.empty() && flags.budget < 0) {
     return absl::InvalidArgumentError("--fit needs --budget");

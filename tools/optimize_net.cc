@@ -156,6 +156,7 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
   options.heads = flags.heads;
   options.static_names = flags.static_names;
   options.recycle_inputs = flags.recycle_inputs;
+  options.size_blind = flags.size_blind;
   if (!flags.losses.empty() && options.mode != memonger::Mode::kTraining) {
     return absl::InvalidArgumentError("--loss needs --mode training");
   }
@@ -170,8 +171,10 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
 // file (with --fit's symbol bound to it), typed, with its backward pass for --mode training and
 // its fp16 storage rewrite.
 // `size_blind`, when given, may plan without sizes: it is set (and shape inference skipped)
-// for a memonger baseline with --size-blind, or whose graph inputs' shapes are unknown (a note
-// says which), as Caffe2's memonger plans without blob shapes.
+// for a memonger baseline whose graph inputs' shapes are unknown (a note says which unless
+// --size-blind asked for it), as Caffe2's memonger plans without blob shapes. With the shapes
+// known, --size-blind only makes the baselines decide without sizes (PlanOptions::size_blind)
+// and the plan keeps real bytes.
 absl::StatusOr<memonger::graph::Graph> MakeGraph(
     const Flags& flags, const memonger::graph::LoadOptions& base_load,
     const std::optional<memonger::graph::WorkloadSpec>& workload,
@@ -179,6 +182,8 @@ absl::StatusOr<memonger::graph::Graph> MakeGraph(
     std::vector<std::string>* notes = nullptr) {
   namespace graph = memonger::graph;
   absl::StatusOr<graph::Graph> g;
+  const absl::StatusOr<memonger::PlannerKind> planner = memonger::ParsePlanner(flags.planner);
+  const bool baseline = planner.ok() && memonger::IsMemongerBaseline(*planner);
   if (workload.has_value()) {
     graph::WorkloadSpec spec = *workload;
     if (fit_value.has_value()) spec = graph::WithParam(spec, flags.fit, absl::StrCat(*fit_value));
@@ -188,10 +193,8 @@ absl::StatusOr<memonger::graph::Graph> MakeGraph(
     if (fit_value.has_value()) load.bindings.dims[flags.fit] = *fit_value;
     g = graph::LoadModel(flags.model, load);
     if (!g.ok()) return g.status();
-    const absl::StatusOr<memonger::PlannerKind> planner = memonger::ParsePlanner(flags.planner);
-    const bool baseline = planner.ok() && memonger::IsMemongerBaseline(*planner);
     const std::vector<std::string> unknown = graph::InputsWithoutShape(*g, load.bindings);
-    if (size_blind != nullptr && baseline && (flags.size_blind || !unknown.empty())) {
+    if (size_blind != nullptr && baseline && !unknown.empty()) {
       *size_blind = true;
       if (!flags.size_blind && notes != nullptr) {
         notes->push_back(absl::StrCat(
@@ -415,9 +418,8 @@ int RunSizeBlind(const Flags& flags, const memonger::graph::Graph& graph,
            {"--cuda-graphs", flags.cuda_graphs}}) {
     if (used) {
       return fail(absl::InvalidArgumentError(absl::StrCat(
-          flag, " needs byte sizes, and this plan is size-blind (",
-          flags.size_blind ? "--size-blind" : "graph inputs without shapes",
-          "): give every graph input's shape (--input-shape) and leave out --size-blind")));
+          flag, " needs byte sizes, and this plan is size-blind (graph inputs without shapes): "
+          "give every graph input's shape (--input-shape)")));
     }
   }
   if (options.mode == memonger::Mode::kTraining && !memonger::graph::HasGradientOps(graph)) {

@@ -286,6 +286,7 @@ absl::StatusOr<SharingGroups> PlanMemongerInterference(const graph::Graph& graph
       read = read || !graph.value(m).consumers.empty();
     }
     if (!read) item.lifetime.last_step = liveness.num_steps;
+    if (options.size_blind) item.bytes = 1;  // memonger without blob_sizes: every size 1
     items.push_back(item);
   }
   MG_ASSIGN_OR_RETURN(SharingGroups groups,

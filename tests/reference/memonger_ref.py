@@ -135,8 +135,10 @@ def infer_blob_size(name, blob_shapes):
 class _DagRecycler:
     """One run of ComputeBlobRecyclingForDag::OptimizeNet (section 2), per-name bookkeeping."""
 
-    def __init__(self, net, heads, op_indices, shareable, namescope, dont_share, blob_shapes):
+    def __init__(self, net, heads, op_indices, shareable, namescope, dont_share, blob_shapes,
+                 real_devices=False):
         self.net = net
+        self.real_devices = real_devices
         self.heads = list(heads)
         self.op_indices = list(op_indices)
         self.shareable = set(shareable)
@@ -192,6 +194,8 @@ class _DagRecycler:
                 blob_seen[out] = blob_seen.get(out, 0) + 1
                 # CopyGPUToCPU runs under a GPU device option but writes CPU memory.
                 self.blob_device[out] = CPU if op["type"] == "CopyGPUToCPU" else op_device(op)
+        if self.real_devices:
+            self.blob_device = dict(real_blob_devices(ops), **self.blob_device)
 
     def run(self):
         self.setup()
@@ -333,15 +337,37 @@ class _DagRecycler:
         return out, renames
 
 
+def real_blob_devices(ops):
+    """The device of every blob the ops touch, as optimize-net sees it: the device of the op
+    that writes it (the last writer, as Caffe2's setup loop keeps), except that CopyGPUToCPU
+    outputs are CPU 0; a blob no op writes takes the device of its first reader."""
+    devices = {}
+    for op in ops:
+        for b in op["output"]:
+            devices[b] = CPU if op["type"] == "CopyGPUToCPU" else op_device(op)
+    for op in ops:
+        for b in op["input"]:
+            devices.setdefault(b, op_device(op))
+    return devices
+
+
 def compute_blob_recycling_for_dag(net, heads, op_indices, shareable_blobs, namescope,
-                                   dont_share_blobs, blob_shapes):
+                                   dont_share_blobs, blob_shapes, real_devices=False):
     """memonger::compute_blob_recycling_for_dag (section 2). `blob_shapes` maps names to dims;
-    an empty dict plans size-blind. Returns (net, renames)."""
+    an empty dict plans size-blind. Returns (net, renames).
+
+    real_devices=False (the default) is Caffe2 exactly: a blob's device is recorded only when
+    an op of `op_indices` writes it, and every other blob (a forward activation in training,
+    a head, an external input) counts as CPU 0 whatever the device of the op that wrote it,
+    so a GPU forward activation can be lent to a CPU gradient but never to a GPU one.
+    real_devices=True is optimize-net's rule (not Caffe2's): a blob that no op of
+    `op_indices` writes takes the device of the op of the whole net that writes it (see
+    real_blob_devices); the devices of blobs written by `op_indices` ops are unchanged."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10 * len(net["op"]) + 1000))  # memonger recursed too
     try:
         return _DagRecycler(copy.deepcopy(net), heads, op_indices, shareable_blobs, namescope,
-                            dont_share_blobs, blob_shapes or {}).run()
+                            dont_share_blobs, blob_shapes or {}, real_devices).run()
     finally:
         sys.setrecursionlimit(limit)
 
@@ -374,9 +400,13 @@ def activation_blobs(net):
 
 
 def share_grad_blobs(net, losses, param_grads, namescope, dont_share_blobs=None,
-                     share_activations=False, blob_shapes=None, verify=True):
+                     share_activations=False, blob_shapes=None, verify=True,
+                     real_devices=False):
     """memonger.share_grad_blobs (section 3). With verify=False the result is returned even
-    when Caffe2's verify_graph_equality / verify_inplace_blobs assertions would fail."""
+    when Caffe2's verify_graph_equality / verify_inplace_blobs assertions would fail.
+    real_devices=True replaces Caffe2's device rule (forward activations and other blobs no
+    gradient op writes count as CPU 0) by optimize-net's (the device of their writer); see
+    compute_blob_recycling_for_dag. The default, False, is Caffe2 exactly."""
     if namescope != "" and not namescope.endswith("/"):
         namescope += "/"
     is_grad_blob = grad_blob_predicate(namescope, param_grads)
@@ -390,7 +420,7 @@ def share_grad_blobs(net, losses, param_grads, namescope, dont_share_blobs=None,
                 shareable.add(b)
     optim, renames = compute_blob_recycling_for_dag(
         net, losses, grad_op_indices, shareable, namescope,
-        set(dont_share_blobs or ()), blob_shapes or {})
+        set(dont_share_blobs or ()), blob_shapes or {}, real_devices)
     if verify:
         _assert_verified(net, optim)
     return optim, renames

@@ -73,6 +73,18 @@ DEVIATIONS = [
     ("cross-device", "the oracle's net gives blobs of two devices one name (Caffe2's "
      "greedy/dp/fast ignore devices; its DAG training takes activations for CPU 0); the tool "
      "never shares memory across devices"),
+    ("activation-device", "DAG training: Caffe2 records the blobs no traversed gradient op "
+     "writes (forward activations) as CPU 0, the tool uses their real device; the oracle with "
+     "real_devices=True equals the tool's net (and the difference is not cross-device)"),
+    ("dont-share", "DAG training: the tool never shares a --dont-share name, Caffe2 only keeps "
+     "its own buffer out of the pool; the oracle and the tool, both re-run without any "
+     "dont_share name, agree"),
+    ("dont-share+activation-device", "DAG training where neither test alone applies, "
+     "but both deviations undone at once (no dont_share names on both sides, the oracle with "
+     "real_devices=True) make the oracle and the tool agree"),
+    ("caffe2-unsafe", "the oracle's net, run serially in its op order, reads a value another "
+     "write clobbered (Caffe2's answer corrupts memory); the tool's net, simulated the same "
+     "way, reads none"),
 ]
 
 LEGEND = [
@@ -96,32 +108,63 @@ def byte_sizes(case):
             for b, d in case["shapes"].items()}
 
 
+class Run:
+    """One planner/mode on one case: `flags` for the tool, `oracle()` -> (net, renames), and
+    the variants the deviation tests re-run (only where they apply):
+      no_dont_share: (tool flags, oracle thunk, oracle thunk with real_devices=True) of the
+        same run without any dont_share name;
+      real_devices: oracle thunk of the same run with memonger_ref's real_devices=True."""
+
+    def __init__(self, label, flags, oracle, is_dag, no_dont_share=None, real_devices=None):
+        self.label = label
+        self.flags = flags
+        self.oracle = oracle
+        self.is_dag = is_dag
+        self.no_dont_share = no_dont_share
+        self.real_devices = real_devices
+
+
+def _training_run(case, act, shapes):
+    net = case["net"]
+    label = "dag-training" + ("+act" if act else "") + ("+shapes" if shapes else "")
+
+    def flags(dont_share):
+        f = ["--planner", "memonger-dag", "--mode", "training"]
+        for loss in case["losses"]:
+            f += ["--loss", loss]
+        f += ["--namescope", case["namescope"]] if case["namescope"] else []
+        f += ["--share-activations"] if act else []
+        for b in dont_share:
+            f += ["--dont-share", b]
+        for g in case["param_grads"]:
+            f += ["--param-grad", g]
+        return f + (shape_flags(case) if shapes else [])
+
+    def oracle(dont_share, real_devices=False):
+        return lambda: m.share_grad_blobs(
+            net, case["losses"], case["param_grads"], case["namescope"], dont_share, act,
+            case["shapes"] if shapes else None, verify=False, real_devices=real_devices)
+
+    dont_share = list(case["dont_share"])
+    return Run(label, flags(dont_share), oracle(dont_share), True,
+               no_dont_share=((flags([]), oracle([]), oracle([], real_devices=True))
+                              if dont_share else None),
+               real_devices=oracle(dont_share, real_devices=True))
+
+
 def runs_for(case, dp_max_blobs):
-    """(label, tool flags, oracle thunk returning (net, renames), is_dag) for each mode."""
+    """The Run of each planner/mode that applies to `case`."""
     net = case["net"]
     runs = []
     ns = ["--namescope", case["namescope"]] if case["namescope"] else []
     if case["kind"] == "training":
         for act in (False, True):
             for shapes in (False, True):
-                label = "dag-training" + ("+act" if act else "") + ("+shapes" if shapes else "")
-                flags = ["--planner", "memonger-dag", "--mode", "training"]
-                for loss in case["losses"]:
-                    flags += ["--loss", loss]
-                flags += ns + (["--share-activations"] if act else [])
-                for b in case["dont_share"]:
-                    flags += ["--dont-share", b]
-                for g in case["param_grads"]:
-                    flags += ["--param-grad", g]
-                flags += shape_flags(case) if shapes else []
-                runs.append((label, flags, lambda act=act, shapes=shapes: m.share_grad_blobs(
-                    net, case["losses"], case["param_grads"], case["namescope"],
-                    case["dont_share"], act, case["shapes"] if shapes else None,
-                    verify=False), True))
+                runs.append(_training_run(case, act, shapes))
     flags = ["--planner", "memonger-dag", "--mode", "inference"]
     for h in case["heads"]:
         flags += ["--head", h]
-    runs.append(("dag-inference", flags + ns, lambda: m.optimize_inference_for_dag(
+    runs.append(Run("dag-inference", flags + ns, lambda: m.optimize_inference_for_dag(
         net, case["heads"], case["namescope"], verify=False), True))
 
     static = set(net["external_input"]) | set(net["external_output"]) | set(case["static"])
@@ -134,11 +177,16 @@ def runs_for(case, dp_max_blobs):
             continue
         for shapes in (False, True):
             label = algo + ("+shapes" if shapes else "")
-            flags = ["--planner", planner] + static_flags + (shape_flags(case) if shapes else [])
-            runs.append((label, flags, lambda algo=algo, shapes=shapes: m.optimize_interference(
-                net, static, byte_sizes(case) if shapes else None, algo), False))
-    runs.append(("fast", ["--planner", "memonger-fast"] + static_flags,
-                 lambda: m.optimize_inference_fast(net, static), False))
+            # optimize_interference plans one serial order whatever the net's type (the tool
+            # defaults a dag net to the parallel model, where these planners refuse).
+            flags = (["--planner", planner, "--execution", "serial"] + static_flags
+                     + (shape_flags(case) if shapes else []))
+            runs.append(Run(label, flags, lambda algo=algo, shapes=shapes:
+                            m.optimize_interference(net, static,
+                                                    byte_sizes(case) if shapes else None, algo),
+                            False))
+    runs.append(Run("fast", ["--planner", "memonger-fast"] + static_flags,
+                    lambda: m.optimize_inference_fast(net, static), False))
     return runs
 
 
@@ -206,10 +254,77 @@ def cross_device_groups(net, optimized):
     return {name: g for name, g in groups.items() if len(g) > 1}
 
 
-def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_error, is_dag):
+def serial_clobbers(net, optimized):
+    """The reads of clobbered values when `optimized` (the ops of `net`, renamed slot by slot)
+    runs serially in its op order, simulated by name: each physical name holds the last
+    original blob version written to it (a name never written holds its own initial value);
+    an op reading original blob b (the version `net` itself would read there: its latest
+    write so far, or its initial value) through its name in `optimized` must find that very
+    version there; every write of any blob to a name replaces what the name held (an op reads
+    all its inputs, then writes its outputs). After the last op, each external output is read
+    by its own name (the net's caller reads it there). Returns one line per bad read, [] for
+    a net that computes what `net` does, or None when the nets cannot be matched slot by slot
+    (other op counts, types or arities)."""
+    if len(net["op"]) != len(optimized["op"]):
+        return None
+    for a, b in zip(net["op"], optimized["op"]):
+        if (a["type"] != b["type"] or len(a["input"]) != len(b["input"])
+                or len(a["output"]) != len(b["output"])):
+            return None
+    version = {}  # original blob -> writes so far in `net`
+    holds = {}  # physical name -> (original blob, its version, index of the op that wrote it)
+
+    def describe(held):
+        blob, v, writer = held
+        return ("%s (written by op %d)" % (blob, writer) if writer >= 0 else
+                "its initial value" if v == 0 else blob)
+
+    bad = []
+    for i, (a, b) in enumerate(zip(net["op"], optimized["op"])):
+        for orig, name in zip(a["input"], b["input"]):
+            want = (orig, version.get(orig, 0))
+            held = holds.get(name, (name, 0, -1))
+            if held[:2] != want:
+                bad.append("op %d (%s) reads %s through %s, which holds %s" % (
+                    i, a["type"], orig, name,
+                    "its initial value" if held[2] < 0 else describe(held)))
+        for orig, name in zip(a["output"], b["output"]):
+            version[orig] = version.get(orig, 0) + 1
+            holds[name] = (orig, version[orig], i)
+    for orig in net["external_output"]:
+        want = (orig, version.get(orig, 0))
+        held = holds.get(orig, (orig, 0, -1))
+        if held[:2] != want:
+            bad.append("external output %s ends holding %s" % (
+                orig, "its initial value" if held[2] < 0 else describe(held)))
+    return bad
+
+
+def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_error, is_dag,
+                       real_devices=None, no_dont_share=None):
     """(kind, explanation) of the documented deviation that explains a run where the tool's
     answer differs from the oracle's net (or the tool failed), else None. The oracle must
-    have written a net (a run where it raised is never a deviation)."""
+    have written a net (a run where it raised is never a deviation). The tests, in the order
+    of DEVIATIONS (the first that applies wins):
+
+      dag-net-fast     fast, a dag net returned unchanged by the oracle, the tool refused it
+                       for the parallel model;
+      caffe2-verifier  a DAG run whose oracle net fails Caffe2's own verifiers;
+      cross-device     the oracle's net gives one name to blobs of two devices.
+    The next three need the tool's net (a tool that failed is never excused by them):
+      activation-device  `real_devices()` (the oracle re-run with real_devices=True) equals
+                       the tool's net;
+      dont-share       `no_dont_share()` -> (oracle net, tool net, tool error) of the run
+                       re-run on both sides without any dont_share name: both wrote a net
+                       and the nets are equal;
+      caffe2-unsafe    the oracle's net reads a clobbered value when run serially in its op
+                       order (serial_clobbers) and the tool's net does not.
+      dont-share+activation-device  neither of the two alone, but with both undone at once:
+                       the oracle without dont_share names and with real_devices=True equals
+                       the tool's net without dont_share names;
+    `real_devices` and `no_dont_share` are thunks, None where the variant does not apply;
+    no_dont_share() -> (oracle net, tool net, tool error, thunk of the oracle net without
+    dont_share names and with real_devices=True)."""
     if oracle_net is None:
         return None
     net = case["net"]
@@ -228,7 +343,59 @@ def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_e
             "%s holds %s" % (name, ", ".join("%s on %s" % (" ".join(blobs), device_name(dev))
                                              for dev, blobs in sorted(g.items())))
             for name, g in sorted(groups.items()))
+    if tool_net is None:
+        return None
+    if real_devices is not None:
+        real_net, _ = real_devices()
+        if real_net is not None and first_difference(real_net, tool_net) is None:
+            return "activation-device", (
+                "the oracle with real_devices=True equals the tool's net; blobs no traversed "
+                "gradient op writes whose Caffe2 device (CPU 0) is not their real one: %s" % (
+                    ", ".join("%s on %s" % (b, device_name(d))
+                              for b, d in misrecorded_devices(case, oracle_net)) or "none"))
+    if no_dont_share is not None:
+        plain_oracle, plain_tool, _, plain_real_devices = no_dont_share()
+        if (plain_oracle is not None and plain_tool is not None
+                and first_difference(plain_oracle, plain_tool) is None):
+            return "dont-share", (
+                "without dont_share %s the oracle and the tool agree" % " ".join(
+                    case["dont_share"]))
+        if plain_tool is not None and real_devices is not None:
+            both = plain_real_devices()
+            if both is not None and first_difference(both, plain_tool) is None:
+                return "dont-share+activation-device", (
+                    "neither alone, but without dont_share %s and with real_devices=True the "
+                    "oracle equals the tool's net without dont_share" % " ".join(
+                        case["dont_share"]))
+    bad = serial_clobbers(net, oracle_net)
+    if bad:
+        tool_bad = serial_clobbers(net, tool_net)
+        if tool_bad == []:
+            return "caffe2-unsafe", "the oracle's net, run serially: %s%s" % (
+                "; ".join(bad[:3]), " (and %d more)" % (len(bad) - 3) if len(bad) > 3 else "")
     return None
+
+
+def misrecorded_devices(case, oracle_net):
+    """(blob, real device) of the blobs the oracle renamed (or that name a shared buffer) which
+    Caffe2 records as CPU 0 although their writer runs elsewhere: forward blobs no traversed
+    op writes. A hint for the note only; the classification rests on the re-run."""
+    net = case["net"]
+    real = m.real_blob_devices(net["op"])
+    touched = set()
+    for a, b in zip(net["op"], oracle_net["op"]):
+        for field in ("input", "output"):
+            for x, y in zip(a[field], b[field]):
+                if x != y:
+                    touched.update((x, y))
+    is_grad = m.grad_blob_predicate(
+        case["namescope"] + ("/" if case["namescope"] and not case["namescope"].endswith("/")
+                             else ""), case["param_grads"])
+    traversed_writes = {b for op in net["op"]
+                        if any(is_grad(x) for x in op["input"] + op["output"])
+                        for b in op["output"]}
+    return sorted((b, real[b]) for b in touched
+                  if b in real and b not in traversed_writes and real[b] != m.CPU)
 
 
 def case_json(case):
@@ -286,10 +453,15 @@ def one_line(error):
     return "%s: %s" % (head, lines[-1] if lines else "") if text else error
 
 
-def save_run(directory, case, cmd, oracle_text, tool_out_path, tool_error, note=None):
-    """Saves a run for inspection under `directory` (see the module docstring)."""
+def save_run(directory, case, cmd, oracle_text, tool_out_path, tool_error, note=None,
+             extra=None):
+    """Saves a run for inspection under `directory` (see the module docstring); `extra` maps
+    further file names to their text (the re-runs of a deviation test)."""
     d = os.path.join(directory, case["id"])
     os.makedirs(d, exist_ok=True)
+    for name, text in (extra or {}).items():
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
     with open(os.path.join(d, "net.pbtxt"), "w") as f:
         f.write(caffe2_nets.write_pbtxt(case["net"]))
     with open(os.path.join(d, "case.json"), "w") as f:
@@ -308,6 +480,62 @@ def save_run(directory, case, cmd, oracle_text, tool_out_path, tool_error, note=
         with open(os.path.join(d, "deviation.txt"), "w") as f:
             f.write(note + "\n")
     return d
+
+
+def _oracle_or_none(thunk):
+    """(net, renames) of an oracle thunk, (None, error text) when it raises."""
+    try:
+        return thunk()
+    except (m.MemongerError, ValueError, AssertionError) as e:
+        return None, "%s: %s" % (type(e).__name__, e)
+
+
+def rerun_real_devices(run, extra):
+    """The thunk classify_deviation calls for `real_devices` (None where it does not apply);
+    it records the oracle's net in `extra`."""
+    if run.real_devices is None:
+        return None
+
+    def thunk():
+        net, renames = _oracle_or_none(run.real_devices)
+        extra["oracle-real-devices.pbtxt"] = (caffe2_nets.write_pbtxt(net) if net is not None
+                                              else "# oracle raised: %s\n" % renames)
+        return net, renames
+    return thunk
+
+
+def rerun_no_dont_share(run, args, case, net_path, scratch, extra):
+    """The thunk classify_deviation calls for `no_dont_share` (None where it does not apply):
+    the oracle and the tool without any dont_share name; records both in `extra`."""
+    if run.no_dont_share is None:
+        return None
+    flags, oracle, real_oracle = run.no_dont_share
+    done = []
+
+    def real_devices():
+        real_net, why = _oracle_or_none(real_oracle)
+        extra["oracle-no-dont-share-real-devices.pbtxt"] = (
+            caffe2_nets.write_pbtxt(real_net) if real_net is not None
+            else "# oracle raised: %s\n" % why)
+        return real_net
+
+    def thunk():
+        if done:
+            return done[0]
+        oracle_net, why = _oracle_or_none(oracle)
+        extra["oracle-no-dont-share.pbtxt"] = (caffe2_nets.write_pbtxt(oracle_net)
+                                               if oracle_net is not None
+                                               else "# oracle raised: %s\n" % why)
+        out_path = os.path.join(scratch, "%s.%s.no-dont-share.pbtxt" % (case["id"], run.label))
+        tool_net, cmd, error = run_tool(args.optimize_net, net_path, flags, out_path,
+                                        args.timeout)
+        extra["command-no-dont-share.txt"] = " ".join(shlex.quote(c) for c in cmd) + "\n"
+        extra["tool-no-dont-share.pbtxt"] = (caffe2_nets.write_pbtxt(tool_net)
+                                             if tool_net is not None
+                                             else "# tool failed: %s\n" % error)
+        done.append((oracle_net, tool_net, error, real_devices))
+        return done[0]
+    return thunk
 
 
 def main(argv=None):
@@ -355,7 +583,8 @@ def main(argv=None):
         shutil.rmtree(os.path.join(workdir, stale), ignore_errors=True)
     for case in cases:
         net_path = write_case(case, os.path.join(workdir, "nets"))
-        for label, flags, oracle, is_dag in runs_for(case, args.dp_max_blobs):
+        for run in runs_for(case, args.dp_max_blobs):
+            label, flags, oracle, is_dag = run.label, run.flags, run.oracle, run.is_dag
             if only and not any(label == o or label.startswith(o) for o in only):
                 continue
             s = stats.setdefault(label, dict.fromkeys(columns, 0))
@@ -384,8 +613,11 @@ def main(argv=None):
                 s["agreed"] += 1
                 continue
             oracle_text = oracle_text or "# oracle raised: %s\n" % refused
-            deviation = classify_deviation(label, case, oracle_net, verifier_fails, tool_net,
-                                           error, is_dag)
+            extra = {}  # files of the re-runs, saved with the run
+            deviation = classify_deviation(
+                label, case, oracle_net, verifier_fails, tool_net, error, is_dag,
+                real_devices=rerun_real_devices(run, extra),
+                no_dont_share=rerun_no_dont_share(run, args, case, net_path, scratch, extra))
             if deviation is not None and tool_net is None:
                 if case["id"] not in rejected:
                     rejected[case["id"]] = net_rejected(args.optimize_net, net_path, case,
@@ -398,11 +630,12 @@ def main(argv=None):
                 kind, note = deviation
                 s[kind] += 1
                 save_run(os.path.join(workdir, "deviations", kind, label), case, cmd,
-                         oracle_text, out_path, error, "%s: %s\n%s" % (kind, note, diff))
+                         oracle_text, out_path, error, "%s: %s\n%s" % (kind, note, diff),
+                         extra)
                 continue
             s["disagreed"] += 1
             where = save_run(os.path.join(workdir, "disagreements", label), case, cmd,
-                             oracle_text, out_path, error)
+                             oracle_text, out_path, error, extra=extra)
             lines.append("%s %s: %s  [%s]" % (case["id"], label, diff, where))
 
     for line in lines:
@@ -419,9 +652,10 @@ def main(argv=None):
     print("%-*s %s" % (width, "total", " ".join("%*d" % (max(len(c), 6), totals[c])
                                                 for c in columns)))
     print("columns (each run counts in exactly one):")
+    name_width = max(len(name) for name, _ in LEGEND)
     for name, text in LEGEND:
-        print("\n".join(textwrap.wrap(text, 100, initial_indent="  %-16s " % name,
-                                       subsequent_indent=" " * 19)))
+        print("\n".join(textwrap.wrap(text, 100, initial_indent="  %-*s " % (name_width, name),
+                                       subsequent_indent=" " * (name_width + 3))))
     print("workdir: %s%s" % (workdir, " (deviations under deviations/<kind>/<label>/)"
                              if any(totals[k] for k, _ in DEVIATIONS) else ""))
     return 1 if totals["disagreed"] else 0

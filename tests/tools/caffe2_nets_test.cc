@@ -179,11 +179,22 @@ TEST(Caffe2NetsTest, WithShapesThePlanHasBytesAndTheLabelIsInt32) {
   ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_THAT(json.out, HasSubstr(R"("name": "label")"));
   EXPECT_THAT(json.out, HasSubstr(R"("dtype": "int32")"));
-  // --size-blind asks for Caffe2's default even when the shapes are known.
-  auto blind = RunOptimizeNet(absl::StrCat(net, kN1Shapes,
-                                           " --planner memonger-dag --mode training --size-blind"));
-  ASSERT_EQ(blind.exit_code, 0) << blind.err;
-  EXPECT_THAT(blind.out, HasSubstr("size-blind"));
+  // --size-blind with the shapes known: Caffe2's decisions without blob shapes (the same
+  // rewritten net as without the shapes), with the plan's real bytes.
+  for (const char* planner : {"memonger-dag --mode training", "memonger-greedy"}) {
+    SCOPED_TRACE(planner);
+    const std::string blind_out = TempDir() + "/blind.pbtxt";
+    const std::string sized_out = TempDir() + "/sized.pbtxt";
+    auto blind = RunOptimizeNet(absl::StrCat(net, " --planner ", planner, " --net-out ",
+                                             blind_out));
+    ASSERT_EQ(blind.exit_code, 0) << blind.err;
+    auto sized = RunOptimizeNet(absl::StrCat(net, kN1Shapes, " --planner ", planner,
+                                             " --size-blind --net-out ", sized_out));
+    ASSERT_EQ(sized.exit_code, 0) << sized.err;
+    EXPECT_THAT(sized.out, HasSubstr("arena bytes"));
+    EXPECT_EQ(Stats(blind_out).outputs, Stats(sized_out).outputs);
+  }
+  EXPECT_EQ(RunOptimizeNet(net + " --planner auto --size-blind").exit_code, 2);
 }
 
 TEST(Caffe2NetsTest, SizeBlindRefusesWhatNeedsBytes) {
