@@ -79,6 +79,9 @@ absl::Status CheckFlags(Flags& flags) {
         "--recompute does not go with --plan-in, --fit, --compare or --variant (--fit tries "
         "recomputation by itself)");
   }
+  if (flags.insert_free && flags.net_out.empty()) {
+    return absl::InvalidArgumentError("--insert-free rewrites the net: it needs --net-out FILE");
+  }
   if (flags.size_blind && !absl::StartsWith(flags.planner, "memonger-")) {
     return absl::InvalidArgumentError(
         "--size-blind is for the memonger baselines (memonger-dag, memonger-greedy, "
@@ -222,6 +225,9 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
   app.add_flag("--recycle-inputs", flags.recycle_inputs,
                "let planners reuse a graph input's memory after its last reader (by default "
                "inputs, like outputs, are kept for the whole run)");
+  app.add_flag("--insert-free", flags.insert_free,
+               "with --net-out: a Free op after the last reader of each blob (Caffe2's "
+               "release_blobs_when_used, for caching allocators); --static names are kept");
   app.add_flag("--size-blind", flags.size_blind,
                "memonger baselines: plan without sizes, as Caffe2's memonger does without blob "
                "shapes (automatic when the graph inputs' shapes are unknown)");

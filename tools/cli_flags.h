@@ -51,6 +51,7 @@ struct Flags {
   std::vector<std::string> static_names;
   bool recycle_inputs = false;
   bool size_blind = false;
+  bool insert_free = false;
   int64_t alignment = 256;
   double time_limit = 2;
   std::string execute = "none";

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <iostream>
 #include <string>
 #include <variant>
@@ -35,6 +36,7 @@
 #include "memonger/verify_plan.h"
 #include "report/fit.h"
 #include "report/model_summary.h"
+#include "report/net_free.h"
 #include "report/net_rewrite.h"
 #include "report/plan_ascii.h"
 #include "report/plan_html.h"
@@ -78,8 +80,8 @@ bool IsRecordsGraph(const memonger::graph::Graph& graph) {
 
 // The bytes of the rewritten net (shared values renamed), checked to compute the same graph.
 absl::StatusOr<std::string> RewrittenNetBytes(const memonger::graph::Graph& graph,
-                                              const memonger::Plan& plan,
-                                              const std::string& path) {
+                                              const memonger::Plan& plan, const std::string& path,
+                                              const Flags& flags) {
   MG_ASSIGN_OR_RETURN(memonger::RewrittenNet rewritten, memonger::RewriteNet(graph, plan));
   const memonger::proto::NetDef reference = memonger::ReferenceNet(graph, plan);
   const absl::Status equal = memonger::VerifyGraphEquality(reference, rewritten.net);
@@ -87,6 +89,11 @@ absl::StatusOr<std::string> RewrittenNetBytes(const memonger::graph::Graph& grap
   if (!equal.ok() || !inplace.ok()) {
     return absl::InternalError(absl::StrCat("the rewritten net does not compute the same graph: ",
                                             equal.ok() ? inplace.message() : equal.message()));
+  }
+  // --insert-free: Caffe2's release_blobs_when_used on the renamed net (static names kept).
+  if (flags.insert_free) {
+    rewritten.net = memonger::InsertFrees(
+        rewritten.net, std::set<std::string>(flags.static_names.begin(), flags.static_names.end()));
   }
   // The extension was checked with the flags.
   const std::string ext =
@@ -439,7 +446,7 @@ int RunSizeBlind(const Flags& flags, const memonger::graph::Graph& graph,
   memonger::util::OutputFiles outputs;
   if (absl::Status s = memonger::tools::DeclareOutputs(flags, outputs); !s.ok()) return fail(s);
   if (!flags.net_out.empty()) {
-    absl::StatusOr<std::string> net = RewrittenNetBytes(graph, *plan, flags.net_out);
+    absl::StatusOr<std::string> net = RewrittenNetBytes(graph, *plan, flags.net_out, flags);
     if (!net.ok()) return fail(net.status());
     outputs.Set(flags.net_out, *std::move(net));
   }
@@ -549,7 +556,7 @@ int Run(const Flags& flags) {
   }
   if (!flags.html.empty()) outputs.Set(flags.html, memonger::PlanToHtml(*graph, *plan));
   if (!flags.net_out.empty()) {
-    absl::StatusOr<std::string> net = RewrittenNetBytes(*graph, *plan, flags.net_out);
+    absl::StatusOr<std::string> net = RewrittenNetBytes(*graph, *plan, flags.net_out, flags);
     if (!net.ok()) return fail(net.status());
     outputs.Set(flags.net_out, *std::move(net));
   }

@@ -537,7 +537,7 @@ void AddCpuTensorKernels(KernelMap& kernels) {
   kernels["Tile"] = Tile;
   kernels["Trilu"] = Trilu;
   for (const char* type : {"Reshape", "Flatten", "FlattenToVec", "Squeeze", "Unsqueeze",
-                           "ExpandDims", "Identity", "Copy", "StopGradient"}) {
+                           "ExpandDims", "Identity", "Copy", "StopGradient", "Free", "Alias"}) {
     kernels[type] = CopyLike;
   }
   kernels["Transpose"] = Transpose;

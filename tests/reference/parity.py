@@ -352,14 +352,16 @@ def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_e
                 "the oracle with real_devices=True equals the tool's net; blobs no traversed "
                 "gradient op writes whose Caffe2 device (CPU 0) is not their real one: %s" % (
                     ", ".join("%s on %s" % (b, device_name(d))
-                              for b, d in misrecorded_devices(case, oracle_net)) or "none"))
+                              for b, d in misrecorded_devices(case, oracle_net, real_net))
+                    or "none"))
     if no_dont_share is not None:
         plain_oracle, plain_tool, _, plain_real_devices = no_dont_share()
         if (plain_oracle is not None and plain_tool is not None
                 and first_difference(plain_oracle, plain_tool) is None):
             return "dont-share", (
-                "without dont_share %s the oracle and the tool agree" % " ".join(
-                    case["dont_share"]))
+                "without dont_share %s the oracle and the tool agree%s" % (
+                    " ".join(case["dont_share"]), renamed_note(net, oracle_net,
+                                                               case["dont_share"])))
         if plain_tool is not None and real_devices is not None:
             both = plain_real_devices()
             if both is not None and first_difference(both, plain_tool) is None:
@@ -376,18 +378,33 @@ def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_e
     return None
 
 
-def misrecorded_devices(case, oracle_net):
-    """(blob, real device) of the blobs the oracle renamed (or that name a shared buffer) which
-    Caffe2 records as CPU 0 although their writer runs elsewhere: forward blobs no traversed
-    op writes. A hint for the note only; the classification rests on the re-run."""
+def renamed_note(net, optimized, names):
+    """"; the oracle renames a -> b, ..." for the blobs of `names` that `optimized` renames
+    (a dont_share blob mapped onto a free buffer), else ""."""
+    renamed = {}
+    for a, b in zip(net["op"], optimized["op"]):
+        for field in ("input", "output"):
+            for x, y in zip(a[field], b[field]):
+                if x in names and x != y:
+                    renamed.setdefault(x, y)
+    return "; the oracle renames %s" % ", ".join(
+        "%s -> %s" % p for p in sorted(renamed.items())) if renamed else ""
+
+
+def misrecorded_devices(case, *optimized):
+    """(blob, real device) of the blobs one of the `optimized` nets renames (or that name a
+    shared buffer there) which Caffe2 records as CPU 0 although their writer runs elsewhere:
+    blobs no gradient op writes. A hint for the note only; the classification rests on the
+    re-run."""
     net = case["net"]
     real = m.real_blob_devices(net["op"])
     touched = set()
-    for a, b in zip(net["op"], oracle_net["op"]):
-        for field in ("input", "output"):
-            for x, y in zip(a[field], b[field]):
-                if x != y:
-                    touched.update((x, y))
+    for other in optimized:
+        for a, b in zip(net["op"], other["op"]):
+            for field in ("input", "output"):
+                for x, y in zip(a[field], b[field]):
+                    if x != y:
+                        touched.update((x, y))
     is_grad = m.grad_blob_predicate(
         case["namescope"] + ("/" if case["namescope"] and not case["namescope"].endswith("/")
                              else ""), case["param_grads"])

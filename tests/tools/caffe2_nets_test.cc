@@ -245,5 +245,19 @@ TEST(Caffe2NetsTest, StaticNamesAreNeverRenamed) {
   EXPECT_THAT(unknown.err, HasSubstr("--static nope: the net has no value of that name"));
 }
 
+// --insert-free: Free ops in the rewritten net, which still loads and plans.
+TEST(Caffe2NetsTest, InsertFreeWritesFreeOps) {
+  const std::string net = Binary("n1.pb", kN1Training);
+  const std::string out = TempDir() + "/freed.pbtxt";
+  auto r = RunOptimizeNet(net + " --planner memonger-dag --mode training --insert-free --net-out " +
+                          out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = ReadFile(out);
+  EXPECT_THAT(text, HasSubstr("type: \"Free\""));
+  auto again = RunOptimizeNet(absl::StrCat(out, kN1Shapes, " --planner none"));
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(RunOptimizeNet(net + " --planner memonger-dag --insert-free").exit_code, 2);
+}
+
 }  // namespace
 }  // namespace memonger
