@@ -1,12 +1,15 @@
 #include "report/plan_report.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "report/memory_estimate.h"
 #include "util/bytes.h"
 
 namespace memonger {
@@ -63,6 +66,18 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   j["ops"] = graph.num_ops();
   j["buffers"] = plan.buffers.size();
   j["shared_buffers"] = SharedBufferCount(graph, plan);
+  if (absl::StartsWith(plan.planner, "memonger-")) {
+    if (const std::optional<MemongerAccount> account = AccountPlan(graph, plan)) {
+      Json by_type = Json::object();
+      for (const auto& [type, b] : account->estimate.bytes_by_op_type) by_type[type] = b;
+      j["memonger"] = {{"baseline_bytes", account->statistics.baseline_bytes},
+                       {"optimized_bytes", account->statistics.optimized_bytes},
+                       {"allocated_bytes", account->estimate.total_bytes},
+                       {"high_water_bytes", account->estimate.high_water_bytes},
+                       {"high_water_with_free_bytes", account->high_water_with_free},
+                       {"bytes_by_op_type", by_type}};
+    }
+  }
   if (plan.graphable.has_value()) {
     Json sections = Json::array();
     for (const auto& [first, last] : plan.graphable->sections) sections.push_back({first, last});
@@ -159,6 +174,18 @@ std::string PlanToText(const graph::Graph& graph, const Plan& plan) {
     absl::StrAppendFormat(&out, "arena / naive    %.3f\n",
                           static_cast<double>(plan.arena_bytes) /
                               static_cast<double>(plan.naive_bytes));
+  }
+  if (absl::StartsWith(plan.planner, "memonger-")) {
+    // Caffe2's own accounting of the same sharing (unaligned bytes, by name).
+    if (const std::optional<MemongerAccount> account = AccountPlan(graph, plan)) {
+      absl::StrAppendFormat(&out,
+                            "memonger stats   baseline %s, optimized %s (compute_statistics)\n",
+                            bytes(account->statistics.baseline_bytes),
+                            bytes(account->statistics.optimized_bytes));
+      absl::StrAppendFormat(
+          &out, "memonger est.    high water %s, %s with Free ops (estimate_memory_usage)\n",
+          bytes(account->estimate.high_water_bytes), bytes(account->high_water_with_free));
+    }
   }
   absl::StrAppendFormat(&out, "planner          %s (order %s, %s execution, alignment %d)%s\n",
                         plan.planner, OrderName(plan.order), ExecutionName(plan.execution),

@@ -380,6 +380,157 @@ class ParityClassifierTest(unittest.TestCase):
         self.assertEqual(kind, "dag-net-fast")
 
 
+class SerialClobberTest(unittest.TestCase):
+    """parity.serial_clobbers and the caffe2-unsafe classifier."""
+
+    # a is read last at op 1 and written again at op 3: Caffe2's greedy gives a the range
+    # [0, 1] (its last read), chains a -> c -> e and names the chain e, so op 3's write of a
+    # lands in e while c, also in e, is still to be read at op 4.
+    REWRITE = [("Relu", ["x"], ["a"]), ("Relu", ["a"], ["b"]), ("Relu", ["b"], ["c"]),
+               ("Relu", ["c"], ["a"]), ("Relu", ["c"], ["d"]), ("Relu", ["d"], ["e"])]
+
+    def test_clobbered_read(self):
+        net = net_of(self.REWRITE, external_input=["x"])
+        out, renames = m.optimize_interference(net, {"x"})
+        self.assertEqual(renames, {"a": "e", "b": "d", "c": "e"})
+        self.assertEqual(parity.serial_clobbers(net, out),
+                         ["op 4 (Relu) reads c through e, which holds a (written by op 3)"])
+        self.assertEqual(parity.serial_clobbers(net, net), [])
+
+    def test_versions_and_external_outputs(self):
+        # r reads the first version of a; a second write of a before it clobbers it even
+        # though the name still holds "a". The caller reads external outputs at the end.
+        net = net_of([("Relu", ["x"], ["a"]), ("Relu", ["x"], ["a"]), ("Relu", ["a"], ["r"])],
+                     external_input=["x"], external_output=["r"])
+        moved = net_of([("Relu", ["x"], ["a"]), ("Relu", ["x"], ["a"]), ("Relu", ["a"], ["r"])])
+        self.assertEqual(parity.serial_clobbers(net, moved), [])
+        early = net_of([("Relu", ["x"], ["b"]), ("Relu", ["x"], ["b"]), ("Relu", ["b"], ["s"])])
+        self.assertEqual(parity.serial_clobbers(net, early),
+                         ["external output r ends holding its initial value"])
+        net2 = net_of([("Relu", ["x"], ["a"]), ("Relu", ["a"], ["r"]), ("Relu", ["x"], ["a"]),
+                       ("Relu", ["a"], ["s"])], external_input=["x"])
+        swapped = net_of([("Relu", ["x"], ["a"]), ("Relu", ["a"], ["r"]),
+                          ("Relu", ["x"], ["b"]), ("Relu", ["a"], ["s"])])
+        self.assertEqual(parity.serial_clobbers(net2, swapped),
+                         ["op 3 (Relu) reads a through a, which holds a (written by op 0)"])
+        self.assertIsNone(parity.serial_clobbers(net2, net_of(self.REWRITE)))
+
+    def test_caffe2_unsafe(self):
+        net = net_of(self.REWRITE, external_input=["x"])
+        oracle, _ = m.optimize_interference(net, {"x"})
+        # The tool's answer (a's range runs to its last write): a -> e, b -> d, c alone.
+        tool = net_of([("Relu", ["x"], ["e"]), ("Relu", ["e"], ["d"]), ("Relu", ["d"], ["c"]),
+                       ("Relu", ["c"], ["e"]), ("Relu", ["c"], ["d"]), ("Relu", ["d"], ["e"])])
+        self.assertEqual(parity.serial_clobbers(net, tool), [])
+        kind, note = parity.classify_deviation("greedy", {"net": net}, oracle, False, tool, "",
+                                               False)
+        self.assertEqual(kind, "caffe2-unsafe")
+        self.assertIn("op 4 (Relu) reads c through e", note)
+        # Not when the tool's net is unsafe too, when it failed, or when the oracle is safe.
+        self.assertIsNone(parity.classify_deviation("greedy", {"net": net}, oracle, False,
+                                                    oracle, "", False))
+        self.assertIsNone(parity.classify_deviation("greedy", {"net": net}, oracle, False,
+                                                    None, "exit 1: x", False))
+        safe_net = net_of(self.REWRITE[:3], external_input=["x"])
+        safe, _ = m.optimize_interference(safe_net, {"x"})
+        self.assertIsNone(parity.classify_deviation("greedy", {"net": safe_net}, safe, False,
+                                                    safe_net, "", False))
+
+
+class TrainingDeviationTest(unittest.TestCase):
+    """The activation-device, dont-share and combined classifiers on test 4's net (five FCs,
+    activations fc1..fc3), run where the tool is emulated with the port: real_devices=True
+    for the tool's device rule; a dont_share gradient passed as a parameter gradient (never
+    shareable) for the tool's dont-share rule."""
+
+    GPU0 = (caffe2_nets.GPU_TYPE, 0)
+
+    def case(self, gpu):
+        case = caffe2_nets.mlp_case(n_fc=5)
+        if gpu:
+            for op in case["net"]["op"]:
+                op["device"] = self.GPU0
+        return case
+
+    def plan(self, case, dont_share=(), real_devices=False, never_share=()):
+        out, _ = m.share_grad_blobs(case["net"], case["losses"],
+                                    list(case["param_grads"]) + list(never_share), "",
+                                    list(dont_share), True, verify=False,
+                                    real_devices=real_devices)
+        return out
+
+    def classify(self, case, oracle, tool, real_devices=None, no_dont_share=None):
+        self.assertEqual(parity.cross_device_groups(case["net"], oracle), {})
+        return parity.classify_deviation("dag-training+act", case, oracle, False, tool, "",
+                                         True, real_devices, no_dont_share)
+
+    def test_real_devices_option(self):
+        gpu = self.case(True)
+        caffe2 = self.plan(gpu)
+        real = self.plan(gpu, real_devices=True)
+        names = lambda net: set(m.blob_names(net))  # noqa: E731
+        # Caffe2 takes the GPU activations for CPU 0: no GPU gradient reuses them.
+        self.assertFalse({"fc1", "fc2", "fc3"} & {b for op in caffe2["op"]
+                                                   if op["type"].endswith("Gradient")
+                                                   for b in op["output"]})
+        self.assertIsNotNone(parity.first_difference(caffe2, real))
+        self.assertLess(len(names(real)), len(names(caffe2)))
+        cpu = self.case(False)
+        self.assertIsNone(parity.first_difference(self.plan(cpu),
+                                                  self.plan(cpu, real_devices=True)))
+        self.assertEqual(m.real_blob_devices(gpu["net"]["op"])["fc1"], self.GPU0)
+
+    def test_activation_device(self):
+        gpu = self.case(True)
+        oracle, tool = self.plan(gpu), self.plan(gpu, real_devices=True)
+        kind, note = self.classify(gpu, oracle, tool,
+                                   real_devices=lambda: (self.plan(gpu, real_devices=True),
+                                                         {}))
+        self.assertEqual(kind, "activation-device")
+        self.assertIn("fc1 on cuda:0", note)
+        # On the CPU the rule changes nothing: a different tool net is no such deviation.
+        cpu = self.case(False)
+        self.assertIsNone(self.classify(cpu, self.plan(cpu), cpu["net"],
+                                        real_devices=lambda: (self.plan(cpu, real_devices=True),
+                                                              {})))
+
+    def no_dont_share(self, case, tool_net):
+        return lambda: (self.plan(case), tool_net, "",
+                        lambda: self.plan(case, real_devices=True))
+
+    def test_dont_share(self):
+        cpu = self.case(False)
+        oracle = self.plan(cpu, dont_share=["fc2_grad"])
+        tool = self.plan(cpu, never_share=["fc2_grad"])
+        self.assertIn("fc2_grad", m.blob_names(tool))
+        self.assertNotIn("fc2_grad", m.blob_names(oracle))  # Caffe2 still maps it
+        kind, note = self.classify(cpu, oracle, tool,
+                                   real_devices=lambda: (self.plan(cpu, ["fc2_grad"], True), {}),
+                                   no_dont_share=self.no_dont_share(cpu, self.plan(cpu)))
+        self.assertEqual(kind, "dont-share")
+        self.assertIn("the oracle renames fc2_grad -> ", note)
+        # Without dont_share the tool still differs (here: it shares nothing at all).
+        self.assertIsNone(self.classify(cpu, oracle, tool,
+                                        no_dont_share=self.no_dont_share(cpu, cpu["net"])))
+
+    def test_dont_share_and_activation_device(self):
+        gpu = self.case(True)
+        oracle = self.plan(gpu, dont_share=["fc2_grad"])
+        tool = self.plan(gpu, real_devices=True, never_share=["fc2_grad"])
+        real_devices = lambda: (self.plan(gpu, ["fc2_grad"], True), {})  # noqa: E731
+        kind, _ = self.classify(gpu, oracle, tool, real_devices=real_devices,
+                                no_dont_share=self.no_dont_share(
+                                    gpu, self.plan(gpu, real_devices=True)))
+        self.assertEqual(kind, "dont-share+activation-device")
+        # Each alone does not explain it.
+        self.assertIsNotNone(parity.first_difference(real_devices()[0], tool))
+        self.assertIsNotNone(parity.first_difference(self.plan(gpu),
+                                                     self.plan(gpu, real_devices=True)))
+        # Nor both when the tool without dont_share is not the real-devices plan.
+        self.assertIsNone(self.classify(gpu, oracle, tool, real_devices=real_devices,
+                                        no_dont_share=self.no_dont_share(gpu, gpu["net"])))
+
+
 class GeneratorTest(unittest.TestCase):
     def test_random_cases_are_well_formed_and_round_trip(self):
         for i in range(300):
