@@ -18,7 +18,9 @@ compares raw sizes, and the tool's default 256-byte alignment makes ties Caffe2 
     dag-inference                 optimize_inference_for_dag   --planner memonger-dag
         --mode inference --head.. [--namescope NS]
     greedy[+shapes], dp[+shapes]  optimize_interference        --planner memonger-greedy or
-        memonger-dp [--static..] [--input-shape..]   (net's op order; sizes in bytes)
+        memonger-dp --execution serial [--static..] [--input-shape..]   (net's op order;
+        sizes in bytes; serial whatever the net's type, as optimize_interference plans one
+        serial order: a dag net would default the tool to the parallel model)
     fast                          optimize_inference_fast      --planner memonger-fast
         [--static..]
 
@@ -31,13 +33,19 @@ forward activations for CPU 0 and so never lends them to a GPU gradient).
 
 Each run counts in exactly one column (see LEGEND): agreed; both refused (the oracle raised, as
 Caffe2 would, and the tool failed too); one of the documented deviations of the tool from
-Caffe2 (DEVIATIONS; see classify_deviation; a run where the tool failed is one only if the tool
-accepts the net itself, with --planner none); or disagreed. Deviations are saved under
+Caffe2 (DEVIATIONS, tried in that order, the first that applies wins; see classify_deviation
+for the test that proves each: dag-net-fast, caffe2-verifier, cross-device, activation-device,
+dont-share, dont-share+activation-device, caffe2-unsafe; a run where the tool failed is one only
+if the tool accepts the net itself, with --planner none, and never one of the last four, which
+need the tool's net); or disagreed. Deviations are saved under
 WORKDIR/deviations/<kind>/<label>/<case>/, plain disagreements under
 WORKDIR/disagreements/<label>/<case>/ (the net, the case as JSON, both outputs or the tool's
-stderr, the command; deviations also deviation.txt) and printed on one line. Exit status: 0
-when no run is a plain disagreement, 1 otherwise. --list-only writes the nets
-(WORKDIR/nets/<case>.pbtxt and .json), checks that they are well formed, and runs nothing.
+stderr, the command; the re-runs a test made: oracle-real-devices.pbtxt,
+oracle-no-dont-share.pbtxt, tool-no-dont-share.pbtxt, command-no-dont-share.txt,
+oracle-no-dont-share-real-devices.pbtxt; deviations also deviation.txt) and printed on one
+line. Exit status: 0 when no run is a plain disagreement, 1 otherwise. --list-only writes the
+nets (WORKDIR/nets/<case>.pbtxt and .json), checks that they are well formed, and runs
+nothing.
 """
 
 import argparse
