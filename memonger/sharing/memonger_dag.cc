@@ -498,6 +498,26 @@ class DagPlanner {
   // reader of m waits for (memonger's "writes of the blob so far").
   void ComputeAliasTree() {
     const int num_values = graph_.num_values();
+    // Rewrites (blob_per_name): a member with the root's name that is neither in place nor a
+    // view follows the newest earlier version of the name in the class.
+    rewrite_of_.assign(num_values, kNone);
+    later_writers_.assign(num_values, 0);
+    later_seen_.assign(num_values, 0);
+    for (ValueId c = 0; c < num_values; ++c) {
+      if (Root(c) != c || !liveness_.options.blob_per_name) continue;
+      ValueId previous = kNone;
+      for (ValueId m : liveness_.members[c]) {
+        const graph::Value& value = graph_.value(m);
+        if (value.name != graph_.value(c).name) continue;
+        const bool rewrite = m != c && value.inplace_of == kNone && value.producer != kNone &&
+                             !graph_.op(value.producer).view;
+        if (rewrite && previous != kNone) {
+          rewrite_of_[m] = previous;
+          if (traversed_[value.producer]) ++later_writers_[c];
+        }
+        if (previous == kNone || graph_.value(previous).version < value.version) previous = m;
+      }
+    }
     tin_.assign(num_values, 0);
     tout_.assign(num_values, 0);
     writers_before_.assign(num_values, 0);
@@ -540,6 +560,9 @@ class DagPlanner {
       const graph::Op& op = graph_.op(value.producer);
       if (op.view && !op.inputs.empty() && Root(op.inputs[0]) == c) return op.inputs[0];
     }
+    // One blob per name: a rewrite of the name follows the version before it, so that a
+    // reader of the k-th write waits for k writes, as memonger counted them.
+    if (rewrite_of_[m] != kNone) return rewrite_of_[m];
     return c;  // an alias of another kind: a child of the root
   }
 
@@ -571,21 +594,35 @@ class DagPlanner {
     for (ValueId in : current.inputs) Stamp(in, tokens);
     for (ValueId out : current.outputs) Stamp(out, tokens);
 
-    // Release.
+    // Release: a class whose consumers have all been visited, and (a deviation that keeps a
+    // buffer from being handed on before the name is written again) whose later writers too.
     std::vector<PoolEntry> new_free;
+    auto release = [&](ValueId c) {
+      const ValueId actual = Mapped(c);
+      new_free.push_back({-share_count_[actual], name_rank_[actual], actual});
+    };
     for (ValueId in : current.inputs) {
       const ValueId c = Root(in);
       if (!shareable_[c]) continue;
-      if (++seen_[c] == static_cast<int>(consumers_[c].size())) {
-        const ValueId actual = Mapped(c);
-        new_free.push_back({-share_count_[actual], name_rank_[actual], actual});
+      if (++seen_[c] == static_cast<int>(consumers_[c].size()) &&
+          later_seen_[c] == later_writers_[c]) {
+        release(c);
+      }
+    }
+    for (ValueId out : current.outputs) {
+      const ValueId c = Root(out);
+      if (!shareable_[c] || rewrite_of_[out] == kNone) continue;
+      if (++later_seen_[c] == later_writers_[c] &&
+          seen_[c] == static_cast<int>(consumers_[c].size())) {
+        release(c);
       }
     }
 
-    // Assign: outputs first written here (the op writes the class's oldest member).
+    // Assign: a class at the first of its writes the traversal visits (memonger marks a name
+    // processed there), the oldest version's or a rewrite's.
     for (ValueId out : current.outputs) {
       const ValueId c = Root(out);
-      if (c != out || !optimizable_[c] || processed_[c]) continue;
+      if ((c != out && rewrite_of_[out] == kNone) || !optimizable_[c] || processed_[c]) continue;
       const bool newly_freed = std::any_of(new_free.begin(), new_free.end(),
                                            [&](const PoolEntry& e) { return e.blob == c; });
       if (newly_freed) continue;
@@ -835,6 +872,9 @@ class DagPlanner {
   std::vector<int> tin_, tout_;               // per value: its alias subtree
   std::vector<int> writers_before_;           // per value
   std::vector<int> seen_;                     // blob_input_count_
+  std::vector<ValueId> rewrite_of_;           // per value: the version a rewrite follows
+  std::vector<int> later_writers_;            // per class: traversed rewrites of its name
+  std::vector<int> later_seen_;               // per class: those visited so far
   std::vector<int> share_count_;              // share_counts_
   std::vector<ValueId> mapping_;              // mapping_: class -> buffer's canonical class
   std::vector<int> assigned_seq_;             // order of the mappings (for group order)

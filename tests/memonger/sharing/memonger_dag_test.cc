@@ -828,6 +828,53 @@ TEST(MemongerDagTest, InPlaceWriterDoesNotReleaseEarlierReaders) {
   }
 }
 
+// One blob per name: `a` is written again (op 3) after its last reader. memonger released
+// its buffer after the readers and gave it to `s`, which op 3 then overwrote before op 4 read
+// it; here a blob is free only once its later writers ran too, so nothing is shared serially.
+TEST(MemongerDagTest, RewriteAfterTheLastReadKeepsTheBuffer) {
+  const graph::Graph g = ByteGraph(R"pb(
+    external_input: "data"
+    op { type: "Relu" input: "data" output: "a" }
+    op { type: "Relu" input: "a" output: "b" }
+    op { type: "Relu" input: "b" output: "s" }
+    op { type: "Relu" input: "data" output: "a" }
+    op { type: "Relu" input: "s" output: "t" }
+    external_output: "t"
+  )pb", {});
+  for (ExecutionModel execution : {ExecutionModel::kSerial, ExecutionModel::kParallel}) {
+    SCOPED_TRACE(ExecutionName(execution));
+    PlanOptions o;
+    o.execution = execution;
+    const DagResult r = PlanDag(g, o);  // verified inside
+    const std::vector<ValueId> a = g.FindVersions("a");
+    ASSERT_EQ(a.size(), 2u);
+    EXPECT_NE(r.plan.buffer_of_value[a[1]], r.plan.buffer_of_value[Latest(g, "s")]);
+  }
+}
+
+// A reader of the third write of a name waits for three writes (memonger's in-degree), and a
+// name is assigned a buffer at the first of its writes the traversal visits.
+TEST(MemongerDagTest, RewritesCountAsWritesOfOneBlob) {
+  const graph::Graph g = ByteGraph(R"pb(
+    external_input: "data"
+    op { type: "Relu" input: "data" output: "a" }
+    op { type: "Relu" input: "data" output: "a" }
+    op { type: "Relu" input: "data" output: "a" }
+    op { type: "Relu" input: "a" output: "r" }
+    op { type: "Relu" input: "r" output: "out" }
+    op { type: "Relu" input: "out" output: "y" }
+    external_output: "y"
+  )pb", {});
+  const DagResult r = PlanDag(g, PlanOptions{});
+  SCOPED_TRACE(Describe(g, r.groups));
+  // Each write of `a` is a root (it reads the head); op 3 is visited in the third write's
+  // traversal, after all three. It frees a, and r (written there) cannot take it (an op never
+  // reuses its own inputs); out's writer (op 4) frees r and takes a's buffer.
+  EXPECT_FALSE(Share(g, r, "a", "r"));
+  EXPECT_TRUE(Share(g, r, "a", "out"));
+  EXPECT_EQ(SharedBuffers(r.groups), 1);
+}
+
 TEST(MemongerDagTest, UnreachableOpsStayUnoptimized) {
   // `u` reads only a param: no head reaches it, its outputs keep their own memory.
   const graph::Graph g = ByteGraph(R"pb(
