@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "memonger/enforced_inplace.h"
 #include "memonger/memory_order.h"
 #include "memonger/offsets/offset_planning.h"
 #include "memonger/sharing/exact_sharing.h"
@@ -199,6 +200,7 @@ bool IsMemongerBaseline(PlannerKind planner) {
 absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   MG_RETURN_IF_ERROR(ValidateOptions(options));
+  MG_RETURN_IF_ERROR(CheckEnforcedInPlace(graph));
   // Size-blind decisions need no types; without them every value counts as one byte.
   bool all_typed = true;
   for (const graph::Value& v : graph.values()) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "memonger/enforced_inplace.h"
 #include "memonger/liveness.h"
 #include "memonger/schedule.h"
 #include "util/status_macros.h"
@@ -245,6 +246,7 @@ absl::Status CheckParallel(const Graph& graph, const Liveness& live,
 
 absl::Status VerifyPlan(const Graph& graph, const Plan& plan) {
   MG_RETURN_IF_ERROR(CheckShapes(graph, plan));
+  MG_RETURN_IF_ERROR(CheckEnforcedInPlace(graph));
   Schedule schedule;
   schedule.order = plan.order;
   for (const PlanStep& step : plan.steps) schedule.ops.push_back(step.op);

@@ -537,7 +537,8 @@ void AddCpuTensorKernels(KernelMap& kernels) {
   kernels["Tile"] = Tile;
   kernels["Trilu"] = Trilu;
   for (const char* type : {"Reshape", "Flatten", "FlattenToVec", "Squeeze", "Unsqueeze",
-                           "ExpandDims", "Identity", "Copy", "StopGradient", "Free", "Alias"}) {
+                           "ExpandDims", "Identity", "Copy", "StopGradient", "Free", "Alias",
+                           "IndexFreeze"}) {
     kernels[type] = CopyLike;
   }
   kernels["Transpose"] = Transpose;

@@ -123,7 +123,7 @@ std::string CaseName(const ::testing::TestParamInfo<SchemaCase>& info) { return 
 const char* const kAnyTypeUnary[] = {"Relu",  "LeakyRelu",    "Neg",          "Abs",
                                      "Sign",  "Floor",        "Ceil",         "Round",
                                      "Copy",  "StopGradient", "CopyGPUToCPU", "CopyCPUToGPU",
-                                     "Scale", "Identity", "Free", "Alias"};
+                                     "Scale", "Identity", "Free", "Alias", "IndexFreeze"};
 const char* const kFloatUnary[] = {"Gelu",    "Sigmoid",    "Tanh",     "Sqrt",        "Rsqrt",
                                    "Exp",     "Log",        "Erf",      "Reciprocal",  "Elu",
                                    "Selu",    "Softplus",   "Softsign", "HardSigmoid", "Swish",

@@ -14,6 +14,12 @@ An op may leave out "device" (CPU 0, i.e. (0, 0)) and "arg"; "engine" and "is_gr
 read when present. Every planner deep-copies the net and returns (optimized_net, renames), where
 renames maps each blob name that changed to its new name.
 
+Two options model documented rules of optimize-net that are not Caffe2's; both default to
+False, which is Caffe2 exactly: `real_devices` (DAG planners: the device of a blob no traversed
+op writes is its writer's, not CPU 0) and `keep_until_last_write` (every planner: a blob is not
+free before the last write of its name as well as its last read; see compute_ranges,
+optimize_inference_fast and compute_blob_recycling_for_dag for each planner's form).
+
 What is left out: the schema check of the pytorch versions, RecurrentNetwork step nets and AsyncIf
 subnets (our nets have none), logging, timings, and `networkx` orderings (optimize_interference
 keeps the net's own op order, see there).
@@ -136,9 +142,10 @@ class _DagRecycler:
     """One run of ComputeBlobRecyclingForDag::OptimizeNet (section 2), per-name bookkeeping."""
 
     def __init__(self, net, heads, op_indices, shareable, namescope, dont_share, blob_shapes,
-                 real_devices=False):
+                 real_devices=False, keep_until_last_write=False):
         self.net = net
         self.real_devices = real_devices
+        self.keep_until_last_write = keep_until_last_write
         self.heads = list(heads)
         self.op_indices = list(op_indices)
         self.shareable = set(shareable)
@@ -160,6 +167,12 @@ class _DagRecycler:
         self.mapping = {}  # blob -> canonical blob, in order of assignment
         self.blob_device = {}
         self.processed_output_blobs = set()
+        # keep_until_last_write: the (op index, name) writes that write a name again (a
+        # traversed op, not in place, after an earlier version of the name), how many each
+        # name has, and how many the traversal has visited.
+        self.rewrites = set()
+        self.later_writers = collections.defaultdict(int)
+        self.later_seen = collections.defaultdict(int)
 
     def blob_or_mapped(self, name):
         return self.mapping.get(name, name)
@@ -196,6 +209,16 @@ class _DagRecycler:
                 self.blob_device[out] = CPU if op["type"] == "CopyGPUToCPU" else op_device(op)
         if self.real_devices:
             self.blob_device = dict(real_blob_devices(ops), **self.blob_device)
+        if self.keep_until_last_write:
+            traversed = set(self.op_indices)
+            written = set(self.net["external_input"])  # names with an earlier version
+            for i, op in enumerate(ops):
+                for out in op["output"]:
+                    if (i in traversed and out in written and out not in op["input"]
+                            and (i, out) not in self.rewrites):
+                        self.rewrites.add((i, out))
+                        self.later_writers[out] += 1
+                written.update(op["output"])
 
     def run(self):
         self.setup()
@@ -264,15 +287,29 @@ class _DagRecycler:
             if actual != b:
                 self.req_tokens[b] |= tokens
 
-        # Release: a shareable input whose consumer entries have all been seen.
+        # Release: a shareable input whose consumer entries have all been seen (and, with
+        # keep_until_last_write, whose name's later writers have all been visited).
         new_free = []
         new_free_set = set()
+        lw = self.keep_until_last_write
         for inp in op["input"]:
             if inp in self.shareable:
                 self.blob_input_count[inp] += 1
-                if self.blob_input_count[inp] == len(self.blob_to_ops[inp]):
+                if (self.blob_input_count[inp] == len(self.blob_to_ops.get(inp, ()))
+                        and (not lw or self.later_seen[inp] == self.later_writers[inp])):
                     actual = self.blob_or_mapped(inp)
                     if actual not in self.dont_share:
+                        new_free.append((-self.share_counts[actual], actual))
+                        new_free_set.add(actual)
+        # keep_until_last_write: a later writer of a name releases it when it is the last one
+        # and every consumer has been seen (pushed with the input releases, after the outputs).
+        for out in op["output"] if lw else ():
+            if (op_index, out) in self.rewrites and out in self.shareable:
+                self.later_seen[out] += 1
+                if (self.later_seen[out] == self.later_writers[out]
+                        and self.blob_input_count[out] == len(self.blob_to_ops.get(out, ()))):
+                    actual = self.blob_or_mapped(out)
+                    if actual not in self.dont_share and actual not in new_free_set:
                         new_free.append((-self.share_counts[actual], actual))
                         new_free_set.add(actual)
 
@@ -352,7 +389,8 @@ def real_blob_devices(ops):
 
 
 def compute_blob_recycling_for_dag(net, heads, op_indices, shareable_blobs, namescope,
-                                   dont_share_blobs, blob_shapes, real_devices=False):
+                                   dont_share_blobs, blob_shapes, real_devices=False,
+                                   keep_until_last_write=False):
     """memonger::compute_blob_recycling_for_dag (section 2). `blob_shapes` maps names to dims;
     an empty dict plans size-blind. Returns (net, renames).
 
@@ -362,12 +400,24 @@ def compute_blob_recycling_for_dag(net, heads, op_indices, shareable_blobs, name
     so a GPU forward activation can be lent to a CPU gradient but never to a GPU one.
     real_devices=True is optimize-net's rule (not Caffe2's): a blob that no op of
     `op_indices` writes takes the device of the op of the whole net that writes it (see
-    real_blob_devices); the devices of blobs written by `op_indices` ops are unchanged."""
+    real_blob_devices); the devices of blobs written by `op_indices` ops are unchanged.
+
+    keep_until_last_write=False (the default) is Caffe2 exactly: a blob is released once all
+    its consumer entries have been seen, even when an op of `op_indices` writes the name again
+    later (that write then lands in a buffer already handed on). keep_until_last_write=True is
+    optimize-net's safety rule (not Caffe2's): a blob is also kept until every op of
+    `op_indices` that writes its name again has been visited, a second, non-in-place write of
+    the name (an earlier version exists: written by any op of the net, or an external input);
+    when the last such writer is visited after every consumer, the blob is released there, in
+    the same newly freed list as that op's input releases (after them, without duplicates),
+    pushed after the op's outputs are served. A name no one reads is then released at its last
+    rewrite."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10 * len(net["op"]) + 1000))  # memonger recursed too
     try:
         return _DagRecycler(copy.deepcopy(net), heads, op_indices, shareable_blobs, namescope,
-                            dont_share_blobs, blob_shapes or {}, real_devices).run()
+                            dont_share_blobs, blob_shapes or {}, real_devices,
+                            keep_until_last_write).run()
     finally:
         sys.setrecursionlimit(limit)
 
@@ -401,12 +451,14 @@ def activation_blobs(net):
 
 def share_grad_blobs(net, losses, param_grads, namescope, dont_share_blobs=None,
                      share_activations=False, blob_shapes=None, verify=True,
-                     real_devices=False):
+                     real_devices=False, keep_until_last_write=False):
     """memonger.share_grad_blobs (section 3). With verify=False the result is returned even
     when Caffe2's verify_graph_equality / verify_inplace_blobs assertions would fail.
     real_devices=True replaces Caffe2's device rule (forward activations and other blobs no
     gradient op writes count as CPU 0) by optimize-net's (the device of their writer); see
-    compute_blob_recycling_for_dag. The default, False, is Caffe2 exactly."""
+    compute_blob_recycling_for_dag. The default, False, is Caffe2 exactly. So is
+    keep_until_last_write=False; True keeps a blob until the last gradient op that writes its
+    name again (see compute_blob_recycling_for_dag)."""
     if namescope != "" and not namescope.endswith("/"):
         namescope += "/"
     is_grad_blob = grad_blob_predicate(namescope, param_grads)
@@ -420,7 +472,7 @@ def share_grad_blobs(net, losses, param_grads, namescope, dont_share_blobs=None,
                 shareable.add(b)
     optim, renames = compute_blob_recycling_for_dag(
         net, losses, grad_op_indices, shareable, namescope,
-        set(dont_share_blobs or ()), blob_shapes or {}, real_devices)
+        set(dont_share_blobs or ()), blob_shapes or {}, real_devices, keep_until_last_write)
     if verify:
         _assert_verified(net, optim)
     return optim, renames
@@ -437,9 +489,11 @@ def _assert_verified(net, optim):
 # Section 4: optimize_inference_for_dag
 
 
-def optimize_inference_for_dag(net, input_blobs, namescope="", verify=True):
+def optimize_inference_for_dag(net, input_blobs, namescope="", verify=True,
+                               keep_until_last_write=False):
     """memonger.optimize_inference_for_dag (section 4): all ops, activations (neither external
-    input nor external output) shareable, no dont_share, never size-aware."""
+    input nor external output) shareable, no dont_share, never size-aware.
+    keep_until_last_write: see compute_blob_recycling_for_dag (False: Caffe2 exactly)."""
     external = set(net["external_input"]) | set(net["external_output"])
     activations = set()
     seen_as_output = set()
@@ -457,7 +511,8 @@ def optimize_inference_for_dag(net, input_blobs, namescope="", verify=True):
             raise MemongerError(
                 "You can only pass inference-only nets to optimize_inference_for_dag")
     optim, renames = compute_blob_recycling_for_dag(
-        net, input_blobs, range(len(net["op"])), activations, namescope, set(), {})
+        net, input_blobs, range(len(net["op"])), activations, namescope, set(), {},
+        keep_until_last_write=keep_until_last_write)
     if verify:
         _assert_verified(net, optim)
     return optim, renames
@@ -467,9 +522,13 @@ def optimize_inference_for_dag(net, input_blobs, namescope="", verify=True):
 # Section 5: optimize_inference_fast (memonger::optimize_inference_net)
 
 
-def optimize_inference_fast(net, static_blobs):
+def optimize_inference_fast(net, static_blobs, keep_until_last_write=False):
     """Single pass with a LIFO stack of free names (section 5). Blobs an op frees together are
-    pushed in the order of the op's inputs (Caffe2 iterates an unordered_set there)."""
+    pushed in the order of the op's inputs (Caffe2 iterates an unordered_set there).
+
+    keep_until_last_write=False (the default) is Caffe2 exactly: a range ends at the blob's last
+    read. True is optimize-net's safety rule (not Caffe2's): a later write of a name extends its
+    range to that step (a name is still only freed by a reader, at the step its range ends)."""
     if net.get("type", "") not in ("", "simple"):
         return copy.deepcopy(net), {}
     if any(op["type"] == "RecurrentNetwork" for op in net["op"]):
@@ -491,6 +550,8 @@ def optimize_inference_fast(net, static_blobs):
                 continue
             if out not in ranges:
                 ranges[out] = [i, i]
+            elif keep_until_last_write:
+                ranges[out][1] = max(ranges[out][1], i)
 
     # Step 2: one pass.
     free = []  # LIFO stack
@@ -532,8 +593,13 @@ def optimize_inference_fast(net, static_blobs):
 LiveRange = collections.namedtuple("LiveRange", ["defined", "used", "size"])
 
 
-def compute_ranges(linearized_ops, blob_sizes=None):
-    """Section 6 compute_ranges: blobs in order of first appearance (inputs before outputs)."""
+def compute_ranges(linearized_ops, blob_sizes=None, keep_until_last_write=False):
+    """Section 6 compute_ranges: blobs in order of first appearance (inputs before outputs).
+
+    keep_until_last_write=False (the default) is Caffe2 exactly: `used` is the last read.
+    True is optimize-net's safety rule (not Caffe2's): the range of a blob that is read ends at
+    max(last read, last write), so a name written again after its last read stays live until
+    that write; a blob never read keeps used=None (used after every other, max_live)."""
     blobs = {}
     for i, op in enumerate(linearized_ops):
         for b in op["input"]:
@@ -544,6 +610,14 @@ def compute_ranges(linearized_ops, blob_sizes=None):
             r = blobs.get(b, LiveRange(None, None, None))
             defined = i if r.defined is None else min(r.defined, i)
             blobs[b] = r._replace(defined=defined, size=blob_sizes[b] if blob_sizes else None)
+    if keep_until_last_write:
+        last_write = {}
+        for i, op in enumerate(linearized_ops):
+            for b in op["output"]:
+                last_write[b] = i
+        for b, r in blobs.items():
+            if r.used is not None and b in last_write:
+                blobs[b] = r._replace(used=max(r.used, last_write[b]))
     return blobs
 
 
@@ -687,23 +761,28 @@ def apply_assignments(net, blob_assignments):
     _rename_ops(net, lambda b: blob_assignments.get(b, b))
 
 
-def optimize_interference_full(net, static_blobs, blob_sizes=None, algo=GREEDY):
+def optimize_interference_full(net, static_blobs, blob_sizes=None, algo=GREEDY,
+                               keep_until_last_write=False):
     """optimize_interference (section 6) returning (net, blob_assignments, chains).
 
     The ordering function is the identity: the net's own op order is kept. Caffe2's default,
     networkx's plain topological sort, gives a version-dependent order, so it is not a
-    reference; the interference graph (only used to order) is therefore not built."""
+    reference; the interference graph (only used to order) is therefore not built.
+    keep_until_last_write: see compute_ranges (False: Caffe2 exactly)."""
     out = copy.deepcopy(net)
-    ranges = compute_ranges(out["op"], blob_sizes)
+    ranges = compute_ranges(out["op"], blob_sizes, keep_until_last_write)
     chains = compute_assignments(ranges, set(static_blobs), algo)
     blob_assignments = compute_blob_assignments(chains)
     apply_assignments(out, blob_assignments)
     return out, blob_assignments, chains
 
 
-def optimize_interference(net, static_blobs, blob_sizes=None, algo=GREEDY):
-    """optimize_interference (section 6) in the net's own op order. Returns (net, renames)."""
-    out, blob_assignments, _ = optimize_interference_full(net, static_blobs, blob_sizes, algo)
+def optimize_interference(net, static_blobs, blob_sizes=None, algo=GREEDY,
+                          keep_until_last_write=False):
+    """optimize_interference (section 6) in the net's own op order. Returns (net, renames).
+    keep_until_last_write: see compute_ranges (False: Caffe2 exactly)."""
+    out, blob_assignments, _ = optimize_interference_full(net, static_blobs, blob_sizes, algo,
+                                                          keep_until_last_write)
     return out, {k: v for k, v in blob_assignments.items() if k != v}
 
 

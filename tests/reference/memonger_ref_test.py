@@ -543,6 +543,167 @@ class TrainingDeviationTest(unittest.TestCase):
                                         no_dont_share=self.no_dont_share(gpu, gpu["net"])))
 
 
+class LastWriteTest(unittest.TestCase):
+    """memonger_ref's keep_until_last_write option and the last-write classifier."""
+
+    # a is read last at op 1 and written again (not in place) at op 4, when e, which Caffe2
+    # puts in a's buffer, is already dead: Caffe2's answer is safe but differs from the rule
+    # that keeps a until its last write.
+    SAFE_REWRITE = [("Relu", ["x"], ["a"]), ("Relu", ["a"], ["b"]), ("Relu", ["b"], ["e"]),
+                    ("Relu", ["e"], ["g"]), ("Relu", ["x"], ["a"]), ("Relu", ["g"], ["h"])]
+
+    def net(self):
+        return net_of(self.SAFE_REWRITE, external_input=["x"], external_output=["h"])
+
+    def test_ranges(self):
+        plain = m.compute_ranges(self.net()["op"])
+        kept = m.compute_ranges(self.net()["op"], keep_until_last_write=True)
+        self.assertEqual((plain["a"].defined, plain["a"].used), (0, 1))
+        self.assertEqual((kept["a"].defined, kept["a"].used), (0, 4))
+        self.assertEqual({b: r for b, r in kept.items() if b != "a"},
+                         {b: r for b, r in plain.items() if b != "a"})
+        # A blob no one reads stays "used after every other" (used None), rewritten or not.
+        twice = m.compute_ranges([{"input": ["x"], "output": ["z"]},
+                                  {"input": ["x"], "output": ["z"]}],
+                                 keep_until_last_write=True)
+        self.assertEqual(twice["z"], LiveRange(0, None, None))
+
+    def test_every_planner(self):
+        # The renames optimize-net writes for this net (memonger-greedy --execution serial,
+        # memonger-fast, memonger-dag --head x) are the keep_until_last_write ones.
+        net, static = self.net(), {"x", "h"}
+        self.assertEqual(m.optimize_interference(net, static)[1], {"a": "e", "b": "g"})
+        self.assertEqual(m.optimize_interference(net, static, keep_until_last_write=True)[1],
+                         {"b": "g"})
+        self.assertEqual(m.optimize_inference_fast(net, static)[1],
+                         {"a": "__m0_shared", "b": "__m1_shared", "e": "__m0_shared",
+                          "g": "__m1_shared"})
+        self.assertEqual(m.optimize_inference_fast(net, static, keep_until_last_write=True)[1],
+                         {"b": "__m0_shared", "e": "__m1_shared", "g": "__m0_shared"})
+        self.assertEqual(m.optimize_inference_for_dag(net, ["x"])[1],
+                         {"a": "__m0_shared", "b": "__m1_shared", "e": "__m0_shared",
+                          "g": "__m1_shared"})
+        self.assertEqual(m.optimize_inference_for_dag(net, ["x"], keep_until_last_write=True)[1],
+                         {"b": "__m0_shared", "g": "__m0_shared"})
+        for planner in (lambda n: m.optimize_interference(n, static)[0],
+                        lambda n: m.optimize_inference_fast(n, static)[0],
+                        lambda n: m.optimize_inference_for_dag(n, ["x"])[0]):
+            self.assertEqual(parity.serial_clobbers(net, planner(net)), [])
+
+    def test_dag_release_at_last_writer(self):
+        # op 2 writes a again (not in place) after its only read (op 1). Caffe2 frees a at op 1
+        # and hands its buffer to f, written by op 2 beside a: one op writes two outputs into
+        # one buffer. With the rule a is released by op 2 itself, pushed after op 2's outputs
+        # are served (f gets nothing), and g takes it at op 3 (a before b in the pool's order).
+        # optimize-net --planner memonger-dag --head x answers the same.
+        net = net_of([("Relu", ["x"], ["a"]), ("Relu", ["a"], ["b"]),
+                      ("Split", ["b"], ["a", "f"]), ("Relu", ["f"], ["g"]),
+                      ("Relu", ["g"], ["h"])], external_input=["x"], external_output=["h"])
+        plain, renames = m.optimize_inference_for_dag(net, ["x"])
+        self.assertEqual(renames, {"f": "__m0_shared", "a": "__m0_shared",
+                                   "g": "__m1_shared", "b": "__m1_shared"})
+        self.assertEqual(plain["op"][2]["output"], ["__m0_shared", "__m0_shared"])
+        kept, renames = m.optimize_inference_for_dag(net, ["x"], keep_until_last_write=True)
+        self.assertEqual(renames, {"g": "__m0_shared", "a": "__m0_shared"})
+        self.assertEqual([op["output"] for op in kept["op"]],
+                         [["__m0_shared"], ["b"], ["__m0_shared", "f"], ["__m0_shared"], ["h"]])
+        # The rule does not change a net whose names are each written once.
+        once = net_of(self.SAFE_REWRITE[:4], external_input=["x"], external_output=["g"])
+        self.assertEqual(m.optimize_inference_for_dag(once, ["x"])[1],
+                         m.optimize_inference_for_dag(once, ["x"],
+                                                      keep_until_last_write=True)[1])
+
+    def test_classifier(self):
+        net = self.net()
+        case = {"net": net}
+        oracle = m.optimize_interference(net, {"x", "h"})[0]
+        tool = m.optimize_interference(net, {"x", "h"}, keep_until_last_write=True)[0]
+        last_write = lambda real_devices=False, no_dont_share=False: tool  # noqa: E731
+        kind, note = parity.classify_deviation("greedy", case, oracle, False, tool, "", False,
+                                               last_write=last_write)
+        self.assertEqual(kind, "last-write")
+        self.assertIn("(alone)", note)
+        self.assertIn("written again after their last read: a", note)
+        # Not when the tool's net is another one (here: no sharing at all), nor without the
+        # variant.
+        self.assertIsNone(parity.classify_deviation("greedy", case, oracle, False, net, "",
+                                                    False, last_write=last_write))
+        self.assertIsNone(parity.classify_deviation("greedy", case, oracle, False, tool, "",
+                                                    False))
+        # Against the serial re-run of a parallel plan (where parallel-model does not hold:
+        # the serial net is not the oracle's).
+        kind, note = parity.classify_deviation("greedy", case, oracle, False, net, "", False,
+                                               serial=lambda: (tool, ""),
+                                               last_write=last_write)
+        self.assertEqual(kind, "last-write")
+        self.assertIn("against the tool re-run with --execution serial", note)
+
+    def test_parity_runs_have_the_variant(self):
+        case = caffe2_nets.mlp_case()
+        for run in parity.runs_for(case, 100):
+            self.assertIsNotNone(run.last_write, run.label)
+            self.assertIsNone(parity.first_difference(run.last_write()()[0], run.oracle()[0]),
+                              run.label)  # the MLP writes no name twice
+
+
+class ParallelModelTest(unittest.TestCase):
+    """parity's parallel-model classifier: ops 1 and 3 both write c and nothing orders them
+    but the name, so optimize-net's parallel model keeps the first write apart (the names
+    below are its answer for this net, --planner memonger-dag --head x); serially it agrees
+    with Caffe2."""
+
+    OPS = [("Relu", ["x"], ["a"]), ("Copy", ["a"], ["c"]), ("Relu", ["x"], ["r"]),
+           ("Relu", ["r"], ["c"]), ("Sum", ["c", "a"], ["c"])]
+
+    def test_plans_parallel(self):
+        dag, simple = {"type": "dag"}, {"type": "simple"}
+        self.assertTrue(parity.plans_parallel(dag, ["--planner", "memonger-dag"]))
+        self.assertTrue(parity.plans_parallel({"type": "async_scheduling"}, []))
+        self.assertFalse(parity.plans_parallel(simple, []))
+        self.assertFalse(parity.plans_parallel({}, []))
+        self.assertFalse(parity.plans_parallel(dag, ["--execution", "serial"]))
+        self.assertTrue(parity.plans_parallel(simple, ["--execution", "parallel"]))
+        self.assertEqual(parity.serial_flags(["--planner", "p", "--execution", "parallel"]),
+                         ["--planner", "p", "--execution", "serial"])
+        case = caffe2_nets.mlp_case()
+        case["net"]["type"] = "dag"
+        parallel = {run.label for run in parity.runs_for(case, 100)
+                    if parity.plans_parallel(case["net"], run.flags)}
+        self.assertEqual(parallel, {"dag-inference", "fast", "dag-training", "dag-training+act",
+                                    "dag-training+shapes", "dag-training+act+shapes"})
+
+    def test_classifier(self):
+        net = net_of(self.OPS, external_input=["x"], external_output=["c"], type_="dag")
+        case = {"net": net}
+        oracle, renames = m.optimize_inference_for_dag(net, ["x"])
+        self.assertEqual(renames, {})
+        tool = net_of([("Relu", ["x"], ["a"]), ("Copy", ["a"], ["c__mg2"]),
+                       ("Relu", ["x"], ["r"]), ("Relu", ["r"], ["c"]),
+                       ("Sum", ["c", "a"], ["c"])])
+        kind, note = parity.classify_deviation("dag-inference", case, oracle, False, tool, "",
+                                               True, serial=lambda: (oracle, ""))
+        self.assertEqual(kind, "parallel-model")
+        self.assertEqual(note, "the tool re-run with --execution serial equals the oracle's net")
+        # Not when the serial re-run differs too, or failed.
+        self.assertIsNone(parity.classify_deviation("dag-inference", case, oracle, False, tool,
+                                                    "", True, serial=lambda: (tool, "")))
+        self.assertIsNone(parity.classify_deviation("dag-inference", case, oracle, False, tool,
+                                                    "", True,
+                                                    serial=lambda: (None, "exit 1: x")))
+
+    def test_real_devices_in_training(self):
+        # DAG training: the serial re-run may equal the oracle with real_devices=True.
+        t = TrainingDeviationTest()
+        gpu = t.case(True)
+        gpu["net"]["type"] = "dag"
+        oracle, real = t.plan(gpu), t.plan(gpu, real_devices=True)
+        kind, note = parity.classify_deviation(
+            "dag-training+act+shapes", gpu, oracle, False, gpu["net"], "", True,
+            real_devices=lambda: (real, {}), serial=lambda: (real, ""))
+        self.assertEqual(kind, "parallel-model")
+        self.assertIn("real_devices=True", note)
+
+
 class GeneratorTest(unittest.TestCase):
     def test_random_cases_are_well_formed_and_round_trip(self):
         for i in range(300):

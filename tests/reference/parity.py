@@ -3,6 +3,7 @@
 
     python3 tests/reference/parity.py --optimize-net build/tools/optimize-net --count 500 \\
         --seed 1 [--workdir DIR] [--first N] [--only LABEL,...] [--single-device] [--list-only]
+        [--max-seconds S]
 
 For each random net of caffe2_nets.random_case (case i uses random.Random("<seed>:<i>")) and
 each planner/mode below, runs the oracle and the tool on the same net and compares the
@@ -35,17 +36,40 @@ Each run counts in exactly one column (see LEGEND): agreed; both refused (the or
 Caffe2 would, and the tool failed too); one of the documented deviations of the tool from
 Caffe2 (DEVIATIONS, tried in that order, the first that applies wins; see classify_deviation
 for the test that proves each: dag-net-fast, caffe2-verifier, cross-device, activation-device,
-dont-share, dont-share+activation-device, caffe2-unsafe; a run where the tool failed is one only
-if the tool accepts the net itself, with --planner none, and never one of the last four, which
-need the tool's net); or disagreed. Deviations are saved under
-WORKDIR/deviations/<kind>/<label>/<case>/, plain disagreements under
-WORKDIR/disagreements/<label>/<case>/ (the net, the case as JSON, both outputs or the tool's
-stderr, the command; the re-runs a test made: oracle-real-devices.pbtxt,
+dont-share, dont-share+activation-device, caffe2-unsafe, parallel-model, last-write; a run where
+the tool failed is one only if the tool accepts the net itself, with --planner none, and never
+one of the last six, which need the tool's net); or disagreed. The two last ones re-run a side
+with one documented rule of the tool switched:
+  parallel-model  the tool planned for a parallel executor (the net's type is dag, async_dag,
+                  async_scheduling, async_polling or prof_dag and the run passes no
+                  --execution, or it passes --execution parallel) and the tool re-run with
+                  --execution serial equals the oracle (DAG training: or the oracle with
+                  real_devices=True). The parallel model orders ops by data dependencies only:
+                  no write-after-write edge between two writers of one name, forward readers
+                  of activations ordered by their dependencies alone, so it keeps unordered
+                  rewrites of a name apart and waits for untraced touchers; Caffe2's executor
+                  orders by names.
+  last-write      the oracle with memonger_ref's keep_until_last_write=True (a blob is not
+                  free before the last write of its name as well as its last read) equals the
+                  tool. Combinations allowed, in this order: alone; in DAG training with
+                  real_devices=True; without dont_share names on both sides (where the case
+                  has some); both of those; and, where parallel-model's condition holds,
+                  against the tool re-run with --execution serial, alone or with
+                  real_devices=True. deviation.txt names the combination.
+Deviations are saved under WORKDIR/deviations/<kind>/<label>/<case>/, plain disagreements
+under WORKDIR/disagreements/<label>/<case>/ (the net, the case as JSON, both outputs or the
+tool's stderr, the command; the re-runs a test made: oracle-real-devices.pbtxt,
 oracle-no-dont-share.pbtxt, tool-no-dont-share.pbtxt, command-no-dont-share.txt,
-oracle-no-dont-share-real-devices.pbtxt; deviations also deviation.txt) and printed on one
-line. Exit status: 0 when no run is a plain disagreement, 1 otherwise. --list-only writes the
-nets (WORKDIR/nets/<case>.pbtxt and .json), checks that they are well formed, and runs
-nothing.
+oracle-no-dont-share-real-devices.pbtxt, tool-serial.pbtxt, command-serial.txt,
+oracle-last-write[-no-dont-share][-real-devices].pbtxt; deviations also deviation.txt) and
+printed on one line.
+
+The run ends with the table, the legend and one summary line, `parity: N runs, A agreed, D
+documented deviations, X disagreed` (N also counts the both-refused runs). --max-seconds S (a
+CI guard) starts no new case once S seconds have passed since the first case and then says how
+many cases ran; the table and summary cover those. Exit status: 0 when no run is a plain
+disagreement, 1 otherwise (with --max-seconds too). --list-only writes the nets
+(WORKDIR/nets/<case>.pbtxt and .json), checks that they are well formed, and runs nothing.
 """
 
 import argparse
@@ -60,6 +84,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -70,6 +95,32 @@ SHARED = re.compile(r"^(.*)__m(\d+)_shared$")
 
 # Flags every tool run gets: Caffe2 compares raw sizes (the tool aligns to 256 bytes by default).
 COMMON_FLAGS = ["--alignment", "1"]
+
+# Net types the tool plans for a parallel executor unless --execution says otherwise (as
+# graph/net_def.cc reads a NetDef's type).
+PARALLEL_NET_TYPES = ("dag", "async_dag", "async_scheduling", "async_polling", "prof_dag")
+
+
+def plans_parallel(net, flags):
+    """Whether the tool, given `flags`, plans `net` for a parallel executor: the last
+    --execution flag when there is one, else the net's type."""
+    execution = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f == "--execution"]
+    if execution:
+        return execution[-1] == "parallel"
+    return net.get("type", "") in PARALLEL_NET_TYPES
+
+
+def serial_flags(flags):
+    """`flags` with every --execution flag replaced by one --execution serial."""
+    out = []
+    i = 0
+    while i < len(flags):
+        if flags[i] == "--execution" and i + 1 < len(flags):
+            i += 2
+            continue
+        out.append(flags[i])
+        i += 1
+    return out + ["--execution", "serial"]
 
 # Documented, deliberate deviations of the tool from Caffe2, in the order classify_deviation
 # tries them (a run counts in the first that applies), with the legend's text.
@@ -93,6 +144,20 @@ DEVIATIONS = [
     ("caffe2-unsafe", "the oracle's net, run serially in its op order, reads a value another "
      "write clobbered (Caffe2's answer corrupts memory); the tool's net, simulated the same "
      "way, reads none"),
+    ("parallel-model", "the tool planned for a parallel executor (a net of type dag or async_* "
+     "and no --execution flag, or --execution parallel), and the tool re-run with --execution "
+     "serial equals the oracle (in DAG training: or the oracle with real_devices=True). The "
+     "parallel model orders ops only by data dependencies: it has no write-after-write edge "
+     "between two writers of one name and orders the forward readers of activations by their "
+     "dependencies alone, so it keeps unordered rewrites of a name in separate buffers and "
+     "waits for untraced touchers (ops outside the traversal) to happen before a reuse; "
+     "Caffe2's executor orders ops by names"),
+    ("last-write", "the tool keeps a blob until the last write of its name as well as its last "
+     "read (a name written again after its last read stays live until that write), Caffe2 "
+     "frees it at its last read; the oracle with keep_until_last_write=True equals the tool "
+     "(alone or, in DAG training, combined with the real_devices, no-dont_share or both "
+     "variants; or against the tool re-run with --execution serial, alone or with "
+     "real_devices, where the run is parallel-model's; the note names the combination)"),
 ]
 
 LEGEND = [
@@ -121,15 +186,19 @@ class Run:
     the variants the deviation tests re-run (only where they apply):
       no_dont_share: (tool flags, oracle thunk, oracle thunk with real_devices=True) of the
         same run without any dont_share name;
-      real_devices: oracle thunk of the same run with memonger_ref's real_devices=True."""
+      real_devices: oracle thunk of the same run with memonger_ref's real_devices=True;
+      last_write(real_devices=False, no_dont_share=False): oracle thunk of the same run with
+        memonger_ref's keep_until_last_write=True (and those variants, where they apply)."""
 
-    def __init__(self, label, flags, oracle, is_dag, no_dont_share=None, real_devices=None):
+    def __init__(self, label, flags, oracle, is_dag, no_dont_share=None, real_devices=None,
+                 last_write=None):
         self.label = label
         self.flags = flags
         self.oracle = oracle
         self.is_dag = is_dag
         self.no_dont_share = no_dont_share
         self.real_devices = real_devices
+        self.last_write = last_write
 
 
 def _training_run(case, act, shapes):
@@ -148,16 +217,19 @@ def _training_run(case, act, shapes):
             f += ["--param-grad", g]
         return f + (shape_flags(case) if shapes else [])
 
-    def oracle(dont_share, real_devices=False):
+    def oracle(dont_share, real_devices=False, last_write=False):
         return lambda: m.share_grad_blobs(
             net, case["losses"], case["param_grads"], case["namescope"], dont_share, act,
-            case["shapes"] if shapes else None, verify=False, real_devices=real_devices)
+            case["shapes"] if shapes else None, verify=False, real_devices=real_devices,
+            keep_until_last_write=last_write)
 
     dont_share = list(case["dont_share"])
     return Run(label, flags(dont_share), oracle(dont_share), True,
                no_dont_share=((flags([]), oracle([]), oracle([], real_devices=True))
                               if dont_share else None),
-               real_devices=oracle(dont_share, real_devices=True))
+               real_devices=oracle(dont_share, real_devices=True),
+               last_write=lambda real_devices=False, no_dont_share=False: oracle(
+                   [] if no_dont_share else dont_share, real_devices, last_write=True))
 
 
 def runs_for(case, dp_max_blobs):
@@ -173,7 +245,9 @@ def runs_for(case, dp_max_blobs):
     for h in case["heads"]:
         flags += ["--head", h]
     runs.append(Run("dag-inference", flags + ns, lambda: m.optimize_inference_for_dag(
-        net, case["heads"], case["namescope"], verify=False), True))
+        net, case["heads"], case["namescope"], verify=False), True,
+        last_write=lambda: lambda: m.optimize_inference_for_dag(
+            net, case["heads"], case["namescope"], verify=False, keep_until_last_write=True)))
 
     static = set(net["external_input"]) | set(net["external_output"]) | set(case["static"])
     static_flags = []
@@ -189,12 +263,16 @@ def runs_for(case, dp_max_blobs):
             # defaults a dag net to the parallel model, where these planners refuse).
             flags = (["--planner", planner, "--execution", "serial"] + static_flags
                      + (shape_flags(case) if shapes else []))
-            runs.append(Run(label, flags, lambda algo=algo, shapes=shapes:
-                            m.optimize_interference(net, static,
-                                                    byte_sizes(case) if shapes else None, algo),
-                            False))
+            def interference(algo=algo, shapes=shapes, last_write=False):
+                return m.optimize_interference(net, static,
+                                               byte_sizes(case) if shapes else None, algo,
+                                               keep_until_last_write=last_write)
+            runs.append(Run(label, flags, interference, False,
+                            last_write=lambda f=interference: lambda: f(last_write=True)))
     runs.append(Run("fast", ["--planner", "memonger-fast"] + static_flags,
-                    lambda: m.optimize_inference_fast(net, static), False))
+                    lambda: m.optimize_inference_fast(net, static), False,
+                    last_write=lambda: lambda: m.optimize_inference_fast(
+                        net, static, keep_until_last_write=True)))
     return runs
 
 
@@ -309,7 +387,7 @@ def serial_clobbers(net, optimized):
 
 
 def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_error, is_dag,
-                       real_devices=None, no_dont_share=None):
+                       real_devices=None, no_dont_share=None, serial=None, last_write=None):
     """(kind, explanation) of the documented deviation that explains a run where the tool's
     answer differs from the oracle's net (or the tool failed), else None. The oracle must
     have written a net (a run where it raised is never a deviation). The tests, in the order
@@ -319,20 +397,32 @@ def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_e
                        for the parallel model;
       caffe2-verifier  a DAG run whose oracle net fails Caffe2's own verifiers;
       cross-device     the oracle's net gives one name to blobs of two devices.
-    The next three need the tool's net (a tool that failed is never excused by them):
+    The others need the tool's net (a tool that failed is never excused by them):
       activation-device  `real_devices()` (the oracle re-run with real_devices=True) equals
                        the tool's net;
       dont-share       `no_dont_share()` -> (oracle net, tool net, tool error) of the run
                        re-run on both sides without any dont_share name: both wrote a net
                        and the nets are equal;
-      caffe2-unsafe    the oracle's net reads a clobbered value when run serially in its op
-                       order (serial_clobbers) and the tool's net does not.
       dont-share+activation-device  neither of the two alone, but with both undone at once:
                        the oracle without dont_share names and with real_devices=True equals
                        the tool's net without dont_share names;
-    `real_devices` and `no_dont_share` are thunks, None where the variant does not apply;
-    no_dont_share() -> (oracle net, tool net, tool error, thunk of the oracle net without
-    dont_share names and with real_devices=True)."""
+      caffe2-unsafe    the oracle's net reads a clobbered value when run serially in its op
+                       order (serial_clobbers) and the tool's net does not;
+      parallel-model   `serial()` -> (tool net, tool error) of the run re-run with
+                       --execution serial (a thunk only where the tool planned for a parallel
+                       executor, see plans_parallel): it wrote a net equal to the oracle's or
+                       to `real_devices()`'s;
+      last-write       `last_write(real_devices, no_dont_share)` -> the oracle's net with
+                       keep_until_last_write=True (None when it raised) equals the tool's net
+                       (no_dont_share: the tool's net without dont_share names, from
+                       `no_dont_share()`; serial: the tool's net from `serial()`). The
+                       combinations, tried in this order: alone; real_devices; no_dont_share;
+                       both; serial; serial and real_devices (real_devices only where
+                       `real_devices` is given, no_dont_share only where `no_dont_share` is,
+                       serial only where `serial` is).
+    `real_devices`, `no_dont_share`, `serial` and `last_write` are thunks, None where the
+    variant does not apply; no_dont_share() -> (oracle net, tool net, tool error, thunk of the
+    oracle net without dont_share names and with real_devices=True)."""
     if oracle_net is None:
         return None
     net = case["net"]
@@ -362,6 +452,7 @@ def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_e
                     ", ".join("%s on %s" % (b, device_name(d))
                               for b, d in misrecorded_devices(case, oracle_net, real_net))
                     or "none"))
+    plain_tool = None
     if no_dont_share is not None:
         plain_oracle, plain_tool, _, plain_real_devices = no_dont_share()
         if (plain_oracle is not None and plain_tool is not None
@@ -383,7 +474,55 @@ def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_e
         if tool_bad == []:
             return "caffe2-unsafe", "the oracle's net, run serially: %s%s" % (
                 "; ".join(bad[:3]), " (and %d more)" % (len(bad) - 3) if len(bad) > 3 else "")
+    serial_net = None
+    if serial is not None:
+        serial_net, _ = serial()
+        if serial_net is not None:
+            wants = [("the oracle's net", lambda: oracle_net)]
+            if real_devices is not None:
+                wants.append(("the oracle's net with real_devices=True",
+                              lambda: real_devices()[0]))
+            for what, want in wants:
+                want = want()
+                if want is not None and first_difference(want, serial_net) is None:
+                    return "parallel-model", (
+                        "the tool re-run with --execution serial equals %s" % what)
+    if last_write is not None:
+        combos = [("alone", tool_net, {})]
+        if real_devices is not None:
+            combos.append(("with real_devices=True", tool_net, {"real_devices": True}))
+        if no_dont_share is not None and plain_tool is not None:
+            combos.append(("without dont_share on both sides", plain_tool,
+                           {"no_dont_share": True}))
+            if real_devices is not None:
+                combos.append(("without dont_share on both sides and with real_devices=True",
+                               plain_tool, {"no_dont_share": True, "real_devices": True}))
+        if serial_net is not None:
+            combos.append(("against the tool re-run with --execution serial", serial_net, {}))
+            if real_devices is not None:
+                combos.append(("with real_devices=True, against the tool re-run with "
+                               "--execution serial", serial_net, {"real_devices": True}))
+        for what, tool_side, options in combos:
+            want = last_write(**options)
+            if want is not None and first_difference(want, tool_side) is None:
+                return "last-write", (
+                    "the oracle with keep_until_last_write=True (%s) equals the tool; names "
+                    "written again after their last read: %s" % (
+                        what, ", ".join(rewritten_after_read(net)) or "none"))
     return None
+
+
+def rewritten_after_read(net):
+    """The names an op writes again (not in place) after a read of an earlier version, in
+    order of first such write: where Caffe2's ranges end before the name's last write."""
+    read, written, found = set(), set(net["external_input"]), []
+    for op in net["op"]:
+        read.update(op["input"])
+        for b in op["output"]:
+            if b in written and b in read and b not in op["input"] and b not in found:
+                found.append(b)
+        written.update(op["output"])
+    return found
 
 
 def renamed_note(net, optimized, names):
@@ -563,6 +702,50 @@ def rerun_no_dont_share(run, args, case, net_path, scratch, extra):
     return thunk
 
 
+def rerun_serial(run, args, case, net_path, scratch, extra):
+    """The thunk classify_deviation calls for `serial` (None unless the tool planned the run
+    for a parallel executor): the tool re-run with --execution serial; records it in
+    `extra`."""
+    if not plans_parallel(case["net"], run.flags):
+        return None
+    done = []
+
+    def thunk():
+        if not done:
+            out_path = os.path.join(scratch, "%s.%s.serial.pbtxt" % (case["id"], run.label))
+            tool_net, cmd, error = run_tool(args.optimize_net, net_path,
+                                            serial_flags(run.flags), out_path, args.timeout)
+            extra["command-serial.txt"] = " ".join(shlex.quote(c) for c in cmd) + "\n"
+            extra["tool-serial.pbtxt"] = (caffe2_nets.write_pbtxt(tool_net)
+                                          if tool_net is not None
+                                          else "# tool failed: %s\n" % error)
+            done.append((tool_net, error))
+        return done[0]
+    return thunk
+
+
+def rerun_last_write(run, extra):
+    """The function classify_deviation calls for `last_write` (None where the run has no such
+    variant): (real_devices=False, no_dont_share=False) -> the oracle's net with
+    keep_until_last_write=True, or None when it raised; records each in `extra`."""
+    if run.last_write is None:
+        return None
+
+    def call(real_devices=False, no_dont_share=False):
+        options = {}
+        if real_devices:
+            options["real_devices"] = True
+        if no_dont_share:
+            options["no_dont_share"] = True
+        net, why = _oracle_or_none(run.last_write(**options))
+        name = "oracle-last-write%s%s.pbtxt" % ("-no-dont-share" if no_dont_share else "",
+                                                "-real-devices" if real_devices else "")
+        extra[name] = (caffe2_nets.write_pbtxt(net) if net is not None
+                       else "# oracle raised: %s\n" % why)
+        return net
+    return call
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--optimize-net", help="path of the optimize-net binary")
@@ -577,6 +760,9 @@ def main(argv=None):
     p.add_argument("--single-device", action="store_true",
                    help="generate only nets whose ops all run on one device (no copies)")
     p.add_argument("--list-only", action="store_true", help="write the nets, run nothing")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="start no new case after this many seconds (a CI guard); the summary "
+                   "says how many cases ran")
     args = p.parse_args(argv)
     if not args.list_only and not args.optimize_net:
         p.error("--optimize-net is required unless --list-only")
@@ -606,7 +792,12 @@ def main(argv=None):
     os.makedirs(scratch, exist_ok=True)
     for stale in ("disagreements", "deviations"):  # a previous run's results
         shutil.rmtree(os.path.join(workdir, stale), ignore_errors=True)
+    started = time.monotonic()
+    cases_run = 0
     for case in cases:
+        if args.max_seconds is not None and time.monotonic() - started >= args.max_seconds:
+            break
+        cases_run += 1
         net_path = write_case(case, os.path.join(workdir, "nets"))
         for run in runs_for(case, args.dp_max_blobs):
             label, flags, oracle, is_dag = run.label, run.flags, run.oracle, run.is_dag
@@ -642,7 +833,9 @@ def main(argv=None):
             deviation = classify_deviation(
                 label, case, oracle_net, verifier_fails, tool_net, error, is_dag,
                 real_devices=rerun_real_devices(run, extra),
-                no_dont_share=rerun_no_dont_share(run, args, case, net_path, scratch, extra))
+                no_dont_share=rerun_no_dont_share(run, args, case, net_path, scratch, extra),
+                serial=rerun_serial(run, args, case, net_path, scratch, extra),
+                last_write=rerun_last_write(run, extra))
             if deviation is not None and tool_net is None:
                 if case["id"] not in rejected:
                     rejected[case["id"]] = net_rejected(args.optimize_net, net_path, case,
@@ -683,7 +876,21 @@ def main(argv=None):
                                        subsequent_indent=" " * (name_width + 3))))
     print("workdir: %s%s" % (workdir, " (deviations under deviations/<kind>/<label>/)"
                              if any(totals[k] for k, _ in DEVIATIONS) else ""))
+    if cases_run < len(cases):
+        print("--max-seconds %g: stopped after %d of %d cases%s, %.1f s" % (
+            args.max_seconds, cases_run, len(cases),
+            " (%s to %s)" % (cases[0]["id"], cases[cases_run - 1]["id"]) if cases_run else "",
+            time.monotonic() - started))
+    print(summary_line(totals))
     return 1 if totals["disagreed"] else 0
+
+
+def summary_line(totals):
+    """parity: N runs, A agreed, D documented deviations, X disagreed (both-refused runs count
+    in N only)."""
+    return "parity: %d runs, %d agreed, %d documented deviations, %d disagreed" % (
+        sum(totals.values()), totals["agreed"], sum(totals[k] for k, _ in DEVIATIONS),
+        totals["disagreed"])
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ namespace {
 
 using graph::kNone;
 using graph::ValueId;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // ---------------------------------------------------------------------------------------------
@@ -873,6 +874,45 @@ TEST(MemongerDagTest, RewritesCountAsWritesOfOneBlob) {
   EXPECT_FALSE(Share(g, r, "a", "r"));
   EXPECT_TRUE(Share(g, r, "a", "out"));
   EXPECT_EQ(SharedBuffers(r.groups), 1);
+}
+
+// memonger_test.py 10 and 11 (enforce_inplace_op_invalid / _valid_and_as_head): IndexFreeze
+// must write in place. A net that names its output otherwise is refused before planning, by
+// every planner and by the verifier; written in place over a head, it plans and shares.
+TEST(MemongerDagTest, EnforcedInPlaceOps) {
+  const graph::Graph invalid = ByteGraph(R"pb(
+    external_input: "A"
+    op { type: "IndexFreeze" input: "A" output: "B" }
+    op { type: "Sum" input: "B" input: "B" output: "C" }
+    op { type: "Relu" input: "C" output: "D" }
+    op { type: "Sum" input: "D" input: "D" output: "E" }
+    external_output: "E"
+  )pb", {});
+  for (PlannerKind planner : {PlannerKind::kMemongerDag, PlannerKind::kMemongerGreedy,
+                              PlannerKind::kMemongerFast, PlannerKind::kAuto}) {
+    PlanOptions o;
+    o.planner = planner;
+    o.heads = {"A"};
+    absl::StatusOr<Plan> plan = PlanMemory(invalid, o);
+    ASSERT_FALSE(plan.ok()) << PlannerName(planner);
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(plan.status().message()),
+                AllOf(HasSubstr("IndexFreeze"), HasSubstr("in place"), HasSubstr("'B'")));
+  }
+  const graph::Graph valid = ByteGraph(R"pb(
+    external_input: "A"
+    op { type: "IndexFreeze" input: "A" output: "A" }
+    op { type: "Sum" input: "A" input: "A" output: "B" }
+    op { type: "Relu" input: "B" output: "C" }
+    op { type: "Relu" input: "C" output: "D" }
+    op { type: "Sum" input: "D" input: "D" output: "E" }
+    external_output: "E"
+  )pb", {});
+  PlanOptions o;
+  o.heads = {"A"};
+  const DagResult r = PlanDag(valid, o);
+  EXPECT_GT(SharedBuffers(r.groups), 0) << Describe(valid, r.groups);  // the count drops
+  EXPECT_TRUE(Share(valid, r, "B", "D"));
 }
 
 TEST(MemongerDagTest, UnreachableOpsStayUnoptimized) {
