@@ -28,6 +28,8 @@ const std::vector<EnforcedPairs>& Table() {
 
 absl::Status CheckEnforcedInPlace(const graph::Graph& graph) {
   for (const graph::Op& op : graph.ops()) {
+    // Caffe2's ops only: ONNX's Adagrad and Adam (ai.onnx.preview.training) write new tensors.
+    if (!op.domain.empty()) continue;
     for (const EnforcedPairs& entry : Table()) {
       if (op.type != entry.type) continue;
       for (const auto& [in, out] : entry.pairs) {

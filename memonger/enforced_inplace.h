@@ -6,7 +6,8 @@
 //   MG_RETURN_IF_ERROR(CheckEnforcedInPlace(graph));
 //
 // The table: IndexFreeze {0->0}; Adagrad {0->0, 1->1}; Adam {0->0, 1->1, 2->2};
-// MomentumSGDUpdate {0->0, 1->1, 3->2}. O(ops).
+// MomentumSGDUpdate {0->0, 1->1, 3->2}; Caffe2's ops only (an op with an ONNX domain, such as
+// ai.onnx.preview.training's Adam, is not checked). O(ops).
 #ifndef MEMONGER_MEMONGER_ENFORCED_INPLACE_H_
 #define MEMONGER_MEMONGER_ENFORCED_INPLACE_H_
 
