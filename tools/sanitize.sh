@@ -19,7 +19,7 @@ if [[ ! -f $build/CMakeCache.txt ]] || ! grep -q '^MEMONGER_FUZZ:BOOL=ON' "$buil
   CC=clang CXX=clang++ cmake -S . -B "$build" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
     -DMEMONGER_SANITIZE=address,undefined -DMEMONGER_FUZZ=ON \
-    -DMEMONGER_ENABLE_CUDA=OFF -DMEMONGER_BUILD_BENCHMARKS=OFF >/dev/null
+    -DMEMONGER_ENABLE_CUDA=OFF -DMEMONGER_BUILD_BENCHMARKS=OFF -DMEMONGER_PARITY_NETS=100 >/dev/null
 fi
 if [[ "${1:-}" == "--configure" ]]; then
   exit 0

@@ -14,11 +14,13 @@ An op may leave out "device" (CPU 0, i.e. (0, 0)) and "arg"; "engine" and "is_gr
 read when present. Every planner deep-copies the net and returns (optimized_net, renames), where
 renames maps each blob name that changed to its new name.
 
-Two options model documented rules of optimize-net that are not Caffe2's; both default to
+Three options model documented rules of optimize-net that are not Caffe2's; all default to
 False, which is Caffe2 exactly: `real_devices` (DAG planners: the device of a blob no traversed
-op writes is its writer's, not CPU 0) and `keep_until_last_write` (every planner: a blob is not
+op writes is its writer's, not CPU 0), `keep_until_last_write` (every planner: a blob is not
 free before the last write of its name as well as its last read; see compute_ranges,
-optimize_inference_fast and compute_blob_recycling_for_dag for each planner's form).
+optimize_inference_fast and compute_blob_recycling_for_dag for each planner's form) and
+`count_down_own_version` (DAG planners: a write counts down only the consumers whose in-degree
+counted it; see compute_blob_recycling_for_dag).
 
 What is left out: the schema check of the pytorch versions, RecurrentNetwork step nets and AsyncIf
 subnets (our nets have none), logging, timings, and `networkx` orderings (optimize_interference
@@ -142,8 +144,14 @@ class _DagRecycler:
     """One run of ComputeBlobRecyclingForDag::OptimizeNet (section 2), per-name bookkeeping."""
 
     def __init__(self, net, heads, op_indices, shareable, namescope, dont_share, blob_shapes,
-                 real_devices=False, keep_until_last_write=False):
+                 real_devices=False, keep_until_last_write=False, count_down_own_version=False):
         self.net = net
+        self.count_down_own_version = count_down_own_version
+        # count_down_own_version: each traversed op's position in op_indices (in-degrees count
+        # the writes of earlier positions).
+        self.position = {}
+        for k, i in enumerate(op_indices):
+            self.position.setdefault(i, k)
         self.real_devices = real_devices
         self.keep_until_last_write = keep_until_last_write
         self.heads = list(heads)
@@ -335,9 +343,11 @@ class _DagRecycler:
 
         # Descend: count every consumer of every output down; visit those that reach their
         # in-degree, with a fresh token when the outputs have several consumer entries.
-        branches = sum(len(self.blob_to_ops.get(out, ())) for out in op["output"])
+        # count_down_own_version: only the consumer entries whose in-degree counted this write.
+        counted = {out: self.counted_consumers(op_index, out) for out in op["output"]}
+        branches = sum(len(counted[out]) for out in op["output"])
         for out in op["output"]:
-            for consumer in list(self.blob_to_ops.get(out, ())):
+            for consumer in counted[out]:
                 self.op_visited_count[consumer] += 1
                 if self.op_visited_count[consumer] == self.op_inputs[consumer]:
                     new_tokens = set(tokens)
@@ -347,6 +357,20 @@ class _DagRecycler:
                     self.process_op(consumer, pool, new_tokens)
                 elif not self.op_visited[consumer]:
                     self.op_token_deposit[consumer] |= tokens
+
+    def counted_consumers(self, op_index, out):
+        """The consumer entries of `out` that op `op_index`'s write of it counts down: all of
+        them (Caffe2), or with count_down_own_version only those whose in-degree counted this
+        write: `out` optimizable (else no in-degree counted a write of it) and the reader after
+        the writer in op_indices (a reader of this version or of a later one; an in-place
+        writer's own read, and earlier readers, read an earlier version)."""
+        consumers = list(self.blob_to_ops.get(out, ()))
+        if not self.count_down_own_version:
+            return consumers
+        if out not in self.optim_op_outputs:
+            return []
+        here = self.position[op_index]
+        return [c for c in consumers if self.position[c] > here]
 
     def rename(self):
         """Section 2, Renaming. Caffe2 iterates an unordered_map here, so its __m<idx> numbers
@@ -390,7 +414,7 @@ def real_blob_devices(ops):
 
 def compute_blob_recycling_for_dag(net, heads, op_indices, shareable_blobs, namescope,
                                    dont_share_blobs, blob_shapes, real_devices=False,
-                                   keep_until_last_write=False):
+                                   keep_until_last_write=False, count_down_own_version=False):
     """memonger::compute_blob_recycling_for_dag (section 2). `blob_shapes` maps names to dims;
     an empty dict plans size-blind. Returns (net, renames).
 
@@ -411,13 +435,25 @@ def compute_blob_recycling_for_dag(net, heads, op_indices, shareable_blobs, name
     when the last such writer is visited after every consumer, the blob is released there, in
     the same newly freed list as that op's input releases (after them, without duplicates),
     pushed after the op's outputs are served. A name no one reads is then released at its last
-    rewrite."""
+    rewrite.
+
+    count_down_own_version=False (the default) is Caffe2 exactly: an op writing a blob counts
+    down every consumer entry of the name, although a consumer's in-degree counts only the
+    writes of the name before it (an in-place writer also counts down the earlier readers of
+    the version it overwrites, and a writer of a head or other non-optimizable name counts
+    down readers whose in-degree never counted it). count_down_own_version=True is
+    optimize-net's rule (docs/memonger.md, "Which consumers a write counts down"; not
+    Caffe2's): a write counts down exactly the consumers whose in-degree counted it, the
+    readers of the version it writes and of later versions (later in-place writes and later
+    rewrites of the name), i.e. the consumer entries after the writer in op_indices, and only
+    for an optimizable name; the fresh-token fork counts those entries only. For a net without
+    in-place ops or rewrites of a name (and no traversed writer of a head) the two agree."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10 * len(net["op"]) + 1000))  # memonger recursed too
     try:
         return _DagRecycler(copy.deepcopy(net), heads, op_indices, shareable_blobs, namescope,
                             dont_share_blobs, blob_shapes or {}, real_devices,
-                            keep_until_last_write).run()
+                            keep_until_last_write, count_down_own_version).run()
     finally:
         sys.setrecursionlimit(limit)
 
@@ -451,14 +487,16 @@ def activation_blobs(net):
 
 def share_grad_blobs(net, losses, param_grads, namescope, dont_share_blobs=None,
                      share_activations=False, blob_shapes=None, verify=True,
-                     real_devices=False, keep_until_last_write=False):
+                     real_devices=False, keep_until_last_write=False,
+                     count_down_own_version=False):
     """memonger.share_grad_blobs (section 3). With verify=False the result is returned even
     when Caffe2's verify_graph_equality / verify_inplace_blobs assertions would fail.
     real_devices=True replaces Caffe2's device rule (forward activations and other blobs no
     gradient op writes count as CPU 0) by optimize-net's (the device of their writer); see
     compute_blob_recycling_for_dag. The default, False, is Caffe2 exactly. So is
     keep_until_last_write=False; True keeps a blob until the last gradient op that writes its
-    name again (see compute_blob_recycling_for_dag)."""
+    name again (see compute_blob_recycling_for_dag). count_down_own_version: see
+    compute_blob_recycling_for_dag (False: Caffe2 exactly)."""
     if namescope != "" and not namescope.endswith("/"):
         namescope += "/"
     is_grad_blob = grad_blob_predicate(namescope, param_grads)
@@ -472,7 +510,8 @@ def share_grad_blobs(net, losses, param_grads, namescope, dont_share_blobs=None,
                 shareable.add(b)
     optim, renames = compute_blob_recycling_for_dag(
         net, losses, grad_op_indices, shareable, namescope,
-        set(dont_share_blobs or ()), blob_shapes or {}, real_devices, keep_until_last_write)
+        set(dont_share_blobs or ()), blob_shapes or {}, real_devices, keep_until_last_write,
+        count_down_own_version)
     if verify:
         _assert_verified(net, optim)
     return optim, renames
@@ -490,10 +529,11 @@ def _assert_verified(net, optim):
 
 
 def optimize_inference_for_dag(net, input_blobs, namescope="", verify=True,
-                               keep_until_last_write=False):
+                               keep_until_last_write=False, count_down_own_version=False):
     """memonger.optimize_inference_for_dag (section 4): all ops, activations (neither external
     input nor external output) shareable, no dont_share, never size-aware.
-    keep_until_last_write: see compute_blob_recycling_for_dag (False: Caffe2 exactly)."""
+    keep_until_last_write, count_down_own_version: see compute_blob_recycling_for_dag (False:
+    Caffe2 exactly)."""
     external = set(net["external_input"]) | set(net["external_output"])
     activations = set()
     seen_as_output = set()
@@ -512,7 +552,8 @@ def optimize_inference_for_dag(net, input_blobs, namescope="", verify=True,
                 "You can only pass inference-only nets to optimize_inference_for_dag")
     optim, renames = compute_blob_recycling_for_dag(
         net, input_blobs, range(len(net["op"])), activations, namescope, set(), {},
-        keep_until_last_write=keep_until_last_write)
+        keep_until_last_write=keep_until_last_write,
+        count_down_own_version=count_down_own_version)
     if verify:
         _assert_verified(net, optim)
     return optim, renames

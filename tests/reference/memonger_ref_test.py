@@ -1,6 +1,7 @@
 """Self-tests of memonger_ref.py: the pure-planning scenarios of memonger_test.py (section 11 of
 /work/shared/reference/memonger-algorithms.md), the section 7 counterexample, libstdc++'s heap
-steps, and the generator of caffe2_nets.py.
+steps, the port's real_devices, keep_until_last_write and count_down_own_version options,
+parity.py's deviation classifiers, and the generator of caffe2_nets.py.
 
 Run: python3 tests/reference/memonger_ref_test.py
 """
@@ -644,6 +645,101 @@ class LastWriteTest(unittest.TestCase):
             self.assertIsNotNone(run.last_write, run.label)
             self.assertIsNone(parity.first_difference(run.last_write()()[0], run.oracle()[0]),
                               run.label)  # the MLP writes no name twice
+
+
+class VersionCountdownTest(unittest.TestCase):
+    """memonger_ref's count_down_own_version option and the version-countdown classifier (the
+    tool's rule of docs/memonger.md, "Which consumers a write counts down"). The tool nets
+    below are optimize-net's answers, --planner memonger-dag --mode inference --head .. on a
+    net of type dag (parallel) and with --execution serial."""
+
+    # Heads [a, b]: memonger visits op 3 (a -> q, a rewrite of q) first, from head a, and its
+    # write of q counts down op 2, whose in-degree counted only op 1's write: op 2 reaches
+    # its in-degree early, inside a's traversal, and nothing is shared. The tool counts op 2
+    # down only for op 1's write (op 2 reads the version op 1 writes) and shares p and r.
+    REWRITE = [("Relu", ["b"], ["p"]), ("Relu", ["p"], ["q"]), ("Relu", ["q"], ["r"]),
+               ("Relu", ["a"], ["q"])]
+    # The case00166 shape: op 5 rewrites s; memonger's count-down of op 2 (a reader of op 0's
+    # version) visits op 2 inside op 5's traversal, with its tokens, and g takes h's buffer.
+    CASE00166 = [("Relu", ["x"], ["s"]), ("Relu", ["s"], ["f"]), ("Relu", ["s"], ["g"]),
+                 ("Sum", ["f", "f"], ["h"]), ("Relu", ["h"], ["k"]), ("Relu", ["k"], ["s"]),
+                 ("Relu", ["f"], ["z"])]
+
+    def renames(self, net, heads, **options):
+        return m.optimize_inference_for_dag(net, heads, verify=False, **options)[1]
+
+    def classify(self, net, heads, tool, serial):
+        oracle = m.optimize_inference_for_dag(net, heads, verify=False)[0]
+        verifier_fails = not (m.verify_graph_equality(net, oracle)
+                              and m.verify_inplace_blobs(net, oracle))
+        last_write = lambda: m.optimize_inference_for_dag(  # noqa: E731
+            net, heads, verify=False, keep_until_last_write=True)[0]
+        version_countdown = lambda last_write=False: m.optimize_inference_for_dag(  # noqa
+            net, heads, verify=False, keep_until_last_write=last_write,
+            count_down_own_version=True)[0]
+        return parity.classify_deviation(
+            "dag-inference", {"net": net}, oracle, verifier_fails, tool, "", True,
+            serial=lambda: (serial, ""), last_write=last_write,
+            version_countdown=version_countdown)
+
+    def test_rewrite_of_a_read_name(self):
+        net = net_of(self.REWRITE, external_input=["a", "b"], type_="dag")
+        self.assertEqual(self.renames(net, ["a", "b"]), {})
+        self.assertEqual(self.renames(net, ["a", "b"], keep_until_last_write=True), {})
+        shared = {"p": "__m0_shared", "r": "__m0_shared"}
+        self.assertEqual(self.renames(net, ["a", "b"], count_down_own_version=True), shared)
+        # Heads [b, a]: op 2 is visited before op 3 either way; the rules agree.
+        self.assertEqual(self.renames(net, ["b", "a"]), shared)
+        self.assertEqual(self.renames(net, ["b", "a"], count_down_own_version=True), shared)
+        # The tool: serially the count_down_own_version net; in parallel the same with op 3's
+        # unordered rewrite of q kept apart.
+        serial = m.optimize_inference_for_dag(net, ["a", "b"], verify=False,
+                                              count_down_own_version=True)[0]
+        tool = net_of([("Relu", ["b"], ["__m0_shared"]), ("Relu", ["__m0_shared"], ["q"]),
+                       ("Relu", ["q"], ["__m0_shared"]), ("Relu", ["a"], ["q__v1"])],
+                      external_input=["a", "b"], type_="dag")
+        kind, note = self.classify(net, ["a", "b"], tool, serial)
+        self.assertEqual(kind, "version-countdown")
+        self.assertIn("(against the tool re-run with --execution serial)", note)
+        self.assertIn("op 3 Relu writes q", note)
+        # Not when the serial re-run is another net, nor without the variant.
+        self.assertIsNone(self.classify(net, ["a", "b"], tool, tool))
+        self.assertIsNone(parity.classify_deviation("dag-inference", {"net": net}, net, False,
+                                                    serial, "", True))
+
+    def test_case00166_shape(self):
+        net = net_of(self.CASE00166, external_input=["x"], type_="dag")
+        self.assertEqual(self.renames(net, ["x"]), {"g": "__m0_shared", "h": "__m0_shared"})
+        self.assertEqual(self.renames(net, ["x"], count_down_own_version=True), {})
+        self.assertEqual(self.renames(net, ["x"], count_down_own_version=True,
+                                      keep_until_last_write=True), {})
+        tool = net_of([("Relu", ["x"], ["s"]), ("Relu", ["s"], ["f"]), ("Relu", ["s"], ["g"]),
+                       ("Sum", ["f", "f"], ["__m0_shared"]), ("Relu", ["__m0_shared"], ["k"]),
+                       ("Relu", ["k"], ["__m0_shared"]), ("Relu", ["f"], ["z"])],
+                      external_input=["x"], type_="dag")
+        kind, note = self.classify(net, ["x"], tool, net)  # serially: nothing shared
+        self.assertEqual(kind, "version-countdown")
+        self.assertIn("against the tool re-run with --execution serial", note)
+        # The tool's net alone (parallel) is not explained by the rule.
+        self.assertIsNone(self.classify(net, ["x"], tool, tool))
+
+    def test_does_not_apply(self):
+        # No in-place op, no rewrite of a name, no traversed writer of a head: the two rules
+        # are identical, so a tool net that differs from Caffe2's is not excused.
+        net = net_of(LastWriteTest.SAFE_REWRITE[:4], external_input=["x"],
+                     external_output=["g"], type_="dag")
+        plain, renames = m.optimize_inference_for_dag(net, ["x"])
+        self.assertEqual(renames, {"a": "__m0_shared", "e": "__m0_shared"})
+        self.assertEqual(self.renames(net, ["x"], count_down_own_version=True), renames)
+        self.assertIsNone(self.classify(net, ["x"], net, net))
+        # Training: the MLP writes no name twice.
+        case = caffe2_nets.mlp_case()
+        for run in parity.runs_for(case, 100):
+            if run.is_dag:
+                self.assertIsNone(parity.first_difference(run.version_countdown()()[0],
+                                                          run.oracle()[0]), run.label)
+            else:
+                self.assertIsNone(run.version_countdown, run.label)
 
 
 class ParallelModelTest(unittest.TestCase):

@@ -36,10 +36,10 @@ Each run counts in exactly one column (see LEGEND): agreed; both refused (the or
 Caffe2 would, and the tool failed too); one of the documented deviations of the tool from
 Caffe2 (DEVIATIONS, tried in that order, the first that applies wins; see classify_deviation
 for the test that proves each: dag-net-fast, caffe2-verifier, cross-device, activation-device,
-dont-share, dont-share+activation-device, caffe2-unsafe, parallel-model, last-write; a run where
-the tool failed is one only if the tool accepts the net itself, with --planner none, and never
-one of the last six, which need the tool's net); or disagreed. The two last ones re-run a side
-with one documented rule of the tool switched:
+dont-share, dont-share+activation-device, caffe2-unsafe, parallel-model, last-write,
+version-countdown; a run where the tool failed is one only if the tool accepts the net itself,
+with --planner none, and never one of the last seven, which need the tool's net); or disagreed.
+The three last ones re-run a side with one documented rule of the tool switched:
   parallel-model  the tool planned for a parallel executor (the net's type is dag, async_dag,
                   async_scheduling, async_polling or prof_dag and the run passes no
                   --execution, or it passes --execution parallel) and the tool re-run with
@@ -56,12 +56,22 @@ with one documented rule of the tool switched:
                   has some); both of those; and, where parallel-model's condition holds,
                   against the tool re-run with --execution serial, alone or with
                   real_devices=True. deviation.txt names the combination.
+  version-countdown  (DAG planners only) the oracle with memonger_ref's
+                  count_down_own_version=True (a write of a blob counts down only the consumers
+                  whose in-degree counted that write, the readers of the version it writes and
+                  of later versions, instead of every consumer of the name; docs/memonger.md,
+                  "Which consumers a write counts down") equals the tool. Combinations: each of
+                  last-write's (alone; real_devices; no dont_share; both; serial; serial and
+                  real_devices), first without, then with keep_until_last_write=True.
+                  deviation.txt names the combination.
 Deviations are saved under WORKDIR/deviations/<kind>/<label>/<case>/, plain disagreements
 under WORKDIR/disagreements/<label>/<case>/ (the net, the case as JSON, both outputs or the
 tool's stderr, the command; the re-runs a test made: oracle-real-devices.pbtxt,
 oracle-no-dont-share.pbtxt, tool-no-dont-share.pbtxt, command-no-dont-share.txt,
 oracle-no-dont-share-real-devices.pbtxt, tool-serial.pbtxt, command-serial.txt,
-oracle-last-write[-no-dont-share][-real-devices].pbtxt; deviations also deviation.txt) and
+oracle-last-write[-no-dont-share][-real-devices].pbtxt,
+oracle-version-countdown[-last-write][-no-dont-share][-real-devices].pbtxt; deviations also
+deviation.txt) and
 printed on one line.
 
 The run ends with the table, the legend and one summary line, `parity: N runs, A agreed, D
@@ -158,6 +168,12 @@ DEVIATIONS = [
      "(alone or, in DAG training, combined with the real_devices, no-dont_share or both "
      "variants; or against the tool re-run with --execution serial, alone or with "
      "real_devices, where the run is parallel-model's; the note names the combination)"),
+    ("version-countdown", "DAG planners: a write of a blob counts down, in the tool, only the "
+     "consumers whose in-degree counted that write (readers of the version it writes and of "
+     "later versions), in Caffe2 every consumer of the name; the oracle with "
+     "count_down_own_version=True equals the tool (alone or with any of last-write's "
+     "combinations, without and then with keep_until_last_write=True; the note names the "
+     "combination)"),
 ]
 
 LEGEND = [
@@ -188,10 +204,13 @@ class Run:
         same run without any dont_share name;
       real_devices: oracle thunk of the same run with memonger_ref's real_devices=True;
       last_write(real_devices=False, no_dont_share=False): oracle thunk of the same run with
-        memonger_ref's keep_until_last_write=True (and those variants, where they apply)."""
+        memonger_ref's keep_until_last_write=True (and those variants, where they apply);
+      version_countdown(real_devices=False, no_dont_share=False, last_write=False): oracle
+        thunk of the same DAG run with memonger_ref's count_down_own_version=True (and those
+        variants, where they apply)."""
 
     def __init__(self, label, flags, oracle, is_dag, no_dont_share=None, real_devices=None,
-                 last_write=None):
+                 last_write=None, version_countdown=None):
         self.label = label
         self.flags = flags
         self.oracle = oracle
@@ -199,6 +218,7 @@ class Run:
         self.no_dont_share = no_dont_share
         self.real_devices = real_devices
         self.last_write = last_write
+        self.version_countdown = version_countdown
 
 
 def _training_run(case, act, shapes):
@@ -217,11 +237,11 @@ def _training_run(case, act, shapes):
             f += ["--param-grad", g]
         return f + (shape_flags(case) if shapes else [])
 
-    def oracle(dont_share, real_devices=False, last_write=False):
+    def oracle(dont_share, real_devices=False, last_write=False, count_down=False):
         return lambda: m.share_grad_blobs(
             net, case["losses"], case["param_grads"], case["namescope"], dont_share, act,
             case["shapes"] if shapes else None, verify=False, real_devices=real_devices,
-            keep_until_last_write=last_write)
+            keep_until_last_write=last_write, count_down_own_version=count_down)
 
     dont_share = list(case["dont_share"])
     return Run(label, flags(dont_share), oracle(dont_share), True,
@@ -229,7 +249,10 @@ def _training_run(case, act, shapes):
                               if dont_share else None),
                real_devices=oracle(dont_share, real_devices=True),
                last_write=lambda real_devices=False, no_dont_share=False: oracle(
-                   [] if no_dont_share else dont_share, real_devices, last_write=True))
+                   [] if no_dont_share else dont_share, real_devices, last_write=True),
+               version_countdown=lambda real_devices=False, no_dont_share=False,
+               last_write=False: oracle([] if no_dont_share else dont_share, real_devices,
+                                        last_write, count_down=True))
 
 
 def runs_for(case, dp_max_blobs):
@@ -247,7 +270,10 @@ def runs_for(case, dp_max_blobs):
     runs.append(Run("dag-inference", flags + ns, lambda: m.optimize_inference_for_dag(
         net, case["heads"], case["namescope"], verify=False), True,
         last_write=lambda: lambda: m.optimize_inference_for_dag(
-            net, case["heads"], case["namescope"], verify=False, keep_until_last_write=True)))
+            net, case["heads"], case["namescope"], verify=False, keep_until_last_write=True),
+        version_countdown=lambda last_write=False: lambda: m.optimize_inference_for_dag(
+            net, case["heads"], case["namescope"], verify=False,
+            keep_until_last_write=last_write, count_down_own_version=True)))
 
     static = set(net["external_input"]) | set(net["external_output"]) | set(case["static"])
     static_flags = []
@@ -387,7 +413,8 @@ def serial_clobbers(net, optimized):
 
 
 def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_error, is_dag,
-                       real_devices=None, no_dont_share=None, serial=None, last_write=None):
+                       real_devices=None, no_dont_share=None, serial=None, last_write=None,
+                       version_countdown=None):
     """(kind, explanation) of the documented deviation that explains a run where the tool's
     answer differs from the oracle's net (or the tool failed), else None. The oracle must
     have written a net (a run where it raised is never a deviation). The tests, in the order
@@ -420,7 +447,12 @@ def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_e
                        both; serial; serial and real_devices (real_devices only where
                        `real_devices` is given, no_dont_share only where `no_dont_share` is,
                        serial only where `serial` is).
-    `real_devices`, `no_dont_share`, `serial` and `last_write` are thunks, None where the
+      version-countdown  `version_countdown(real_devices, no_dont_share, last_write)` -> the
+                       oracle's net with count_down_own_version=True (None when it raised)
+                       equals the tool's net: last-write's combinations, each first without
+                       keep_until_last_write, then all of them again with it.
+    `real_devices`, `no_dont_share`, `serial`, `last_write` and `version_countdown` are
+    thunks, None where the
     variant does not apply; no_dont_share() -> (oracle net, tool net, tool error, thunk of the
     oracle net without dont_share names and with real_devices=True)."""
     if oracle_net is None:
@@ -487,21 +519,21 @@ def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_e
                 if want is not None and first_difference(want, serial_net) is None:
                     return "parallel-model", (
                         "the tool re-run with --execution serial equals %s" % what)
-    if last_write is not None:
-        combos = [("alone", tool_net, {})]
+    combos = [("alone", tool_net, {})]
+    if real_devices is not None:
+        combos.append(("with real_devices=True", tool_net, {"real_devices": True}))
+    if no_dont_share is not None and plain_tool is not None:
+        combos.append(("without dont_share on both sides", plain_tool,
+                       {"no_dont_share": True}))
         if real_devices is not None:
-            combos.append(("with real_devices=True", tool_net, {"real_devices": True}))
-        if no_dont_share is not None and plain_tool is not None:
-            combos.append(("without dont_share on both sides", plain_tool,
-                           {"no_dont_share": True}))
-            if real_devices is not None:
-                combos.append(("without dont_share on both sides and with real_devices=True",
-                               plain_tool, {"no_dont_share": True, "real_devices": True}))
-        if serial_net is not None:
-            combos.append(("against the tool re-run with --execution serial", serial_net, {}))
-            if real_devices is not None:
-                combos.append(("with real_devices=True, against the tool re-run with "
-                               "--execution serial", serial_net, {"real_devices": True}))
+            combos.append(("without dont_share on both sides and with real_devices=True",
+                           plain_tool, {"no_dont_share": True, "real_devices": True}))
+    if serial_net is not None:
+        combos.append(("against the tool re-run with --execution serial", serial_net, {}))
+        if real_devices is not None:
+            combos.append(("with real_devices=True, against the tool re-run with "
+                           "--execution serial", serial_net, {"real_devices": True}))
+    if last_write is not None:
         for what, tool_side, options in combos:
             want = last_write(**options)
             if want is not None and first_difference(want, tool_side) is None:
@@ -509,7 +541,32 @@ def classify_deviation(label, case, oracle_net, verifier_fails, tool_net, tool_e
                     "the oracle with keep_until_last_write=True (%s) equals the tool; names "
                     "written again after their last read: %s" % (
                         what, ", ".join(rewritten_after_read(net)) or "none"))
+    if version_countdown is not None:
+        for lw in (False, True):
+            for what, tool_side, options in combos:
+                want = version_countdown(last_write=lw, **options)
+                if want is not None and first_difference(want, tool_side) is None:
+                    return "version-countdown", (
+                        "the oracle with count_down_own_version=True (%s%s) equals the tool; "
+                        "writes of a name already read (by an earlier op or the writer): "
+                        "%s" % (
+                            what, ", with keep_until_last_write=True" if lw else "",
+                            ", ".join(rewrites_of_read_names(net)) or "none"))
     return None
+
+
+def rewrites_of_read_names(net):
+    """'op <i> <type> writes <name>' for each op writing a name some earlier op (or the op
+    itself) reads: the writes whose Caffe2 count-down reaches readers of an earlier
+    version."""
+    read = set()
+    out = []
+    for i, op in enumerate(net["op"]):
+        read.update(op["input"])
+        for b in op["output"]:
+            if b in read:
+                out.append("op %d %s writes %s" % (i, op["type"], b))
+    return out
 
 
 def rewritten_after_read(net):
@@ -746,6 +803,30 @@ def rerun_last_write(run, extra):
     return call
 
 
+def rerun_version_countdown(run, extra):
+    """The function classify_deviation calls for `version_countdown` (None where the run has
+    no such variant): (real_devices=False, no_dont_share=False, last_write=False) -> the
+    oracle's net with count_down_own_version=True, or None when it raised; records each in
+    `extra`."""
+    if run.version_countdown is None:
+        return None
+
+    def call(real_devices=False, no_dont_share=False, last_write=False):
+        options = {}
+        for key, value in (("real_devices", real_devices), ("no_dont_share", no_dont_share),
+                           ("last_write", last_write)):
+            if value:
+                options[key] = True
+        net, why = _oracle_or_none(run.version_countdown(**options))
+        name = "oracle-version-countdown%s%s%s.pbtxt" % (
+            "-last-write" if last_write else "", "-no-dont-share" if no_dont_share else "",
+            "-real-devices" if real_devices else "")
+        extra[name] = (caffe2_nets.write_pbtxt(net) if net is not None
+                       else "# oracle raised: %s\n" % why)
+        return net
+    return call
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--optimize-net", help="path of the optimize-net binary")
@@ -835,7 +916,8 @@ def main(argv=None):
                 real_devices=rerun_real_devices(run, extra),
                 no_dont_share=rerun_no_dont_share(run, args, case, net_path, scratch, extra),
                 serial=rerun_serial(run, args, case, net_path, scratch, extra),
-                last_write=rerun_last_write(run, extra))
+                last_write=rerun_last_write(run, extra),
+                version_countdown=rerun_version_countdown(run, extra))
             if deviation is not None and tool_net is None:
                 if case["id"] not in rejected:
                     rejected[case["id"]] = net_rejected(args.optimize_net, net_path, case,
