@@ -141,7 +141,8 @@ ShapeFunction Convert(DataType from, DataType to) {
 void AddElementwiseSchemas(OpSchemaTable& table) {
   AddSchemas(table,
              {"Relu", "LeakyRelu", "Neg", "Abs", "Sign", "Floor", "Ceil", "Round", "Copy",
-              "StopGradient", "CopyGPUToCPU", "CopyCPUToGPU", "Scale", "Free", "Alias", "IndexFreeze"},
+              "StopGradient", "CopyGPUToCPU", "CopyCPUToGPU", "Scale", "Free", "Alias",
+              "IndexFreeze"},
              kOne, kOne, SameAsInput);
   AddSchemas(table, {"Identity"}, kOne, kOne, SameAsInput, /*view_capable=*/true);
   AddSchemas(table,

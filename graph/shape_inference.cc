@@ -55,6 +55,38 @@ absl::StatusOr<std::optional<TensorType>> DeclaredType(const Value& v,
   return std::optional<TensorType>(TensorType{v.declared.dtype, std::move(dims)});
 }
 
+// Caffe2's Concat gradient: Split(dY, split_info) where split_info is output 1 of the forward
+// Concat, the widths of its inputs along its axis. Those widths are known from the Concat's
+// input types, so the Split gets them as its 'split' attribute (memonger, without them,
+// counted the pieces as size 0). nullopt when the op is not such a Split.
+std::optional<std::vector<int64_t>> SplitSizesFromSplitInfo(const Graph& graph, const Op& op) {
+  if (op.type != "Split" || op.inputs.size() < 2 || op.attributes().Has("split")) return {};
+  const Value& info = graph.value(op.inputs[1]);
+  if (info.producer == kNone) return {};
+  const Op& concat = graph.op(info.producer);
+  if (concat.type != "Concat" || concat.outputs.size() < 2 || concat.outputs[1] != op.inputs[1]) {
+    return {};
+  }
+  std::vector<int64_t> sizes;
+  const AttributeView attrs = concat.attributes();
+  const bool add_axis = attrs.GetInt("add_axis").value_or(0) != 0;
+  for (ValueId in : concat.inputs) {
+    const Value& v = graph.value(in);
+    if (!v.type.has_value()) return {};
+    const int64_t rank = static_cast<int64_t>(v.type->dims.size());
+    if (add_axis) {
+      sizes.push_back(1);
+      continue;
+    }
+    int64_t axis = attrs.GetInt("axis").value_or(
+        attrs.GetString("order").value_or("NCHW") == "NHWC" ? rank - 1 : 1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return {};
+    sizes.push_back(v.type->dims[axis]);
+  }
+  return sizes;
+}
+
 absl::Status TypeGraphInput(Value& v, DataType dtype, const ShapeBindings& bindings) {
   const std::string what = absl::StrCat("graph input '", v.name, "'");
   if (auto it = bindings.inputs.find(v.name); it != bindings.inputs.end()) {
@@ -268,7 +300,14 @@ absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
             " inputs and ", schema->min_outputs, "..",
             schema->max_outputs < 0 ? "n" : absl::StrCat(schema->max_outputs), " outputs"));
       }
-      ShapeContext context{op.type, op.name, {}, n_out, op.attributes()};
+      // A Concat gradient's Split learns its sizes from the forward Concat's inputs.
+      std::vector<Attribute> with_split;
+      if (std::optional<std::vector<int64_t>> sizes = SplitSizesFromSplitInfo(graph, op)) {
+        with_split = op.attrs;
+        with_split.push_back(Attribute{"split", *std::move(sizes)});
+      }
+      ShapeContext context{op.type, op.name, {}, n_out,
+                           with_split.empty() ? op.attributes() : AttributeView(with_split)};
       for (ValueId in : op.inputs) {
         const Value& v = graph.value(in);
         if (!v.type.has_value()) {

@@ -1601,5 +1601,37 @@ TEST(GraphInputDtypeTest, InputTypeBindings) {
               HasSubstr("--input-type names 'fc', which is not a graph input"));
 }
 
+// Caffe2's Concat gradient: Split(dY, split_info) takes its sizes from the forward Concat's
+// inputs (split_info is Concat's second output).
+TEST(SplitInfoTest, ConcatGradientSplitTakesTheConcatInputsWidths) {
+  Graph g = Net(R"pb(
+    external_input: "a"
+    external_input: "b"
+    external_input: "dy"
+    op { type: "Concat" input: "a" input: "b" output: "c" output: "c_split_info"
+         arg { name: "axis" i: 1 } }
+    op { type: "Split" input: "dy" input: "c_split_info" output: "a_grad" output: "b_grad"
+         arg { name: "axis" i: 1 } }
+  )pb");
+  ShapeBindings b;
+  for (const char* s : {"a=4,3", "b=4,5", "dy=4,8"}) {
+    ASSERT_TRUE(ParseInputShapeBinding(s, b).ok());
+  }
+  const absl::Status s = InferShapes(g, b);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(g.value(*g.FindValue("a_grad")).type->dims, (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(g.value(*g.FindValue("b_grad")).type->dims, (std::vector<int64_t>{4, 5}));
+  // A Split whose sizes tensor comes from elsewhere still needs them declared.
+  Graph other = Net(R"pb(
+    external_input: "dy"
+    external_input: "sizes"
+    op { type: "Split" input: "dy" input: "sizes" output: "p" output: "q"
+         arg { name: "axis" i: 1 } }
+  )pb");
+  ShapeBindings ob;
+  for (const char* s : {"dy=4,8", "sizes=2"}) ASSERT_TRUE(ParseInputShapeBinding(s, ob).ok());
+  EXPECT_FALSE(InferShapes(other, ob).ok());
+}
+
 }  // namespace
 }  // namespace memonger::graph
