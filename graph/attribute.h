@@ -12,9 +12,20 @@
 
 namespace memonger::graph {
 
+// Nets an argument holds (Caffe2's Argument.n and .nets: a RecurrentNetwork's step nets, an
+// AsyncIf's branches), each a serialized binary NetDef: the graph keeps them, unread, so that a
+// rewritten net still has them (report/net_rewrite.h renames blobs inside).
+struct Subnets {
+  std::vector<std::string> serialized;
+  bool repeated = false;  // Argument.nets; else Argument.n (exactly one net)
+  friend bool operator==(const Subnets& a, const Subnets& b) {
+    return a.serialized == b.serialized && a.repeated == b.repeated;
+  }
+};
+
 struct Attribute {
   using Data = std::variant<std::monostate, int64_t, double, std::string, std::vector<int64_t>,
-                            std::vector<double>, std::vector<std::string>>;
+                            std::vector<double>, std::vector<std::string>, Subnets>;
   std::string name;
   Data data;
 };

@@ -1,5 +1,6 @@
 #include "graph/net_def.h"
 
+#include <utility>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
@@ -100,7 +101,13 @@ absl::Status CheckLooksLikeNetDef(const proto::NetDef& net, const std::string& s
 Attribute AttributeFromProto(const proto::Argument& arg) {
   Attribute a;
   a.name = arg.name();
-  if (arg.ints_size() > 0) {
+  if (arg.has_n() || arg.nets_size() > 0) {
+    Subnets nets;
+    nets.repeated = !arg.has_n();
+    if (arg.has_n()) nets.serialized.push_back(arg.n().SerializeAsString());
+    for (const proto::NetDef& n : arg.nets()) nets.serialized.push_back(n.SerializeAsString());
+    a.data = std::move(nets);
+  } else if (arg.ints_size() > 0) {
     a.data = std::vector<int64_t>(arg.ints().begin(), arg.ints().end());
   } else if (arg.floats_size() > 0) {
     a.data = std::vector<double>(arg.floats().begin(), arg.floats().end());
@@ -130,6 +137,12 @@ void AttributeToProto(const Attribute& a, proto::Argument& arg) {
           for (double x : v) arg.add_floats(static_cast<float>(x));
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           for (const auto& x : v) arg.add_strings(x);
+        } else if constexpr (std::is_same_v<T, Subnets>) {
+          // Parsed when the net was read, so they parse again.
+          for (const std::string& bytes : v.serialized) {
+            proto::NetDef* net = v.repeated ? arg.add_nets() : arg.mutable_n();
+            net->ParseFromString(bytes);
+          }
         }
       },
       a.data);

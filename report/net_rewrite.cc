@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/net_def.h"
@@ -59,6 +60,52 @@ proto::NetDef NetWithNames(const graph::Graph& graph, const Plan& plan,
   net.set_execution(original.execution());
   if (original.has_type()) net.set_type(original.type());
   return net;
+}
+
+// memonger's renaming inside subnets: a RecurrentNetwork* op's step nets (`n`/`nets`
+// arguments, or text-format `step_net` / `backward_step_net` strings) get the renamed blobs'
+// new names, and the op a `<blob>.rename` argument per renamed blob of the net; an AsyncIf's
+// branch nets get the new names in their ops and external inputs and outputs.
+void RenameInSubnets(proto::OperatorDef& def,
+                     const std::map<std::string, std::string>& renamed) {
+  const bool recurrent = absl::StartsWith(def.type(), "RecurrentNetwork");
+  const bool async_if = def.type() == "AsyncIf";
+  if ((!recurrent && !async_if) || renamed.empty()) return;
+  auto rename = [&](std::string* name) {
+    auto it = renamed.find(*name);
+    if (it != renamed.end()) *name = it->second;
+  };
+  auto rename_net = [&](proto::NetDef& net) {
+    for (proto::OperatorDef& op : *net.mutable_op()) {
+      for (std::string& in : *op.mutable_input()) rename(&in);
+      for (std::string& out : *op.mutable_output()) rename(&out);
+    }
+    if (async_if) {
+      for (std::string& in : *net.mutable_external_input()) rename(&in);
+      for (std::string& out : *net.mutable_external_output()) rename(&out);
+    }
+  };
+  for (proto::Argument& arg : *def.mutable_arg()) {
+    if (arg.has_n()) rename_net(*arg.mutable_n());
+    for (proto::NetDef& net : *arg.mutable_nets()) rename_net(net);
+    if (recurrent && arg.has_s() &&
+        (arg.name() == "step_net" || arg.name() == "backward_step_net")) {
+      absl::StatusOr<proto::NetDef> net =
+          graph::ParseNetDef(arg.s(), graph::NetFileFormat::kText, arg.name());
+      if (!net.ok()) continue;  // not a text NetDef: left as it is
+      rename_net(*net);
+      absl::StatusOr<std::string> text =
+          graph::SerializeNetDef(*net, graph::NetFileFormat::kText);
+      if (text.ok()) arg.set_s(*text);
+    }
+  }
+  if (recurrent) {
+    for (const auto& [from, to] : renamed) {
+      proto::Argument* arg = def.add_arg();
+      arg->set_name(absl::StrCat(from, ".rename"));
+      arg->set_s(to);
+    }
+  }
 }
 
 // Per op: for each input, the index of the op that last wrote its name before (-1: none).
@@ -168,6 +215,11 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
     }
   }
   result.net = NetWithNames(graph, plan, names);
+  std::map<std::string, std::string> renamed;
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    if (names[v] != graph.value(v).name) renamed.emplace(graph.value(v).name, names[v]);
+  }
+  for (proto::OperatorDef& def : *result.net.mutable_op()) RenameInSubnets(def, renamed);
   result.value_names = std::move(names);
   return result;
 }

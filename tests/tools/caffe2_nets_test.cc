@@ -3,6 +3,7 @@
 // baseline (memonger_test.py's nets; the gradient ops as Caffe2's AddGradientOperators emits
 // them). Without the inputs' shapes the baselines plan size-blind, as Caffe2 does without blob
 // shapes; with them (--input-shape) the plan has bytes and the label's int32 is inferred.
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -257,6 +258,58 @@ TEST(Caffe2NetsTest, InsertFreeWritesFreeOps) {
   auto again = RunOptimizeNet(absl::StrCat(out, kN1Shapes, " --planner none"));
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(RunOptimizeNet(net + " --planner memonger-dag --insert-free").exit_code, 2);
+}
+
+// memonger_test.py's rnn and AsyncIf: the nets an op holds survive the rewrite, renamed blobs
+// are renamed inside them too, and a RecurrentNetwork op gets a `<blob>.rename` argument per
+// renamed blob (memonger.cc's apply_recurrent_blob_assignments).
+TEST(Caffe2NetsTest, SubnetsAreKeptAndRenamed) {
+  constexpr char kRnn[] = R"pb(
+    name: "rnn"
+    op { input: "x" output: "a" type: "Relu" }
+    op { input: "a" output: "b" type: "Relu" }
+    op { input: "b" input: "w" output: "h" type: "RecurrentNetwork"
+         arg { name: "step_net"
+               n { name: "step" op { input: "b" input: "w" output: "h_t" type: "FC" }
+                   external_input: "b" external_input: "w" } }
+         arg { name: "backward_step_net"
+               s: "name: \"back\" op { input: \"b\" output: \"b_grad\" type: \"Copy\" }" } }
+    op { input: "h" output: "c" type: "Relu" }
+    op { input: "c" output: "y" type: "Relu" }
+    op { input: "y" input: "c" output: "z" type: "AsyncIf"
+         arg { name: "then_net"
+               n { name: "then" op { input: "c" output: "z" type: "Copy" }
+                   external_input: "c" external_output: "z" } } }
+    external_input: "x"
+    external_input: "w"
+    external_output: "z"
+  )pb";
+  const std::string out = TempDir() + "/rnn_out.pbtxt";
+  auto r = RunOptimizeNet(Binary("rnn.pb", kRnn) + " --planner memonger-fast --net-out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  absl::StatusOr<proto::NetDef> net =
+      graph::ParseNetDef(ReadFile(out), graph::NetFileFormat::kText, out);
+  ASSERT_TRUE(net.ok()) << net.status();
+  // a dies at op 1 (__m0_shared), b at op 2 (__m1_shared), h at op 3, c at op 5.
+  const proto::OperatorDef& rnn = net->op(2);
+  ASSERT_EQ(rnn.type(), "RecurrentNetwork");
+  std::map<std::string, std::string> args;
+  const proto::NetDef* step = nullptr;
+  for (const proto::Argument& arg : rnn.arg()) {
+    if (arg.has_s()) args[arg.name()] = arg.s();
+    if (arg.name() == "step_net" && arg.has_n()) step = &arg.n();
+  }
+  ASSERT_NE(step, nullptr) << ReadFile(out);
+  EXPECT_EQ(step->op(0).input(0), rnn.input(0));  // b, renamed in the step net as outside
+  EXPECT_NE(rnn.input(0), "b");
+  EXPECT_EQ(args["b.rename"], rnn.input(0));
+  EXPECT_THAT(args["backward_step_net"], HasSubstr(rnn.input(0)));
+  EXPECT_EQ(step->op(0).input(1), "w");  // not renamed (a graph input)
+  const proto::OperatorDef& branch = net->op(5);
+  ASSERT_EQ(branch.type(), "AsyncIf");
+  ASSERT_TRUE(branch.arg(0).has_n());
+  EXPECT_EQ(branch.arg(0).n().op(0).input(0), branch.input(1));  // c, renamed
+  EXPECT_EQ(branch.arg(0).n().external_input(0), branch.input(1));
 }
 
 }  // namespace
