@@ -120,17 +120,15 @@ absl::StatusOr<SharingGroups> SharingGroupsFor(const graph::Graph& graph,
       return std::move(result.groups);
     }
     case PlannerKind::kExactSharing: {
+      // For a parallel executor, disjoint serial lifetimes do not order two values: the pairs
+      // happens-before does not order conflict too.
+      const std::vector<SharingItem> items = SharingItems(graph, liveness, options.alignment);
+      std::vector<std::pair<int, int>> conflicts;
       if (options.execution == ExecutionModel::kParallel) {
-        // Its items carry serial lifetimes only: disjoint lifetimes do not order two values
-        // under a parallel executor.
-        return absl::InvalidArgumentError(
-            "exact-sharing assumes the serial execution model; use --execution serial, or "
-            "memonger-dag for a parallel executor");
+        conflicts = ParallelConflicts(graph, liveness, items);
       }
-      MG_ASSIGN_OR_RETURN(
-          ExactSharingResult result,
-          PlanExactSharing(SharingItems(graph, liveness, options.alignment),
-                           options.time_limit_seconds));
+      MG_ASSIGN_OR_RETURN(ExactSharingResult result,
+                          PlanExactSharing(items, options.time_limit_seconds, conflicts));
       plan.proven_optimal = result.proven_optimal;
       return std::move(result.groups);
     }

@@ -27,10 +27,14 @@ struct Problem {
   std::vector<int> first, last;  // original steps, inclusive
   std::vector<int> seg_lo, seg_hi;  // compressed: segments [seg_lo, seg_hi)
   int num_segments = 0;
+  // Conflicts besides overlapping lifetimes (a parallel executor's unordered pairs), per item:
+  // the other items, sorted.
+  std::vector<std::vector<int>> extra;
   int size() const { return static_cast<int>(bytes.size()); }
 };
 
-Problem MakeProblem(const std::vector<SharingItem>& items, std::vector<int> members) {
+Problem MakeProblem(const std::vector<SharingItem>& items, std::vector<int> members,
+                    const std::vector<std::pair<int, int>>& extra_conflicts = {}) {
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
     const SharingItem& x = items[a];
     const SharingItem& y = items[b];
@@ -58,6 +62,22 @@ Problem MakeProblem(const std::vector<SharingItem>& items, std::vector<int> memb
         std::lower_bound(bounds.begin(), bounds.end(), p.first[k]) - bounds.begin()));
     p.seg_hi.push_back(static_cast<int>(
         std::lower_bound(bounds.begin(), bounds.end(), p.last[k] + 1) - bounds.begin()));
+  }
+  p.extra.assign(p.size(), {});
+  if (!extra_conflicts.empty()) {
+    std::map<int, int> local;  // caller's index -> sorted position
+    for (int k = 0; k < p.size(); ++k) local[p.input_index[k]] = k;
+    for (const auto& [a, b] : extra_conflicts) {
+      auto ia = local.find(a);
+      auto ib = local.find(b);
+      if (ia == local.end() || ib == local.end() || a == b) continue;  // another device
+      p.extra[ia->second].push_back(ib->second);
+      p.extra[ib->second].push_back(ia->second);
+    }
+    for (std::vector<int>& list : p.extra) {
+      std::sort(list.begin(), list.end());
+      list.erase(std::unique(list.begin(), list.end()), list.end());
+    }
   }
   return p;
 }
@@ -117,6 +137,11 @@ std::vector<int> FirstFit(const Problem& p) {
     for (size_t g = 0; g < groups.size() && chosen < 0; ++g) {
       auto it = groups[g].upper_bound(p.last[k]);  // first interval starting after k ends
       if (it != groups[g].begin() && std::prev(it)->second >= p.first[k]) continue;
+      // An earlier item of g in conflict with k (only earlier items have groups).
+      const bool conflict = std::any_of(p.extra[k].begin(), p.extra[k].end(), [&](int j) {
+        return j < k && group_of[j] == static_cast<int>(g);
+      });
+      if (conflict) continue;
       chosen = static_cast<int>(g);
     }
     if (chosen < 0) {
@@ -278,9 +303,19 @@ class Search {
         if (a != b) later_overlaps_[std::min(a, b)].push_back(std::max(a, b));
       }
     }
+    for (int a = 0; a < n_; ++a) {
+      for (int b : p.extra[a]) {
+        if (BitRows::Test(overlaps_.row(a), b)) continue;
+        BitRows::Set(overlaps_.row(a), b);
+        BitRows::Set(overlaps_.row(b), a);
+        later_overlaps_[std::min(a, b)].push_back(std::max(a, b));
+      }
+    }
     for (int k = 0; k < n_; ++k) {
       for (int j = k + 1; j < n_; ++j) BitRows::Set(later_.row(k), j);
       std::sort(later_overlaps_[k].begin(), later_overlaps_[k].end());
+      later_overlaps_[k].erase(std::unique(later_overlaps_[k].begin(), later_overlaps_[k].end()),
+                               later_overlaps_[k].end());
     }
     // Maximal cliques: segments where an item starts and an item ends (the live set of any
     // other segment is contained in a neighbour's).
@@ -711,8 +746,9 @@ std::vector<std::vector<int>> ByDevice(const std::vector<SharingItem>& items) {
 
 }  // namespace
 
-absl::StatusOr<ExactSharingResult> PlanExactSharing(const std::vector<SharingItem>& items,
-                                                    double time_limit_seconds) {
+absl::StatusOr<ExactSharingResult> PlanExactSharing(
+    const std::vector<SharingItem>& items, double time_limit_seconds,
+    const std::vector<std::pair<int, int>>& extra_conflicts) {
   if (!(time_limit_seconds >= 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("exact-sharing: time limit must be >= 0 seconds, got ", time_limit_seconds));
@@ -727,7 +763,7 @@ absl::StatusOr<ExactSharingResult> PlanExactSharing(const std::vector<SharingIte
   ExactSharingResult result;
   result.proven_optimal = true;
   for (const std::vector<int>& members : ByDevice(items)) {
-    const Problem p = MakeProblem(items, members);
+    const Problem p = MakeProblem(items, members, extra_conflicts);
     const DeviceSolution sol = Solve(p, deadline);
     result.proven_optimal = result.proven_optimal && sol.proven;
     result.cost += sol.cost;
@@ -754,6 +790,42 @@ absl::StatusOr<ExactSharingResult> PlanExactSharing(const std::vector<SharingIte
   if (result.proven_optimal) MG_CHECK(result.lower_bound <= result.cost);
   if (result.proven_optimal) result.lower_bound = result.cost;
   return result;
+}
+
+std::vector<std::pair<int, int>> ParallelConflicts(const graph::Graph& graph,
+                                                   const Liveness& liveness,
+                                                   const std::vector<SharingItem>& items) {
+  const HappensBefore order(graph);
+  // Per item: the ops touching its class, and the op writing its oldest member.
+  std::vector<std::vector<graph::OpId>> touchers(items.size());
+  std::vector<graph::OpId> writer(items.size(), graph::kNone);
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (graph::ValueId m : liveness.members[items[i].root]) {
+      const graph::Value& v = graph.value(m);
+      if (v.producer != graph::kNone) touchers[i].push_back(v.producer);
+      touchers[i].insert(touchers[i].end(), v.consumers.begin(), v.consumers.end());
+    }
+    std::sort(touchers[i].begin(), touchers[i].end());
+    touchers[i].erase(std::unique(touchers[i].begin(), touchers[i].end()), touchers[i].end());
+    writer[i] = graph.value(items[i].root).producer;
+  }
+  // Sources in ascending op order keep HappensBefore's cached search useful.
+  std::vector<std::pair<int, int>> conflicts;
+  for (size_t a = 0; a < items.size(); ++a) {
+    for (size_t b = 0; b < items.size(); ++b) {
+      if (a == b || items[a].device != items[b].device) continue;
+      const Lifetime& la = items[a].lifetime;
+      const Lifetime& lb = items[b].lifetime;
+      if (la.Overlaps(lb) || la.last_step >= lb.first_step) continue;  // a before b only
+      bool ordered = writer[b] != graph::kNone;
+      for (graph::OpId t : touchers[a]) {
+        if (!ordered) break;
+        ordered = t != writer[b] && order.Before(t, writer[b]);
+      }
+      if (!ordered) conflicts.emplace_back(static_cast<int>(a), static_cast<int>(b));
+    }
+  }
+  return conflicts;
 }
 
 int64_t SharingLowerBound(const std::vector<SharingItem>& items) {

@@ -58,9 +58,12 @@
 #define MEMONGER_MEMONGER_SHARING_EXACT_SHARING_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "memonger/liveness.h"
 #include "memonger/sharing/sharing.h"
 
 namespace memonger {
@@ -81,8 +84,22 @@ struct ExactSharingResult {
 
 // InvalidArgument for an item with negative bytes or first_step > last_step, or a negative
 // time limit. A time limit of 0 returns the incumbent.
-absl::StatusOr<ExactSharingResult> PlanExactSharing(const std::vector<SharingItem>& items,
-                                                    double time_limit_seconds);
+//
+// `extra_conflicts`: pairs of items (indices into `items`) that may not share although their
+// lifetimes are disjoint: for a parallel executor, pairs not ordered by happens-before
+// (ParallelConflicts). The search, its pruning rules and the clique bound hold for any conflict
+// graph that contains the interval overlaps: the rules are stated on the sets of items each
+// group still fits, and a clique of overlapping lifetimes is a clique of conflicts.
+absl::StatusOr<ExactSharingResult> PlanExactSharing(
+    const std::vector<SharingItem>& items, double time_limit_seconds,
+    const std::vector<std::pair<int, int>>& extra_conflicts = {});
+
+// The pairs of `items` (same device, disjoint lifetimes) that a parallel executor may still run
+// at once: the later one's writer does not wait for every op touching the earlier one
+// (HappensBefore). O(items^2) queries, grouped by source.
+std::vector<std::pair<int, int>> ParallelConflicts(const graph::Graph& graph,
+                                                   const Liveness& liveness,
+                                                   const std::vector<SharingItem>& items);
 
 // The layered clique bound of the items (summed over devices): no grouping costs less.
 // REQUIRES: items valid as above.

@@ -5,12 +5,19 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "memonger/sharing/interference.h"
+#include "memonger/liveness.h"
+#include "tests/random_graphs.h"
+#include "memonger/schedule.h"
+#include "memonger/verify_plan.h"
+#include "memonger/planner.h"
 
 namespace memonger {
 namespace {
@@ -74,7 +81,8 @@ int64_t GroupsCost(const std::vector<SharingItem>& items, const SharingGroups& g
 
 // Enumerates every partition into valid groups (restricted growth strings, pruned as soon as
 // an item does not fit its group).
-int64_t BruteForceCost(const std::vector<SharingItem>& items) {
+int64_t BruteForceCost(const std::vector<SharingItem>& items,
+                       const std::set<std::pair<int, int>>& conflicts = {}) {
   const int n = static_cast<int>(items.size());
   std::vector<std::vector<int>> groups;
   int64_t best = std::numeric_limits<int64_t>::max();
@@ -92,7 +100,8 @@ int64_t BruteForceCost(const std::vector<SharingItem>& items) {
     // By index: the recursion appends groups, which may move the vector.
     for (size_t g = 0; g < groups.size(); ++g) {
       const bool fits = std::all_of(groups[g].begin(), groups[g].end(), [&](int m) {
-        return items[m].device == items[i].device && Disjoint(items[m], items[i]);
+        return items[m].device == items[i].device && Disjoint(items[m], items[i]) &&
+               conflicts.count({std::min(m, i), std::max(m, i)}) == 0;
       });
       if (!fits) continue;
       groups[g].push_back(i);
@@ -275,6 +284,44 @@ TEST(ExactSharingTest, SearchIsProvenAndDeterministic) {
   ASSERT_TRUE(a->proven_optimal);
   EXPECT_EQ(a->groups, b->groups);
   EXPECT_EQ(a->cost, b->cost);
+}
+
+// Under a parallel executor two values may share only when happens-before orders them: on
+// small random DAGs the search's optimum with those conflicts equals brute force, and the plan
+// passes the parallel verifier.
+TEST(ExactSharingTest, ParallelConflictsMatchBruteForce) {
+  int with_conflicts = 0;
+  for (uint64_t seed = 0; seed < 150; ++seed) {
+    SCOPED_TRACE(seed);
+    testing::RandomGraphOptions options;
+    options.num_ops = 6 + static_cast<int>(seed % 5);
+    options.num_outputs = 1;
+    const graph::Graph g = testing::RandomGraph(seed, options);
+    absl::StatusOr<Schedule> schedule = MakeSchedule(g, OrderKind::kGiven);
+    ASSERT_TRUE(schedule.ok());
+    absl::StatusOr<Liveness> live = ComputeLiveness(g, *schedule);
+    ASSERT_TRUE(live.ok()) << live.status();
+    const std::vector<SharingItem> items = SharingItems(g, *live, 1);
+    if (items.size() > 11) continue;  // brute force stays quick
+    const std::vector<std::pair<int, int>> conflicts = ParallelConflicts(g, *live, items);
+    with_conflicts += !conflicts.empty();
+    std::set<std::pair<int, int>> pairs;
+    for (const auto& [a, b] : conflicts) pairs.insert({std::min(a, b), std::max(a, b)});
+    absl::StatusOr<ExactSharingResult> exact = PlanExactSharing(items, 10, conflicts);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    ASSERT_TRUE(exact->proven_optimal);
+    EXPECT_EQ(exact->cost, BruteForceCost(items, pairs));
+    EXPECT_GE(exact->cost, BruteForceCost(items));  // conflicts only add constraints
+
+    PlanOptions plan_options;
+    plan_options.planner = PlannerKind::kExactSharing;
+    plan_options.execution = ExecutionModel::kParallel;
+    plan_options.alignment = 1;
+    absl::StatusOr<Plan> plan = PlanMemory(g, plan_options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(VerifyPlan(g, *plan).ok()) << VerifyPlan(g, *plan);
+  }
+  EXPECT_GT(with_conflicts, 20);  // the property is exercised
 }
 
 }  // namespace

@@ -41,7 +41,8 @@ using None = SharingPlanner<PlannerKind::kNone, false>;
 using MemongerDag = SharingPlanner<PlannerKind::kMemongerDag, false>;
 using MemongerGreedy = SharingPlanner<PlannerKind::kMemongerGreedy, true>;
 using MemongerDp = SharingPlanner<PlannerKind::kMemongerDp, true, 20, 20>;
-using ExactSharing = SharingPlanner<PlannerKind::kExactSharing, true, 40, 40>;
+using ExactSharing = SharingPlanner<PlannerKind::kExactSharing, false, 40, 40>;
+using MemongerFast = SharingPlanner<PlannerKind::kMemongerFast, true>;
 
 constexpr int kSeeds = 500;
 
@@ -106,7 +107,8 @@ bool DpOutOfTime(PlannerKind planner, const absl::StatusOr<Plan>& plan) {
 
 template <typename Planner>
 class SharingPlannersTest : public ::testing::Test {};
-using Planners = ::testing::Types<None, MemongerDag, MemongerGreedy, MemongerDp, ExactSharing>;
+using Planners =
+    ::testing::Types<None, MemongerDag, MemongerGreedy, MemongerDp, MemongerFast, ExactSharing>;
 TYPED_TEST_SUITE(SharingPlannersTest, Planners, testing::NamedTypes);
 
 TYPED_TEST(SharingPlannersTest, SerialPlansVerifyAndLieBetweenTheBounds) {
