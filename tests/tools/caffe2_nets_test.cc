@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
@@ -310,6 +312,29 @@ TEST(Caffe2NetsTest, SubnetsAreKeptAndRenamed) {
   ASSERT_TRUE(branch.arg(0).has_n());
   EXPECT_EQ(branch.arg(0).n().op(0).input(0), branch.input(1));  // c, renamed
   EXPECT_EQ(branch.arg(0).n().external_input(0), branch.input(1));
+}
+
+// memonger_test.py's simple_memonger: N1 planned by GREEDY and DP with loss and fc1_w_grad
+// static; optimized bytes below the baseline (compute_statistics, in the JSON plan).
+TEST(Caffe2NetsTest, SimpleMemongerStatistics) {
+  const std::string net = Binary("n1.pb", kN1Training);
+  for (const char* planner : {"memonger-greedy", "memonger-dp"}) {
+    SCOPED_TRACE(planner);
+    auto r = RunOptimizeNet(absl::StrCat(net, kN1Shapes, " --planner ", planner,
+                                         " --static loss --static fc1_w_grad --format json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(j.is_discarded()) << r.out;
+    ASSERT_TRUE(j.contains("memonger")) << r.out;
+    EXPECT_LT(j["memonger"]["optimized_bytes"].get<int64_t>(),
+              j["memonger"]["baseline_bytes"].get<int64_t>());
+    EXPECT_GT(j["memonger"]["high_water_bytes"].get<int64_t>(), 0);
+    for (const auto& v : j["values"]) {  // the static names are kept for the whole run
+      if (v["name"] == "loss" || v["name"] == "fc1_w_grad") {
+        EXPECT_EQ(v["last_step"].get<int>(), 12) << v["name"];
+      }
+    }
+  }
 }
 
 }  // namespace
