@@ -125,6 +125,12 @@ absl::StatusOr<SharingGroups> SharingGroupsFor(const graph::Graph& graph,
       const std::vector<SharingItem> items = SharingItems(graph, liveness, options.alignment);
       std::vector<std::pair<int, int>> conflicts;
       if (options.execution == ExecutionModel::kParallel) {
+        // The happens-before pairs cost O(values^2) queries: bounded as the search is.
+        if (items.size() > static_cast<size_t>(kMaxSearchItems)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "exact-sharing for a parallel executor handles at most ", kMaxSearchItems,
+              " values; this net has ", items.size(), ": use memonger-dag"));
+        }
         conflicts = ParallelConflicts(graph, liveness, items);
       }
       MG_ASSIGN_OR_RETURN(ExactSharingResult result,

@@ -809,20 +809,28 @@ std::vector<std::pair<int, int>> ParallelConflicts(const graph::Graph& graph,
     touchers[i].erase(std::unique(touchers[i].begin(), touchers[i].end()), touchers[i].end());
     writer[i] = graph.value(items[i].root).producer;
   }
-  // Sources in ascending op order keep HappensBefore's cached search useful.
+  // b may follow a (same device, a ends before b starts) only if every op touching a happens
+  // before b's writer. Queries grouped by source (each toucher of a against every b): the
+  // search HappensBefore keeps per source serves them all.
   std::vector<std::pair<int, int>> conflicts;
+  std::vector<char> ordered(items.size());
   for (size_t a = 0; a < items.size(); ++a) {
     for (size_t b = 0; b < items.size(); ++b) {
-      if (a == b || items[a].device != items[b].device) continue;
-      const Lifetime& la = items[a].lifetime;
-      const Lifetime& lb = items[b].lifetime;
-      if (la.Overlaps(lb) || la.last_step >= lb.first_step) continue;  // a before b only
-      bool ordered = writer[b] != graph::kNone;
-      for (graph::OpId t : touchers[a]) {
-        if (!ordered) break;
-        ordered = t != writer[b] && order.Before(t, writer[b]);
+      ordered[b] = b != a && items[a].device == items[b].device &&
+                   items[a].lifetime.last_step < items[b].lifetime.first_step &&
+                   writer[b] != graph::kNone;
+    }
+    for (graph::OpId t : touchers[a]) {
+      for (size_t b = 0; b < items.size(); ++b) {
+        if (ordered[b]) ordered[b] = t != writer[b] && order.Before(t, writer[b]);
       }
-      if (!ordered) conflicts.emplace_back(static_cast<int>(a), static_cast<int>(b));
+    }
+    for (size_t b = 0; b < items.size(); ++b) {
+      const bool candidate = b != a && items[a].device == items[b].device &&
+                             items[a].lifetime.last_step < items[b].lifetime.first_step;
+      if (candidate && !ordered[b]) {
+        conflicts.emplace_back(static_cast<int>(a), static_cast<int>(b));
+      }
     }
   }
   return conflicts;

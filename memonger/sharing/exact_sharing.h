@@ -96,7 +96,8 @@ absl::StatusOr<ExactSharingResult> PlanExactSharing(
 
 // The pairs of `items` (same device, disjoint lifetimes) that a parallel executor may still run
 // at once: the later one's writer does not wait for every op touching the earlier one
-// (HappensBefore). O(items^2) queries, grouped by source.
+// (HappensBefore). O(items^2 x touchers) queries, grouped by source; PlanMemory refuses more
+// than kMaxSearchItems items under --execution parallel.
 std::vector<std::pair<int, int>> ParallelConflicts(const graph::Graph& graph,
                                                    const Liveness& liveness,
                                                    const std::vector<SharingItem>& items);
