@@ -11,14 +11,20 @@
 //   options.share_activations = true;
 //   MG_ASSIGN_OR_RETURN(SharingGroups groups, PlanMemongerDag(graph, liveness, options));
 //
-// memonger works on blob names; here a "blob" is an alias class (an in-place chain is one
-// class, its consumers are the readers of all its members, it is freed once all of them ran).
-// The algorithm:
+// memonger works on blob names; here a "blob" is an alias class: an in-place chain, and with
+// LivenessOptions::blob_per_name (PlanMemory sets it for the memonger baselines) every version
+// of a name. Its consumers are the readers of all its members; it is freed once all of them,
+// and every later writer of the name, ran. The algorithm:
 //   1. Choose the heads (DFS start values), the ops to traverse and the shareable classes:
-//        training   heads = options.losses (default: the graph's losses); ops = gradient ops
-//                   (an output or input of role gradient, is_gradient_op, or a type ending in
-//                   "Gradient"); shareable = gradients except parameter gradients, plus
-//                   activations when options.share_activations.
+//        training   heads = options.losses (default: the graph's losses, else each X read to
+//                   write X_autogen_grad); ops = gradient ops, those with a gradient blob among
+//                   their inputs or outputs: Caffe2's rule, a name ending in "_grad" under
+//                   options.namescope (or "_" + namescope), not a parameter gradient
+//                   (options.param_grads, else declared, else P_grad of inputs P no op reads
+//                   first), plus declared gradients in nets that declare them; shareable =
+//                   gradient blobs, plus Caffe2's activations (output b of an op reading b_w,
+//                   the last two left out) with options.share_activations, or every activation
+//                   with options.share_all_activations.
 //        inference  heads = options.heads (default: the graph's non-static inputs); all ops;
 //                   shareable = every planned value that is neither a graph input nor output.
 //      Never shareable: options.dont_share names (every version), graph inputs and outputs,
@@ -32,8 +38,9 @@
 //        a. merge the tokens deposited by its other parents; stamp its tokens on every class
 //           it reads or writes;
 //        b. release: a shareable class whose consumers have all been visited becomes free;
-//        c. assign: each shareable output first written here takes a free buffer (see
-//           below) whose stamped tokens it all holds and whose device equals its own;
+//        c. assign: each shareable output whose class this traversal writes for the first
+//           time (the oldest version's write or a rewrite of the name) takes a free buffer
+//           (see below) whose stamped tokens it all holds and whose device equals its own;
 //        d. push the buffers released in (b) into the pool, a min-heap on minus the number of
 //           classes already sharing the buffer, then the name (an op never reuses its own
 //           inputs' memory);
@@ -43,27 +50,30 @@
 //           get this op's tokens deposited.
 //      Parallel branches carry different tokens, so they never reuse each other's buffers
 //      before they join: the result is safe for a parallel executor too.
-//   4. Choosing a free buffer, training (share_grad_blobs with shapes; sizes in bytes): scan
+//   4. Choosing a free buffer, training with sizes (share_grad_blobs with shapes, unless
+//      options.size_blind; sizes in bytes): scan
 //      the heap array; a usable candidate becomes the choice when it is at least as large as
 //      the current choice and either the current choice is smaller than the output or the two
 //      are equal. So: the first fitting buffer in heap-array order (not the smallest), or,
 //      when none fits, the largest, which then grows (a buffer is as large as its largest
-//      member). Inference (optimize_inference_for_dag passed no shapes): the first usable
-//      buffer in heap order, whatever its size.
+//      member). Inference (optimize_inference_for_dag passed no shapes) and size-blind
+//      training: the first usable buffer in heap order, whatever its size.
 //   Ops no traversal reaches keep their own memory.
 //
-// Deviations from memonger (details and reasons in docs/memonger.md): roles instead of name
-// patterns; byte sizes instead of element counts; dont_share values never share; heads name
-// every version of a blob; a writer counts down only the consumers whose in-degree counted
-// its write (memonger's per-name lists let an in-place writer release the earlier readers of
-// the version it overwrites, and an op writing a head in place release the head's readers,
-// visiting them before their inputs existed: unsafe); a buffer also touched by ops outside
-// the traversal (forward ops around activations in training) is reused only once they are
-// done (serial: an earlier step; parallel: they happen before the reusing op).
+// Deviations from memonger (details and reasons in docs/memonger.md, each proven case by case
+// by tests/reference/parity.py): byte sizes instead of element counts; dont_share values never
+// share; real devices for forward activations; a writer counts down only the consumers whose
+// in-degree counted its write (memonger's per-name lists let a rewrite of a name release the
+// earlier readers of the version it overwrites, and an op writing a head in place release the
+// head's readers, visiting them before their inputs existed: unsafe); a blob is free only
+// after its later writers ran; a buffer also touched by ops outside the traversal (forward ops
+// around activations in training) is reused only once they are done (serial: an earlier step;
+// parallel: they happen before the reusing op).
 //
-// Safety: the result is checked before it is returned: two classes in one group must have
-// disjoint lifetimes in `liveness`, and in the parallel execution model every op touching one
-// must happen before the op writing the other. A violation is an internal error (a bug).
+// Safety: the result is checked before it is returned, value by value as the verifier sees
+// them (each version of a name on its own): two of one group must live at disjoint steps, and
+// in the parallel execution model every op touching one must happen before the op writing the
+// next. A violation is an internal error (a bug).
 //
 // Complexity: O((ops + edges) * T / 64 + outputs * pool * T / 64) time for T tokens (at most
 // one per visited op), token sets being bitsets (the pool test usually stops at a token
