@@ -200,7 +200,8 @@ void FuzzPlanners(FuzzedDataProvider& in) {
   std::vector<Planned> plans;
   for (PlannerKind planner : {PlannerKind::kNone, PlannerKind::kMemongerDag,
                               PlannerKind::kMemongerGreedy, PlannerKind::kMemongerDp,
-                              PlannerKind::kExactSharing, PlannerKind::kGreedyBySize,
+                              PlannerKind::kMemongerFast, PlannerKind::kExactSharing,
+                              PlannerKind::kGreedyBySize,
                               PlannerKind::kBestFit, PlannerKind::kExact, PlannerKind::kAuto}) {
     options.planner = planner;
     const std::string what = absl::StrCat(PlannerName(planner), " (", options_text, ")");
@@ -222,7 +223,7 @@ void FuzzPlanners(FuzzedDataProvider& in) {
   auto is_sharing = [](PlannerKind p) {
     return p == PlannerKind::kNone || p == PlannerKind::kMemongerDag ||
            p == PlannerKind::kMemongerGreedy || p == PlannerKind::kMemongerDp ||
-           p == PlannerKind::kExactSharing;
+           p == PlannerKind::kMemongerFast || p == PlannerKind::kExactSharing;
   };
   for (const Planned& proven : plans) {
     if (!proven.plan.proven_optimal) continue;
