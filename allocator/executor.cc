@@ -1,5 +1,7 @@
 #include "allocator/executor.h"
 
+#include <optional>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -69,6 +71,15 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
         "be executed (plan with the graph inputs' shapes)");
   }
   MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
+  // The lifetimes the plan states: per name for the memonger baselines (Plan::blob_per_name).
+  std::optional<Liveness> by_name;
+  if (plan.blob_per_name) {
+    LivenessOptions named = liveness_options;
+    named.blob_per_name = true;
+    named.names_need_order = plan.execution == ExecutionModel::kParallel;
+    MG_ASSIGN_OR_RETURN(by_name, ComputeLiveness(graph, schedule, named));
+  }
+  const Liveness& stated = by_name.has_value() ? *by_name : liveness;
 
   if (plan.arena_bytes > arena.size()) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -93,13 +104,13 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
           "value '", v.DisplayName(), "' at ", Range(offset, bytes),
           " lies outside the arena [0, ", arena.size(), ")"));
     }
-    if (plan.lifetime[id].first_step != liveness.lifetime[id].first_step ||
-        plan.lifetime[id].last_step != liveness.lifetime[id].last_step) {
+    if (plan.lifetime[id].first_step != stated.lifetime[id].first_step ||
+        plan.lifetime[id].last_step != stated.lifetime[id].last_step) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the plan is for another net or schedule: it gives '", v.DisplayName(),
           "' the lifetime [", plan.lifetime[id].first_step, ",", plan.lifetime[id].last_step,
-          "], the net and schedule give [", liveness.lifetime[id].first_step, ",",
-          liveness.lifetime[id].last_step, "]"));
+          "], the net and schedule give [", stated.lifetime[id].first_step, ",",
+          stated.lifetime[id].last_step, "]"));
     }
     const ValueId root = liveness.alias_root[id];
     if (plan.offset_of_value[root] != offset) {

@@ -163,7 +163,9 @@ absl::StatusOr<DataType> GraphInputDtype(const Graph& graph, ValueId input,
   for (OpId reader : v.consumers) {
     const Op& op = graph.op(reader);
     const OpSchema* schema = schemas.Find(op.type);
-    if (schema == nullptr) continue;
+    // Only the few schemas that fix an input's type are scanned (a Sum over thousands of
+    // inputs is not).
+    if (schema == nullptr || schema->typed_inputs.empty()) continue;
     for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
       if (op.inputs[slot] != input) continue;
       const std::vector<DataType>* types =

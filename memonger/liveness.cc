@@ -188,7 +188,8 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
     if (options.names_need_order) order.emplace(graph);
     struct Joined {
       ValueId last = kNone;         // the newest version in the class
-      std::vector<OpId> touchers;   // every op touching the class so far
+      int last_step = -1;           // the latest step any joined version is live at
+      std::vector<OpId> touchers;   // the ops touching the newest version
     };
     absl::flat_hash_map<std::pair<std::string, std::pair<int, int>>, Joined> by_name;
     auto touchers_of = [&](ValueId id) {
@@ -205,22 +206,30 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
         const graph::Device& d = live.device[version];
         Joined& joined = by_name[std::make_pair(v.name, std::make_pair(d.type, d.id))];
         const OpId writer = graph.value(version).producer;
-        bool ordered = joined.last != kNone;
-        if (ordered && order.has_value() && graph.value(version).inplace_of == kNone) {
+        const bool in_place = graph.value(version).inplace_of != kNone;
+        // A rewrite joins only when the earlier versions are dead by its write (a reordered
+        // schedule or a version kept to the end could overlap it) and, for a parallel
+        // executor, when every op touching the newest version happens before its writer
+        // (which orders the older ones too: their touchers happen before that version's
+        // writer, one of its touchers).
+        bool join = joined.last != kNone &&
+                    (in_place || own[version].first_step > joined.last_step);
+        if (join && order.has_value() && !in_place) {
           for (OpId op : joined.touchers) {
             if (op != writer && (writer == kNone || !order->Before(op, writer))) {
-              ordered = false;
+              join = false;
               break;
             }
           }
         }
-        if (ordered) {
+        if (join) {
           classes.Union(version, joined.last);
+          joined.last_step = std::max(joined.last_step, own[version].last_step);
         } else {
-          joined.touchers.clear();
+          joined.last_step = own[version].last_step;
         }
         joined.last = version;
-        for (OpId op : touchers_of(version)) joined.touchers.push_back(op);
+        joined.touchers = touchers_of(version);
       }
     }
   }

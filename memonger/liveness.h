@@ -53,7 +53,8 @@ struct LivenessOptions {
   // More values treated like graph inputs and outputs (live for the whole run): --static.
   std::vector<std::string> static_names;
   // memonger's model, where a blob is a name: every version of a name (on one device) is one
-  // alias class, as if each write were in place. The memonger baselines plan this way so that
+  // alias class, as if each write were in place, where the schedule allows: a version whose
+  // write comes before an earlier version's last step starts a class of its own. The memonger baselines plan this way so that
   // their rewritten net keeps one blob per name, as Caffe2's does.
   bool blob_per_name = false;
   // With blob_per_name, for a parallel executor: a version joins the previous versions of its

@@ -1,7 +1,9 @@
 #include "report/net_rewrite.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -158,6 +160,10 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
   std::vector<bool> external(graph.num_values(), false);
   for (ValueId id : graph.inputs()) external[id] = true;
   for (ValueId id : graph.outputs()) external[id] = true;
+  // --static names are the caller's too: the latest version keeps its name.
+  for (const std::string& name : plan.static_names) {
+    if (std::optional<ValueId> id = graph.FindValue(name)) external[*id] = true;
+  }
 
   RewrittenNet result;
   std::vector<std::string> names(graph.num_values());
@@ -215,9 +221,18 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
     }
   }
   result.net = NetWithNames(graph, plan, names);
+  // Names whose versions all got one new name (a name whose versions were named apart is left
+  // alone inside subnets: which version a step net means is not known).
   std::map<std::string, std::string> renamed;
+  std::set<std::string> ambiguous;
   for (ValueId v = 0; v < graph.num_values(); ++v) {
-    if (names[v] != graph.value(v).name) renamed.emplace(graph.value(v).name, names[v]);
+    const std::string& name = graph.value(v).name;
+    auto [it, fresh] = renamed.emplace(name, names[v]);
+    if (!fresh && it->second != names[v]) ambiguous.insert(name);
+  }
+  for (auto it = renamed.begin(); it != renamed.end();) {
+    it = (it->first == it->second || ambiguous.count(it->first) > 0) ? renamed.erase(it)
+                                                                     : std::next(it);
   }
   for (proto::OperatorDef& def : *result.net.mutable_op()) RenameInSubnets(def, renamed);
   result.value_names = std::move(names);

@@ -19,7 +19,11 @@ absl::StatusOr<MemongerFastResult> PlanMemongerFast(const graph::Graph& graph,
     return r == kNone ? v : r;
   };
   const std::vector<bool> is_static = StaticClasses(graph, liveness);
-  auto planned_class = [&](ValueId c) { return liveness.planned[c] && !is_static[c]; };
+  // A class holding a graph input (recycled inputs, --recycle-inputs) is live from step 0: it
+  // gets no range, as Caffe2's external inputs did not.
+  auto planned_class = [&](ValueId c) {
+    return liveness.planned[c] && !is_static[c] && graph.value(c).producer != kNone;
+  };
 
   // 1. Ranges per class (in steps).
   std::vector<int> range_first(n, -1);

@@ -157,6 +157,33 @@ TEST(NetRewriteTest, MemongerBaselinesUseMemongersNames) {
   }
 }
 
+// A --static name is the caller's: its latest version keeps the name in the rewritten net,
+// whatever planner shares what.
+TEST(NetRewriteTest, StaticNamesKeepTheirName) {
+  graph::Graph g = TypedGraph(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "s" }
+    op { type: "Relu" input: "s" output: "t" }
+    op { type: "Relu" input: "t" output: "s" }
+    op { type: "Relu" input: "s" output: "y" }
+    external_output: "y"
+    value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 64 } }
+  )pb");
+  for (PlannerKind planner : {PlannerKind::kAuto, PlannerKind::kExactSharing,
+                              PlannerKind::kMemongerGreedy}) {
+    SCOPED_TRACE(PlannerName(planner));
+    PlanOptions options;
+    options.planner = planner;
+    options.static_names = {"s"};
+    auto plan = PlanMemory(g, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(VerifyPlan(g, *plan).ok()) << VerifyPlan(g, *plan);
+    auto rewritten = RewriteNet(g, *plan);
+    ASSERT_TRUE(rewritten.ok());
+    EXPECT_EQ(rewritten->value_names[*g.FindValue("s")], "s");
+  }
+}
+
 // memonger's verify_graph_equality cases (memonger_test.py 20-23).
 proto::NetDef Net(const std::string& text) {
   auto net = graph::ParseNetDef(text, graph::NetFileFormat::kText, "<test>");
