@@ -64,7 +64,10 @@ absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& 
   if (doc.is_discarded()) {
     return absl::InvalidArgumentError(absl::StrCat(source_name, ": not valid JSON"));
   }
-  if (!doc.is_object() || doc.value("schema", "") != kPlanSchema) {
+  // "schema" of another JSON type is not a plan either (json::value would throw on it: the
+  // plan_json fuzzer's finding, tests/fuzz_regressions/plan_json/schema_not_a_string.json).
+  if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string() ||
+      doc["schema"].get<std::string>() != kPlanSchema) {
     return absl::InvalidArgumentError(absl::StrCat(
         source_name, ": not a plan (expected \"schema\": \"", kPlanSchema, "\")"));
   }
