@@ -13,13 +13,22 @@ namespace memonger {
 MemongerStatistics ComputeStatistics(const graph::Graph& graph, const Plan& plan) {
   MemongerStatistics stats;
   std::vector<int64_t> largest(plan.buffers.size(), 0);
+  // The baseline counts each blob once: a name (its largest version) when the plan has one
+  // blob per name, as Caffe2's workspace held it; else each value not written in place.
+  std::map<std::string, int64_t> by_name;
   for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
     const int32_t b = plan.buffer_of_value[v];
     if (b < 0 || !graph.value(v).type.has_value()) continue;
     const int64_t bytes = graph::ByteSize(*graph.value(v).type, "").value_or(0);
-    if (graph.value(v).inplace_of == graph::kNone) stats.baseline_bytes += bytes;
+    if (plan.blob_per_name) {
+      int64_t& named = by_name[graph.value(v).name];
+      named = std::max(named, bytes);
+    } else if (graph.value(v).inplace_of == graph::kNone) {
+      stats.baseline_bytes += bytes;
+    }
     largest[b] = std::max(largest[b], bytes);
   }
+  for (const auto& [name, bytes] : by_name) stats.baseline_bytes += bytes;
   for (int64_t bytes : largest) stats.optimized_bytes += bytes;
   return stats;
 }
@@ -65,7 +74,11 @@ std::optional<MemongerAccount> AccountPlan(const graph::Graph& graph, const Plan
   account.statistics = ComputeStatistics(graph, plan);
   account.estimate = EstimateMemoryUsage(rewritten->net, bytes);
   account.high_water_with_free =
-      EstimateMemoryUsage(InsertFrees(rewritten->net, {}), bytes).high_water_bytes;
+      EstimateMemoryUsage(InsertFrees(rewritten->net, std::set<std::string>(
+                                                          plan.static_names.begin(),
+                                                          plan.static_names.end())),
+                          bytes)
+          .high_water_bytes;
   return account;
 }
 

@@ -1,6 +1,7 @@
 // Caffe2 memonger's two accounting functions, for a plan and its rewritten net:
 //
-// - ComputeStatistics (memonger.compute_statistics): baseline = the sum of every blob's bytes,
+// - ComputeStatistics (memonger.compute_statistics): baseline = the sum of every blob's bytes
+//   (a name once, at its largest version, for a plan with one blob per name),
 //   optimized = the sum over shared blobs (buffers) of their largest member. Unaligned bytes, as
 //   Caffe2 measured them in a workspace; here from the graph's types, so no run is needed.
 // - EstimateMemoryUsage (memonger.estimate_memory_usage): walks a net's ops in order as a
