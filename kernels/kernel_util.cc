@@ -66,7 +66,7 @@ absl::Status CheckArity(const KernelArgs& args, int min_inputs, int max_inputs, 
   for (const graph::TensorType* t : args.output_types) {
     if (t == nullptr) return KernelError(args, "an output has no type");
   }
-  return CheckHost(args);
+  return absl::OkStatus();
 }
 
 absl::Status CheckHost(const KernelArgs& args) {

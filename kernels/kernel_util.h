@@ -134,7 +134,8 @@ absl::Status KernelError(const KernelArgs& args, absl::string_view message);
 absl::Status KernelUnimplemented(const KernelArgs& args, absl::string_view message);
 
 // Input and output counts within [min, max] (max -1: unbounded); the pointer and type vectors
-// agree; every type is present. Kernels call this first.
+// agree; every type is present. Kernels call this first. It does not look at the device: the
+// CPU kernel table checks that (CheckHost) for every kernel, the device tables their own device.
 absl::Status CheckArity(const KernelArgs& args, int min_inputs, int max_inputs, int min_outputs,
                         int max_outputs);
 

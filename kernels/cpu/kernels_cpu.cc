@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "kernels/kernel_util.h"
+#include "util/status_macros.h"
+
 namespace memonger::alloc {
 
 KernelTable MakeCpuKernelTable() {
@@ -20,6 +23,14 @@ KernelTable MakeCpuKernelTable() {
   AddCpuFillKernels(kernels);
   AddCpuLossKernels(kernels);
   AddCpuPoolKernels(kernels);
+  // The CPU kernels dereference their pointers: on any other device's memory they refuse to run.
+  // (Checked here, once per table, rather than in CheckArity, which the device kernels share.)
+  for (auto& [type, kernel] : kernels) {
+    kernel = [inner = std::move(kernel)](const KernelArgs& args) -> absl::Status {
+      if (args.op != nullptr) MG_RETURN_IF_ERROR(kernel_internal::CheckHost(args));
+      return inner(args);
+    };
+  }
   return KernelTable(std::move(kernels));
 }
 
