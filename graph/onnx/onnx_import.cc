@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "graph/onnx/input_types.h"
 #include "graph/onnx/onnx_fold.h"
 #include "graph/onnx/tensor_data_check.h"
 #include "onnx/defs/schema.h"
@@ -943,6 +944,13 @@ absl::StatusOr<Graph> BuildGraph(const WorkingModel& w,
 absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& bindings,
                                   const std::string& source_name) {
   MG_ASSIGN_OR_RETURN(WorkingModel w, Prepare(std::move(model)));
+  absl::flat_hash_map<std::string, int> opsets;
+  for (const onnx::OperatorSetIdProto& opset : w.model.opset_import()) {
+    opsets[IsDefaultDomain(opset.domain()) ? "" : opset.domain()] =
+        static_cast<int>(opset.version());
+  }
+  MG_RETURN_IF_ERROR(
+      TypeGraphInputs(*w.model.mutable_graph(), opsets, w.params, bindings.input_types));
   MG_RETURN_IF_ERROR(ApplyBindings(*w.model.mutable_graph(), w.params, bindings));
   MG_RETURN_IF_ERROR(CheckInputsStatic(w.model.graph()));
   MG_RETURN_IF_ERROR(HardenConvs(w));

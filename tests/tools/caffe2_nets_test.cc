@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
@@ -23,6 +24,7 @@ namespace {
 
 using ::memonger::testing::ReadFile;
 using ::memonger::testing::RunOptimizeNet;
+using ::memonger::testing::SourcePath;
 using ::memonger::testing::TempDir;
 using ::memonger::testing::WriteTempFile;
 using ::testing::HasSubstr;
@@ -312,6 +314,46 @@ TEST(Caffe2NetsTest, SubnetsAreKeptAndRenamed) {
   ASSERT_TRUE(branch.arg(0).has_n());
   EXPECT_EQ(branch.arg(0).n().op(0).input(0), branch.input(1));  // c, renamed
   EXPECT_EQ(branch.arg(0).n().external_input(0), branch.input(1));
+}
+
+// memonger_test.py's rnn: a two-layer LSTM (RecurrentNetwork with step nets, its gradient op,
+// SoftmaxWithLoss), trained and planned by share_grad_blobs with and without activations. The
+// groups are what tests/reference/memonger_ref.py's share_grad_blobs gives on the same outer
+// net with the model's parameter gradients (the ones our heuristic finds: the inputs no op reads
+// before writing them); the step nets and the RNN ops' `.rename` arguments follow the renaming.
+TEST(Caffe2NetsTest, RnnTrainingSharesAsCaffe2Does) {
+  const std::string net =
+      Binary("rnn.pb", ReadFile(SourcePath("tests/data/caffe2/rnn_training.pbtxt")));
+  for (const char* activations : {"", " --share-activations"}) {
+    SCOPED_TRACE(activations);
+    const std::string out = TempDir() + "/rnn_shared.pbtxt";
+    auto r = RunOptimizeNet(absl::StrCat(net, " --planner memonger-dag --mode training",
+                                         activations, " --net-out ", out));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("45 names in the net, 42 after renaming"));
+    EXPECT_THAT(r.out, HasSubstr("__m0_shared: loss_autogen_grad, "
+                                 "lstm1/layer_1/hidden_state_all_grad, input_grad"));
+    EXPECT_THAT(r.out, HasSubstr("__m1_shared: model/Flatten_grad, lstm1/i2h_grad"));
+    EXPECT_EQ(Stats(out).blobs, 42);
+    absl::StatusOr<proto::NetDef> written =
+        graph::ParseNetDef(ReadFile(out), graph::NetFileFormat::kText, out);
+    ASSERT_TRUE(written.ok()) << written.status();
+    int rnn_ops = 0;
+    for (const proto::OperatorDef& op : written->op()) {
+      if (op.type() != "RecurrentNetwork" && op.type() != "RecurrentNetworkGradient") continue;
+      ++rnn_ops;
+      std::map<std::string, std::string> renames;
+      int step_nets = 0;
+      for (const proto::Argument& arg : op.arg()) {
+        if (absl::EndsWith(arg.name(), ".rename")) renames[arg.name()] = arg.s();
+        if (arg.has_n()) ++step_nets;
+      }
+      EXPECT_EQ(step_nets, 2) << op.type();  // step_net and backward_step_net survive
+      EXPECT_EQ(renames["lstm1/i2h_grad.rename"], "__m1_shared") << op.type();
+      EXPECT_EQ(renames["lstm1/layer_1/hidden_state_all_grad.rename"], "__m0_shared");
+    }
+    EXPECT_EQ(rnn_ops, 2);
+  }
 }
 
 // memonger_test.py's simple_memonger: N1 planned by GREEDY and DP with loss and fc1_w_grad

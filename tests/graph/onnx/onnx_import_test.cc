@@ -55,6 +55,11 @@ class OnnxModel {
     SetType(graph()->add_input(), name, elem, &dims);
     return *this;
   }
+  // An input declared by name only, as onnx.helper.make_empty_tensor_value_info writes it.
+  OnnxModel& UntypedInput(const std::string& name) {
+    graph()->add_input()->set_name(name);
+    return *this;
+  }
   OnnxModel& InputWithoutShape(const std::string& name, int32_t elem) {
     SetType(graph()->add_input(), name, elem, nullptr);
     return *this;
@@ -506,6 +511,104 @@ INSTANTIATE_TEST_SUITE_P(
         BindingErrorCase{"not_an_input", /*binding=*/"nope=1", /*expected=*/"not a graph input"},
         BindingErrorCase{"initializer", /*binding=*/"W=3", /*expected=*/"initializer"}),
     [](const auto& info) { return info.param.label; });
+
+// ---------------------------------------------------------------------------------------------
+// Graph inputs without a type take the one their readers' schemas fix.
+
+// x (untyped) -> MatMul with a float weight; idx (untyped) -> Gather indices; cond (untyped) ->
+// Where's condition.
+OnnxModel UntypedInputsModel() {
+  OnnxModel m;
+  m.UntypedInput("x").UntypedInput("idx").UntypedInput("cond");
+  m.FloatInit("W", {3, 4}).FloatInit("table", {10, 4});
+  m.Node("MatMul", {"x", "W"}, {"h"}, "mm");
+  m.Node("Gather", {"table", "idx"}, {"rows"}, "gather");
+  m.Node("Where", {"cond", "h", "rows"}, {"y"}, "where");
+  m.Output("y");
+  return m;
+}
+
+ShapeBindings UntypedShapes() {
+  ShapeBindings b;
+  EXPECT_TRUE(ParseInputShapeBinding("x=2,3", b).ok());
+  EXPECT_TRUE(ParseInputShapeBinding("idx=2", b).ok());
+  EXPECT_TRUE(ParseInputShapeBinding("cond=2,4", b).ok());
+  return b;
+}
+
+TEST(OnnxInputTypesTest, UntypedInputsTakeTheTypeTheirReadersFix) {
+  absl::StatusOr<Graph> g = Import(UntypedInputsModel(), UntypedShapes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(ValueNamed(*g, "x").type, Type(DataType::kFloat32, {2, 3}));
+  EXPECT_EQ(ValueNamed(*g, "idx").type, Type(DataType::kInt64, {2}));  // int32 or int64
+  EXPECT_EQ(ValueNamed(*g, "cond").type, Type(DataType::kBool, {2, 4}));
+  EXPECT_EQ(ValueNamed(*g, "y").type, Type(DataType::kFloat32, {2, 4}));
+}
+
+TEST(OnnxInputTypesTest, InputTypeOverridesTheReadersAndTheDeclaration) {
+  ShapeBindings b = UntypedShapes();
+  ASSERT_TRUE(ParseInputTypeBinding("idx=int32", b).ok());
+  absl::StatusOr<Graph> g = Import(UntypedInputsModel(), b);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(ValueNamed(*g, "idx").type, Type(DataType::kInt32, {2}));
+
+  // A declared float16 input, read by a float32 MatMul, typed float32 by the flag.
+  OnnxModel m;
+  m.Input("x", TensorProto::FLOAT16, {2, 3}).FloatInit("W", {3, 4});
+  m.Node("MatMul", {"x", "W"}, {"y"}, "mm");
+  m.Output("y");
+  ShapeBindings f32;
+  ASSERT_TRUE(ParseInputTypeBinding("x=float32", f32).ok());
+  absl::StatusOr<Graph> typed = Import(m, f32);
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  EXPECT_EQ(ValueNamed(*typed, "x").type, Type(DataType::kFloat32, {2, 3}));
+  // Without the flag the declaration stands.
+  absl::StatusOr<Graph> declared = Import(m);
+  ASSERT_TRUE(declared.ok()) << declared.status();
+  EXPECT_EQ(ValueNamed(*declared, "x").type, Type(DataType::kFloat16, {2, 3}));
+}
+
+TEST(OnnxInputTypesTest, ReadersWithoutACommonTypeAreNamed) {
+  OnnxModel m;
+  m.UntypedInput("v").FloatInit("table", {10, 4});
+  m.Node("Gather", {"table", "v"}, {"rows"}, "gather");  // v: int32 or int64
+  m.Node("Relu", {"v"}, {"r"}, "relu");                   // v: floating point
+  m.Output("rows").Output("r");
+  ShapeBindings b;
+  ASSERT_TRUE(ParseInputShapeBinding("v=2", b).ok());
+  absl::StatusOr<Graph> g = Import(m, b);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.status().message(),
+              AllOf(HasSubstr("'v' declares no type"), HasSubstr("Gather node 'gather' (input 1)"),
+                    HasSubstr("Relu node 'relu' (input 0)"), HasSubstr("--input-type v=")));
+  // The flag settles it.
+  ASSERT_TRUE(ParseInputTypeBinding("v=int64", b).ok());
+  absl::StatusOr<Graph> typed = Import(m, b);
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  EXPECT_EQ(ValueNamed(*typed, "v").type, Type(DataType::kInt64, {2}));
+}
+
+TEST(OnnxInputTypesTest, InputTypeForANameThatIsNotAnInputIsRefused) {
+  for (const char* binding : {"nope=int32", "W=float16"}) {
+    SCOPED_TRACE(binding);
+    ShapeBindings b = UntypedShapes();
+    ASSERT_TRUE(ParseInputTypeBinding(binding, b).ok());
+    OnnxModel m = UntypedInputsModel();
+    m.FloatInit("W2", {1});
+    absl::StatusOr<Graph> g = Import(m, b);
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(g.status().message(),
+                HasSubstr(binding[0] == 'W' ? "initializer" : "not a graph input"));
+  }
+}
+
+TEST(OnnxInputTypesTest, UntypedInputWithoutAShapeAsksForOne) {
+  absl::StatusOr<Graph> g = Import(UntypedInputsModel());
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(g.status().message(), HasSubstr("declares no shape; pass --input-shape x="));
+}
 
 TEST(OnnxImportTest, ConflictingSymbolFromTwoInputs) {
   ShapeBindings b;

@@ -19,7 +19,15 @@
 #ifdef MEMONGER_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
+
 namespace {
+// The driver loads a kernel's module at its first launch by default (CUDA_MODULE_LOADING=LAZY),
+// which takes device memory for the code: on an H200 the first run of a net that launches
+// kernels not seen before lost 2 MiB of free memory that way. Eager loading, set before the
+// first CUDA call, leaves the steps' own allocations, which must be none.
+const bool eager_modules = [] { return setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0; }();
+
 // Test-only counters of the wrapped runtime calls (the test runs one thread).
 int mallocs = 0;
 int frees = 0;
@@ -83,22 +91,29 @@ TEST(CudaRunTest, NoAllocationAndOneSynchronisation) {
     absl::StatusOr<Executor> executor = Executor::Create(*g, *plan, *arena);
     ASSERT_TRUE(executor.ok()) << executor.status();
     // Inputs and weights are whatever the memory holds: the counts do not depend on the values.
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    size_t free_before = 0, free_after = 0, total = 0;
-    ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
-    mallocs = frees = device_syncs = stream_syncs = 0;
-    const absl::Status run = executor->Run(kernels->table);
-    const int steps_mallocs = mallocs, steps_frees = frees, steps_device_syncs = device_syncs,
-              steps_stream_syncs = stream_syncs;
-    ASSERT_TRUE(run.ok()) << run;
-    ASSERT_TRUE(kernels->synchronize().ok());
-    ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
-    EXPECT_EQ(steps_mallocs, 0);
-    EXPECT_EQ(steps_frees, 0);
-    EXPECT_EQ(steps_device_syncs, 0);
-    EXPECT_EQ(steps_stream_syncs, 0);  // no op here reads device data on the host
-    EXPECT_EQ(stream_syncs, 1);        // the one wait, after the last step
-    EXPECT_EQ(free_after, free_before) << "something allocated device memory during the steps";
+    // Two runs: the first as a user's first step, the second as every later one (what a CUDA
+    // graph would replay). Both must allocate and wait exactly as little.
+    for (int run_index = 0; run_index < 2; ++run_index) {
+      SCOPED_TRACE(run_index == 0 ? "first run" : "second run");
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      size_t free_before = 0, free_after = 0, total = 0;
+      ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+      mallocs = frees = device_syncs = stream_syncs = 0;
+      const absl::Status run = executor->Run(kernels->table);
+      const int steps_mallocs = mallocs, steps_frees = frees, steps_device_syncs = device_syncs,
+                steps_stream_syncs = stream_syncs;
+      ASSERT_TRUE(run.ok()) << run;
+      ASSERT_TRUE(kernels->synchronize().ok());
+      ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+      EXPECT_EQ(steps_mallocs, 0);
+      EXPECT_EQ(steps_frees, 0);
+      EXPECT_EQ(steps_device_syncs, 0);
+      EXPECT_EQ(steps_stream_syncs, 0);  // no op here reads device data on the host
+      EXPECT_EQ(stream_syncs, 1);        // the one wait, after the last step
+      EXPECT_EQ(free_after, free_before)
+          << "something allocated device memory during the steps (module loading: "
+          << (eager_modules ? "eager" : "as the environment says") << ")";
+    }
   }
 #endif
 }
