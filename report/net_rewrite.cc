@@ -110,6 +110,22 @@ void RenameInSubnets(proto::OperatorDef& def,
   }
 }
 
+}  // namespace
+
+void ApplyRenames(proto::NetDef& net, const std::map<std::string, std::string>& renames) {
+  auto rename = [&](std::string* name) {
+    auto it = renames.find(*name);
+    if (it != renames.end()) *name = it->second;
+  };
+  for (proto::OperatorDef& op : *net.mutable_op()) {
+    for (std::string& in : *op.mutable_input()) rename(&in);
+    for (std::string& out : *op.mutable_output()) rename(&out);
+    RenameInSubnets(op, renames);
+  }
+}
+
+namespace {
+
 // Per op: for each input, the index of the op that last wrote its name before (-1: none).
 std::vector<std::vector<int>> LastWriters(const proto::NetDef& net) {
   std::vector<std::vector<int>> result;

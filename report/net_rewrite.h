@@ -21,6 +21,7 @@
 #ifndef MEMONGER_REPORT_NET_REWRITE_H_
 #define MEMONGER_REPORT_NET_REWRITE_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
 // The original net with ops in the plan's schedule order, every value under a unique SSA name
 // (in-place outputs under the name of the value they overwrite).
 proto::NetDef ReferenceNet(const graph::Graph& graph, const Plan& plan);
+
+// Renames the blobs of `net`'s ops (inputs and outputs; external inputs and outputs never) by
+// `renames` (old -> new), and inside the nets RecurrentNetwork and AsyncIf ops hold, with a
+// `<blob>.rename` argument per renamed blob on each RecurrentNetwork op, as memonger's
+// apply_assignments and apply_recurrent_blob_assignments do.
+void ApplyRenames(proto::NetDef& net, const std::map<std::string, std::string>& renames);
 
 // memonger's count_blobs: the distinct names among the ops' inputs and outputs.
 int CountBlobs(const proto::NetDef& net);

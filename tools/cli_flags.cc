@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <initializer_list>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -86,6 +88,43 @@ absl::Status CheckFlags(Flags& flags) {
     return absl::InvalidArgumentError(
         "--size-blind is for the memonger baselines (memonger-dag, memonger-greedy, "
         "memonger-dp, memonger-fast), which Caffe2 ran without sizes");
+  }
+  if (flags.caffe2_bugs) {
+    if (flags.planner != "memonger-dag" && flags.planner != "memonger-greedy" &&
+        flags.planner != "memonger-dp" && flags.planner != "memonger-fast") {
+      return absl::InvalidArgumentError(
+          "--caffe2-bugs reproduces Caffe2's memonger: give --planner memonger-dag, "
+          "memonger-greedy, memonger-dp or memonger-fast");
+    }
+    if (flags.model.empty()) {
+      return absl::InvalidArgumentError(
+          "--caffe2-bugs plans a Caffe2 net as written: give a NetDef file, not --workload");
+    }
+    if (flags.share_all_activations || flags.insert_free) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flags.insert_free ? "--insert-free" : "--share-all-activations",
+          " is not part of Caffe2's memonger: it does not go with --caffe2-bugs"));
+    }
+    for (const auto& [flag, used] : std::initializer_list<std::pair<const char*, bool>>{
+             {"--plan-json", !flags.plan_json.empty()},
+             {"--plan-csv", !flags.plan_csv.empty()},
+             {"--html", !flags.html.empty()},
+             {"--plan-in", !flags.plan_in.empty()},
+             {"--execute", flags.execute != "none"},
+             {"--budget", flags.budget >= 0},
+             {"--fit", !flags.fit.empty()},
+             {"--recompute", flags.recompute != "none"},
+             {"--store-fp16", !flags.store_fp16.empty()},
+             {"--format json", flags.format == "json"},
+             {"--ascii", flags.ascii},
+             {"--cuda-graphs", flags.cuda_graphs},
+             {"--compare/--variant", !flags.compare.empty() || !flags.variants.empty()}}) {
+      if (used) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag, " does not go with --caffe2-bugs: Caffe2's answer is a renamed net "
+            "(--net-out), not a plan with offsets, and it may overwrite live blobs"));
+      }
+    }
   }
   if (flags.share_activations && flags.share_all_activations) {
     return absl::InvalidArgumentError(
@@ -228,6 +267,10 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
   app.add_flag("--insert-free", flags.insert_free,
                "with --net-out: a Free op after the last reader of each blob (Caffe2's "
                "release_blobs_when_used, for caching allocators); --static names are kept");
+  app.add_flag("--caffe2-bugs", flags.caffe2_bugs,
+               "memonger baselines: Caffe2's answer exactly, the deviations of "
+               "docs/memonger.md undone (it may share across devices or overwrite live blobs: "
+               "each such read is reported); a renamed net (--net-out) and a summary only");
   app.add_flag("--size-blind", flags.size_blind,
                "memonger baselines: plan without sizes, as Caffe2's memonger does without blob "
                "shapes (automatic when the graph inputs' shapes are unknown)");

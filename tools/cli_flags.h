@@ -52,6 +52,7 @@ struct Flags {
   bool recycle_inputs = false;
   bool size_blind = false;
   bool insert_free = false;
+  bool caffe2_bugs = false;  // Caffe2's memonger exactly (memonger/caffe2_exact.h)
   int64_t alignment = 256;
   double time_limit = 2;
   std::string execute = "none";

@@ -44,6 +44,7 @@
 #include "report/plan_report.h"
 #include "report/what_if.h"
 #include "util/bytes.h"
+#include "tools/caffe2_exact_run.h"
 #include "tools/cli_flags.h"
 #include "util/file_io.h"
 #include "util/limits.h"
@@ -490,6 +491,17 @@ int Run(const Flags& flags) {
   load.notes = nullptr;  // --fit loads the model again
   auto options = MakePlanOptions(flags, *graph);
   if (!options.ok()) return fail(options.status());
+  if (flags.caffe2_bugs) {
+    absl::StatusOr<memonger::tools::Caffe2ExactReport> report = memonger::tools::RunCaffe2Exact(
+        flags, *graph, *options, !size_blind && !flags.size_blind, outputs);
+    if (!report.ok()) return fail(report.status());
+    for (const std::string& warning : report->warnings) {
+      std::cerr << "optimize-net: warning: " << warning << "\n";
+    }
+    if (absl::Status s = outputs.Commit(); !s.ok()) return fail(s);
+    std::cout << report->text;
+    return kExitOk;
+  }
   if (size_blind) return RunSizeBlind(flags, *graph, *options);
   const bool training = memonger::graph::HasGradientOps(*graph);
   if (!flags.fit.empty()) return RunFit(flags, load, workload, *options, budget, training);

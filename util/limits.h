@@ -44,6 +44,10 @@ inline constexpr double kMaxTimeLimitSeconds = 7 * 24 * 3600.0;
 // The longest value, op or file name quoted in an error message; longer names are cut with "...",
 // so that a hostile name cannot make a message of megabytes.
 inline constexpr size_t kMaxQuotedChars = 200;
+// --caffe2-bugs replays Caffe2's recursive DFS as Caffe2 wrote it: one call frame per op on the
+// path. 20,000 frames stay far inside an 8 MiB stack; deeper nets get ResourceExhausted (the
+// memonger-dag planner, with an explicit stack, plans them).
+inline constexpr int kMaxCaffe2RecursionDepth = 20000;
 
 // The limits a loader applies to one input.
 struct InputLimits {

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "memonger/caffe2_exact.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 
@@ -186,48 +187,20 @@ class DagPlanner {
     return false;
   }
 
-  // The parameter gradients' names: options.param_grads, else the net's declared ones, else
-  // "P_grad" for each graph input P no op reads as its first input (FC and Conv read weights
-  // and biases after their data).
+  // The parameter gradients' names: options.param_grads, else Caffe2's defaults
+  // (caffe2::DefaultParamGrads).
   void FindParamGrads() {
-    for (const std::string& name : options_.param_grads) param_grad_names_.insert(name);
-    if (!options_.param_grads.empty()) return;
-    for (const auto& [param, grad] : graph_.param_grads()) {
-      param_grad_names_.insert(graph_.value(grad).name);
+    if (!options_.param_grads.empty()) {
+      param_grad_names_.insert(options_.param_grads.begin(), options_.param_grads.end());
+      return;
     }
-    if (!graph_.param_grads().empty()) return;
-    for (ValueId input : graph_.inputs()) {
-      const graph::Value& value = graph_.value(input);
-      bool read_first = false;
-      for (OpId reader : value.consumers) {
-        const graph::Op& op = graph_.op(reader);
-        read_first = read_first || (!op.inputs.empty() && op.inputs.front() == input);
-      }
-      const std::string grad = absl::StrCat(value.name, "_grad");
-      if (!read_first && !value.consumers.empty() && !graph_.FindVersions(grad).empty()) {
-        param_grad_names_.insert(grad);
-      }
-    }
+    const std::set<std::string> found = caffe2::DefaultParamGrads(graph_);
+    param_grad_names_.insert(found.begin(), found.end());
   }
 
-  // Caffe2's activation heuristic (share_grad_blobs with share_activations): an output b of an
-  // op that reads "b_w", not a graph output; the last two such outputs in op order are left
-  // out (Caffe2 assumed the net's caller reads them).
+  // Caffe2's activation heuristic (share_grad_blobs with share_activations).
   void FindActivations() {
-    std::set<std::string> outputs;
-    for (ValueId v : graph_.outputs()) outputs.insert(graph_.value(v).name);
-    std::vector<std::string> found;
-    for (const graph::Op& op : graph_.ops()) {
-      for (ValueId out : op.outputs) {
-        const std::string& b = graph_.value(out).name;
-        const std::string weight = absl::StrCat(b, "_w");
-        const bool reads_weight = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId in) {
-          return graph_.value(in).name == weight;
-        });
-        if (reads_weight && outputs.count(b) == 0) found.push_back(b);
-      }
-    }
-    found.resize(found.size() >= 2 ? found.size() - 2 : 0);
+    const std::set<std::string> found = caffe2::ActivationBlobs(caffe2::NameNetOf(graph_));
     activation_names_.insert(found.begin(), found.end());
   }
 

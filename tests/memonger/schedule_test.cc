@@ -139,7 +139,9 @@ TEST(LongestPathTest, RunsTheLongerOfTwoIndependentChainsFirst) {
   EXPECT_THAT(Order(g, OrderKind::kLongestPath), ElementsAre(1, 2, 3, 0));
 }
 
-// Scenario 13: three in-place Copy ops on one value form a chain.
+// Scenario 13's net: three in-place Copy ops on one value form a chain. Our dependency graph keeps
+// the direct edges only; Caffe2's interference graph (every later reader: (0,1), (0,2), (1,2)) is
+// asserted in tests/memonger/caffe2_exact_test.cc.
 TEST(ScheduleTest, RepeatedInPlaceOpsFormAChain) {
   Graph g = MustParse(R"pb(
     external_input: "b1"

@@ -867,11 +867,13 @@ def main(argv=None):
 
     columns = [name for name, _ in LEGEND]
     stats = {}  # label -> {column: count}
+    exact_stats = {}  # label -> {"exact": n, "different": n}: the tool with --caffe2-bugs
+    exact_lines = []
     rejected = {}  # case id -> net_rejected(...), computed when first needed
     lines = []
     scratch = os.path.join(workdir, "scratch")
     os.makedirs(scratch, exist_ok=True)
-    for stale in ("disagreements", "deviations"):  # a previous run's results
+    for stale in ("disagreements", "deviations", "exact-differences"):  # a previous run's
         shutil.rmtree(os.path.join(workdir, stale), ignore_errors=True)
     started = time.monotonic()
     cases_run = 0
@@ -894,6 +896,9 @@ def main(argv=None):
             verifier_fails = oracle_net is not None and is_dag and not (
                 m.verify_graph_equality(case["net"], oracle_net)
                 and m.verify_inplace_blobs(case["net"], oracle_net))
+            check_exact(args, case, label, net_path, flags, scratch, workdir,
+                        None if refused is not None or verifier_fails else oracle_net,
+                        oracle_text, exact_stats, exact_lines)
             out_path = os.path.join(scratch, "%s.%s.pbtxt" % (case["id"], label))
             tool_net, cmd, error = run_tool(args.optimize_net, net_path, flags, out_path,
                                             args.timeout)
@@ -938,7 +943,7 @@ def main(argv=None):
                              oracle_text, out_path, error, extra=extra)
             lines.append("%s %s: %s  [%s]" % (case["id"], label, diff, where))
 
-    for line in lines:
+    for line in lines + exact_lines:
         print(line)
     width = max([len(k) for k in stats] + [12])
     print("%-*s %s" % (width, "planner/mode", " ".join("%*s" % (max(len(c), 6), c)
@@ -963,16 +968,51 @@ def main(argv=None):
             args.max_seconds, cases_run, len(cases),
             " (%s to %s)" % (cases[0]["id"], cases[cases_run - 1]["id"]) if cases_run else "",
             time.monotonic() - started))
-    print(summary_line(totals))
-    return 1 if totals["disagreed"] else 0
+    print("with --caffe2-bugs (Caffe2's answer exactly; both refusing counts as exact):")
+    for label in sorted(exact_stats):
+        print("  %-*s %5d exact %5d different" % (width, label, exact_stats[label]["exact"],
+                                                   exact_stats[label]["different"]))
+    exact = {k: sum(e[k] for e in exact_stats.values()) for k in ("exact", "different")}
+    print(summary_line(totals, exact))
+    return 1 if totals["disagreed"] or exact["different"] else 0
 
 
-def summary_line(totals):
+def summary_line(totals, exact):
     """parity: N runs, A agreed, D documented deviations, X disagreed (both-refused runs count
-    in N only)."""
-    return "parity: %d runs, %d agreed, %d documented deviations, %d disagreed" % (
+    in N only); caffe2-bugs: M runs, E exact, Y different."""
+    return ("parity: %d runs, %d agreed, %d documented deviations, %d disagreed; "
+            "caffe2-bugs: %d runs, %d exact, %d different") % (
         sum(totals.values()), totals["agreed"], sum(totals[k] for k, _ in DEVIATIONS),
-        totals["disagreed"])
+        totals["disagreed"], exact["exact"] + exact["different"], exact["exact"],
+        exact["different"])
+
+
+def check_exact(args, case, label, net_path, flags, scratch, workdir, expected, oracle_text,
+                exact_stats, exact_lines):
+    """The tool with --caffe2-bugs against the oracle as Caffe2 runs it (`expected`: the
+    oracle's net, or None where Caffe2 raised, its own verifiers included): the same net up to
+    the numbering of __m<k>_shared, or both refusing. A difference is saved under
+    exact-differences/<label>/<case>."""
+    out_path = os.path.join(scratch, "%s.%s.exact.pbtxt" % (case["id"], label))
+    tool_net, cmd, error = run_tool(args.optimize_net, net_path, flags + ["--caffe2-bugs"],
+                                    out_path, args.timeout)
+    s = exact_stats.setdefault(label, {"exact": 0, "different": 0})
+    if expected is None and tool_net is None:
+        s["exact"] += 1
+        return
+    if expected is None:
+        diff = "Caffe2 raises here; the tool wrote a net"
+    elif tool_net is None:
+        diff = "tool failed: %s" % one_line(error)
+    else:
+        diff = first_difference(expected, tool_net)
+    if diff is None:
+        s["exact"] += 1
+        return
+    s["different"] += 1
+    where = save_run(os.path.join(workdir, "exact-differences", label), case, cmd,
+                     oracle_text or "# Caffe2 raises\n", out_path, error)
+    exact_lines.append("%s %s --caffe2-bugs: %s  [%s]" % (case["id"], label, diff, where))
 
 
 if __name__ == "__main__":

@@ -356,6 +356,67 @@ TEST(Caffe2NetsTest, RnnTrainingSharesAsCaffe2Does) {
   }
 }
 
+// --caffe2-bugs: Caffe2's answer exactly, with the replay's warnings. A name written again
+// after its last read: Caffe2's greedy chains let the rewrite land in a live blob; the default
+// memonger-greedy keeps the name live until the rewrite and warns of nothing.
+TEST(Caffe2NetsTest, Caffe2BugsReproducesAndReportsAnUnsafeAnswer) {
+  const std::string net = Binary("rewrite.pb", R"pb(
+    name: "rewrite"
+    op { input: "x" output: "a" type: "Relu" }
+    op { input: "a" output: "b" type: "Relu" }
+    op { input: "b" output: "c" type: "Relu" }
+    op { input: "x" output: "a" type: "Relu" }
+    op { input: "c" output: "out" type: "Relu" }
+    external_input: "x"
+    external_output: "out"
+  )pb");
+  const std::string out = TempDir() + "/rewrite_caffe2.pbtxt";
+  auto exact = RunOptimizeNet(net + " --planner memonger-greedy --caffe2-bugs --net-out " + out);
+  ASSERT_EQ(exact.exit_code, 0) << exact.err;
+  EXPECT_THAT(exact.out, HasSubstr("Caffe2's answer exactly"));
+  EXPECT_THAT(exact.out, HasSubstr("c: a"));
+  EXPECT_THAT(exact.out, HasSubstr("1 read(s) of an overwritten blob"));
+  EXPECT_THAT(exact.err, HasSubstr("warning: Caffe2's answer overwrites a live blob: op 4 (Relu) "
+                                   "reads 'c' from blob 'c', which op 3 (Relu) overwrote"));
+  const NetStats written = Stats(out);
+  EXPECT_EQ(written.outputs[0], "c");  // a renamed to c
+  auto ours = RunOptimizeNet(net + " --planner memonger-greedy --net-out " + out);
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  EXPECT_THAT(ours.err, Not(HasSubstr("warning")));
+}
+
+// memonger_test.py's mix_cpu_gpu as memonger-greedy sees it: Caffe2 ignores devices, so one
+// name holds a GPU blob and later a CPU one; --caffe2-bugs says so.
+TEST(Caffe2NetsTest, Caffe2BugsNamesBlobsSharedAcrossDevices) {
+  const std::string net = Binary("mix.pb", R"pb(
+    name: "mix"
+    op { input: "data" output: "fc1" type: "Relu" device_option { device_type: 1 } }
+    op { input: "fc1" output: "fc2" type: "Relu" device_option { device_type: 1 } }
+    op { input: "fc2" output: "fc2_cpu" type: "CopyGPUToCPU" device_option { device_type: 1 } }
+    op { input: "fc2_cpu" output: "fc3" type: "Relu" }
+    op { input: "fc3" output: "out" type: "Relu" }
+    external_input: "data"
+    external_output: "out"
+  )pb");
+  auto exact = RunOptimizeNet(net + " --planner memonger-greedy --caffe2-bugs");
+  ASSERT_EQ(exact.exit_code, 0) << exact.err;
+  EXPECT_THAT(exact.err, HasSubstr("warning: Caffe2's answer mixes devices: blob 'fc3' holds "
+                                   "values on cuda:0 and cpu"));
+}
+
+TEST(Caffe2NetsTest, Caffe2BugsRefusesWhatNeedsAPlan) {
+  const std::string net = Binary("n1.pb", kN1Training);
+  for (const char* extra : {" --plan-json /tmp/x.json", " --execute host", " --budget 1GB",
+                            " --insert-free --net-out /tmp/x.pbtxt"}) {
+    SCOPED_TRACE(extra);
+    auto r = RunOptimizeNet(net + kN1Shapes + " --planner memonger-greedy --caffe2-bugs" + extra);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_THAT(r.err, HasSubstr("--caffe2-bugs"));
+  }
+  EXPECT_EQ(RunOptimizeNet(net + " --planner auto --caffe2-bugs").exit_code, 2);
+  EXPECT_EQ(RunOptimizeNet("--workload mlp --planner memonger-fast --caffe2-bugs").exit_code, 2);
+}
+
 // memonger_test.py's simple_memonger: N1 planned by GREEDY and DP with loss and fc1_w_grad
 // static; optimized bytes below the baseline (compute_statistics, in the JSON plan).
 TEST(Caffe2NetsTest, SimpleMemongerStatistics) {
