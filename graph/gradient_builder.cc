@@ -28,6 +28,8 @@ class Builder {
     specs_.reserve(fwd_.num_ops());
     for (const Op& op : fwd_.ops()) specs_.push_back(SpecOf(fwd_, op));
     contributions_.resize(fwd_.num_values());
+    first_piece_.resize(fwd_.num_values());
+    autosplits_.assign(fwd_.num_values(), 0);
   }
 
   absl::StatusOr<Graph> Build(const std::vector<ValueId>& losses) {
@@ -37,7 +39,8 @@ class Builder {
         return absl::InvalidArgumentError(absl::StrCat(
             "loss '", fwd_.value(loss).DisplayName(), "' does not depend on any parameter"));
       }
-      const std::string grad = NewName(fwd_.value(loss), "grad");
+      // Caffe2's AddGradientOperators seeds a loss X with ConstantFill(X) -> "X_autogen_grad".
+      const std::string grad = NewName(fwd_.value(loss), "autogen_grad");
       Emit("ConstantFill", grad, {fwd_.value(loss).name}, {grad},
            {Attribute{"value", 1.0},
             Attribute{"dtype", std::string(DataTypeName(fwd_.value(loss).type->dtype))}});
@@ -123,13 +126,16 @@ class Builder {
     return value.name;
   }
 
-  // The gradient of `v`: its one contribution, or the Sum of several; nullopt when none.
+  // The gradient of `v`: its one contribution, or the Sum of several; nullopt when none. As
+  // Caffe2's gradient builder does, the Sum writes in place into the first piece when that one
+  // is v's own "X_grad" (a piece passed through from another gradient is never overwritten).
   absl::StatusOr<std::optional<std::string>> GradientOf(ValueId v) {
     std::vector<std::string>& parts = contributions_[v];
     if (parts.empty()) return std::optional<std::string>();
     if (parts.size() > 1) {
-      const std::string sum = NewName(fwd_.value(v), "grad");
-      Emit("Sum", sum, parts, {sum});
+      const std::string sum =
+          parts[0] == first_piece_[v] ? parts[0] : NewName(fwd_.value(v), "grad");
+      Emit("Sum", NewName(fwd_.value(v), "grad_sum"), parts, {sum});
       parts = {sum};
     }
     return std::optional<std::string>(parts[0]);
@@ -140,9 +146,22 @@ class Builder {
   }
 
   // A gradient output name for input `v` of a gradient op that computes it whether or not it
-  // is needed (the value then dies at once).
+  // is needed (the value then dies at once). Named as Caffe2's gradient builder names them: the
+  // first piece "X_grad", the later ones "_X_grad_autosplit_<k>" (k from 0), summed into X_grad.
   std::string GradOutput(ValueId v) {
-    const std::string name = NewName(fwd_.value(v), needs_[v] ? "grad" : "grad_unused");
+    std::string name;
+    if (!needs_[v]) {
+      name = NewName(fwd_.value(v), "grad_unused");
+    } else if (contributions_[v].empty()) {
+      name = NewName(fwd_.value(v), "grad");
+      first_piece_[v] = name;
+    } else {
+      const std::string base =
+          absl::StrCat("_", absl::StrReplaceAll(fwd_.value(v).DisplayName(), {{"@", "_v"}}),
+                       "_grad_autosplit_", autosplits_[v]++);
+      name = base;
+      for (int k = 1; !used_names_.insert(name).second; ++k) name = absl::StrCat(base, "_", k);
+    }
     Contribute(v, name);
     return name;
   }
@@ -568,6 +587,8 @@ class Builder {
   std::vector<OpSpec> specs_;     // the forward ops, possibly with saved outputs added
   std::vector<OpSpec> backward_;  // in emission order
   std::vector<std::vector<std::string>> contributions_;  // per forward value
+  std::vector<std::string> first_piece_;  // per forward value: its own "X_grad" piece, if any
+  std::vector<int> autosplits_;           // per forward value: "_X_grad_autosplit_<k>" made
   std::vector<bool> needs_;
   absl::flat_hash_set<std::string> used_names_;
 };

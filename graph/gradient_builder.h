@@ -8,11 +8,15 @@
 // Algorithm (one pass over the ops in reverse program order):
 //   1. A value needs a gradient when it is a floating-point parameter, or a floating-point
 //      output of an op with an input that needs one, and a loss depends on it.
-//   2. Each loss L is seeded with L_grad = ConstantFill(L, value 1).
+//   2. Each loss L is seeded with L_autogen_grad = ConstantFill(L, value 1), Caffe2's name.
 //   3. Going backwards, an op with a gradient on some output and an input that needs one gets
 //      its gradient ops (rules below); each input receives a gradient *contribution*. All of a
 //      value's consumers come after its producer, so when its producer is reached every
-//      contribution is known: one is used as it is, several are summed (Sum).
+//      contribution is known: one is used as it is, several are summed (Sum). Pieces are named
+//      as Caffe2's builder names them, so that Caffe2's `_grad` rule finds them in a net
+//      written out without declarations: X_grad, then _X_grad_autosplit_0, _1, ..., summed in
+//      place into X_grad (into a fresh X_grad_<k> when the first piece is another value's
+//      gradient passed through).
 //   4. Parameters' gradients are declared param-grads and graph outputs (role gradient): the
 //      optimizer reads them after the net.
 //

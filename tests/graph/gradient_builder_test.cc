@@ -213,6 +213,35 @@ std::string ParamDecl(const std::string& name, const std::vector<int64_t>& dims)
   return absl::StrCat(s, " }\n");
 }
 
+// Names as Caffe2's gradient builder writes them: the loss seed "loss_autogen_grad"; a value
+// read by two ops gets "h_grad" from the first gradient op and "_h_grad_autosplit_0" from the
+// second, summed in place into "h_grad"; so that Caffe2's `_grad` rule finds the gradients of
+// a net written out without its declarations.
+TEST(GradientBuilderTest, GradientNamesAreCaffe2s) {
+  const Graph forward = Forward(absl::StrCat(ParamDecl("x", {2, 3}), R"pb(
+    op { name: "h" type: "Relu" input: "x" output: "h" }
+    op { name: "a" type: "Relu" input: "h" output: "a" }
+    op { name: "b" type: "Sigmoid" input: "h" output: "b" }
+    op { name: "s" type: "Sum" input: "a" input: "b" output: "s" }
+    op { name: "loss" type: "AveragedLoss" input: "s" output: "loss" }
+  )pb"));
+  absl::StatusOr<Graph> g = AddGradientOps(forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(g->FindValue("loss_autogen_grad").has_value());
+  EXPECT_EQ(g->op(g->value(*g->FindValue("loss_autogen_grad")).producer).type, "ConstantFill");
+  const Op* sum = nullptr;
+  for (const Op& op : g->ops()) {
+    if (op.type == "Sum" && op.is_gradient_op) sum = &op;
+  }
+  ASSERT_NE(sum, nullptr);
+  std::vector<std::string> inputs;
+  for (ValueId v : sum->inputs) inputs.push_back(g->value(v).DisplayName());
+  EXPECT_THAT(inputs, ::testing::ElementsAre("h_grad", "_h_grad_autosplit_0"));
+  ASSERT_EQ(sum->outputs.size(), 1u);
+  EXPECT_EQ(g->value(sum->outputs[0]).DisplayName(), "h_grad@1");  // in place
+  EXPECT_EQ(g->value(sum->outputs[0]).inplace_of, sum->inputs[0]);
+}
+
 // Gemm: only the gradients that are needed, as Gemm/ReduceSum/Reshape/ConstantFill/Mul ops,
 // with the transposes and alpha folded into the Gemm attributes.
 TEST(GradientBuilderTest, GemmGradientsAreExistingOps) {
