@@ -67,6 +67,23 @@ std::vector<ValueId> Graph::FindVersions(absl::string_view name) const {
   return it->second;
 }
 
+std::vector<ValueId> Graph::InPlaceRoots() const {
+  std::vector<ValueId> roots(values_.size());
+  for (ValueId v = 0; v < num_values(); ++v) {
+    const ValueId overwritten = values_[v].inplace_of;
+    if (overwritten == kNone) {
+      roots[v] = v;
+    } else if (overwritten < v) {  // the builder creates an op's outputs after its inputs
+      roots[v] = roots[overwritten];
+    } else {  // a graph edited after Build(): walk the chain
+      ValueId r = v;
+      while (values_[r].inplace_of != kNone) r = values_[r].inplace_of;
+      roots[v] = r;
+    }
+  }
+  return roots;
+}
+
 bool Graph::AllTypesKnown() const {
   return std::all_of(values_.begin(), values_.end(),
                      [](const Value& v) { return v.type.has_value(); });

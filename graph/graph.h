@@ -136,6 +136,10 @@ class Graph {
   // True when every value has a type (shape inference done).
   bool AllTypesKnown() const;
 
+  // Per value, the first value of its in-place chain (itself when it overwrites nothing), the
+  // chain's memory. O(values): a value overwrites one created before it.
+  std::vector<ValueId> InPlaceRoots() const;
+
  private:
   friend class GraphBuilder;
   std::string name_;

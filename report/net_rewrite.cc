@@ -21,11 +21,6 @@ using graph::kNone;
 using graph::ValueId;
 
 // The alias-class root of a value: follow in-place links to the oldest member.
-ValueId Root(const graph::Graph& graph, ValueId v) {
-  while (graph.value(v).inplace_of != kNone) v = graph.value(v).inplace_of;
-  return v;
-}
-
 // The net `graph` describes, ops in `order`, every value named by `names`.
 proto::NetDef NetWithNames(const graph::Graph& graph, const Plan& plan,
                            const std::vector<std::string>& names) {
@@ -166,6 +161,7 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
     return absl::InvalidArgumentError("the plan does not belong to this graph");
   }
   const int num_buffers = static_cast<int>(plan.buffers.size());
+  const std::vector<ValueId> in_place_roots = graph.InPlaceRoots();
   std::vector<std::vector<ValueId>> members(num_buffers);
   for (ValueId v = 0; v < graph.num_values(); ++v) {
     const int b = plan.buffer_of_value[v];
@@ -216,7 +212,7 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
       // baselines) its names.
       std::vector<ValueId> roots;
       for (ValueId v : members[b]) {
-        const ValueId r = Root(graph, v);
+        const ValueId r = in_place_roots[v];
         const bool seen = std::any_of(roots.begin(), roots.end(), [&](ValueId other) {
           return other == r ||
                  (plan.blob_per_name && graph.value(other).name == graph.value(r).name);
@@ -309,8 +305,9 @@ std::string SizeBlindPlanToText(const graph::Graph& graph, const Plan& plan,
 
 proto::NetDef ReferenceNet(const graph::Graph& graph, const Plan& plan) {
   std::vector<std::string> names(graph.num_values());
+  const std::vector<ValueId> roots = graph.InPlaceRoots();
   for (ValueId v = 0; v < graph.num_values(); ++v) {
-    const graph::Value& root = graph.value(Root(graph, v));
+    const graph::Value& root = graph.value(roots[v]);
     names[v] = root.version == 0 ? root.name : absl::StrCat(root.name, "__v", root.version);
   }
   return NetWithNames(graph, plan, names);

@@ -18,11 +18,6 @@ namespace {
 using graph::kNone;
 using graph::ValueId;
 
-ValueId Root(const graph::Graph& graph, ValueId v) {
-  while (graph.value(v).inplace_of != kNone) v = graph.value(v).inplace_of;
-  return v;
-}
-
 int64_t ValueBytes(const graph::Value& v) {
   if (!v.type.has_value()) return 0;
   auto bytes = graph::ByteSize(*v.type, v.name);
@@ -35,8 +30,9 @@ bool Planned(const Plan& plan, ValueId v) { return plan.buffer_of_value[v] >= 0;
 
 int SharedBufferCount(const graph::Graph& graph, const Plan& plan) {
   std::vector<absl::flat_hash_set<ValueId>> roots(plan.buffers.size());
+  const std::vector<ValueId> root = graph.InPlaceRoots();
   for (ValueId v = 0; v < graph.num_values(); ++v) {
-    if (Planned(plan, v)) roots[plan.buffer_of_value[v]].insert(Root(graph, v));
+    if (Planned(plan, v)) roots[plan.buffer_of_value[v]].insert(root[v]);
   }
   int shared = 0;
   for (const auto& r : roots) shared += r.size() >= 2 ? 1 : 0;
@@ -126,6 +122,7 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   }
   j["steps"] = steps;
   Json values = Json::array();
+  const std::vector<ValueId> roots = graph.InPlaceRoots();
   for (ValueId v = 0; v < graph.num_values(); ++v) {
     const graph::Value& value = graph.value(v);
     Json item;
@@ -145,7 +142,7 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
       item["last_step"] = nullptr;
       item["buffer"] = nullptr;
     }
-    const ValueId root = Root(graph, v);
+    const ValueId root = roots[v];
     item["alias_of"] = root == v ? Json(nullptr) : Json(graph.value(root).DisplayName());
     values.push_back(std::move(item));
   }
