@@ -269,6 +269,25 @@ TEST(DeviceWorkloads, MlpTrainingMatchesCpuKernelsOnTheGpu) {
                    /*also_unshared=*/false);
 }
 
+// A sequence long enough that every row launch spans several blocks of 256 threads (L = 301),
+// with a real head dimension (32): the multi-block paths the n = 15 variants never reach. GPU
+// only (the CPU reference is cheap; the host backend of the device kernels is slow at this size).
+TEST(DeviceWorkloads, LongerAttentionMatchesCpuKernelsOnTheGpu) {
+  absl::StatusOr<alloc::KernelTable> cuda = alloc::MakeCudaKernelTable();
+  if (!cuda.ok()) GTEST_SKIP() << "no CUDA kernels here: " << cuda.status();
+  alloc::NetRunTarget target;
+  target.device = alloc::Device::kCuda;
+  target.kernels = &*cuda;
+  for (const char* variant : {"kernel=math", "kernel=efficient", "kernel=math,mode=training",
+                              "kernel=efficient,mode=training"}) {
+    SCOPED_TRACE(variant);
+    ExpectMatchesCpu(absl::StrCat("attention:n=300,batch=1,dim=64,heads=2,depth=1,mlp=128,"
+                                  "dtype=fp32,bias_dtype=fp32,",
+                                  variant),
+                     1e-4, target, /*also_unshared=*/false);
+  }
+}
+
 // ---- one op at a time ------------------------------------------------------------------------
 
 // Runs `type` with the CPU kernels and the device kernels on copies of the same inputs and
