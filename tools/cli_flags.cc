@@ -105,25 +105,10 @@ absl::Status CheckFlags(Flags& flags) {
           flags.insert_free ? "--insert-free" : "--share-all-activations",
           " is not part of Caffe2's memonger: it does not go with --caffe2-bugs"));
     }
-    for (const auto& [flag, used] : std::initializer_list<std::pair<const char*, bool>>{
-             {"--plan-json", !flags.plan_json.empty()},
-             {"--plan-csv", !flags.plan_csv.empty()},
-             {"--html", !flags.html.empty()},
-             {"--plan-in", !flags.plan_in.empty()},
-             {"--execute", flags.execute != "none"},
-             {"--budget", flags.budget >= 0},
-             {"--fit", !flags.fit.empty()},
-             {"--recompute", flags.recompute != "none"},
-             {"--store-fp16", !flags.store_fp16.empty()},
-             {"--format json", flags.format == "json"},
-             {"--ascii", flags.ascii},
-             {"--cuda-graphs", flags.cuda_graphs},
-             {"--compare/--variant", !flags.compare.empty() || !flags.variants.empty()}}) {
-      if (used) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            flag, " does not go with --caffe2-bugs: Caffe2's answer is a renamed net "
-            "(--net-out), not a plan with offsets, and it may overwrite live blobs"));
-      }
+    if (const std::string flag = FlagNeedingOffsets(flags); !flag.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " does not go with --caffe2-bugs: Caffe2's answer is a renamed net "
+          "(--net-out), not a plan with offsets, and it may overwrite live blobs"));
     }
   }
   if (flags.share_activations && flags.share_all_activations) {
@@ -171,6 +156,27 @@ absl::Status CheckFlags(Flags& flags) {
 }
 
 }  // namespace
+
+std::string FlagNeedingOffsets(const Flags& flags) {
+  for (const auto& [flag, used] : std::initializer_list<std::pair<const char*, bool>>{
+           {"--plan-json", !flags.plan_json.empty()},
+           {"--plan-csv", !flags.plan_csv.empty()},
+           {"--html", !flags.html.empty()},
+           {"--plan-in", !flags.plan_in.empty()},
+           {"--execute", flags.execute != "none"},
+           {"--budget", flags.budget >= 0},
+           {"--fit", !flags.fit.empty()},
+           {"--recompute", flags.recompute != "none"},
+           {"--store-fp16", !flags.store_fp16.empty()},
+           {"--format json", flags.format == "json"},
+           {"--ascii", flags.ascii},
+           {"--cuda-graphs", flags.cuda_graphs},
+           {"--compare", !flags.compare.empty()},
+           {"--variant", !flags.variants.empty()}}) {
+    if (used) return flag;
+  }
+  return "";
+}
 
 absl::Status DeclareOutputs(const Flags& flags, util::OutputFiles& outputs) {
   for (const auto& [flag, path] :

@@ -77,6 +77,10 @@ struct Flags {
   graph::ShapeBindings bindings;
 };
 
+// The first flag given that needs a plan with byte offsets ("--plan-json", "--execute", ...), or
+// "" when none does: a size-blind plan and a --caffe2-bugs answer have no offsets.
+std::string FlagNeedingOffsets(const Flags& flags);
+
 // Declares the output files the flags name (--plan-json, --plan-csv, --html, --net-out) in
 // `outputs`: each is checked (writable directory, not a directory, not named twice).
 absl::Status DeclareOutputs(const Flags& flags, util::OutputFiles& outputs);

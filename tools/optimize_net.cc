@@ -411,24 +411,10 @@ int RunSizeBlind(const Flags& flags, const memonger::graph::Graph& graph,
     std::cerr << "optimize-net: " << OneLine(status.message()) << "\n";
     return kExitFailed;
   };
-  for (const auto& [flag, used] : std::initializer_list<std::pair<const char*, bool>>{
-           {"--plan-json", !flags.plan_json.empty()},
-           {"--plan-csv", !flags.plan_csv.empty()},
-           {"--html", !flags.html.empty()},
-           {"--plan-in", !flags.plan_in.empty()},
-           {"--execute", flags.execute != "none"},
-           {"--budget", flags.budget >= 0},
-           {"--fit", !flags.fit.empty()},
-           {"--recompute", flags.recompute != "none"},
-           {"--store-fp16", !flags.store_fp16.empty()},
-           {"--format json", flags.format == "json"},
-           {"--ascii", flags.ascii},
-           {"--cuda-graphs", flags.cuda_graphs}}) {
-    if (used) {
-      return fail(absl::InvalidArgumentError(absl::StrCat(
-          flag, " needs byte sizes, and this plan is size-blind (graph inputs without shapes): "
-          "give every graph input's shape (--input-shape)")));
-    }
+  if (const std::string flag = memonger::tools::FlagNeedingOffsets(flags); !flag.empty()) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(
+        flag, " needs byte sizes, and this plan is size-blind (graph inputs without shapes): "
+        "give every graph input's shape (--input-shape)")));
   }
   if (options.mode == memonger::Mode::kTraining && !memonger::graph::HasGradientOps(graph)) {
     return fail(absl::InvalidArgumentError(

@@ -31,17 +31,9 @@ std::optional<DataType> FromOnnxTypeString(const std::string& text) {
   if (!absl::ConsumePrefix(&inner, "tensor(") || !absl::ConsumeSuffix(&inner, ")")) {
     return std::nullopt;
   }
-  if (inner == "float") return DataType::kFloat32;
-  if (inner == "double") return DataType::kFloat64;
-  if (inner == "float16") return DataType::kFloat16;
-  if (inner == "bfloat16") return DataType::kBFloat16;
-  if (inner == "int8") return DataType::kInt8;
-  if (inner == "uint8") return DataType::kUInt8;
-  if (inner == "int16") return DataType::kInt16;
-  if (inner == "int32") return DataType::kInt32;
-  if (inner == "int64") return DataType::kInt64;
-  if (inner == "bool") return DataType::kBool;
-  return std::nullopt;
+  absl::StatusOr<DataType> dtype = ParseDataType(inner);  // ONNX's names are among ours
+  if (!dtype.ok()) return std::nullopt;
+  return *dtype;
 }
 
 std::string NodeLabel(const onnx::NodeProto& node, int index) {
