@@ -37,9 +37,10 @@
 // an unordered_map; here it follows the order of assignment.
 //
 // Errors: FailedPrecondition where Caffe2 raised (an input never written by a traversed op, an op
-// visited twice, a gradient op given to the inference planner), ResourceExhausted for a
-// traversal deeper than util::kMaxCaffe2RecursionDepth (Caffe2 recursed too; here the call
-// stack is protected), DeadlineExceeded when the DP runs past `deadline` (Caffe2's DP has no
+// visited twice, a gradient op given to the inference planner, the DP's assertions, no blob read
+// after the first op), ResourceExhausted for a
+// traversal deeper than util::kMaxCaffe2RecursionDepth (Caffe2 recursed too; here the recursion
+// runs on a stack of its own, util::kCaffe2StackBytes), DeadlineExceeded when the DP runs past `deadline` (Caffe2's DP has no
 // limit and is exponential).
 //
 // Complexity: as Caffe2's. DFS O(ops * inputs + outputs * pool * tokens); ranges O(ops);
@@ -118,8 +119,10 @@ std::set<std::string> DefaultParamGrads(const graph::Graph& graph);
 std::set<std::string> ActivationBlobs(const NameNet& net);
 
 // What the renamed net does when its ops run one after another, as a Caffe2 workspace would run
-// them: a read that finds its blob holding another value (clobbered), and blobs that hold values
-// of two devices (Caffe2 then reallocates the blob at each change: nothing is shared there).
+// them: a read that finds its blob holding another value (clobbered) or nothing (an external
+// input renamed away from the name it is fed under), an external output not in its blob at the
+// end, and blobs that hold values of two devices (Caffe2 then reallocates the blob at each
+// change: nothing is shared there).
 struct Hazards {
   std::vector<std::string> clobbered_reads;  // one line each
   std::vector<std::string> cross_device;     // one line per blob

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "memonger/caffe2_exact.h"
+#include "util/deep_stack.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
 
@@ -85,7 +86,16 @@ class DagRecycler {
     op_visited_.assign(n, false);
   }
 
+  // memonger recursed once per op on the traversal's path: so does ProcessOp, on a thread with
+  // a stack for util::kMaxCaffe2RecursionDepth frames.
   absl::StatusOr<Renames> Run() {
+    absl::StatusOr<Renames> result = absl::InternalError("the traversal did not run");
+    MG_RETURN_IF_ERROR(util::RunWithStack(util::kCaffe2StackBytes, [&] { result = RunHere(); }));
+    return result;
+  }
+
+ private:
+  absl::StatusOr<Renames> RunHere() {
     MG_RETURN_IF_ERROR(Setup());
     // Roots: unvisited consumers of a head with in-degree 0; each gets a fresh pool and token.
     for (const std::string& head : heads_) {
@@ -101,7 +111,6 @@ class DagRecycler {
     return Rename();
   }
 
- private:
   bool Shareable(const std::string& b) const { return shareable_.count(b) > 0; }
   const std::string& Mapped(const std::string& b) const {
     const std::string* m = mapping_.Find(b);
@@ -119,7 +128,12 @@ class DagRecycler {
     auto it = shapes_.find(b);
     if (it == shapes_.end()) return 0;
     int32_t size = 1;
-    for (int64_t d : it->second) size = Int32(static_cast<int64_t>(size) * d);
+    for (int64_t d : it->second) {
+      // The low 32 bits of the product, as Python's exact product wrapped to int32 has them;
+      // unsigned, so that no product overflows.
+      size = Int32(static_cast<int64_t>(static_cast<uint64_t>(static_cast<int64_t>(size)) *
+                                        static_cast<uint64_t>(d)));
+    }
     return size;
   }
 
@@ -139,7 +153,7 @@ class DagRecycler {
           auto seen = blob_seen.find(in);
           if (seen == blob_seen.end()) {
             return absl::FailedPreconditionError(absl::StrCat(
-                "Caffe2's memonger fails on this net: input '", in,
+                "Caffe2's memonger fails on this net: input '", util::Quote(in),
                 "' was not output by an op before (memonger.cc's CAFFE_ENFORCE)"));
           }
           op_inputs_[i] += seen->second;
@@ -457,7 +471,7 @@ absl::StatusOr<Renames> OptimizeInferenceForDag(const NameNet& net,
       activations.insert(b);
       if (seen_as_output.count(b) == 0) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "Caffe2's optimize_inference_for_dag fails on this net: '", b,
+            "Caffe2's optimize_inference_for_dag fails on this net: '", util::Quote(b),
             "' is not an external input"));
       }
     }

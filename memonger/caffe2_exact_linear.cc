@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "memonger/caffe2_exact.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger::caffe2 {
@@ -48,20 +49,29 @@ int64_t ChainMaxSize(const std::vector<Range>& ranges, const Chain& chain) {
   return most;
 }
 
+size_t Members(const Chains& chains) {
+  size_t n = 0;
+  for (const Chain& chain : chains) n += chain.size();
+  return n;
+}
+
 int64_t MemoryUsage(const std::vector<Range>& ranges, const Chains& chains) {
   int64_t total = 0;
   for (const Chain& chain : chains) total += ChainMaxSize(ranges, chain);
   return total;
 }
 
+// compute_assignments_greedy: each blob joins the compatible chain whose largest member is
+// nearest its size (the first such chain on a tie), else starts one. O(blobs x chains).
 Chains Greedy(const std::vector<Range>& ranges, const std::vector<int>& order) {
   Chains chains;
+  std::vector<int64_t> chain_max;  // per chain: its largest member, kept as members join
   for (int item : order) {
     std::optional<size_t> best;
     int64_t min_dist = std::numeric_limits<int64_t>::max();
     for (size_t c = 0; c < chains.size(); ++c) {
       if (!Compatible(ranges, item, chains[c])) continue;
-      const int64_t dist = std::llabs(ChainMaxSize(ranges, chains[c]) - ranges[item].size);
+      const int64_t dist = std::llabs(chain_max[c] - ranges[item].size);
       if (dist < min_dist) {
         min_dist = dist;
         best = c;
@@ -69,8 +79,10 @@ Chains Greedy(const std::vector<Range>& ranges, const std::vector<int>& order) {
     }
     if (best.has_value()) {
       chains[*best].push_back(item);
+      chain_max[*best] = std::max(chain_max[*best], ranges[item].size);
     } else {
       chains.push_back({item});
+      chain_max.push_back(ranges[item].size);
     }
   }
   return chains;
@@ -94,6 +106,12 @@ class Dp {
       const std::vector<int> window(items.begin() + (prev + 1), items.begin() + ii + 1);
       MG_ASSIGN_OR_RETURN(Chains current,
                           FindBest(window, prev_best, best.empty() ? init : best.back()));
+      // memonger.py asserts that the window's blobs were all placed, once.
+      if (Members(current) != Members(prev_best) + window.size()) {
+        return absl::FailedPreconditionError(
+            "Caffe2's DP assignment fails on this net (memonger.py's assertion in "
+            "compute_assignments_dp: a window's blobs were not each placed once)");
+      }
       best.push_back(std::move(current));
     }
     return best.empty() ? Chains() : best.back();
@@ -113,6 +131,15 @@ class Dp {
   absl::StatusOr<Chains> FindBest(const std::vector<int>& window, const Chains& init,
                                   const Chains& prev_best) {
     const int target = window.back();
+    // memonger.py asserts that nothing earlier in the window may follow the target.
+    for (size_t i = 0; i + 1 < window.size(); ++i) {
+      if (Compatible(ranges_, window[i], {target})) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "Caffe2's DP assignment fails on this net (memonger.py's assertion in find_best): '",
+            util::Quote(ranges_[window[i]].name), "' could follow '",
+            util::Quote(ranges_[target].name), "' in the same window"));
+      }
+    }
     std::vector<Chains> candidates;
     for (size_t ii = 0; ii < init.size(); ++ii) {
       if (!Compatible(ranges_, target, init[ii])) continue;
@@ -199,7 +226,8 @@ absl::StatusOr<Renames> OptimizeInterference(const NameNet& net,
     if (!blob_sizes.empty()) {
       auto size = blob_sizes.find(b);
       if (size == blob_sizes.end()) {
-        return absl::InvalidArgumentError(absl::StrCat("--caffe2-bugs: no size for blob '", b, "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--caffe2-bugs: no size for blob '", util::Quote(b), "'"));
       }
       range.size = size->second;
     }
@@ -313,15 +341,21 @@ Hazards SimulateRenamedNet(const NameNet& net, const Renames& renames) {
   struct Content {
     std::string name;
     int version = 0;
-    int writer = -1;  // op index; -1: an external input
+    int writer = -1;  // op index; -1: fed as an external input
   };
-  absl::flat_hash_map<std::string, Content> holds;       // physical blob -> what it holds
-  absl::flat_hash_map<std::string, int> version;         // name -> writes so far
+  absl::flat_hash_map<std::string, Content> holds;         // physical blob -> what it holds
+  absl::flat_hash_map<std::string, int> version;           // name -> writes so far
   absl::flat_hash_map<std::string, graph::Device> device;  // physical blob -> last device
   std::set<std::string> cross_device;
+  // External inputs are fed under their own names (renaming never touches external_input).
   const std::set<std::string> external_inputs(net.external_inputs.begin(),
                                               net.external_inputs.end());
   for (const std::string& in : net.external_inputs) holds[in] = Content{in, 0, -1};
+  auto describe = [&](const Content& c) {
+    return c.writer < 0 ? absl::StrCat("'", util::Quote(c.name), "' (fed)")
+                        : absl::StrCat("'", util::Quote(c.name), "' (op ", c.writer, ", ",
+                                       net.ops[c.writer].type, ")");
+  };
   Hazards hazards;
   for (int j = 0; j < static_cast<int>(net.ops.size()); ++j) {
     const NameOp& op = net.ops[j];
@@ -332,13 +366,14 @@ Hazards SimulateRenamedNet(const NameNet& net, const Renames& renames) {
       if (want == 0 && external_inputs.count(in) == 0) continue;
       const std::string& blob = physical(in);
       auto held = holds.find(blob);
-      if (held == holds.end()) continue;
-      if (held->second.name != in || held->second.version != want) {
+      if (held == holds.end()) {
         hazards.clobbered_reads.push_back(absl::StrCat(
-            "op ", j, " (", op.type, ") reads '", in, "' from blob '", blob,
-            "', which op ", held->second.writer, " (",
-            held->second.writer >= 0 ? net.ops[held->second.writer].type : "input",
-            ") overwrote with '", held->second.name, "'"));
+            "op ", j, " (", op.type, ") reads '", util::Quote(in), "' from blob '",
+            util::Quote(blob), "', which holds nothing yet"));
+      } else if (held->second.name != in || held->second.version != want) {
+        hazards.clobbered_reads.push_back(absl::StrCat(
+            "op ", j, " (", op.type, ") reads '", util::Quote(in), "' from blob '",
+            util::Quote(blob), "', which holds ", describe(held->second)));
       }
     }
     const graph::Device written_on = op.type == "CopyGPUToCPU" ? graph::Device{} : op.device;
@@ -349,11 +384,26 @@ Hazards SimulateRenamedNet(const NameNet& net, const Renames& renames) {
       auto [it, inserted] = device.try_emplace(blob, written_on);
       if (!inserted && it->second != written_on && cross_device.insert(blob).second) {
         hazards.cross_device.push_back(absl::StrCat(
-            "blob '", blob, "' holds values on ", graph::DeviceToString(it->second), " and ",
-            graph::DeviceToString(written_on), " (first at op ", j, ", ", op.type,
+            "blob '", util::Quote(blob), "' holds values on ", graph::DeviceToString(it->second),
+            " and ", graph::DeviceToString(written_on), " (first at op ", j, ", ", op.type,
             "): Caffe2 reallocates it at each change, so nothing is shared there"));
       }
       it->second = written_on;
+    }
+  }
+  // The caller reads the external outputs under their own names after the last op.
+  for (const std::string& out : net.external_outputs) {
+    auto written = version.find(out);
+    if (written == version.end() && external_inputs.count(out) == 0) continue;
+    const int want = written == version.end() ? 0 : written->second;
+    auto held = holds.find(out);
+    if (held == holds.end()) {
+      hazards.clobbered_reads.push_back(absl::StrCat(
+          "the net's output '", util::Quote(out), "' is in no blob of its name at the end"));
+    } else if (held->second.name != out || held->second.version != want) {
+      hazards.clobbered_reads.push_back(
+          absl::StrCat("the net's output '", util::Quote(out), "' is overwritten by ",
+                       describe(held->second), " at the end"));
     }
   }
   return hazards;

@@ -20,7 +20,6 @@ namespace {
 using graph::kNone;
 using graph::ValueId;
 
-// The alias-class root of a value: follow in-place links to the oldest member.
 // The net `graph` describes, ops in `order`, every value named by `names`.
 proto::NetDef NetWithNames(const graph::Graph& graph, const Plan& plan,
                            const std::vector<std::string>& names) {

@@ -41,11 +41,11 @@ caffe2::BlobShapes Shapes(const graph::Graph& graph) {
   return shapes;
 }
 
-std::map<std::string, int64_t> ByteSizes(const graph::Graph& graph) {
+absl::StatusOr<std::map<std::string, int64_t>> ByteSizes(const graph::Graph& graph) {
   std::map<std::string, int64_t> sizes;
   for (const graph::Value& value : graph.values()) {
     if (value.type.has_value()) {
-      sizes[value.name] = graph::ByteSize(*value.type, value.name).value_or(0);
+      MG_ASSIGN_OR_RETURN(sizes[value.name], graph::ByteSize(*value.type, value.name));
     }
   }
   return sizes;
@@ -91,9 +91,12 @@ absl::StatusOr<caffe2::Renames> Plan(const Flags& flags, const graph::Graph& gra
   if (flags.planner == "memonger-fast") {
     return caffe2::OptimizeInferenceFast(net, StaticBlobs(net, options));
   }
+  std::map<std::string, int64_t> sizes;
+  if (sized) {
+    MG_ASSIGN_OR_RETURN(sizes, ByteSizes(graph));
+  }
   const absl::Time deadline = absl::Now() + absl::Seconds(options.time_limit_seconds);
-  return caffe2::OptimizeInterference(net, StaticBlobs(net, options),
-                                      sized ? ByteSizes(graph) : std::map<std::string, int64_t>(),
+  return caffe2::OptimizeInterference(net, StaticBlobs(net, options), sizes,
                                       flags.planner == "memonger-dp", deadline);
 }
 

@@ -48,6 +48,9 @@ inline constexpr size_t kMaxQuotedChars = 200;
 // path. 20,000 frames stay far inside an 8 MiB stack; deeper nets get ResourceExhausted (the
 // memonger-dag planner, with an explicit stack, plans them).
 inline constexpr int kMaxCaffe2RecursionDepth = 20000;
+// The stack the replay recurses on (util::RunWithStack): room for that depth with sanitizer-sized
+// frames; reserved, not touched beyond the depth reached.
+inline constexpr size_t kCaffe2StackBytes = size_t{512} << 20;
 
 // The limits a loader applies to one input.
 struct InputLimits {

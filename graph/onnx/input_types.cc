@@ -4,6 +4,7 @@
 #include <iterator>
 #include <optional>
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "onnx/defs/schema.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
@@ -37,8 +39,8 @@ std::optional<DataType> FromOnnxTypeString(const std::string& text) {
 }
 
 std::string NodeLabel(const onnx::NodeProto& node, int index) {
-  return node.name().empty() ? absl::StrCat(node.op_type(), " node #", index)
-                             : absl::StrCat(node.op_type(), " node '", node.name(), "'");
+  if (node.name().empty()) return absl::StrCat(node.op_type(), " node #", index);
+  return absl::StrCat(node.op_type(), " node '", util::Quote(node.name()), "'");
 }
 
 std::string TypeList(const std::set<DataType>& types) {
@@ -73,34 +75,38 @@ std::optional<std::set<DataType>> AllowedAt(const onnx::NodeProto& node, int slo
   return allowed;
 }
 
+// Per value name, the (node, input slot) pairs that read it, in node order.
+using Readers = absl::flat_hash_map<std::string, std::vector<std::pair<int, int>>>;
+
 absl::StatusOr<DataType> FromReaders(const onnx::GraphProto& graph, const std::string& name,
+                                     const Readers& readers,
                                      const absl::flat_hash_map<std::string, int>& opsets) {
   std::optional<std::set<DataType>> common;
   std::string first_reader;
   std::set<DataType> first_allowed;
-  for (int n = 0; n < graph.node_size(); ++n) {
+  auto found = readers.find(name);
+  if (found == readers.end()) return DataType::kFloat32;  // nothing constrains it
+  for (const auto& [n, slot] : found->second) {
     const onnx::NodeProto& node = graph.node(n);
-    for (int slot = 0; slot < node.input_size(); ++slot) {
-      if (node.input(slot) != name) continue;
-      std::optional<std::set<DataType>> allowed = AllowedAt(node, slot, opsets);
-      if (!allowed.has_value()) continue;
-      const std::string label = absl::StrCat(NodeLabel(node, n), " (input ", slot, ")");
-      if (!common.has_value()) {
-        common = *allowed;
-        first_reader = label;
-        first_allowed = *allowed;
-      } else {
-        std::set<DataType> both;
-        std::set_intersection(common->begin(), common->end(), allowed->begin(), allowed->end(),
-                              std::inserter(both, both.begin()));
-        common = std::move(both);
-      }
-      if (common->empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "graph input '", name, "' declares no type, and its readers allow no common one: ",
-            first_reader, " allows ", TypeList(first_allowed), "; ", label, " allows ",
-            TypeList(*allowed), ". Pass --input-type ", name, "=DTYPE"));
-      }
+    std::optional<std::set<DataType>> allowed = AllowedAt(node, slot, opsets);
+    if (!allowed.has_value()) continue;
+    const std::string label = absl::StrCat(NodeLabel(node, n), " (input ", slot, ")");
+    if (!common.has_value()) {
+      common = *allowed;
+      first_reader = label;
+      first_allowed = *allowed;
+    } else {
+      std::set<DataType> both;
+      std::set_intersection(common->begin(), common->end(), allowed->begin(), allowed->end(),
+                            std::inserter(both, both.begin()));
+      common = std::move(both);
+    }
+    if (common->empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph input '", util::Quote(name),
+          "' declares no type, and its readers allow no common one: ", first_reader, " allows ",
+          TypeList(first_allowed), "; ", label, " allows ", TypeList(*allowed),
+          ". Pass --input-type ", name, "=DTYPE"));
     }
   }
   if (!common.has_value()) return DataType::kFloat32;  // nothing constrains it
@@ -116,21 +122,27 @@ absl::Status TypeGraphInputs(onnx::GraphProto& graph,
                              const absl::flat_hash_map<std::string, int>& opsets,
                              const absl::flat_hash_set<std::string>& params,
                              const std::map<std::string, DataType>& input_types) {
-  for (const auto& [name, dtype] : input_types) {
-    const bool is_input =
-        std::any_of(graph.input().begin(), graph.input().end(),
-                    [&](const onnx::ValueInfoProto& vi) { return vi.name() == name; });
+  absl::flat_hash_set<std::string> graph_inputs;
+  for (const onnx::ValueInfoProto& vi : graph.input()) graph_inputs.insert(vi.name());
+  for (const auto& entry : input_types) {
+    const std::string& name = entry.first;
     if (params.contains(name)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--input-type names '", name,
+          "--input-type names '", util::Quote(name),
           "', which is an initializer (its data fixes its type), not a graph input"));
     }
-    if (!is_input) {
+    if (!graph_inputs.contains(name)) {
       std::vector<std::string> names;
       for (const onnx::ValueInfoProto& vi : graph.input()) names.push_back(vi.name());
-      return absl::InvalidArgumentError(
-          absl::StrCat("--input-type names '", name, "', which is not a graph input (inputs: ",
-                       names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--input-type names '", util::Quote(name), "', which is not a graph input (inputs: ",
+          names.empty() ? "none" : util::Quote(absl::StrJoin(names, ", ")), ")"));
+    }
+  }
+  Readers readers;  // built once: O(node inputs)
+  for (int n = 0; n < graph.node_size(); ++n) {
+    for (int slot = 0; slot < graph.node(n).input_size(); ++slot) {
+      readers[graph.node(n).input(slot)].emplace_back(n, slot);
     }
   }
   for (onnx::ValueInfoProto& vi : *graph.mutable_input()) {
@@ -145,7 +157,7 @@ absl::Status TypeGraphInputs(onnx::GraphProto& graph,
     } else if (kind == onnx::TypeProto::kTensorType && vi.type().tensor_type().elem_type() != 0) {
       continue;  // declared
     } else {
-      MG_ASSIGN_OR_RETURN(dtype, FromReaders(graph, vi.name(), opsets));
+      MG_ASSIGN_OR_RETURN(dtype, FromReaders(graph, vi.name(), readers, opsets));
     }
     vi.mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(dtype));
   }

@@ -10,10 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
+#include "util/limits.h"
 
 namespace memonger::caffe2 {
 namespace {
@@ -128,10 +130,72 @@ TEST(Caffe2ExactTest, ReplayFindsCaffe2sClobberedRead) {
   const Hazards hazards = SimulateRenamedNet(net, *renames);
   ASSERT_THAT(hazards.clobbered_reads, SizeIs(1));
   EXPECT_THAT(hazards.clobbered_reads[0],
-              HasSubstr("op 4 (Relu) reads 'c' from blob 'c', which op 3 (Relu) overwrote "
-                        "with 'a'"));
+              HasSubstr("op 4 (Relu) reads 'c' from blob 'c', which holds 'a' (op 3, Relu)"));
   EXPECT_THAT(hazards.cross_device, IsEmpty());
   EXPECT_THAT(SimulateRenamedNet(net, {}).clobbered_reads, IsEmpty());
+}
+
+// With the inputs recyclable (--recycle-inputs), greedy chains can rename an external input,
+// which the caller still feeds under its own name; and a shared name can overwrite an output.
+TEST(Caffe2ExactTest, ReplayFindsReadsOfUnfedBlobsAndOverwrittenOutputs) {
+  const NameNet net = Net(R"pb(
+    external_input: "x"
+    external_output: "y"
+    op { type: "Relu" input: "x" output: "y" }
+    op { type: "Relu" input: "y" output: "z" }
+    op { type: "Relu" input: "z" output: "out" }
+  )pb");
+  const Hazards unfed = SimulateRenamedNet(net, {{"x", "z"}});
+  ASSERT_THAT(unfed.clobbered_reads, SizeIs(1));
+  EXPECT_THAT(unfed.clobbered_reads[0],
+              HasSubstr("op 0 (Relu) reads 'x' from blob 'z', which holds nothing yet"));
+  const Hazards output = SimulateRenamedNet(net, {{"out", "y"}});
+  ASSERT_THAT(output.clobbered_reads, SizeIs(1));
+  EXPECT_THAT(output.clobbered_reads[0],
+              HasSubstr("the net's output 'y' is overwritten by 'out' (op 2, Relu) at the end"));
+}
+
+// memonger.py's DP asserts that nothing earlier in a window may follow its last blob; a rewrite
+// of an input read by the op that defines another blob breaks it (found by review against
+// memonger_ref.py, which raises AssertionError on this net).
+TEST(Caffe2ExactTest, DpFailsWhereCaffe2Asserts) {
+  const NameNet net = Net(R"pb(
+    external_input: "e"
+    external_input: "a"
+    op { type: "Split" input: "e" input: "a" output: "f" output: "b" }
+    op { type: "Relu" input: "f" output: "e" }
+  )pb");
+  EXPECT_EQ(OptimizeInterference(net, {}, {}, true, absl::InfiniteFuture()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<Renames> greedy = OptimizeInterference(net, {}, {}, false, absl::InfiniteFuture());
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_THAT(*greedy, IsEmpty());
+}
+
+// Caffe2 recursed once per op of the traversal's path; so does the port, on a stack of its own
+// sized for util::kMaxCaffe2RecursionDepth frames, and deeper is ResourceExhausted.
+TEST(Caffe2ExactTest, DeepTraversalsRunUpToTheLimit) {
+  auto chain = [](int n) {
+    NameNet net;
+    net.external_inputs = {"v0"};
+    for (int i = 0; i < n; ++i) {
+      NameOp op;
+      op.type = "Relu";
+      op.inputs = {absl::StrCat("v", i)};
+      op.outputs = {absl::StrCat("v", i + 1)};
+      net.ops.push_back(std::move(op));
+    }
+    net.external_outputs = {absl::StrCat("v", n)};
+    return net;
+  };
+  absl::StatusOr<Renames> deep = OptimizeInferenceForDag(chain(util::kMaxCaffe2RecursionDepth - 1),
+                                                         {"v0"}, "");
+  ASSERT_TRUE(deep.ok()) << deep.status();
+  EXPECT_THAT(*deep, SizeIs(util::kMaxCaffe2RecursionDepth - 2));  // v1 .. v{n-1} renamed
+  EXPECT_EQ(OptimizeInferenceForDag(chain(util::kMaxCaffe2RecursionDepth + 1), {"v0"}, "")
+                .status()
+                .code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 TEST(Caffe2ExactTest, ReplayNamesBlobsThatChangeDevice) {

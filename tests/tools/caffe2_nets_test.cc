@@ -377,7 +377,7 @@ TEST(Caffe2NetsTest, Caffe2BugsReproducesAndReportsAnUnsafeAnswer) {
   EXPECT_THAT(exact.out, HasSubstr("c: a"));
   EXPECT_THAT(exact.out, HasSubstr("1 read(s) of an overwritten blob"));
   EXPECT_THAT(exact.err, HasSubstr("warning: Caffe2's answer overwrites a live blob: op 4 (Relu) "
-                                   "reads 'c' from blob 'c', which op 3 (Relu) overwrote"));
+                                   "reads 'c' from blob 'c', which holds 'a' (op 3, Relu)"));
   const NetStats written = Stats(out);
   EXPECT_EQ(written.outputs[0], "c");  // a renamed to c
   auto ours = RunOptimizeNet(net + " --planner memonger-greedy --net-out " + out);
