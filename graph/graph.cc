@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <queue>
 
 #include <boost/graph/adjacency_list.hpp>
@@ -132,8 +133,9 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     return id;
   };
 
-  // Writers of each name, to resolve reads of names written only later in the list.
-  absl::flat_hash_map<std::string, std::vector<OpId>> writers;
+  // Ops have a handful of inputs and outputs: below this many, a linear scan beats a hash set
+  // (no allocation per op, which dominated building a graph of a million values).
+  constexpr size_t kLinearScan = 16;
   for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
     OpSpec& op = ops_[i];
     if (op.type.empty()) {
@@ -141,16 +143,20 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     }
     if (op.name.empty()) op.name = absl::StrCat(op.type, "_", i);
     absl::flat_hash_set<absl::string_view> seen;
-    for (const std::string& out : op.outputs) {
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      const std::string& out = op.outputs[k];
       if (out.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat(op.type, " op '", op.name, "' has an output with an empty name"));
       }
-      if (!seen.insert(out).second) {
+      const bool twice =
+          op.outputs.size() <= kLinearScan
+              ? std::find(op.outputs.begin(), op.outputs.begin() + k, out) != op.outputs.begin() + k
+              : !seen.insert(out).second;
+      if (twice) {
         return absl::InvalidArgumentError(absl::StrCat(op.type, " op '", op.name,
                                                        "' writes output '", out, "' twice"));
       }
-      writers[out].push_back(i);
     }
     for (const std::string& in : op.inputs) {
       if (in.empty()) {
@@ -178,14 +184,14 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   absl::flat_hash_map<std::string, ValueId> current;
   for (ValueId id : g.inputs_) current[g.values_[id].name] = id;
   for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
-    const OpSpec& spec = ops_[i];
+    OpSpec& spec = ops_[i];
     Op op;
-    op.name = spec.name;
+    op.name = spec.name;  // kept in the spec for messages below
     op.type = spec.type;
     op.domain = spec.domain;
-    op.attrs = spec.attrs;
+    op.attrs = std::move(spec.attrs);  // Build() consumes the builder
     op.device = spec.device;
-    op.engine = spec.engine;
+    op.engine = std::move(spec.engine);
     op.is_gradient_op = spec.is_gradient_op;
     op.view = spec.view;
     for (size_t s = 0; s < spec.inputs.size(); ++s) {
@@ -198,13 +204,23 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
       op.control_inputs.push_back(it == current.end() ? kNone : it->second);
       if (it == current.end()) pending.push_back({i, s, true});
     }
-    // The first input slot of each name, to find in-place writes in O(inputs + outputs).
+    // The first input slot of each name, to find in-place writes in O(inputs + outputs) (a
+    // linear scan for the usual few inputs).
     absl::flat_hash_map<absl::string_view, size_t> input_slot;
-    for (size_t s = spec.inputs.size(); s-- > 0;) input_slot[spec.inputs[s]] = s;
+    const bool scan = spec.inputs.size() <= kLinearScan;
+    if (!scan) {
+      for (size_t s = spec.inputs.size(); s-- > 0;) input_slot[spec.inputs[s]] = s;
+    }
     for (const std::string& out : spec.outputs) {
-      const auto slot = input_slot.find(out);
-      const bool in_place = slot != input_slot.end();
-      const ValueId overwritten = in_place ? op.inputs[slot->second] : kNone;
+      std::optional<size_t> slot;
+      if (scan) {
+        auto at = std::find(spec.inputs.begin(), spec.inputs.end(), out);
+        if (at != spec.inputs.end()) slot = static_cast<size_t>(at - spec.inputs.begin());
+      } else if (auto at = input_slot.find(out); at != input_slot.end()) {
+        slot = at->second;
+      }
+      const bool in_place = slot.has_value();
+      const ValueId overwritten = in_place ? op.inputs[*slot] : kNone;
       if (in_place && overwritten == kNone) {
         return absl::InvalidArgumentError(absl::StrCat(
             spec.type, " op '", spec.name, "' writes '", out,
@@ -218,7 +234,14 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     g.ops_.push_back(std::move(op));
   }
 
-  // Pass 2: reads of names written later in the list (nets not in dependency order).
+  // Pass 2: reads of names written later in the list (nets not in dependency order), resolved
+  // by the writers of each name (built only for such nets).
+  absl::flat_hash_map<std::string, std::vector<OpId>> writers;
+  if (!pending.empty()) {
+    for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
+      for (const std::string& out : ops_[i].outputs) writers[out].push_back(i);
+    }
+  }
   for (const PendingRead& read : pending) {
     const OpSpec& spec = ops_[read.op];
     const std::string& name =
@@ -238,15 +261,14 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     (read.control ? g.ops_[read.op].control_inputs : g.ops_[read.op].inputs)[read.slot] = id;
   }
 
+  absl::flat_hash_set<ValueId> output_set;
   for (const std::string& name : external_outputs_) {
     auto id = g.FindValue(name);
     if (!id) {
       return absl::InvalidArgumentError(absl::StrCat(
           "external output '", name, "' is neither produced by an op nor an external input"));
     }
-    if (std::find(g.outputs_.begin(), g.outputs_.end(), *id) == g.outputs_.end()) {
-      g.outputs_.push_back(*id);
-    }
+    if (output_set.insert(*id).second) g.outputs_.push_back(*id);
   }
   for (const std::string& name : losses_) {
     auto id = g.FindValue(name);
