@@ -142,9 +142,12 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
       }
       // A run that cannot end strictly lower than the best so far (an earlier run, which wins
       // ties) stops early.
+      // Every run but the first gives up at the deadline, so that the portfolio never overruns
+      // it by a whole pass (the first run is the plan it returns).
       std::optional<OffsetSolution> solution = placer.PlaceFrom(
           order, rule, 0, {},
-          have ? best.solution.height - 1 : std::numeric_limits<int64_t>::max());
+          have ? best.solution.height - 1 : std::numeric_limits<int64_t>::max(),
+          have ? stop_after : std::nullopt);
       ++best.runs;
       if (solution.has_value()) {
         MG_CHECK(!have || solution->height < best.solution.height);

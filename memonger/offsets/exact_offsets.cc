@@ -672,6 +672,11 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
     best.proven_optimal = true;
     return best;
   }
+  // No time left (auto's greedy passes used it all): preparing the search alone costs
+  // O(n log n), which a million items make seconds.
+  if (std::chrono::duration<double>(Clock::now() - start).count() >= options.time_limit_seconds) {
+    return best;
+  }
 
   Prepared prepared;
   if (!Prepare(problem, prepared)) return best;  // too large to search

@@ -307,10 +307,9 @@ OffsetSolution GreedyPlacer::Place(const std::vector<int>& order, FitRule rule) 
   return *std::move(solution);
 }
 
-std::optional<OffsetSolution> GreedyPlacer::PlaceFrom(const std::vector<int>& order,
-                                                      FitRule rule, int keep,
-                                                      std::vector<int64_t> offsets,
-                                                      int64_t limit) {
+std::optional<OffsetSolution> GreedyPlacer::PlaceFrom(
+    const std::vector<int>& order, FitRule rule, int keep, std::vector<int64_t> offsets,
+    int64_t limit, std::optional<std::chrono::steady_clock::time_point> deadline) {
   const int n = static_cast<int>(problem_.items.size());
   MG_CHECK(static_cast<int>(order.size()) == n);
   MG_CHECK(keep >= 0 && keep <= n);
@@ -324,6 +323,10 @@ std::optional<OffsetSolution> GreedyPlacer::PlaceFrom(const std::vector<int>& or
     MG_CHECK(i >= 0 && i < n && !seen_[i]);  // a permutation
     seen_[i] = true;
     const OffsetItem& item = problem_.items[i];
+    if (deadline.has_value() && k % kDeadlineStride == 0 &&
+        std::chrono::steady_clock::now() >= *deadline) {
+      return std::nullopt;
+    }
     if (k >= keep) {
       if (item.bytes == 0) {
         offsets[i] = 0;

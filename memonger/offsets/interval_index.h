@@ -38,6 +38,7 @@
 #ifndef MEMONGER_MEMONGER_OFFSETS_INTERVAL_INDEX_H_
 #define MEMONGER_MEMONGER_OFFSETS_INTERVAL_INDEX_H_
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -138,10 +139,14 @@ class GreedyPlacer {
   // order from some position on. `offsets` entries of later items are overwritten. Gives up,
   // returning nullopt, as soon as the height exceeds `limit`: heights only grow as items are
   // added, so such a placement could not end at or below it (the portfolio and local search only
-  // want placements that beat or match the best so far).
-  std::optional<OffsetSolution> PlaceFrom(const std::vector<int>& order, FitRule rule, int keep,
-                                          std::vector<int64_t> offsets,
-                                          int64_t limit = std::numeric_limits<int64_t>::max());
+  // want placements that beat or match the best so far). Gives up too once `deadline` has passed
+  // (the clock is read every kDeadlineStride items): a pass over a million items takes seconds,
+  // and a search that already has a plan must not start one it cannot stop.
+  std::optional<OffsetSolution> PlaceFrom(
+      const std::vector<int>& order, FitRule rule, int keep, std::vector<int64_t> offsets,
+      int64_t limit = std::numeric_limits<int64_t>::max(),
+      std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+  static constexpr int kDeadlineStride = 1024;
 
  private:
   const OffsetProblem& problem_;

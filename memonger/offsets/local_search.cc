@@ -39,10 +39,14 @@ absl::Status ValidateOptions(const LocalSearchOptions& options) {
   return absl::OkStatus();
 }
 
+// `placed`, when given, is `order` already placed with `rule` (the portfolio's plan): the
+// search starts from it instead of placing the whole order again, a pass that at a million
+// items alone would overrun the deadline.
 absl::StatusOr<LocalSearchResult> ImproveUntil(const OffsetProblem& problem,
                                                std::vector<int> order, FitRule rule,
                                                const LocalSearchOptions& options,
-                                               Clock::time_point deadline) {
+                                               Clock::time_point deadline,
+                                               std::optional<OffsetSolution> placed = std::nullopt) {
   MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
   MG_RETURN_IF_ERROR(ValidateOptions(options));
   const int n = static_cast<int>(problem.items.size());
@@ -64,7 +68,11 @@ absl::StatusOr<LocalSearchResult> ImproveUntil(const OffsetProblem& problem,
   const int64_t lower_bound = OffsetLowerBound(problem);
   GreedyPlacer placer(problem);
   LocalSearchResult result;
-  result.solution = placer.Place(order, rule);
+  if (placed.has_value() && placed->offsets.size() == items.size()) {
+    result.solution = *std::move(placed);
+  } else {
+    result.solution = placer.Place(order, rule);
+  }
   util::SplitMix64 rng(options.seed);
   std::vector<int> top;
   std::vector<int> under;
@@ -102,8 +110,9 @@ absl::StatusOr<LocalSearchResult> ImproveUntil(const OffsetProblem& problem,
       std::swap(order[from], order[pt]);
     }
     // Placements that grow past the current height stop early (they would be rejected).
+    // A placement the deadline cuts short counts as rejected.
     std::optional<OffsetSolution> candidate =
-        placer.PlaceFrom(order, rule, from, current.offsets, current.height);
+        placer.PlaceFrom(order, rule, from, current.offsets, current.height, deadline);
     if (candidate.has_value()) {
       if (candidate->height < current.height) ++result.improvements;
       result.solution = *std::move(candidate);
@@ -137,7 +146,7 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   if (start.solution.proven_optimal) return std::move(start.solution);
   MG_ASSIGN_OR_RETURN(LocalSearchResult improved,
                       ImproveUntil(problem, std::move(start.order), start.rule, options,
-                                   deadline));
+                                   deadline, std::move(start.solution)));
   // The search starts from the portfolio's placement and never accepts a higher one.
   return std::move(improved.solution);
 }

@@ -1,7 +1,9 @@
 #include "memonger/offsets/interval_index.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <limits>
 #include <ostream>
 #include <numeric>
 #include <optional>
@@ -162,6 +164,17 @@ TEST(OffsetGreedyPlacerTest, PlaceFromAPrefixEqualsAFullPlacement) {
   EXPECT_FALSE(placer.PlaceFrom(order, FitRule::kBestFit, 0, {}, full.height - 1).has_value());
   EXPECT_TRUE(placer.PlaceFrom(order, FitRule::kBestFit, 0, {}, full.height).has_value());
   EXPECT_TRUE(CheckOffsetSolution(p, full.offsets).ok());
+  // A deadline that has passed stops a pass before it places anything; a later one changes
+  // nothing.
+  const auto now = std::chrono::steady_clock::now();
+  EXPECT_FALSE(placer.PlaceFrom(order, FitRule::kBestFit, 0, {},
+                                std::numeric_limits<int64_t>::max(), now)
+                   .has_value());
+  const std::optional<OffsetSolution> in_time =
+      placer.PlaceFrom(order, FitRule::kBestFit, 0, {}, std::numeric_limits<int64_t>::max(),
+                       now + std::chrono::hours(1));
+  ASSERT_TRUE(in_time.has_value());
+  EXPECT_EQ(in_time->offsets, full.offsets);
 }
 
 TEST(OffsetValidateProblemTest, NamesTheBadItem) {
