@@ -99,18 +99,25 @@ DimExpr AtomExpr(std::shared_ptr<const DimExpr::Atom> atom) {
   return e;
 }
 
+namespace {
+
+// cdiv and min may be negative where an argument may; max only where both may.
+bool AtomMayBeNegative(const DimExpr::Atom& a) {
+  if (a.kind == DimExpr::Atom::Kind::kMax) {
+    return a.args[0].MayBeNegative() && a.args[1].MayBeNegative();
+  }
+  return std::any_of(a.args.begin(), a.args.end(),
+                     [](const DimExpr& e) { return e.MayBeNegative(); });
+}
+
+}  // namespace
+
 bool DimExpr::MayBeNegative() const {
   for (const auto& [monomial, coefficient] : terms_) {
     if (coefficient < 0) return true;
     for (const auto& [key, exponent] : monomial) {
-      auto atom = atoms_.find(key);
-      if (atom == atoms_.end()) continue;  // a symbol: >= 0
-      const Atom& a = *atom->second;
-      const bool negative = a.kind == Atom::Kind::kMax
-                                ? a.args[0].MayBeNegative() && a.args[1].MayBeNegative()
-                                : std::any_of(a.args.begin(), a.args.end(),
-                                              [](const DimExpr& e) { return e.MayBeNegative(); });
-      if (negative) return true;
+      auto atom = atoms_.find(key);  // a symbol (no entry) is >= 0
+      if (atom != atoms_.end() && AtomMayBeNegative(*atom->second)) return true;
     }
   }
   return false;
@@ -279,11 +286,7 @@ absl::StatusOr<DimExpr> Mul(const DimExpr& a, const DimExpr& b) {
       if (m.size() > 1 || (m.size() == 1 && m[0].second > 1)) {
         for (const auto& [key, exponent] : m) {
           auto atom = product.atoms_.find(key);
-          if (atom == product.atoms_.end()) continue;
-          DimExpr alone;
-          alone.terms_[{{key, 1}}] = 1;
-          alone.atoms_[key] = atom->second;
-          if (alone.MayBeNegative()) {
+          if (atom != product.atoms_.end() && AtomMayBeNegative(*atom->second)) {
             return absl::InvalidArgumentError(absl::StrCat(
                 "size expression (", a.ToString(), ") * (", b.ToString(), "): ", key,
                 " may be negative, so the product is not non-decreasing in its symbols"));

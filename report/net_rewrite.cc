@@ -62,20 +62,25 @@ proto::NetDef NetWithNames(const graph::Graph& graph, const Plan& plan,
 // arguments, or text-format `step_net` / `backward_step_net` strings) get the renamed blobs'
 // new names, and the op a `<blob>.rename` argument per renamed blob of the net; an AsyncIf's
 // branch nets get the new names in their ops and external inputs and outputs.
+void Rename(std::string* name, const std::map<std::string, std::string>& renamed) {
+  auto it = renamed.find(*name);
+  if (it != renamed.end()) *name = it->second;
+}
+
+// An op's inputs and outputs through `renamed`.
+void RenameOpBlobs(proto::OperatorDef& op, const std::map<std::string, std::string>& renamed) {
+  for (std::string& in : *op.mutable_input()) Rename(&in, renamed);
+  for (std::string& out : *op.mutable_output()) Rename(&out, renamed);
+}
+
 void RenameInSubnets(proto::OperatorDef& def,
                      const std::map<std::string, std::string>& renamed) {
   const bool recurrent = absl::StartsWith(def.type(), "RecurrentNetwork");
   const bool async_if = def.type() == "AsyncIf";
   if ((!recurrent && !async_if) || renamed.empty()) return;
-  auto rename = [&](std::string* name) {
-    auto it = renamed.find(*name);
-    if (it != renamed.end()) *name = it->second;
-  };
+  auto rename = [&](std::string* name) { Rename(name, renamed); };
   auto rename_net = [&](proto::NetDef& net) {
-    for (proto::OperatorDef& op : *net.mutable_op()) {
-      for (std::string& in : *op.mutable_input()) rename(&in);
-      for (std::string& out : *op.mutable_output()) rename(&out);
-    }
+    for (proto::OperatorDef& op : *net.mutable_op()) RenameOpBlobs(op, renamed);
     if (async_if) {
       for (std::string& in : *net.mutable_external_input()) rename(&in);
       for (std::string& out : *net.mutable_external_output()) rename(&out);
@@ -107,13 +112,8 @@ void RenameInSubnets(proto::OperatorDef& def,
 }  // namespace
 
 void ApplyRenames(proto::NetDef& net, const std::map<std::string, std::string>& renames) {
-  auto rename = [&](std::string* name) {
-    auto it = renames.find(*name);
-    if (it != renames.end()) *name = it->second;
-  };
   for (proto::OperatorDef& op : *net.mutable_op()) {
-    for (std::string& in : *op.mutable_input()) rename(&in);
-    for (std::string& out : *op.mutable_output()) rename(&out);
+    RenameOpBlobs(op, renames);
     RenameInSubnets(op, renames);
   }
 }

@@ -3,6 +3,7 @@
 // baseline (memonger_test.py's nets; the gradient ops as Caffe2's AddGradientOperators emits
 // them). Without the inputs' shapes the baselines plan size-blind, as Caffe2 does without blob
 // shapes; with them (--input-shape) the plan has bytes and the label's int32 is inferred.
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -415,6 +416,66 @@ TEST(Caffe2NetsTest, Caffe2BugsRefusesWhatNeedsAPlan) {
   }
   EXPECT_EQ(RunOptimizeNet(net + " --planner auto --caffe2-bugs").exit_code, 2);
   EXPECT_EQ(RunOptimizeNet("--workload mlp --planner memonger-fast --caffe2-bugs").exit_code, 2);
+}
+
+// The renamed nets compute what the original computes: each rewritten net (--net-out) runs on
+// the CPU kernels, unplanned, and every output it writes is byte-identical to the original's,
+// with the same seeded inputs (seeds follow the value names, which renaming never changes for
+// inputs). Two nets: memonger_test's fast_memonger_unique_outputs (inference, `fc` written
+// twice) and memonger's MLP trained, as optimize-net writes it (its outputs are the parameter
+// gradients).
+TEST(Caffe2NetsTest, RenamedNetsComputeTheSameOutputsBitForBit) {
+  const std::string dir = TempDir() + "/renamed_runs";
+  struct Case {
+    std::string label;
+    std::string source;  // the original net's file and flags
+    std::vector<std::string> planners;
+    std::string shapes;  // the inputs' shapes, for the rewritten net too
+  };
+  const std::string shapes =
+      " --input-shape data0=4,2 --input-shape data1=4,2 --input-shape fc_w=2,2"
+      " --input-shape fc_b=2";
+  const std::string unique = Binary("unique.pb", kUniqueOutputs) + shapes;
+  const std::string mlp_file = dir + "_mlp.pbtxt";
+  auto written = RunOptimizeNet(
+      "--workload mlp:layers=3,batch=4,dim=10,classes=8,mode=training --planner none --net-out " +
+      mlp_file);
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  const std::vector<std::string> baselines = {"memonger-dag", "memonger-greedy", "memonger-dp",
+                                              "memonger-fast"};
+  std::vector<std::string> training = baselines;
+  training[0] = "memonger-dag --mode training";
+  training.push_back("memonger-dag --mode training --share-activations");
+  training.push_back("memonger-dag --mode training --insert-free");
+  for (const Case& c :
+       {Case{"unique", unique, baselines, shapes}, Case{"mlp", mlp_file, training, ""}}) {
+    const std::string reference = dir + "/" + c.label + "_reference";
+    auto run = RunOptimizeNet(c.source + " --planner none --execute host --outputs-out " +
+                              reference);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::vector<std::string> outputs;
+    for (const auto& entry : std::filesystem::directory_iterator(reference)) {
+      outputs.push_back(entry.path().filename().string());
+    }
+    ASSERT_FALSE(outputs.empty()) << c.label;
+    for (size_t k = 0; k < c.planners.size(); ++k) {
+      SCOPED_TRACE(absl::StrCat(c.label, ": ", c.planners[k]));
+      const std::string net = absl::StrCat(dir, "/", c.label, k, ".pbtxt");
+      auto planned = RunOptimizeNet(c.source + " --planner " + c.planners[k] + " --net-out " + net);
+      ASSERT_EQ(planned.exit_code, 0) << planned.err;
+      // Renaming happened: fewer names than the original's.
+      const std::string plain = absl::StrCat(dir, "/", c.label, k, "_plain.pbtxt");
+      ASSERT_EQ(RunOptimizeNet(c.source + " --planner none --net-out " + plain).exit_code, 0);
+      EXPECT_LT(Stats(net).blobs, Stats(plain).blobs);
+      const std::string got = absl::StrCat(dir, "/", c.label, k, "_outputs");
+      auto rerun =
+          RunOptimizeNet(net + c.shapes + " --planner none --execute host --outputs-out " + got);
+      ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+      for (const std::string& file : outputs) {
+        EXPECT_TRUE(ReadFile(reference + "/" + file) == ReadFile(got + "/" + file)) << file;
+      }
+    }
+  }
 }
 
 // memonger_test.py's simple_memonger: N1 planned by GREEDY and DP with loss and fc1_w_grad
