@@ -339,6 +339,155 @@ absl::StatusOr<DimExpr> CeilDiv(const DimExpr& a, int64_t divisor) {
   return AtomExpr(std::move(atom));
 }
 
+absl::StatusOr<DimExpr> Substitute(const DimExpr& e, const SymbolBindings& bindings) {
+  DimExpr sum;
+  for (const auto& [monomial, coefficient] : e.terms_) {
+    DimExpr term = DimExpr::Constant(coefficient);
+    for (const auto& [key, exponent] : monomial) {
+      DimExpr factor;
+      auto atom = e.atoms_.find(key);
+      if (atom == e.atoms_.end()) {
+        auto bound = bindings.find(key);
+        factor = bound == bindings.end() ? DimExpr::Symbol(key) : DimExpr::Constant(bound->second);
+      } else {
+        const DimExpr::Atom& a = *atom->second;
+        std::vector<DimExpr> args;
+        for (const DimExpr& arg : a.args) {
+          MG_ASSIGN_OR_RETURN(DimExpr substituted, Substitute(arg, bindings));
+          args.push_back(std::move(substituted));
+        }
+        switch (a.kind) {
+          case DimExpr::Atom::Kind::kCeilDiv: {
+            MG_ASSIGN_OR_RETURN(factor, CeilDiv(args[0], a.divisor));
+            break;
+          }
+          case DimExpr::Atom::Kind::kMin: factor = Min(args[0], args[1]); break;
+          case DimExpr::Atom::Kind::kMax: factor = Max(args[0], args[1]); break;
+        }
+      }
+      for (int i = 0; i < exponent; ++i) {
+        MG_ASSIGN_OR_RETURN(term, Mul(term, factor));
+      }
+    }
+    MG_ASSIGN_OR_RETURN(sum, Add(sum, term));
+  }
+  return sum;
+}
+
+bool Dominates(const DimExpr& a, const DimExpr& b) {
+  // a - b >= 0 everywhere when every monomial's coefficient in a is at least its coefficient in
+  // b and the monomial is >= 0 (symbols and atoms that cannot be negative); a monomial that may
+  // be negative must have equal coefficients.
+  auto may_be_negative = [](const DimExpr& e, const DimExpr::Monomial& m) {
+    for (const auto& [key, exponent] : m) {
+      auto atom = e.atoms_.find(key);
+      if (atom != e.atoms_.end() && AtomMayBeNegative(*atom->second)) return true;
+    }
+    return false;
+  };
+  auto coefficient = [](const DimExpr& e, const DimExpr::Monomial& m) -> int64_t {
+    auto it = e.terms_.find(m);
+    return it == e.terms_.end() ? 0 : it->second;
+  };
+  for (const DimExpr* side : {&a, &b}) {
+    for (const auto& [monomial, unused] : side->terms_) {
+      const int64_t ca = coefficient(a, monomial), cb = coefficient(b, monomial);
+      if (ca == cb) continue;
+      if (ca < cb || may_be_negative(*side, monomial)) return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// Graded lexicographic order on monomials (atoms ordered by key): a monomial order, so the
+// leading term of a product is the product of the leading terms.
+bool MonomialLess(const Monomial& x, const Monomial& y) {
+  const int dx = Degree(x), dy = Degree(y);
+  if (dx != dy) return dx < dy;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    if (x[i].first != y[i].first) return x[i].first > y[i].first;  // y lacks x's smaller key
+    if (x[i].second != y[i].second) return x[i].second < y[i].second;
+  }
+  return x.size() < y.size();
+}
+
+// x / y when y divides x; nullopt otherwise.
+std::optional<Monomial> DivideMonomial(const Monomial& x, const Monomial& y) {
+  Monomial rest;
+  auto d = y.begin();
+  for (const auto& [key, exponent] : x) {
+    int left = exponent;
+    if (d != y.end() && d->first == key) {
+      left -= d->second;
+      ++d;
+    }
+    if (left < 0) return std::nullopt;
+    if (left > 0) rest.push_back({key, left});
+  }
+  if (d != y.end()) return std::nullopt;
+  return rest;
+}
+
+Monomial MultiplyMonomials(const Monomial& x, const Monomial& y) {
+  std::map<std::string, int> sum;
+  for (const auto& [key, exponent] : x) sum[key] += exponent;
+  for (const auto& [key, exponent] : y) sum[key] += exponent;
+  return Monomial(sum.begin(), sum.end());
+}
+
+}  // namespace
+
+absl::StatusOr<DimExpr> ExactDivide(const DimExpr& a, const DimExpr& b) {
+  auto not_exact = [&] {
+    return absl::InvalidArgumentError(absl::StrCat("(", a.ToString(), ") / (", b.ToString(),
+                                                   ") is not exact"));
+  };
+  if (b.terms_.empty()) return not_exact();
+  auto leading = [](const std::map<Monomial, int64_t>& terms) {
+    return std::max_element(terms.begin(), terms.end(), [](const auto& x, const auto& y) {
+      return MonomialLess(x.first, y.first);
+    });
+  };
+  const auto divisor_lead = leading(b.terms_);
+  // Long division: the leading term of the remainder strictly falls in a well-order, so the
+  // loop ends; an exact quotient leaves no remainder.
+  std::map<Monomial, int64_t> remainder = a.terms_;
+  DimExpr quotient;
+  for (size_t round = 0; !remainder.empty(); ++round) {
+    if (round > kMaxDimExprTerms) return not_exact();
+    const auto lead = leading(remainder);
+    std::optional<Monomial> m = DivideMonomial(lead->first, divisor_lead->first);
+    if (!m.has_value() || lead->second % divisor_lead->second != 0) return not_exact();
+    const int64_t c = lead->second / divisor_lead->second;
+    quotient.terms_[*m] += c;
+    for (const auto& [monomial, coefficient] : b.terms_) {
+      const std::optional<int64_t> product = util::CheckedMul(c, coefficient);
+      if (!product.has_value()) return Overflow(a.ToString());
+      const Monomial key = MultiplyMonomials(*m, monomial);
+      const std::optional<int64_t> left = util::CheckedSub(remainder[key], *product);
+      if (!left.has_value()) return Overflow(a.ToString());
+      if (*left == 0) {
+        remainder.erase(key);
+      } else {
+        remainder[key] = *left;
+      }
+    }
+  }
+  for (auto it = quotient.terms_.begin(); it != quotient.terms_.end();) {
+    it = it->second == 0 ? quotient.terms_.erase(it) : std::next(it);
+  }
+  for (const auto& [monomial, coefficient] : quotient.terms_) {
+    for (const auto& [key, exponent] : monomial) {
+      if (auto atom = a.atoms_.find(key); atom != a.atoms_.end()) quotient.atoms_.insert(*atom);
+      if (auto atom = b.atoms_.find(key); atom != b.atoms_.end()) quotient.atoms_.insert(*atom);
+    }
+  }
+  MG_RETURN_IF_ERROR(quotient.CheckMonotone());
+  return quotient;
+}
+
 namespace {
 
 DimExpr MinOrMax(const DimExpr& a, const DimExpr& b, bool is_min) {

@@ -90,6 +90,9 @@ class DimExpr {
   friend absl::StatusOr<DimExpr> Add(const DimExpr& a, const DimExpr& b);
   friend absl::StatusOr<DimExpr> Mul(const DimExpr& a, const DimExpr& b);
   friend absl::StatusOr<DimExpr> CeilDiv(const DimExpr& a, int64_t divisor);
+  friend bool Dominates(const DimExpr& a, const DimExpr& b);
+  friend absl::StatusOr<DimExpr> Substitute(const DimExpr& e, const SymbolBindings& bindings);
+  friend absl::StatusOr<DimExpr> ExactDivide(const DimExpr& a, const DimExpr& b);
   friend DimExpr Min(const DimExpr& a, const DimExpr& b);
   friend DimExpr Max(const DimExpr& a, const DimExpr& b);
   friend DimExpr AtomExpr(std::shared_ptr<const Atom> atom);
@@ -109,6 +112,17 @@ absl::StatusOr<DimExpr> Mul(const DimExpr& a, const DimExpr& b);
 // ceil(a / divisor); InvalidArgument unless divisor > 0. Folds to a polynomial when every
 // coefficient is a multiple of the divisor (then exact), to a constant when `a` is one.
 absl::StatusOr<DimExpr> CeilDiv(const DimExpr& a, int64_t divisor);
+// `e` with the symbols `bindings` names replaced by their values (the others kept);
+// InvalidArgument on overflow.
+absl::StatusOr<DimExpr> Substitute(const DimExpr& e, const SymbolBindings& bindings);
+// True when a >= b at every binding (symbols >= 0), by a sufficient test: coefficient by
+// coefficient (a false answer proves nothing). O(terms log terms).
+bool Dominates(const DimExpr& a, const DimExpr& b);
+// a / b when b divides a as polynomials (atoms taken as variables): (64*N + 64) / (2*N + 2)
+// is 32. Long division in graded lexicographic order; InvalidArgument when a remainder is
+// left, a coefficient does not divide, or the quotient is not monotone (a Reshape's -1 whose
+// element count the other dims do not divide symbolically).
+absl::StatusOr<DimExpr> ExactDivide(const DimExpr& a, const DimExpr& b);
 DimExpr Min(const DimExpr& a, const DimExpr& b);
 DimExpr Max(const DimExpr& a, const DimExpr& b);
 

@@ -21,6 +21,30 @@ bool IsGradientOp(const Op& op) {
   return op.is_gradient_op || absl::EndsWith(op.type, "Gradient");
 }
 
+// The attributes of the Reshape that takes a gradient of shape `from` back to `to`. Leading
+// dims the forward reshape kept are written 0 ("copy the input's dim") and the largest other
+// one -1 ("what the element count leaves"), so that the op says the same at other bindings of
+// a symbolic dim (a symbolic plan reads the net typed at one binding); every form gives `to`
+// here. A net with a zero-sized dim keeps the literal dims (allowzero=1).
+std::vector<Attribute> ReshapeBackAttrs(const std::vector<int64_t>& to,
+                                        const std::vector<int64_t>& from) {
+  if (std::find(to.begin(), to.end(), 0) != to.end()) {
+    return {Attribute{"shape", to}, Attribute{"allowzero", int64_t{1}}};
+  }
+  std::vector<int64_t> shape = to;
+  size_t kept = 0;
+  for (; kept < shape.size() && kept < from.size() && shape[kept] == from[kept]; ++kept) {
+    shape[kept] = 0;
+  }
+  // The largest of the other dims is left to the element count (-1): a sequence length, where
+  // the net has one, is what a symbolic plan needs free.
+  if (kept < shape.size()) {
+    const auto largest = std::max_element(shape.begin() + kept, shape.end());
+    if (*largest > 1) *largest = -1;
+  }
+  return {Attribute{"shape", shape}};
+}
+
 class Builder {
  public:
   explicit Builder(const Graph& forward) : fwd_(forward), out_(forward.name() + "_training") {
@@ -325,7 +349,7 @@ class Builder {
     } else if (t == "Reshape" || t == "Squeeze" || t == "Unsqueeze" || t == "Flatten") {
       const std::string g = GradOutput(in(0));
       Emit("Reshape", g, {*dy[0]}, {g},
-           {Attribute{"shape", fwd_.value(in(0)).type->dims}, Attribute{"allowzero", int64_t{1}}});
+           ReshapeBackAttrs(fwd_.value(in(0)).type->dims, fwd_.value(op.outputs[0]).type->dims));
     } else if (t == "Split") {
       std::vector<std::string> parts;
       for (size_t i = 0; i < dy.size(); ++i) {

@@ -57,7 +57,9 @@ struct Device {
 };
 std::string DeviceToString(const Device& device);  // "cpu", "cuda:1"
 
-// A dimension as declared by a net: a number or a symbol bound later.
+// A dimension as declared by a net: a number, or a symbol bound later. The symbol may be an
+// expression of symbols in graph/dim_expr.h's grammar ("n + 1"); text that is neither is one
+// opaque symbol, as an ONNX dim_param may be anything.
 struct DeclaredDim {
   int64_t size = 0;
   std::string symbol;  // non-empty: a symbolic dim

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "graph/dim_expr.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
 
@@ -228,7 +229,15 @@ std::set<std::string> DeclaredSymbols(const Graph& graph) {
     const Value& v = graph.value(id);
     if (!v.declared.dims.has_value()) continue;
     for (const DeclaredDim& d : *v.declared.dims) {
-      if (!d.symbol.empty()) symbols.insert(d.symbol);
+      if (d.symbol.empty()) continue;
+      // A dim may be declared as an expression of symbols ("n + 1"); its symbols are the
+      // model's. Text that is no expression is one opaque symbol (an ONNX dim_param "?").
+      absl::StatusOr<DimExpr> expr = ParseDimExpr(d.symbol);
+      if (!expr.ok() || IsSymbolName(d.symbol)) {
+        symbols.insert(d.symbol);
+        continue;
+      }
+      for (std::string& s : expr->Symbols()) symbols.insert(std::move(s));
     }
   }
   return symbols;
@@ -249,6 +258,21 @@ absl::StatusOr<std::vector<int64_t>> ResolveDims(const std::vector<DeclaredDim>&
       continue;
     }
     auto it = bindings.dims.find(d.symbol);
+    if (it == bindings.dims.end() && !IsSymbolName(d.symbol)) {
+      if (absl::StatusOr<DimExpr> expr = ParseDimExpr(d.symbol); expr.ok()) {
+        absl::StatusOr<int64_t> size = expr->Evaluate(bindings.dims);
+        if (!size.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat(what, ": declared dimension '", d.symbol,
+                                                         "': ", size.status().message()));
+        }
+        if (*size < 0) {
+          return absl::InvalidArgumentError(absl::StrCat(what, ": declared dimension '", d.symbol,
+                                                         "' is ", *size, ", negative"));
+        }
+        out.push_back(*size);
+        continue;
+      }
+    }
     if (it == bindings.dims.end()) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": symbolic dimension '", d.symbol,
                                                      "' is unbound; pass --dim ", d.symbol,
@@ -257,6 +281,35 @@ absl::StatusOr<std::vector<int64_t>> ResolveDims(const std::vector<DeclaredDim>&
     out.push_back(it->second);
   }
   return out;
+}
+
+absl::StatusOr<std::vector<TensorType>> RunShapeFunction(const Graph& graph, const Op& op,
+                                                         const OpSchema& schema,
+                                                         std::vector<TensorType> inputs) {
+  const int n_in = static_cast<int>(op.inputs.size());
+  const int n_out = static_cast<int>(op.outputs.size());
+  if (n_in < schema.min_inputs || (schema.max_inputs >= 0 && n_in > schema.max_inputs) ||
+      n_out < schema.min_outputs || (schema.max_outputs >= 0 && n_out > schema.max_outputs)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op.Label(), " has ", n_in, " inputs and ", n_out, " outputs; ", op.type, " takes ",
+        schema.min_inputs, "..", schema.max_inputs < 0 ? "n" : absl::StrCat(schema.max_inputs),
+        " inputs and ", schema.min_outputs, "..",
+        schema.max_outputs < 0 ? "n" : absl::StrCat(schema.max_outputs), " outputs"));
+  }
+  // A Concat gradient's Split learns its sizes from the forward Concat's inputs.
+  std::vector<Attribute> with_split;
+  if (std::optional<std::vector<int64_t>> sizes = SplitSizesFromSplitInfo(graph, op)) {
+    with_split = op.attrs;
+    with_split.push_back(Attribute{"split", *std::move(sizes)});
+  }
+  ShapeContext context{op.type, op.name, std::move(inputs), n_out,
+                       with_split.empty() ? op.attributes() : AttributeView(with_split)};
+  MG_ASSIGN_OR_RETURN(std::vector<TensorType> inferred, schema.infer(context));
+  if (static_cast<int>(inferred.size()) != n_out) {
+    return absl::InternalError(absl::StrCat(op.Label(), ": shape function returned ",
+                                            inferred.size(), " types for ", n_out, " outputs"));
+  }
+  return inferred;
 }
 
 absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
@@ -291,48 +344,24 @@ absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
     if (all_typed && schema == nullptr) continue;
     std::vector<TensorType> inferred;
     if (schema != nullptr) {
-      const int n_in = static_cast<int>(op.inputs.size());
-      const int n_out = static_cast<int>(op.outputs.size());
-      if (n_in < schema->min_inputs || (schema->max_inputs >= 0 && n_in > schema->max_inputs) ||
-          n_out < schema->min_outputs ||
-          (schema->max_outputs >= 0 && n_out > schema->max_outputs)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            op.Label(), " has ", n_in, " inputs and ", n_out, " outputs; ", op.type, " takes ",
-            schema->min_inputs, "..", schema->max_inputs < 0 ? "n" : absl::StrCat(schema->max_inputs),
-            " inputs and ", schema->min_outputs, "..",
-            schema->max_outputs < 0 ? "n" : absl::StrCat(schema->max_outputs), " outputs"));
-      }
-      // A Concat gradient's Split learns its sizes from the forward Concat's inputs.
-      std::vector<Attribute> with_split;
-      if (std::optional<std::vector<int64_t>> sizes = SplitSizesFromSplitInfo(graph, op)) {
-        with_split = op.attrs;
-        with_split.push_back(Attribute{"split", *std::move(sizes)});
-      }
-      ShapeContext context{op.type, op.name, {}, n_out,
-                           with_split.empty() ? op.attributes() : AttributeView(with_split)};
+      std::vector<TensorType> inputs;
+      inputs.reserve(op.inputs.size());
       for (ValueId in : op.inputs) {
         const Value& v = graph.value(in);
         if (!v.type.has_value()) {
           return absl::InternalError(absl::StrCat(op.Label(), ": input '", v.DisplayName(),
                                                   "' has no type before the op is inferred"));
         }
-        context.inputs.push_back(*v.type);
+        inputs.push_back(*v.type);
       }
-      absl::StatusOr<std::vector<TensorType>> result = schema->infer(context);
+      absl::StatusOr<std::vector<TensorType>> result =
+          RunShapeFunction(graph, op, *schema, std::move(inputs));
       if (!result.ok() && result.status().code() == absl::StatusCode::kUnimplemented) {
         // The shape depends on tensor values the function cannot see (a Reshape fed by a
         // tensor, ...): the outputs' declarations decide, as for an op without a schema.
         schema = nullptr;
       } else {
         MG_ASSIGN_OR_RETURN(inferred, std::move(result));
-      }
-    }
-    if (schema != nullptr) {
-      const int n_out = static_cast<int>(op.outputs.size());
-      if (static_cast<int>(inferred.size()) != n_out) {
-        return absl::InternalError(absl::StrCat(op.Label(), ": shape function returned ",
-                                                inferred.size(), " types for ", n_out,
-                                                " outputs"));
       }
     }
 

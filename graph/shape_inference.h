@@ -68,6 +68,15 @@ absl::StatusOr<std::vector<int64_t>> ResolveDims(const std::vector<DeclaredDim>&
                                                  const ShapeBindings& bindings,
                                                  absl::string_view what);
 
+// Runs `schema`'s shape function on `op` with the given input types (which need not be the
+// graph's: symbolic inference probes ops at other bindings): checks the op's input and output
+// counts against the schema, supplies a Concat gradient's split sizes, and checks the number
+// of types returned. Unimplemented, as the shape function says, when the output shapes depend
+// on tensor values.
+absl::StatusOr<std::vector<TensorType>> RunShapeFunction(const Graph& graph, const Op& op,
+                                                         const OpSchema& schema,
+                                                         std::vector<TensorType> inputs);
+
 // Graph inputs are typed first (GraphInputDtype, then --input-shape or the declared dims).
 absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
                          const OpSchemaTable& schemas = OpSchemaTable::Builtin());

@@ -20,6 +20,12 @@ inline std::optional<int64_t> CheckedAdd(int64_t a, int64_t b) {
   return out;
 }
 
+inline std::optional<int64_t> CheckedSub(int64_t a, int64_t b) {
+  int64_t out;
+  if (__builtin_sub_overflow(a, b, &out)) return std::nullopt;
+  return out;
+}
+
 // Rounds `bytes` (>= 0) up to a multiple of `alignment` (> 0); nullopt on overflow.
 inline std::optional<int64_t> CheckedAlignUp(int64_t bytes, int64_t alignment) {
   const int64_t remainder = bytes % alignment;

@@ -41,6 +41,12 @@ inline constexpr int64_t kMaxAlignment = int64_t{1} << 30;
 // most kMaxAlignment, every sum a plan forms stays below 2^63.
 inline constexpr int64_t kMaxTotalBytes = int64_t{1} << 60;
 inline constexpr double kMaxTimeLimitSeconds = 7 * 24 * 3600.0;
+// Symbolic plans (memonger/symbolic/): the most alias classes one may place (its check keeps an
+// items x items bit matrix: 20,000 items are 50 MB), the most sub-boxes a range is split into,
+// and the most polynomials an arena formula keeps (a max of more is reported as too long).
+inline constexpr int64_t kMaxSymbolicItems = 20000;
+inline constexpr int kMaxSymbolicPieces = 64;
+inline constexpr size_t kMaxFormulaPolynomials = 32;
 // The longest value, op or file name quoted in an error message; longer names are cut with "...",
 // so that a hostile name cannot make a message of megabytes.
 inline constexpr size_t kMaxQuotedChars = 200;

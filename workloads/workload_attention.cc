@@ -65,7 +65,11 @@ void WriteBlock(NetWriter& net, const AttentionWorkload& w, int block, const std
   const int64_t stored_row = w.bias_pad == 0 ? w.tokens()
                                               : (w.tokens() + w.bias_pad - 1) / w.bias_pad *
                                                     w.bias_pad;
-  if (w.alibi && w.efficient && stored_row % 8 != 0) {
+  // A symbolic workload pads unless the stored rows are a multiple of 8 for every n (bias_pad
+  // a multiple of 8): which n need the copy is not known when the net is written.
+  const bool pad_rows =
+      w.symbolic ? w.bias_pad == 0 || w.bias_pad % 8 != 0 : stored_row % 8 != 0;
+  if (w.alibi && w.efficient && pad_rows) {
     net.Op("PadLastDim", p + "bias_pad", {layer_bias}, {p + "bias_padded"},
            {Int("multiple", 8)});
     layer_bias = p + "bias_padded";
@@ -160,9 +164,10 @@ absl::StatusOr<Graph> BuildAttentionGraph(const AttentionWorkload& w) {
             Str("dtype", DataTypeName(w.bias_dtype))});
     bias = "alibi_bias";
     if (w.repeat && w.batch > 1) {
-      const int64_t row = w.bias_pad == 0 ? L : (L + w.bias_pad - 1) / w.bias_pad * w.bias_pad;
+      // Only the batch is given: Expand broadcasts the other dims, so the shape does not
+      // fix the sequence length (a symbolic plan keeps n free).
       net.Op("Expand", "alibi_repeat", {bias}, {"alibi_bias_batched"},
-             {Ints("shape", {w.batch, w.heads, L, row})});
+             {Ints("shape", {w.batch, 1, 1, 1})});
       bias = "alibi_bias_batched";
     }
   }
@@ -184,7 +189,18 @@ absl::StatusOr<Graph> BuildAttentionGraph(const AttentionWorkload& w) {
     net.builder().AddLoss("loss");
   }
   MG_ASSIGN_OR_RETURN(Graph graph, std::move(net).Finish());
-  if (w.training) return AddGradientOps(graph, {"loss"});
+  if (w.training) {
+    MG_ASSIGN_OR_RETURN(graph, AddGradientOps(graph, {"loss"}));
+  }
+  if (w.symbolic) {
+    auto declare = [&](absl::string_view name, std::vector<DeclaredDim> dims) {
+      for (ValueId id : graph.FindVersions(name)) {
+        if (graph.value(id).producer == kNone) graph.mutable_value(id).declared.dims = dims;
+      }
+    };
+    declare("x", {{0, "batch"}, {0, absl::StrCat("n + ", w.cls)}, {w.dim, ""}});
+    if (w.alibi) declare("coords", {{0, "n"}, {2, ""}});
+  }
   return graph;
 }
 

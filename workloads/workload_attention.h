@@ -57,6 +57,11 @@ struct AttentionWorkload {
   int64_t bias_pad = 0;
   bool repeat = false;  // broadcast=repeat
   bool training = false;
+  // Declare the inputs with the symbols n and batch (x [batch, n + cls, dim], coords [n, 2]),
+  // for plans over a range of n and batch (--dim n=LO..HI); the graph stays typed at the
+  // workload's own n and batch. The efficient kernel's bias is then padded to rows of a
+  // multiple of 8 unless bias_pad makes them so for every n.
+  bool symbolic = false;
 
   int64_t tokens() const { return n + cls; }
 };

@@ -1,0 +1,505 @@
+#include "graph/symbolic_shapes.h"
+
+#include <algorithm>
+#include <optional>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/tensor_type.h"
+#include "util/status_macros.h"
+
+namespace memonger::graph {
+
+namespace {
+
+using ExprDims = std::vector<DimExpr>;
+
+std::string DimsText(const ExprDims& dims) {
+  return absl::StrCat("[", absl::StrJoin(dims, ", ", [](std::string* out, const DimExpr& d) {
+                        out->append(d.ToString());
+                      }), "]");
+}
+
+bool AllConstant(const ExprDims& dims) {
+  return std::all_of(dims.begin(), dims.end(), [](const DimExpr& d) { return d.IsConstant(); });
+}
+
+ExprDims ConstantDims(const std::vector<int64_t>& dims) {
+  ExprDims out;
+  out.reserve(dims.size());
+  for (int64_t d : dims) out.push_back(DimExpr::Constant(d));
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> EvaluateDims(const ExprDims& dims,
+                                                  const SymbolBindings& at) {
+  std::vector<int64_t> out;
+  out.reserve(dims.size());
+  for (const DimExpr& d : dims) {
+    MG_ASSIGN_OR_RETURN(int64_t v, d.Evaluate(at));
+    if (v < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(d.ToString(), " is negative (", v, ")"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+absl::StatusOr<DimExpr> Product(const ExprDims& dims, size_t begin, size_t end) {
+  DimExpr p = DimExpr::Constant(1);
+  for (size_t i = begin; i < end; ++i) {
+    MG_ASSIGN_OR_RETURN(p, Mul(p, dims[i]));
+  }
+  return p;
+}
+
+// One op's symbolic inputs, for the rules below.
+struct OpInputs {
+  const Graph& graph;
+  const Op& op;
+  std::vector<const ExprDims*> dims;  // per input
+  const std::vector<ExprDims>& all;   // per value, for rules that look further back
+};
+
+absl::Status NotExpressible(absl::string_view why) { return absl::InvalidArgumentError(why); }
+
+int64_t Rank(const OpInputs& in, int k) { return static_cast<int64_t>(in.dims[k]->size()); }
+
+absl::StatusOr<int64_t> Axis(int64_t axis, int64_t rank) {
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return NotExpressible(absl::StrCat("axis out of range"));
+  return axis;
+}
+
+int64_t Caffe2DefaultAxis(const AttributeView& attrs) {
+  if (std::optional<int64_t> axis = attrs.GetInt("axis")) return *axis;
+  return attrs.GetString("order").value_or("NCHW") == "NHWC" ? 3 : 1;
+}
+
+absl::StatusOr<std::vector<ExprDims>> ReshapeRule(const OpInputs& in) {
+  const std::optional<std::vector<int64_t>> shape = in.op.attributes().GetInts("shape");
+  if (!shape.has_value()) return NotExpressible("the target shape is not an attribute");
+  const ExprDims& x = *in.dims[0];
+  const bool allowzero = in.op.attributes().GetInt("allowzero", 0) != 0;
+  ExprDims out(shape->size());
+  std::optional<size_t> inferred;
+  DimExpr known = DimExpr::Constant(1);
+  for (size_t i = 0; i < shape->size(); ++i) {
+    const int64_t d = (*shape)[i];
+    if (d == -1) {
+      inferred = i;
+      continue;
+    }
+    out[i] = d == 0 && !allowzero && i < x.size() ? x[i] : DimExpr::Constant(d);
+    MG_ASSIGN_OR_RETURN(known, Mul(known, out[i]));
+  }
+  MG_ASSIGN_OR_RETURN(DimExpr count, Product(x, 0, x.size()));
+  if (inferred.has_value()) {
+    MG_ASSIGN_OR_RETURN(out[*inferred], ExactDivide(count, known));
+  } else if (known != count) {
+    return NotExpressible(absl::StrCat("the target has ", known.ToString(),
+                                       " elements and the input ", count.ToString()));
+  }
+  std::vector<ExprDims> result{out};
+  if (in.op.outputs.size() == 2) result.push_back({DimExpr::Constant(Rank(in, 0))});
+  return result;
+}
+
+absl::StatusOr<std::vector<ExprDims>> FlattenRule(const OpInputs& in) {
+  const ExprDims& x = *in.dims[0];
+  int64_t axis = in.op.attributes().GetInt("axis", 1);
+  if (axis < 0) axis += Rank(in, 0);
+  if (axis < 0 || axis > Rank(in, 0)) return NotExpressible("axis out of range");
+  MG_ASSIGN_OR_RETURN(DimExpr outer, Product(x, 0, axis));
+  MG_ASSIGN_OR_RETURN(DimExpr inner, Product(x, axis, x.size()));
+  return std::vector<ExprDims>{{outer, inner}};
+}
+
+absl::StatusOr<std::vector<ExprDims>> FlattenToVecRule(const OpInputs& in) {
+  MG_ASSIGN_OR_RETURN(DimExpr all, Product(*in.dims[0], 0, in.dims[0]->size()));
+  return std::vector<ExprDims>{{all}};
+}
+
+absl::StatusOr<std::vector<ExprDims>> ConcatRule(const OpInputs& in) {
+  const AttributeView attrs = in.op.attributes();
+  const int64_t n = static_cast<int64_t>(in.dims.size());
+  ExprDims y = *in.dims[0];
+  if (attrs.GetInt("add_axis", 0) != 0) {
+    MG_ASSIGN_OR_RETURN(int64_t axis, Axis(Caffe2DefaultAxis(attrs), Rank(in, 0) + 1));
+    y.insert(y.begin() + axis, DimExpr::Constant(n));
+  } else {
+    MG_ASSIGN_OR_RETURN(int64_t axis, Axis(Caffe2DefaultAxis(attrs), Rank(in, 0)));
+    for (int64_t i = 1; i < n; ++i) {
+      if (Rank(in, i) != Rank(in, 0)) return NotExpressible("inputs of different ranks");
+      MG_ASSIGN_OR_RETURN(y[axis], Add(y[axis], (*in.dims[i])[axis]));
+    }
+  }
+  std::vector<ExprDims> result{y};
+  if (in.op.outputs.size() == 2) result.push_back({DimExpr::Constant(n)});
+  return result;
+}
+
+// The widths along the forward Concat's axis, when `op` is the Split of a Concat gradient
+// (graph/shape_inference.cc gives the concrete Split the same sizes).
+std::optional<ExprDims> SplitSizesFromConcat(const OpInputs& in) {
+  const Op& op = in.op;
+  if (op.inputs.size() < 2 || op.attributes().Has("split")) return std::nullopt;
+  const Value& info = in.graph.value(op.inputs[1]);
+  if (info.producer == kNone) return std::nullopt;
+  const Op& concat = in.graph.op(info.producer);
+  if (concat.type != "Concat" || concat.outputs.size() < 2 || concat.outputs[1] != op.inputs[1]) {
+    return std::nullopt;
+  }
+  const AttributeView attrs = concat.attributes();
+  ExprDims sizes;
+  for (ValueId v : concat.inputs) {
+    const ExprDims& dims = in.all[v];
+    if (attrs.GetInt("add_axis", 0) != 0) {
+      sizes.push_back(DimExpr::Constant(1));
+      continue;
+    }
+    absl::StatusOr<int64_t> axis =
+        Axis(Caffe2DefaultAxis(attrs), static_cast<int64_t>(dims.size()));
+    if (!axis.ok() || dims.empty()) return std::nullopt;
+    sizes.push_back(dims[*axis]);
+  }
+  return sizes;
+}
+
+absl::StatusOr<std::vector<ExprDims>> SplitRule(const OpInputs& in) {
+  const AttributeView attrs = in.op.attributes();
+  const ExprDims& x = *in.dims[0];
+  const int64_t n = static_cast<int64_t>(in.op.outputs.size());
+  MG_ASSIGN_OR_RETURN(int64_t axis, Axis(Caffe2DefaultAxis(attrs), Rank(in, 0)));
+  ExprDims sizes;
+  if (std::optional<ExprDims> from_concat = SplitSizesFromConcat(in)) {
+    sizes = *std::move(from_concat);
+  } else if (std::optional<std::vector<int64_t>> split = attrs.GetInts("split");
+             split.has_value() && !split->empty()) {
+    if (!x[axis].IsConstant()) {
+      return NotExpressible("fixed split sizes of an axis whose size depends on a symbol");
+    }
+    sizes = ConstantDims(*split);
+  } else if (in.op.inputs.size() > 1) {
+    return NotExpressible("the split sizes are tensor data");
+  } else if (attrs.Has("num_outputs") && !x[axis].IsConstant()) {
+    return NotExpressible("chunks of a symbolic axis (the last chunk is a difference)");
+  } else {
+    MG_ASSIGN_OR_RETURN(DimExpr piece, ExactDivide(x[axis], DimExpr::Constant(n)));
+    sizes.assign(n, piece);
+  }
+  if (static_cast<int64_t>(sizes.size()) != n) return NotExpressible("split count mismatch");
+  std::vector<ExprDims> result;
+  for (const DimExpr& s : sizes) {
+    ExprDims t = x;
+    if (attrs.GetInt("add_axis", 0) != 0) {
+      t.erase(t.begin() + axis);
+    } else {
+      t[axis] = s;
+    }
+    result.push_back(std::move(t));
+  }
+  return result;
+}
+
+absl::StatusOr<DimExpr> RoundUpTo(const DimExpr& e, int64_t multiple) {
+  if (multiple <= 1) return e;
+  MG_ASSIGN_OR_RETURN(DimExpr chunks, CeilDiv(e, multiple));
+  return Mul(chunks, DimExpr::Constant(multiple));
+}
+
+absl::StatusOr<std::vector<ExprDims>> AlibiBiasRule(const OpInputs& in) {
+  const AttributeView attrs = in.op.attributes();
+  if (Rank(in, 0) != 2) return NotExpressible("coords must have rank 2");
+  MG_ASSIGN_OR_RETURN(DimExpr length,
+                      Add((*in.dims[0])[0], DimExpr::Constant(attrs.GetInt("cls", 1))));
+  MG_ASSIGN_OR_RETURN(DimExpr padded, RoundUpTo(length, attrs.GetInt("pad", 0)));
+  return std::vector<ExprDims>{
+      {DimExpr::Constant(1), DimExpr::Constant(attrs.GetInt("heads", 0)), length, padded}};
+}
+
+absl::StatusOr<std::vector<ExprDims>> PadLastDimRule(const OpInputs& in) {
+  ExprDims y = *in.dims[0];
+  if (y.empty()) return NotExpressible("a scalar has no last dim");
+  MG_ASSIGN_OR_RETURN(y.back(), RoundUpTo(y.back(), in.op.attributes().GetInt("multiple", 0)));
+  return std::vector<ExprDims>{y};
+}
+
+using Rule = absl::StatusOr<std::vector<ExprDims>> (*)(const OpInputs&);
+
+Rule RuleFor(absl::string_view type) {
+  if (type == "Reshape") return ReshapeRule;
+  if (type == "Flatten") return FlattenRule;
+  if (type == "FlattenToVec") return FlattenToVecRule;
+  if (type == "Concat") return ConcatRule;
+  if (type == "Split") return SplitRule;
+  if (type == "AlibiBias") return AlibiBiasRule;
+  if (type == "PadLastDim") return PadLastDimRule;
+  return nullptr;
+}
+
+// The probe rule (see the header): the op's shape function at two bindings that tell every
+// distinct input expression apart, and at the box's corners.
+absl::StatusOr<std::vector<ExprDims>> ProbeRule(const OpInputs& in, const OpSchema& schema,
+                                                const std::vector<TensorType>& reference,
+                                                const SymbolBox& box, uint64_t seed) {
+  std::vector<DimExpr> exprs;  // the distinct non-constant input dims
+  for (const ExprDims* dims : in.dims) {
+    for (const DimExpr& d : *dims) {
+      if (!d.IsConstant() && std::find(exprs.begin(), exprs.end(), d) == exprs.end()) {
+        exprs.push_back(d);
+      }
+    }
+  }
+  // Two bindings where every expression changes value and no two share one.
+  std::mt19937_64 rng(seed);
+  std::vector<SymbolBindings> probes;
+  for (int attempt = 0; attempt < 64 && probes.empty(); ++attempt) {
+    SymbolBindings p1, p2;
+    bool differ = true;
+    for (const SymbolRange& r : box.ranges) {
+      std::uniform_int_distribution<int64_t> pick(r.lo, r.hi);
+      p1[r.symbol] = pick(rng);
+      p2[r.symbol] = pick(rng);
+      differ = differ && (r.lo == r.hi || p1[r.symbol] != p2[r.symbol]);
+    }
+    if (!differ) continue;
+    bool distinct = true;
+    std::set<int64_t> seen1, seen2;
+    for (const DimExpr& e : exprs) {
+      absl::StatusOr<int64_t> v1 = e.Evaluate(p1), v2 = e.Evaluate(p2);
+      if (!v1.ok() || !v2.ok()) return NotExpressible("an input dim overflows at a probe");
+      distinct = distinct && *v1 != *v2 && seen1.insert(*v1).second && seen2.insert(*v2).second;
+    }
+    if (distinct) probes = {p1, p2};
+  }
+  if (probes.empty()) {
+    return NotExpressible("no probe bindings tell its input dims apart (the box is too small)");
+  }
+  probes.push_back(box.Low());
+  probes.push_back(box.High());
+  std::vector<std::vector<TensorType>> results;
+  for (const SymbolBindings& at : probes) {
+    std::vector<TensorType> inputs;
+    for (size_t k = 0; k < in.dims.size(); ++k) {
+      MG_ASSIGN_OR_RETURN(std::vector<int64_t> dims, EvaluateDims(*in.dims[k], at));
+      inputs.push_back(TensorType{in.graph.value(in.op.inputs[k]).type->dtype, std::move(dims)});
+    }
+    absl::StatusOr<std::vector<TensorType>> out =
+        RunShapeFunction(in.graph, in.op, schema, std::move(inputs));
+    if (!out.ok()) {
+      return NotExpressible(absl::StrCat("at a binding of the box the op fails: ",
+                                         out.status().message()));
+    }
+    results.push_back(*std::move(out));
+  }
+  std::vector<ExprDims> outputs;
+  for (size_t k = 0; k < reference.size(); ++k) {
+    const size_t rank = reference[k].dims.size();
+    for (const auto& r : results) {
+      if (r[k].dims.size() != rank) return NotExpressible("its output rank changes with a symbol");
+    }
+    ExprDims dims;
+    for (size_t j = 0; j < rank; ++j) {
+      const int64_t v1 = results[0][k].dims[j], v2 = results[1][k].dims[j];
+      std::optional<DimExpr> match;
+      if (v1 == v2) {
+        match = DimExpr::Constant(v1);
+      } else {
+        for (const DimExpr& e : exprs) {
+          if (*e.Evaluate(probes[0]) == v1 && *e.Evaluate(probes[1]) == v2) match = e;
+        }
+      }
+      if (!match.has_value()) {
+        return NotExpressible(absl::StrCat("output ", k, " dim ", j,
+                                           " is computed from its inputs' dims, not one of them"));
+      }
+      for (size_t p = 2; p < probes.size(); ++p) {
+        absl::StatusOr<int64_t> at = match->Evaluate(probes[p]);
+        if (!at.ok() || *at != results[p][k].dims[j]) {
+          return NotExpressible(absl::StrCat("output ", k, " dim ", j, " is ", match->ToString(),
+                                             " at two probes but not at a corner of the box"));
+        }
+      }
+      dims.push_back(*std::move(match));
+    }
+    outputs.push_back(std::move(dims));
+  }
+  return outputs;
+}
+
+}  // namespace
+
+absl::StatusOr<DimExpr> SymbolicByteSize(const std::vector<DimExpr>& dims, DataType dtype,
+                                         absl::string_view what) {
+  absl::StatusOr<DimExpr> elements = Product(dims, 0, dims.size());
+  absl::StatusOr<DimExpr> bytes =
+      elements.ok() ? Mul(*elements, DimExpr::Constant(DataTypeSize(dtype))) : elements;
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": its byte size ", DimsText(dims), " has no expression: ",
+                     bytes.status().message()));
+  }
+  return bytes;
+}
+
+absl::StatusOr<SymbolicShapes> InferSymbolicShapes(const Graph& graph,
+                                                   const ShapeBindings& bindings,
+                                                   const SymbolicShapeOptions& options,
+                                                   const OpSchemaTable& schemas) {
+  const int n = graph.num_values();
+  MG_RETURN_IF_ERROR(options.box.CheckContains(options.reference));
+  if (options.upper_bound != nullptr && options.upper_bound->num_values() != n) {
+    return absl::InternalError("the upper-bound graph is not the same net");
+  }
+  // Symbols whose range is one value, and those bound by a plain --dim, are constants.
+  SymbolBindings fixed = bindings.dims;
+  SymbolBox box;
+  for (const SymbolRange& r : options.box.ranges) {
+    if (r.lo == r.hi) {
+      fixed[r.symbol] = r.lo;
+    } else {
+      box.ranges.push_back(r);
+    }
+  }
+  SymbolicShapes out;
+  out.dims.resize(n);
+  out.bytes.resize(n);
+  out.fallback.resize(n);
+  std::vector<bool> tainted(n, false);  // dims or data depend on a symbol
+  std::vector<bool> known(n, false);    // dims expressed (not a fallback)
+
+  auto fallback = [&](ValueId id, const std::string& why) -> absl::Status {
+    const Value& v = graph.value(id);
+    if (options.upper_bound == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "value '", v.DisplayName(), "': its size cannot be written in the symbols (", why,
+          "); plan a range with the upper-bound fallback, or bind the symbols with --dim"));
+    }
+    const Value& high = options.upper_bound->value(id);
+    if (!high.type.has_value()) return absl::InternalError("upper-bound graph not typed");
+    MG_ASSIGN_OR_RETURN(int64_t bytes, ByteSize(*high.type, v.DisplayName()));
+    out.bytes[id] = DimExpr::Constant(bytes);
+    out.fallback[id] = why;
+    tainted[id] = true;
+    return absl::OkStatus();
+  };
+  auto set_dims = [&](ValueId id, ExprDims dims) -> absl::Status {
+    const Value& v = graph.value(id);
+    absl::StatusOr<DimExpr> bytes = SymbolicByteSize(dims, v.type->dtype, v.DisplayName());
+    if (!bytes.ok()) return fallback(id, std::string(bytes.status().message()));
+    out.bytes[id] = *std::move(bytes);
+    tainted[id] = tainted[id] || !AllConstant(dims);
+    out.dims[id] = std::move(dims);
+    known[id] = true;
+    return absl::OkStatus();
+  };
+
+  for (ValueId id = 0; id < n; ++id) {
+    const Value& v = graph.value(id);
+    if (v.producer != kNone) continue;
+    if (!v.type.has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "value '", v.DisplayName(), "' has no type: run shape inference first"));
+    }
+    ExprDims dims;
+    if (bindings.inputs.count(v.name) == 0 && v.declared.dims.has_value()) {
+      for (const DeclaredDim& d : *v.declared.dims) {
+        if (d.symbol.empty()) {
+          dims.push_back(DimExpr::Constant(d.size));
+          continue;
+        }
+        absl::StatusOr<DimExpr> e = IsSymbolName(d.symbol)
+                                        ? absl::StatusOr<DimExpr>(DimExpr::Symbol(d.symbol))
+                                        : ParseDimExpr(d.symbol);
+        if (!e.ok()) {  // an opaque name: bound by a plain --dim, or an error already
+          dims.push_back(DimExpr::Constant(v.type->dims[dims.size()]));
+          continue;
+        }
+        MG_ASSIGN_OR_RETURN(DimExpr substituted, Substitute(*e, fixed));
+        dims.push_back(std::move(substituted));
+      }
+    } else {
+      dims = ConstantDims(v.type->dims);
+    }
+    MG_ASSIGN_OR_RETURN(std::vector<int64_t> at_reference, EvaluateDims(dims, options.reference));
+    if (at_reference != v.type->dims) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph input '", v.DisplayName(), "' is declared ", DimsText(dims), ", which is ",
+          DimsToString(at_reference), " at the reference binding, but it is typed ",
+          DimsToString(v.type->dims)));
+    }
+    for (const DimExpr& d : dims) {
+      for (const std::string& s : d.Symbols()) {
+        if (box.Find(s) == nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "graph input '", v.DisplayName(), "': symbol ", s, " has no range or value"));
+        }
+      }
+    }
+    MG_RETURN_IF_ERROR(set_dims(id, std::move(dims)));
+  }
+
+  for (OpId op_id : graph.TopologicalOrder()) {
+    const Op& op = graph.op(op_id);
+    bool any_tainted = false, all_known = true;
+    for (ValueId in : op.inputs) {
+      any_tainted = any_tainted || tainted[in];
+      all_known = all_known && known[in];
+    }
+    if (!any_tainted) {
+      for (ValueId o : op.outputs) MG_RETURN_IF_ERROR(set_dims(o, ConstantDims(graph.value(o).type->dims)));
+      continue;
+    }
+    auto fail_all = [&](const std::string& why) -> absl::Status {
+      for (ValueId o : op.outputs) {
+        MG_RETURN_IF_ERROR(fallback(o, absl::StrCat(op.Label(), ": ", why)));
+      }
+      return absl::OkStatus();
+    };
+    if (!all_known) {
+      MG_RETURN_IF_ERROR(fail_all("an input's size is itself a bound"));
+      continue;
+    }
+    OpInputs in{graph, op, {}, out.dims};
+    for (ValueId v : op.inputs) in.dims.push_back(&out.dims[v]);
+    std::vector<TensorType> reference;
+    for (ValueId o : op.outputs) reference.push_back(*graph.value(o).type);
+    absl::StatusOr<std::vector<ExprDims>> result = NotExpressible("no shape function");
+    if (Rule rule = RuleFor(op.type)) {
+      result = rule(in);
+    } else if (const OpSchema* schema = schemas.Find(op.type)) {
+      result = ProbeRule(in, *schema, reference, box, 0x9e3779b97f4a7c15ULL ^ op_id);
+    }
+    if (!result.ok()) {
+      MG_RETURN_IF_ERROR(fail_all(std::string(result.status().message())));
+      continue;
+    }
+    if (result->size() != op.outputs.size()) {
+      return absl::InternalError(absl::StrCat(op.Label(), ": symbolic rule output count"));
+    }
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      absl::StatusOr<std::vector<int64_t>> at_reference =
+          EvaluateDims((*result)[k], options.reference);
+      if (!at_reference.ok() || *at_reference != reference[k].dims) {
+        return absl::InternalError(absl::StrCat(
+            op.Label(), ": the symbolic dims ", DimsText((*result)[k]), " of output '",
+            graph.value(op.outputs[k]).DisplayName(), "' disagree with its type ",
+            TensorTypeToString(reference[k]), " at the reference binding"));
+      }
+      tainted[op.outputs[k]] = true;  // its data may carry a symbol (a Shape's output)
+      MG_RETURN_IF_ERROR(set_dims(op.outputs[k], std::move((*result)[k])));
+    }
+  }
+  std::set<std::string> used;
+  for (const DimExpr& b : out.bytes) {
+    for (std::string& s : b.Symbols()) used.insert(std::move(s));
+  }
+  out.symbols.assign(used.begin(), used.end());
+  return out;
+}
+
+}  // namespace memonger::graph
