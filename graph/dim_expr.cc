@@ -339,7 +339,8 @@ absl::StatusOr<DimExpr> CeilDiv(const DimExpr& a, int64_t divisor) {
   return AtomExpr(std::move(atom));
 }
 
-absl::StatusOr<DimExpr> Substitute(const DimExpr& e, const SymbolBindings& bindings) {
+absl::StatusOr<DimExpr> SubstituteExprs(const DimExpr& e,
+                                        const std::map<std::string, DimExpr>& bindings) {
   DimExpr sum;
   for (const auto& [monomial, coefficient] : e.terms_) {
     DimExpr term = DimExpr::Constant(coefficient);
@@ -348,12 +349,12 @@ absl::StatusOr<DimExpr> Substitute(const DimExpr& e, const SymbolBindings& bindi
       auto atom = e.atoms_.find(key);
       if (atom == e.atoms_.end()) {
         auto bound = bindings.find(key);
-        factor = bound == bindings.end() ? DimExpr::Symbol(key) : DimExpr::Constant(bound->second);
+        factor = bound == bindings.end() ? DimExpr::Symbol(key) : bound->second;
       } else {
         const DimExpr::Atom& a = *atom->second;
         std::vector<DimExpr> args;
         for (const DimExpr& arg : a.args) {
-          MG_ASSIGN_OR_RETURN(DimExpr substituted, Substitute(arg, bindings));
+          MG_ASSIGN_OR_RETURN(DimExpr substituted, SubstituteExprs(arg, bindings));
           args.push_back(std::move(substituted));
         }
         switch (a.kind) {
@@ -372,6 +373,81 @@ absl::StatusOr<DimExpr> Substitute(const DimExpr& e, const SymbolBindings& bindi
     MG_ASSIGN_OR_RETURN(sum, Add(sum, term));
   }
   return sum;
+}
+
+absl::StatusOr<DimExpr> Substitute(const DimExpr& e, const SymbolBindings& bindings) {
+  std::map<std::string, DimExpr> constants;
+  for (const auto& [symbol, value] : bindings) constants[symbol] = DimExpr::Constant(value);
+  return SubstituteExprs(e, constants);
+}
+
+absl::StatusOr<DimExpr> ShiftSymbols(const DimExpr& e, const SymbolBindings& low) {
+  std::map<std::string, DimExpr> shifted;
+  for (const auto& [symbol, value] : low) {
+    MG_ASSIGN_OR_RETURN(shifted[symbol], Add(DimExpr::Symbol(symbol), DimExpr::Constant(value)));
+  }
+  return SubstituteExprs(e, shifted);
+}
+
+// WithoutRounding(e) = W, and S >= 0 with W <= e <= W + S at every binding (a friend of
+// DimExpr, not declared for callers).
+absl::StatusOr<std::pair<DimExpr, DimExpr>> Unrounded(const DimExpr& e) {
+  DimExpr lower, slack;
+  for (const auto& [monomial, coefficient] : e.terms_) {
+    // c * cdiv(x, d) * rest, with d | c and rest a product of symbols (>= 0), lies in
+    // [(c / d) * x * rest, (c / d) * x * rest + c * rest].
+    const std::shared_ptr<const DimExpr::Atom>* rounding = nullptr;
+    bool only_symbols = true;
+    for (const auto& [key, exponent] : monomial) {
+      auto atom = e.atoms_.find(key);
+      if (atom == e.atoms_.end()) continue;
+      const DimExpr::Atom& a = *atom->second;
+      if (rounding == nullptr && exponent == 1 && a.kind == DimExpr::Atom::Kind::kCeilDiv &&
+          coefficient > 0 && coefficient % a.divisor == 0) {
+        rounding = &atom->second;
+      } else {
+        only_symbols = false;
+      }
+    }
+    DimExpr term;
+    term.terms_[monomial] = coefficient;
+    for (const auto& [key, exponent] : monomial) {
+      if (auto atom = e.atoms_.find(key); atom != e.atoms_.end()) term.atoms_.insert(*atom);
+    }
+    if (rounding == nullptr || !only_symbols) {
+      MG_ASSIGN_OR_RETURN(lower, Add(lower, term));
+      continue;
+    }
+    DimExpr rest = DimExpr::Constant(1);
+    for (const auto& [key, exponent] : monomial) {
+      if (e.atoms_.count(key) != 0) continue;
+      for (int i = 0; i < exponent; ++i) {
+        MG_ASSIGN_OR_RETURN(rest, Mul(rest, DimExpr::Symbol(key)));
+      }
+    }
+    MG_ASSIGN_OR_RETURN(auto inner, Unrounded((*rounding)->args[0]));
+    MG_ASSIGN_OR_RETURN(DimExpr scale, Mul(rest, DimExpr::Constant(coefficient / (*rounding)->divisor)));
+    MG_ASSIGN_OR_RETURN(DimExpr low, Mul(scale, inner.first));
+    MG_ASSIGN_OR_RETURN(DimExpr inner_slack, Mul(scale, inner.second));
+    MG_ASSIGN_OR_RETURN(DimExpr own_slack, Mul(rest, DimExpr::Constant(coefficient)));
+    MG_ASSIGN_OR_RETURN(lower, Add(lower, low));
+    MG_ASSIGN_OR_RETURN(slack, Add(slack, inner_slack));
+    MG_ASSIGN_OR_RETURN(slack, Add(slack, own_slack));
+  }
+  return std::make_pair(lower, slack);
+}
+
+absl::StatusOr<DimExpr> WithoutRounding(const DimExpr& e) {
+  MG_ASSIGN_OR_RETURN(auto unrounded, Unrounded(e));
+  return unrounded.first;
+}
+
+absl::StatusOr<RoundingBounds> BoundsWithoutRounding(const DimExpr& e) {
+  MG_ASSIGN_OR_RETURN(auto unrounded, Unrounded(e));
+  RoundingBounds bounds;
+  bounds.lower = unrounded.first;
+  MG_ASSIGN_OR_RETURN(bounds.upper, Add(unrounded.first, unrounded.second));
+  return bounds;
 }
 
 bool Dominates(const DimExpr& a, const DimExpr& b) {
@@ -492,6 +568,9 @@ namespace {
 
 DimExpr MinOrMax(const DimExpr& a, const DimExpr& b, bool is_min) {
   if (a == b) return a;
+  // One side at least the other everywhere: no atom needed (max(0, 24*N^2) is 24*N^2).
+  if (Dominates(a, b)) return is_min ? b : a;
+  if (Dominates(b, a)) return is_min ? a : b;
   if (a.IsConstant() && b.IsConstant()) {
     return DimExpr::Constant(is_min ? std::min(a.ConstantValue(), b.ConstantValue())
                                     : std::max(a.ConstantValue(), b.ConstantValue()));

@@ -91,7 +91,9 @@ class DimExpr {
   friend absl::StatusOr<DimExpr> Mul(const DimExpr& a, const DimExpr& b);
   friend absl::StatusOr<DimExpr> CeilDiv(const DimExpr& a, int64_t divisor);
   friend bool Dominates(const DimExpr& a, const DimExpr& b);
-  friend absl::StatusOr<DimExpr> Substitute(const DimExpr& e, const SymbolBindings& bindings);
+  friend absl::StatusOr<std::pair<DimExpr, DimExpr>> Unrounded(const DimExpr& e);
+  friend absl::StatusOr<DimExpr> SubstituteExprs(const DimExpr& e,
+                                                 const std::map<std::string, DimExpr>& bindings);
   friend absl::StatusOr<DimExpr> ExactDivide(const DimExpr& a, const DimExpr& b);
   friend DimExpr Min(const DimExpr& a, const DimExpr& b);
   friend DimExpr Max(const DimExpr& a, const DimExpr& b);
@@ -115,6 +117,24 @@ absl::StatusOr<DimExpr> CeilDiv(const DimExpr& a, int64_t divisor);
 // `e` with the symbols `bindings` names replaced by their values (the others kept);
 // InvalidArgument on overflow.
 absl::StatusOr<DimExpr> Substitute(const DimExpr& e, const SymbolBindings& bindings);
+// The same with expressions for symbols (each symbol replaced at once, not repeatedly).
+absl::StatusOr<DimExpr> SubstituteExprs(const DimExpr& e,
+                                        const std::map<std::string, DimExpr>& bindings);
+// `e` with each symbol s of `low` replaced by s + low[s]: e over the box s >= low[s], written
+// in symbols that start at 0, where the coefficient tests (Dominates) see more.
+absl::StatusOr<DimExpr> ShiftSymbols(const DimExpr& e, const SymbolBindings& low);
+// `e` with every rounding up to a multiple, k*d*cdiv(x, d), replaced by k*x: the size before
+// alignment, for people ("24*N^2 + 48*N + 24" where the exact form is
+// "256*cdiv(24*N^2 + 48*N + 24, 256)"). Each replaced term is within k*d of the exact value.
+absl::StatusOr<DimExpr> WithoutRounding(const DimExpr& e);
+// Bounds of `e` without its roundings: lower = WithoutRounding(e) <= e <= upper = lower plus
+// the most the roundings add. Path sums of aligned sizes (each 256*cdiv(x, 256)) compare by
+// their x's: Dominates(a.lower, b.upper) proves a >= b where Dominates(a, b) cannot.
+struct RoundingBounds {
+  DimExpr lower;
+  DimExpr upper;
+};
+absl::StatusOr<RoundingBounds> BoundsWithoutRounding(const DimExpr& e);
 // True when a >= b at every binding (symbols >= 0), by a sufficient test: coefficient by
 // coefficient (a false answer proves nothing). O(terms log terms).
 bool Dominates(const DimExpr& a, const DimExpr& b);

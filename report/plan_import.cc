@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "memonger/liveness.h"
 #include "memonger/schedule.h"
+#include "report/plan_json_frame.h"
 #include "report/plan_report.h"
 #include "util/checked_math.h"
 #include "util/csv.h"
@@ -18,7 +19,6 @@
 #include "util/status_macros.h"
 
 namespace memonger {
-namespace {
 
 using Json = nlohmann::json;
 
@@ -53,25 +53,10 @@ bool BoolField(const Json& object, const char* field) {
   return it != object.end() && it->is_boolean() && it->get<bool>();
 }
 
-}  // namespace
-
-absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& text,
-                                  const std::string& source_name) {
-  if (absl::Status s = util::CheckJsonNesting(text, util::kMaxNestingDepth); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", s.message()));
-  }
-  const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ": not valid JSON"));
-  }
-  // "schema" of another JSON type is not a plan either (json::value would throw on it: the
-  // plan_json fuzzer's finding, tests/fuzz_regressions/plan_json/schema_not_a_string.json).
-  if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string() ||
-      doc["schema"].get<std::string>() != kPlanSchema) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source_name, ": not a plan (expected \"schema\": \"", kPlanSchema, "\")"));
-  }
-  Plan plan;
+absl::StatusOr<PlanFrame> PlanFrameFromJson(const graph::Graph& graph, const nlohmann::json& doc,
+                                            const std::string& source_name) {
+  PlanFrame frame;
+  Plan& plan = frame.plan;
   MG_ASSIGN_OR_RETURN(plan.alignment, IntField(doc, "alignment", source_name));
   MG_RETURN_IF_ERROR(util::CheckAlignment(plan.alignment, absl::StrCat(source_name, ": alignment")));
   MG_ASSIGN_OR_RETURN(plan.planner, StringField(doc, "planner", source_name));
@@ -145,7 +130,8 @@ absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& 
       liveness_options.static_names.push_back(name.get<std::string>());
     }
   }
-  MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
+  MG_ASSIGN_OR_RETURN(frame.liveness, ComputeLiveness(graph, schedule, liveness_options));
+  const Liveness& liveness = frame.liveness;
   for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
     if (!liveness.planned[v]) continue;
     if (!util::CheckedAlignUp(liveness.class_bytes[liveness.alias_root[v]], plan.alignment)) {
@@ -160,6 +146,29 @@ absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& 
   plan.model = model;
   plan.planner = planner;
   plan.execution = execution_model;
+
+  return frame;
+}
+
+absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& text,
+                                  const std::string& source_name) {
+  if (absl::Status s = util::CheckJsonNesting(text, util::kMaxNestingDepth); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", s.message()));
+  }
+  const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": not valid JSON"));
+  }
+  // "schema" of another JSON type is not a plan either (json::value would throw on it: the
+  // plan_json fuzzer's finding, tests/fuzz_regressions/plan_json/schema_not_a_string.json).
+  if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string() ||
+      doc["schema"].get<std::string>() != kPlanSchema) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_name, ": not a plan (expected \"schema\": \"", kPlanSchema, "\")"));
+  }
+  MG_ASSIGN_OR_RETURN(PlanFrame frame, PlanFrameFromJson(graph, doc, source_name));
+  Plan plan = std::move(frame.plan);
+  const Liveness& liveness = frame.liveness;
 
   // Values and buffers.
   if (!doc.contains("values") || !doc["values"].is_array()) {

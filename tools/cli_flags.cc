@@ -1,6 +1,7 @@
 #include "tools/cli_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <initializer_list>
 #include <utility>
@@ -125,14 +126,49 @@ absl::Status CheckFlags(Flags& flags) {
         "--fit plans many sizes: it does not go with --compare, --variant, --plan-in or "
         "--execute");
   }
+  const bool plain_dims = std::any_of(flags.dims.begin(), flags.dims.end(),
+                                      [](const std::string& d) { return !graph::IsDimRange(d); });
   if (!flags.workload.empty() &&
-      (!flags.dims.empty() || !flags.input_shapes.empty() || !flags.input_types.empty())) {
+      (plain_dims || !flags.input_shapes.empty() || !flags.input_types.empty())) {
     return absl::InvalidArgumentError(
         "--dim, --input-shape and --input-type bind a model file's shapes and types; a --workload takes its sizes in "
-        "its spec (e.g. attention:n=4096)");
+        "its spec (e.g. attention:n=4096); only a range (--dim n=256..65536) goes with it");
   }
   for (const std::string& d : flags.dims) {
-    if (absl::Status s = graph::ParseDimBinding(d, flags.bindings); !s.ok()) return s;
+    if (graph::IsDimRange(d)) {
+      if (absl::Status s = graph::ParseDimRange(d, flags.ranges); !s.ok()) return s;
+    } else if (absl::Status s = graph::ParseDimBinding(d, flags.bindings); !s.ok()) {
+      return s;
+    }
+  }
+  for (const graph::SymbolRange& r : flags.ranges.ranges) {
+    if (flags.bindings.dims.count(r.symbol) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dim ", r.symbol, " is given both as a value and as a range"));
+    }
+  }
+  if (!flags.ranges.empty()) {
+    // One plan for a box of bindings: what needs one concrete plan needs one binding.
+    const std::vector<std::pair<bool, const char*>> concrete_only = {
+        {!flags.fit.empty(), "--fit (the summary gives the largest value that fits --budget)"},
+        {!flags.compare.empty() || !flags.variants.empty(), "--compare and --variant"},
+        {!flags.plan_in.empty(), "--plan-in (bind a plan with --dim N=VALUE)"},
+        {flags.execute != "none", "--execute"},
+        {!flags.net_out.empty(), "--net-out"},
+        {!flags.html.empty(), "--html"},
+        {!flags.plan_csv.empty(), "--plan-csv"},
+        {flags.recompute != "none", "--recompute"},
+        {flags.caffe2_bugs, "--caffe2-bugs"},
+        {flags.cuda_graphs, "--cuda-graphs"},
+        {flags.ascii, "--ascii"},
+    };
+    for (const auto& [given, what] : concrete_only) {
+      if (given) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a plan for a range of bindings (--dim ", flags.ranges.ranges.front().symbol,
+            "=LO..HI) does not go with ", what));
+      }
+    }
   }
   for (const std::string& s : flags.input_shapes) {
     if (absl::Status st = graph::ParseInputShapeBinding(s, flags.bindings); !st.ok()) return st;
@@ -233,7 +269,9 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
       ->allow_extra_args(false);
   app.add_option("--dim", flags.dims,
                  "SYMBOL=VALUE : binds a symbolic dimension of the model (repeatable, once per "
-                 "symbol)")
+                 "symbol); SYMBOL=LO..HI plans once for every value in the range (a symbolic "
+                 "plan: --plan-json writes memonger.plan/v2; with --workload attention the "
+                 "symbols are n and batch)")
       ->allow_extra_args(false);
   app.add_option("--planner", flags.planner,
                  "auto, best-fit, greedy-by-size, exact, exact-sharing, memonger-dag, "

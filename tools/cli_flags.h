@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 
 #include "graph/shape_inference.h"
+#include "graph/symbol_box.h"
 #include "util/file_io.h"
 #include "util/limits.h"
 
@@ -75,6 +76,8 @@ struct Flags {
   util::InputLimits limits;
   // --dim, --input-shape and --input-type, parsed (each symbol and input once).
   graph::ShapeBindings bindings;
+  // --dim SYMBOL=LO..HI: plan once for the whole box (docs/symbolic-plans.md).
+  graph::SymbolBox ranges;
 };
 
 // The first flag given that needs a plan with byte offsets ("--plan-json", "--execute", ...), or

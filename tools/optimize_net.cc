@@ -35,6 +35,7 @@
 #include "memonger/recompute.h"
 #include "memonger/verify_plan.h"
 #include "report/fit.h"
+#include "report/symbolic_plan_json.h"
 #include "report/model_summary.h"
 #include "report/net_free.h"
 #include "report/net_rewrite.h"
@@ -45,6 +46,7 @@
 #include "report/what_if.h"
 #include "util/bytes.h"
 #include "tools/caffe2_exact_run.h"
+#include "tools/symbolic_run.h"
 #include "tools/cli_flags.h"
 #include "util/file_io.h"
 #include "util/limits.h"
@@ -187,7 +189,7 @@ absl::StatusOr<memonger::graph::Graph> MakeGraph(
     const Flags& flags, const memonger::graph::LoadOptions& base_load,
     const std::optional<memonger::graph::WorkloadSpec>& workload,
     std::optional<int64_t> fit_value = std::nullopt, bool* size_blind = nullptr,
-    std::vector<std::string>* notes = nullptr) {
+    std::vector<std::string>* notes = nullptr, bool symbolic_workload = false) {
   namespace graph = memonger::graph;
   absl::StatusOr<graph::Graph> g;
   const absl::StatusOr<memonger::PlannerKind> planner = memonger::ParsePlanner(flags.planner);
@@ -195,7 +197,8 @@ absl::StatusOr<memonger::graph::Graph> MakeGraph(
   if (workload.has_value()) {
     graph::WorkloadSpec spec = *workload;
     if (fit_value.has_value()) spec = graph::WithParam(spec, flags.fit, absl::StrCat(*fit_value));
-    g = graph::BuildWorkload(spec);  // typed already
+    // typed already; a symbolic one declares its inputs in its symbols (for symbolic plans)
+    g = symbolic_workload ? graph::BuildSymbolicWorkload(spec, nullptr) : graph::BuildWorkload(spec);
   } else {
     graph::LoadOptions load = base_load;
     if (fit_value.has_value()) load.bindings.dims[flags.fit] = *fit_value;
@@ -465,13 +468,56 @@ int Run(const Flags& flags) {
     if (!spec.ok()) return fail(spec.status());
     workload = *spec;
   }
+  if (!flags.ranges.empty()) {
+    // One plan for a box of bindings: the net is typed at each binding the planner asks for.
+    auto graph_at = [&](const memonger::graph::SymbolBindings& at)
+        -> absl::StatusOr<memonger::graph::Graph> {
+      if (workload.has_value()) {
+        memonger::graph::WorkloadSpec spec = *workload;
+        for (const auto& [symbol, value] : at) {
+          spec = memonger::graph::WithParam(spec, symbol, absl::StrCat(value));
+        }
+        return MakeGraph(flags, load, spec, std::nullopt, nullptr, nullptr, /*symbolic=*/true);
+      }
+      memonger::graph::LoadOptions at_load = load;
+      at_load.notes = nullptr;
+      for (const auto& [symbol, value] : at) at_load.bindings.dims[symbol] = value;
+      return MakeGraph(flags, at_load, std::nullopt);
+    };
+    memonger::graph::ShapeBindings fixed = flags.bindings;
+    if (workload.has_value()) {
+      memonger::graph::SymbolBindings values;
+      auto built = memonger::graph::BuildSymbolicWorkload(*workload, &values);
+      if (!built.ok()) return fail(built.status());
+      for (const auto& [symbol, value] : values) {
+        if (flags.ranges.Find(symbol) == nullptr) fixed.dims[symbol] = value;
+      }
+    }
+    auto report = memonger::tools::RunSymbolic(
+        flags, fixed, graph_at,
+        [&](const memonger::graph::Graph& g) { return MakePlanOptions(flags, g); }, outputs);
+    if (!report.ok()) return fail(report.status());
+    for (const std::string& note : report->notes) std::cerr << "optimize-net: note: " << note << "\n";
+    if (absl::Status s = outputs.Commit(); !s.ok()) return fail(s);
+    std::cout << report->text;
+    return report->over_budget ? kExitOverBudget : kExitOk;
+  }
+  // A symbolic plan (memonger.plan/v2) is bound to this run's binding, not planned again.
+  std::optional<std::string> plan_in_text;
+  bool symbolic_plan_in = false;
+  if (!flags.plan_in.empty()) {
+    absl::StatusOr<std::string> text = memonger::util::ReadInputFile(flags.plan_in, flags.limits);
+    if (!text.ok()) return fail(text.status());
+    plan_in_text = *std::move(text);
+    symbolic_plan_in = memonger::IsSymbolicPlanJson(*plan_in_text);
+  }
   if (!flags.fit.empty() && !workload.has_value() && load.bindings.dims.count(flags.fit) == 0) {
     // The model must plan as given (every other symbol bound): bind the fitted one to 1 first.
     load.bindings.dims[flags.fit] = 1;
   }
   bool size_blind = false;
   absl::StatusOr<memonger::graph::Graph> graph =
-      MakeGraph(flags, load, workload, std::nullopt, &size_blind, &notes);
+      MakeGraph(flags, load, workload, std::nullopt, &size_blind, &notes, symbolic_plan_in);
   if (!graph.ok()) return fail(graph.status());
   for (const std::string& note : notes) std::cerr << "optimize-net: note: " << note << "\n";
   load.notes = nullptr;  // --fit loads the model again
@@ -527,10 +573,16 @@ int Run(const Flags& flags) {
   } else if (flags.plan_in.empty()) {
     plan = memonger::PlanMemory(*graph, *options);
     if (options->exact_progress) std::cerr << "\r\033[K" << std::flush;  // clear the progress line
+  } else if (symbolic_plan_in) {
+    // The binding: the --dim values, or the workload's own n and batch.
+    memonger::graph::SymbolBindings dims = flags.bindings.dims;
+    if (workload.has_value()) {
+      auto built = memonger::graph::BuildSymbolicWorkload(*workload, &dims);
+      if (!built.ok()) return fail(built.status());
+    }
+    plan = memonger::BindSymbolicPlanJson(*graph, *plan_in_text, flags.plan_in, dims);
   } else {
-    absl::StatusOr<std::string> text = memonger::util::ReadInputFile(flags.plan_in, flags.limits);
-    if (!text.ok()) return fail(text.status());
-    plan = memonger::PlanFromJson(*graph, *text, flags.plan_in);
+    plan = memonger::PlanFromJson(*graph, *plan_in_text, flags.plan_in);
   }
   if (!plan.ok()) return fail(plan.status());
   if (flags.cuda_graphs || flags.execute == "cuda") {

@@ -74,4 +74,17 @@ absl::StatusOr<Graph> BuildWorkload(const WorkloadSpec& spec) {
       "unknown workload '", spec.kind, "' (known: attention, mlp, random, randwire, resnet50)"));
 }
 
+absl::StatusOr<Graph> BuildSymbolicWorkload(const WorkloadSpec& spec, SymbolBindings* values) {
+  if (spec.kind != "attention") {
+    MG_RETURN_IF_ERROR(BuildWorkload(spec).status());  // its own errors first
+    return absl::UnimplementedError(absl::StrCat(
+        "workload '", spec.kind, "' declares no symbols; a range (--dim KEY=LO..HI) works with "
+        "the attention workload (n, batch) and with model files"));
+  }
+  MG_ASSIGN_OR_RETURN(AttentionWorkload workload, ParseAttentionWorkload(spec));
+  workload.symbolic = true;
+  if (values != nullptr) *values = {{"n", workload.n}, {"batch", workload.batch}};
+  return BuildAttentionGraph(workload);
+}
+
 }  // namespace memonger::graph

@@ -23,6 +23,7 @@
 #define MEMONGER_WORKLOADS_WORKLOADS_H_
 
 #include "absl/status/statusor.h"
+#include "graph/dim_expr.h"
 #include "graph/graph.h"
 #include "workloads/workload_spec.h"
 
@@ -30,6 +31,11 @@ namespace memonger::graph {
 
 // InvalidArgument for an unknown kind (listing the known ones) or a bad parameter.
 absl::StatusOr<Graph> BuildWorkload(const WorkloadSpec& spec);
+
+// The workload with its inputs declared in its symbols, for plans over a range of them
+// (graph/symbolic_shapes.h): attention declares n and batch (its keys). `values`, when given,
+// receives the symbols' values in `spec`. Unimplemented for a kind without symbols.
+absl::StatusOr<Graph> BuildSymbolicWorkload(const WorkloadSpec& spec, SymbolBindings* values);
 
 }  // namespace memonger::graph
 

@@ -169,24 +169,47 @@ absl::StatusOr<Plan> SymbolicPlan::Bind(const graph::SymbolBindings& dims) const
 
 absl::StatusOr<ArenaFormula> SymbolicPlan::Formula(int piece_index) const {
   const SymbolicPiece& piece = pieces.at(piece_index);
+  if (piece.formula.has_value()) return *piece.formula;
   ArenaFormula formula;
-  // Per item, the polynomials whose max is its end; a polynomial another one dominates
-  // everywhere is dropped.
-  auto add_pruned = [](std::vector<graph::DimExpr>& set, const graph::DimExpr& p) {
-    for (const graph::DimExpr& q : set) {
-      if (graph::Dominates(q, p)) return;
+  // Per item, the polynomials whose max is its end; a polynomial another one dominates over
+  // the piece's box is dropped (compared in symbols shifted to start at the box's low end,
+  // where coefficient tests are sharp enough for path sums).
+  const graph::SymbolBindings low = piece.box.Low();
+  struct Candidate {
+    graph::DimExpr poly;
+    graph::DimExpr shifted;
+    graph::RoundingBounds bounds;  // of `shifted`
+  };
+  auto dominates = [](const Candidate& a, const Candidate& b) {
+    return graph::Dominates(a.shifted, b.shifted) ||
+           graph::Dominates(a.bounds.lower, b.bounds.upper);
+  };
+  auto add_pruned = [&](std::vector<Candidate>& set, const Candidate& c) {
+    for (const Candidate& q : set) {
+      if (dominates(q, c)) return;
     }
     set.erase(std::remove_if(set.begin(), set.end(),
-                             [&](const graph::DimExpr& q) { return graph::Dominates(p, q); }),
+                             [&](const Candidate& q) { return dominates(c, q); }),
               set.end());
-    set.push_back(p);
+    set.push_back(c);
   };
-  std::vector<std::vector<graph::DimExpr>> ends(items.size());
-  std::vector<graph::DimExpr> arena;
+  auto candidate = [&](const graph::DimExpr& p) -> absl::StatusOr<Candidate> {
+    Candidate c;
+    c.poly = p;
+    MG_ASSIGN_OR_RETURN(c.shifted, graph::ShiftSymbols(p, low));
+    MG_ASSIGN_OR_RETURN(c.bounds, graph::BoundsWithoutRounding(c.shifted));
+    return c;
+  };
+  std::vector<std::vector<Candidate>> ends(items.size());
+  std::vector<Candidate> arena;
   for (int32_t b : piece.order) {
     std::vector<graph::DimExpr> offsets;
-    for (int32_t a : piece.below[b]) {
-      for (const graph::DimExpr& e : ends[a]) add_pruned(offsets, e);
+    {
+      std::vector<Candidate> below;
+      for (int32_t a : piece.below[b]) {
+        for (const Candidate& e : ends[a]) add_pruned(below, e);
+      }
+      for (Candidate& c : below) offsets.push_back(std::move(c.poly));
     }
     if (offsets.empty()) offsets.push_back(graph::DimExpr());
     for (graph::DimExpr& o : offsets) {
@@ -195,23 +218,25 @@ absl::StatusOr<ArenaFormula> SymbolicPlan::Formula(int piece_index) const {
         MG_ASSIGN_OR_RETURN(o, graph::Mul(chunks, graph::DimExpr::Constant(items[b].alignment)));
       }
       MG_ASSIGN_OR_RETURN(graph::DimExpr end, graph::Add(o, items[b].bytes));
-      add_pruned(ends[b], end);
+      MG_ASSIGN_OR_RETURN(Candidate c, candidate(end));
+      add_pruned(ends[b], c);
     }
     if (ends[b].size() > util::kMaxFormulaPolynomials) {
       formula.too_long = true;
       return formula;
     }
-    for (const graph::DimExpr& e : ends[b]) add_pruned(arena, e);
+    for (const Candidate& e : ends[b]) add_pruned(arena, e);
     if (arena.size() > util::kMaxFormulaPolynomials) {
       formula.too_long = true;
       return formula;
     }
   }
-  if (arena.empty()) arena.push_back(graph::DimExpr());
-  std::sort(arena.begin(), arena.end(), [](const graph::DimExpr& a, const graph::DimExpr& b) {
-    return a.ToString() < b.ToString();
-  });
-  formula.polynomials = std::move(arena);
+  for (Candidate& c : arena) formula.polynomials.push_back(std::move(c.poly));
+  if (formula.polynomials.empty()) formula.polynomials.push_back(graph::DimExpr());
+  std::sort(formula.polynomials.begin(), formula.polynomials.end(),
+            [](const graph::DimExpr& a, const graph::DimExpr& b) {
+              return a.ToString() < b.ToString();
+            });
   return formula;
 }
 

@@ -23,6 +23,7 @@
 #define MEMONGER_MEMONGER_SYMBOLIC_SYMBOLIC_PLAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,15 @@ struct SymbolicItem {
   graph::DimExpr bytes;        // class_bytes rounded up to `alignment`: the item's height
 };
 
+// The arena as a formula: the max of `polynomials` (each a DimExpr without max atoms at the
+// top), or `too_long` when more than util::kMaxFormulaPolynomials remain after dropping those
+// another one dominates everywhere.
+struct ArenaFormula {
+  std::vector<graph::DimExpr> polynomials;
+  bool too_long = false;
+  std::string ToString(bool pretty = false) const;  // "max(a, b)" or "a"
+};
+
 struct SymbolicPiece {
   graph::SymbolBox box;                   // a sub-box of the plan's box
   graph::SymbolBindings planned_at;       // the binding whose concrete plan gave the order
@@ -53,15 +63,8 @@ struct SymbolicPiece {
   double mean_ratio = 0;
   graph::SymbolBindings worst_at;
   int samples = 0;
-};
-
-// The arena as a formula: the max of `polynomials` (each a DimExpr without max atoms at the
-// top), or `too_long` when more than util::kMaxFormulaPolynomials remain after dropping those
-// another one dominates everywhere.
-struct ArenaFormula {
-  std::vector<graph::DimExpr> polynomials;
-  bool too_long = false;
-  std::string ToString(bool pretty = false) const;  // "max(a, b)" or "a"
+  // The arena of this piece as a formula (SymbolicPlan::Formula), once computed.
+  std::optional<ArenaFormula> formula;
 };
 
 struct SymbolicPlan {
@@ -92,7 +95,7 @@ struct SymbolicPlan {
   // candidates with it); `dims` must lie in the plan's box.
   absl::StatusOr<Extent> MeasureWith(const SymbolicPiece& piece, const graph::SymbolBindings& dims,
                                      std::vector<int64_t>& scratch) const;
-  // The arena of piece `piece` as a max of polynomials.
+  // The arena of piece `piece` as a max of polynomials (its stored formula when it has one).
   absl::StatusOr<ArenaFormula> Formula(int piece) const;
 };
 

@@ -65,9 +65,8 @@ absl::StatusOr<OffsetStrategy> StrategyFor(PlannerKind planner) {
 class Planner {
  public:
   Planner(const graph::Graph& graph, const PlanOptions& options, const SymbolicPlanOptions& sym,
-          OffsetStrategy strategy, double seconds_per_solve)
-      : graph_(graph), options_(options), sym_(sym), strategy_(strategy),
-        seconds_per_solve_(seconds_per_solve) {}
+          OffsetStrategy strategy, std::chrono::steady_clock::time_point deadline)
+      : graph_(graph), options_(options), sym_(sym), strategy_(strategy), deadline_(deadline) {}
 
   absl::Status Init(const graph::SymbolicShapes& shapes, const Liveness& liveness,
                     SymbolicPlan& plan);
@@ -86,7 +85,7 @@ class Planner {
   const PlanOptions& options_;
   const SymbolicPlanOptions& sym_;
   OffsetStrategy strategy_;
-  double seconds_per_solve_;
+  std::chrono::steady_clock::time_point deadline_;
   std::vector<DeviceOffsetProblem> problems_;   // at the reference binding
   std::vector<std::pair<int, int>> problem_of_item_;  // (problem, index in it)
   std::vector<int> region_;                     // per item: its problem
@@ -152,8 +151,12 @@ absl::StatusOr<SymbolicPiece> Planner::OrderAt(const SymbolicPlan& plan,
     const auto [p, k] = problem_of_item_[i];
     MG_ASSIGN_OR_RETURN(problems[p].problem.items[k].bytes, plan.items[i].bytes.Evaluate(at));
   }
+  // Each concrete planning gets a share of the time left: as if a piece's candidates and two
+  // halves were still to come. Searches that prove their plan optimal stop early and leave
+  // their time to the later ones; once the time is out, each placement is the heuristics' own.
   OffsetSolveOptions solve;
-  solve.time_limit_seconds = seconds_per_solve_;
+  const double left = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
+  solve.time_limit_seconds = std::max(0.0, left) / (3.0 * sym_.planning_bindings);
   MG_ASSIGN_OR_RETURN(std::vector<OffsetSolution> solutions,
                       SolveOffsetProblems(problems, strategy_, solve));
   const int32_t n = static_cast<int32_t>(plan.items.size());
@@ -218,19 +221,27 @@ absl::Status Planner::Rate(const SymbolicPlan& plan, SymbolicPiece& piece) {
   return absl::OkStatus();
 }
 
-SymbolBindings GeometricCentre(const SymbolBox& box) {
+// The point a fraction t of the way from the box's low corner to its high one, geometrically.
+SymbolBindings GeometricPoint(const SymbolBox& box, double t) {
   SymbolBindings c;
   for (const graph::SymbolRange& r : box.ranges) {
     const double a = static_cast<double>(std::max<int64_t>(r.lo, 1));
-    c[r.symbol] = std::clamp<int64_t>(std::llround(std::sqrt(a * static_cast<double>(r.hi))),
-                                      r.lo, r.hi);
+    const double b = static_cast<double>(std::max<int64_t>(r.hi, 1));
+    c[r.symbol] = std::clamp<int64_t>(std::llround(a * std::pow(b / a, t)), r.lo, r.hi);
   }
   return c;
 }
 
 absl::StatusOr<SymbolicPiece> Planner::PlanPiece(const SymbolicPlan& plan, const SymbolBox& box) {
-  std::vector<SymbolBindings> candidates{box.High(), GeometricCentre(box), box.Low()};
-  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  std::vector<SymbolBindings> candidates;
+  for (int k = 0; k < sym_.planning_bindings; ++k) {
+    // The high corner first (the largest sizes matter most), then towards the low corner.
+    const double t = sym_.planning_bindings == 1 ? 1.0 : 1.0 - static_cast<double>(k) / (sym_.planning_bindings - 1);
+    SymbolBindings at = GeometricPoint(box, t);
+    if (std::find(candidates.begin(), candidates.end(), at) == candidates.end()) {
+      candidates.push_back(std::move(at));
+    }
+  }
   std::optional<SymbolicPiece> best;
   for (const SymbolBindings& at : candidates) {
     MG_ASSIGN_OR_RETURN(SymbolicPiece piece, OrderAt(plan, at));
@@ -240,6 +251,7 @@ absl::StatusOr<SymbolicPiece> Planner::PlanPiece(const SymbolicPlan& plan, const
         std::tie(piece.worst_ratio, piece.mean_ratio) < std::tie(best->worst_ratio, best->mean_ratio)) {
       best = std::move(piece);
     }
+    if (best->worst_ratio <= 1.0) break;  // at the lower bound everywhere: nothing to gain
   }
   return *std::move(best);
 }
@@ -351,6 +363,9 @@ absl::StatusOr<SymbolicPlan> PlanSymbolic(const graph::Graph& graph,
   if (options.execution != ExecutionModel::kSerial) {
     return absl::UnimplementedError("a plan for a range places offsets for a serial executor");
   }
+  if (sym.planning_bindings < 1 || sym.planning_bindings > 64) {
+    return absl::InvalidArgumentError("planning bindings must lie in [1, 64]");
+  }
   if (sym.max_pieces < 1 || sym.max_pieces > util::kMaxSymbolicPieces) {
     return absl::InvalidArgumentError(absl::StrCat("pieces must lie in [1, ",
                                                    util::kMaxSymbolicPieces, "]"));
@@ -376,11 +391,11 @@ absl::StatusOr<SymbolicPlan> PlanSymbolic(const graph::Graph& graph,
   plan.base.execution = options.execution;
   InitPlan(graph, liveness, options.alignment, plan.base);
 
-  // Every planning binding gets an equal share of the time limit: up to three per piece, and
-  // 2 * max_pieces - 1 pieces are planned at most.
-  const double seconds_per_solve =
-      options.time_limit_seconds / (3.0 * (2 * sym.max_pieces - 1));
-  Planner planner(graph, options, sym, strategy, seconds_per_solve);
+  // The time limit bounds the concrete plannings together (see Planner::OrderAt).
+  const auto deadline =
+      start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                  std::chrono::duration<double>(options.time_limit_seconds));
+  Planner planner(graph, options, sym, strategy, deadline);
   MG_RETURN_IF_ERROR(planner.Init(shapes, liveness, plan));
   plan.base.buffer_of_value.assign(plan.item_of_value.begin(), plan.item_of_value.end());
   if (sym.graph_at) MG_RETURN_IF_ERROR(CheckAgainstConcrete(graph, shapes, liveness, sym));
@@ -405,6 +420,10 @@ absl::StatusOr<SymbolicPlan> PlanSymbolic(const graph::Graph& graph,
               return a.box.Low() < b.box.Low();
             });
   MG_RETURN_IF_ERROR(CheckSymbolicPlan(graph, plan));
+  for (int p = 0; p < static_cast<int>(plan.pieces.size()); ++p) {
+    MG_ASSIGN_OR_RETURN(ArenaFormula formula, plan.Formula(p));
+    plan.pieces[p].formula = std::move(formula);
+  }
   plan.base.planning_seconds = SecondsSince(start);
   return plan;
 }

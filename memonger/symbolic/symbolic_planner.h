@@ -14,9 +14,9 @@
 //    giving each item the earlier items it conflicts with, minus those already below another
 //    of them (a transitive reduction): the max-plus rule of symbolic_plan.h then keeps every
 //    conflicting pair apart at every binding, whatever the sizes, because sizes never shrink
-//    when a symbol grows and never go negative. Three planning bindings are tried per piece
-//    (its high corner, its geometric centre, its low corner); the one whose order has the
-//    smallest worst ratio arena / lower bound over the piece's sample bindings is kept.
+//    when a symbol grows and never go negative. `planning_bindings` bindings are tried per
+//    piece (from its high corner to its low one, geometrically spaced); the one whose order
+//    has the smallest worst ratio arena / lower bound over the piece's sample bindings is kept.
 // 3. While the worst piece is above `target_ratio` and fewer than `max_pieces` exist, it is
 //    cut in two at the geometric mean of its widest symbol (widest as hi / lo), and both
 //    halves are planned again.
@@ -51,6 +51,7 @@ struct SymbolicPlanOptions {
   double target_ratio = 1.02;       // worst arena / lower bound a piece should keep
   int max_pieces = 8;               // <= util::kMaxSymbolicPieces
   int samples_per_piece = 24;       // sample bindings that rate a piece (its corners included)
+  int planning_bindings = 5;        // tried per piece, high corner to low, geometrically spaced
   // The net typed at a binding; nullptr-like (empty): no size checks (step 5 above).
   std::function<absl::StatusOr<graph::Graph>(const graph::SymbolBindings&)> graph_at;
   int check_bindings = 4;  // besides the box's corners

@@ -1,0 +1,37 @@
+// The text a person reads about a symbolic plan: its pieces, how close each stays to the lower
+// bound, the arena as a formula of the symbols, the arena at the box's corners beside what
+// planning for the maximum reserves, and, with a budget, the largest value of each symbol that
+// fits, solved from the plan (the arena never decreases when a symbol grows, so a binary search
+// over the plan's own arena is exact).
+#ifndef MEMONGER_REPORT_SYMBOLIC_SUMMARY_H_
+#define MEMONGER_REPORT_SYMBOLIC_SUMMARY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "graph/graph.h"
+#include "memonger/symbolic/symbolic_plan.h"
+
+namespace memonger {
+
+struct SymbolFit {
+  std::string symbol;
+  graph::SymbolBindings others;   // the other symbols, at their low end
+  std::optional<int64_t> largest;  // nullopt: not even the low end fits
+  int64_t arena_at_largest = 0;
+};
+
+// For each symbol of the box, the largest value whose arena fits `budget` with the other
+// symbols at their low end. O(log(range) * (items + edges)) per symbol.
+absl::StatusOr<std::vector<SymbolFit>> LargestFits(const SymbolicPlan& plan, int64_t budget);
+
+// `budget` < 0: none. `graph` is the net typed at plan.reference.
+absl::StatusOr<std::string> SymbolicPlanToText(const graph::Graph& graph, const SymbolicPlan& plan,
+                                               int64_t budget);
+
+}  // namespace memonger
+
+#endif  // MEMONGER_REPORT_SYMBOLIC_SUMMARY_H_

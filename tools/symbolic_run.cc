@@ -1,0 +1,84 @@
+#include "tools/symbolic_run.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "graph/symbolic_shapes.h"
+#include "memonger/symbolic/symbolic_planner.h"
+#include "memonger/verify_plan.h"
+#include "report/symbolic_plan_json.h"
+#include "report/symbolic_summary.h"
+#include "util/status_macros.h"
+
+namespace memonger::tools {
+
+absl::StatusOr<SymbolicReport> RunSymbolic(
+    const Flags& flags, const graph::ShapeBindings& fixed, const GraphAt& graph_at,
+    const std::function<absl::StatusOr<PlanOptions>(const graph::Graph&)>& make_options,
+    util::OutputFiles& outputs) {
+  const graph::SymbolBox& box = flags.ranges;
+  // The net at the box's high corner: the reference every expression is checked against, and
+  // the sizes a value without an expression is given.
+  const graph::SymbolBindings high = box.High();
+  MG_ASSIGN_OR_RETURN(graph::Graph reference, graph_at(high));
+  MG_ASSIGN_OR_RETURN(PlanOptions options, make_options(reference));
+  graph::SymbolicShapeOptions shape_options;
+  shape_options.box = box;
+  shape_options.reference = high;
+  shape_options.upper_bound = &reference;
+  MG_ASSIGN_OR_RETURN(graph::SymbolicShapes shapes,
+                      graph::InferSymbolicShapes(reference, fixed, shape_options));
+  SymbolicReport report;
+  const std::set<std::string> used(shapes.symbols.begin(), shapes.symbols.end());
+  for (const graph::SymbolRange& r : box.ranges) {
+    if (used.count(r.symbol) == 0 && r.lo != r.hi) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dim ", r.symbol, "=", r.lo, "..", r.hi, ": no value's size depends on ", r.symbol,
+          " (is it a symbol of this model?)"));
+    }
+  }
+  int fallback = 0;
+  std::string first_fallback;
+  for (graph::ValueId v = 0; v < reference.num_values(); ++v) {
+    if (shapes.fallback[v].empty()) continue;
+    if (fallback++ == 0) {
+      first_fallback = absl::StrCat("'", reference.value(v).DisplayName(), "': ", shapes.fallback[v]);
+    }
+  }
+  if (fallback > 0) {
+    report.notes.push_back(absl::StrCat(
+        fallback, " value(s) have no size expression and are sized at the range's upper bound (",
+        first_fallback, ")"));
+  }
+  SymbolicPlanOptions sym;
+  sym.box = box;
+  sym.reference = high;
+  sym.graph_at = graph_at;
+  MG_ASSIGN_OR_RETURN(SymbolicPlan plan, PlanSymbolic(reference, shapes, options, sym));
+  // Every plan is checked by the independent verifier before anyone sees it: here the plan
+  // bound at each corner of the box, against the net typed there.
+  for (const graph::SymbolBindings& corner : {box.Low(), high}) {
+    MG_ASSIGN_OR_RETURN(graph::Graph typed, graph_at(corner));
+    MG_ASSIGN_OR_RETURN(Plan bound, plan.Bind(corner));
+    if (absl::Status s = VerifyPlan(typed, bound); !s.ok()) {
+      return absl::InternalError(
+          absl::StrCat("the symbolic plan bound at a corner of its box is invalid: ", s.message()));
+    }
+  }
+  const std::string json = SymbolicPlanToJson(reference, plan);
+  if (!flags.plan_json.empty()) outputs.Set(flags.plan_json, json);
+  if (flags.format == "json") {
+    report.text = json;
+  } else {
+    MG_ASSIGN_OR_RETURN(report.text, SymbolicPlanToText(reference, plan, flags.budget));
+  }
+  if (flags.budget >= 0) {
+    std::vector<int64_t> scratch;
+    MG_ASSIGN_OR_RETURN(SymbolicPlan::Extent low, plan.Measure(box.Low(), scratch));
+    report.over_budget = low.arena > flags.budget;
+  }
+  return report;
+}
+
+}  // namespace memonger::tools
