@@ -221,5 +221,76 @@ TEST(DimExprPropertyTest, MatchesDirectEvaluationParsesBackAndIsMonotone) {
   EXPECT_GT(refused, 0);   // and the refusal was too
 }
 
+// The operations symbolic plans build on, against evaluation at random bindings: exact
+// division undoes a product, dominance is never wrong where it answers, the bounds without
+// rounding enclose the value, shifting and substituting agree with evaluating.
+TEST(DimExprPropertyTest, DivisionDominanceBoundsAndShifts) {
+  std::mt19937_64 rng(29);
+  int divided = 0, dominated = 0;
+  for (int round = 0; round < 1500; ++round) {
+    const std::unique_ptr<Tree> ta = RandomTree(rng, 3), tb = RandomTree(rng, 2);
+    const std::optional<DimExpr> a = Build(*ta), b = Build(*tb);
+    if (!a.has_value() || !b.has_value()) continue;
+    const absl::StatusOr<DimExpr> product = Mul(*a, *b);
+    if (product.ok() && !(*b == DimExpr())) {
+      const absl::StatusOr<DimExpr> quotient = ExactDivide(*product, *b);
+      ASSERT_TRUE(quotient.ok()) << product->ToString() << " / " << b->ToString() << ": "
+                                 << quotient.status();
+      EXPECT_EQ(*quotient, *a) << product->ToString() << " / " << b->ToString();
+      ++divided;
+    }
+    const bool a_over_b = Dominates(*a, *b);
+    dominated += a_over_b ? 1 : 0;
+    const absl::StatusOr<RoundingBounds> bounds = BoundsWithoutRounding(*a);
+    const SymbolBindings low = {{"B", static_cast<int64_t>(rng() % 5)},
+                                {"N", static_cast<int64_t>(rng() % 50)}};
+    const absl::StatusOr<DimExpr> shifted = ShiftSymbols(*a, low);
+    const absl::StatusOr<DimExpr> partial = Substitute(*a, {{"N", low.at("N")}});
+    for (int k = 0; k < 6; ++k) {
+      const SymbolBindings at = {{"B", static_cast<int64_t>(rng() % 41)},
+                                 {"N", static_cast<int64_t>(rng() % 1001)}};
+      const absl::StatusOr<int64_t> va = a->Evaluate(at), vb = b->Evaluate(at);
+      if (!va.ok() || !vb.ok()) continue;
+      if (a_over_b) EXPECT_GE(*va, *vb) << a->ToString() << " >= " << b->ToString();
+      if (bounds.ok()) {
+        const absl::StatusOr<int64_t> lo = bounds->lower.Evaluate(at);
+        const absl::StatusOr<int64_t> hi = bounds->upper.Evaluate(at);
+        if (lo.ok() && hi.ok()) {
+          EXPECT_LE(*lo, *va) << a->ToString() << " lower " << bounds->lower.ToString();
+          EXPECT_GE(*hi, *va) << a->ToString() << " upper " << bounds->upper.ToString();
+        }
+      }
+      const SymbolBindings moved = {{"B", at.at("B") + low.at("B")},
+                                    {"N", at.at("N") + low.at("N")}};
+      const absl::StatusOr<int64_t> v_moved = a->Evaluate(moved);
+      if (shifted.ok() && v_moved.ok()) {
+        const absl::StatusOr<int64_t> vs = shifted->Evaluate(at);
+        if (vs.ok()) EXPECT_EQ(*vs, *v_moved) << a->ToString();
+      }
+      if (partial.ok()) {
+        const absl::StatusOr<int64_t> vp = partial->Evaluate({{"B", at.at("B")}});
+        const absl::StatusOr<int64_t> want = a->Evaluate({{"B", at.at("B")}, {"N", low.at("N")}});
+        if (vp.ok() && want.ok()) EXPECT_EQ(*vp, *want) << a->ToString();
+      }
+    }
+  }
+  EXPECT_GT(divided, 500);
+  EXPECT_GT(dominated, 100);
+}
+
+TEST(DimExprTest, ExactDivisionAndRounding) {
+  EXPECT_EQ(Must(ExactDivide(P("64*n + 64"), P("2*n + 2"))).ToString(), "32");
+  EXPECT_EQ(Must(ExactDivide(P("6*B*N^2 + 6*B*N"), P("3*N"))).ToString(), "2*B*N + 2*B");
+  EXPECT_FALSE(ExactDivide(P("N + 1"), P("2")).ok());
+  EXPECT_FALSE(ExactDivide(P("N^2 + 1"), P("N + 1")).ok());
+  EXPECT_EQ(Must(WithoutRounding(P("256*cdiv(24*N^2 + 48*N + 24, 256) + 512"))).ToString(),
+            "24*N^2 + 48*N + 536");
+  EXPECT_EQ(Max(P("0"), P("24*N^2")).ToString(), "24*N^2");  // dominated: no atom
+  EXPECT_TRUE(Dominates(P("2*N^2 + N + 3"), P("N^2 + 3")));
+  EXPECT_FALSE(Dominates(P("N^2"), P("N + 5")));  // true only from N = 3 on
+  EXPECT_TRUE(Dominates(Must(ShiftSymbols(P("N^2"), {{"N", 3}})),
+                        Must(ShiftSymbols(P("N + 5"), {{"N", 3}}))));
+}
+
 }  // namespace
 }  // namespace memonger::graph

@@ -132,6 +132,192 @@ TEST_P(SymbolicAttention, OnePlanForEveryLength) {
 INSTANTIATE_TEST_SUITE_P(Kernels, SymbolicAttention,
                          ::testing::Combine(::testing::Bool(), ::testing::Bool()));
 
+// Random nets of real ops whose dims are expressions of N (and B): elementwise and broadcast
+// adds, in-place ops, MatMul with weights and between activations (N x N products), Transpose,
+// Softmax, Concat along the sequence (sums of lengths), Reshape with -1, Flatten and Split.
+// The generator tracks every value's dims as expressions; the net is written at one binding
+// with its inputs declared in the symbols, as a model file declares them.
+class RandomSymbolicNet {
+ public:
+  RandomSymbolicNet(uint64_t seed, bool batch_symbol) : seed_(seed), batch_(batch_symbol) {}
+
+  absl::StatusOr<Graph> At(const SymbolBindings& b) const {
+    std::mt19937_64 rng(seed_);
+    graph::NetWriter net("random_symbolic");
+    std::vector<std::pair<std::string, std::vector<DimExpr>>> pool;
+    auto eval = [&](const std::vector<DimExpr>& dims) {
+      std::vector<int64_t> out;
+      for (const DimExpr& d : dims) out.push_back(*d.Evaluate(b));
+      return out;
+    };
+    const DimExpr n = DimExpr::Symbol("N");
+    const DimExpr lead = batch_ ? DimExpr::Symbol("B") : DimExpr::Constant(2);
+    std::vector<std::pair<std::string, std::vector<graph::DeclaredDim>>> declared;
+    for (int i = 0; i < 2; ++i) {
+      const std::string name = "x" + std::to_string(i);
+      std::vector<DimExpr> dims{lead, n, DimExpr::Constant(8 << i)};
+      net.Input(name, graph::DataType::kFloat32, eval(dims), graph::Role::kInput);
+      declared.push_back({name, {{0, batch_ ? "B" : ""}, {0, "N"}, {8 << i, ""}}});
+      if (!batch_) declared.back().second[0] = {2, ""};
+      pool.push_back({name, dims});
+    }
+    int params = 0;
+    auto weight = [&](int64_t rows, int64_t cols) {
+      const std::string name = "w" + std::to_string(params++);
+      net.Input(name, graph::DataType::kFloat32, {rows, cols}, graph::Role::kParam);
+      return name;
+    };
+    const int ops = 8 + static_cast<int>(rng() % 18);
+    for (int k = 0; k < ops; ++k) {
+      const auto& [in, dims] = pool[rng() % pool.size()];
+      const std::string out = "v" + std::to_string(k);
+      const size_t rank = dims.size();
+      std::vector<DimExpr> out_dims = dims;
+      switch (rng() % 10) {
+        case 0:
+          net.Op("Relu", out, {in}, {out});
+          break;
+        case 1: {  // in place when the input is an activation, else a fresh value
+          const bool inplace = in[0] == 'v';
+          net.Op("Sigmoid", out, {in}, {inplace ? in : out});
+          if (inplace) continue;
+          break;
+        }
+        case 2: {  // elementwise with a value of the same dims, else broadcast with a weight row
+          std::string other;
+          for (const auto& [name, d] : pool) {
+            if (d == dims && name != in) other = name;
+          }
+          if (other.empty()) {
+            if (!dims.back().IsConstant()) continue;
+            other = weight(1, dims.back().ConstantValue());
+          }
+          net.Op("Add", out, {in, other}, {out});
+          break;
+        }
+        case 3: {
+          if (rank < 2 || !dims.back().IsConstant()) continue;
+          const int64_t cols = 4 << (rng() % 3);
+          net.Op("MatMul", out, {in, weight(dims.back().ConstantValue(), cols)}, {out});
+          out_dims.back() = DimExpr::Constant(cols);
+          break;
+        }
+        case 4: {  // a product of two activations: [.., a, c] x [.., c, b]
+          std::string other;
+          std::vector<DimExpr> od;
+          for (const auto& [name, d] : pool) {
+            if (d.size() == rank && rank >= 2 && d[rank - 2] == dims[rank - 1] &&
+                std::equal(d.begin(), d.end() - 2, dims.begin())) {
+              other = name;
+              od = d;
+            }
+          }
+          if (other.empty()) continue;
+          net.Op("MatMul", out, {in, other}, {out});
+          out_dims.back() = od.back();
+          break;
+        }
+        case 5: {
+          if (rank < 2) continue;
+          std::vector<int64_t> perm;
+          for (size_t i = 0; i < rank; ++i) perm.push_back(static_cast<int64_t>(i));
+          std::swap(perm[rank - 1], perm[rank - 2]);
+          net.Op("Transpose", out, {in}, {out}, {graph::Attribute{"perm", perm}});
+          std::swap(out_dims[rank - 1], out_dims[rank - 2]);
+          break;
+        }
+        case 6:
+          net.Op("Softmax", out, {in}, {out}, {graph::Attribute{"axis", int64_t{-1}}});
+          break;
+        case 7: {  // along the second-to-last axis, with a value that matches elsewhere
+          if (rank < 2) continue;
+          std::string other;
+          std::vector<DimExpr> od;
+          for (const auto& [name, d] : pool) {
+            bool match = d.size() == rank;
+            for (size_t i = 0; match && i < rank; ++i) match = i == rank - 2 || d[i] == dims[i];
+            if (match) {
+              other = name;
+              od = d;
+            }
+          }
+          net.Op("Concat", out, {in, other}, {out},
+                 {graph::Attribute{"axis", static_cast<int64_t>(rank - 2)}});
+          out_dims[rank - 2] = *graph::Add(dims[rank - 2], od[rank - 2]);
+          break;
+        }
+        case 8: {  // [a, b, ..., c] -> [a, -1]
+          if (rank < 3) continue;
+          net.Op("Reshape", out, {in}, {out}, {graph::Attribute{"shape", std::vector<int64_t>{0, -1}}});
+          DimExpr rest = DimExpr::Constant(1);
+          for (size_t i = 1; i < rank; ++i) rest = *graph::Mul(rest, dims[i]);
+          out_dims = {dims[0], rest};
+          break;
+        }
+        case 9: {
+          if (!dims.back().IsConstant() || dims.back().ConstantValue() % 2 != 0) continue;
+          const std::string second = out + "_b";
+          net.Op("Split", out, {in}, {out, second},
+                 {graph::Attribute{"axis", static_cast<int64_t>(rank - 1)}});
+          out_dims.back() = DimExpr::Constant(dims.back().ConstantValue() / 2);
+          pool.push_back({second, out_dims});
+          break;
+        }
+      }
+      pool.push_back({out, out_dims});
+    }
+    net.builder().AddExternalOutput(pool.back().first);
+    net.builder().AddExternalOutput(pool[pool.size() / 2].first);
+    absl::StatusOr<Graph> g = std::move(net).Finish();
+    if (!g.ok()) return g.status();
+    for (const auto& [name, dims] : declared) {
+      for (graph::ValueId id : g->FindVersions(name)) {
+        if (g->value(id).producer == graph::kNone) g->mutable_value(id).declared.dims = dims;
+      }
+    }
+    return g;
+  }
+
+ private:
+  uint64_t seed_;
+  bool batch_;
+};
+
+// At 50 bindings per net (corners included), the bound plan passes the verifier on the net
+// typed there, and its sizes and arena are what the expressions say.
+TEST(SymbolicPlan, RandomNetsWithOneOrTwoSymbols) {
+  int planned = 0, pieces = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    const bool two = seed % 3 == 0;
+    const SymbolBox box = two ? Box({"N=1..300", "B=1..6"}) : Box({"N=1..400"});
+    RandomSymbolicNet net(seed, two);
+    auto at = [&](const SymbolBindings& b) { return net.At(b); };
+    absl::StatusOr<Graph> reference = at(box.High());
+    ASSERT_TRUE(reference.ok()) << "seed " << seed << ": " << reference.status();
+    graph::SymbolicShapeOptions shape_options;
+    shape_options.box = box;
+    shape_options.reference = box.High();
+    absl::StatusOr<graph::SymbolicShapes> shapes =
+        graph::InferSymbolicShapes(*reference, {}, shape_options);
+    ASSERT_TRUE(shapes.ok()) << "seed " << seed << ": " << shapes.status();
+    PlanOptions options;
+    options.planner = PlannerKind::kBestFit;
+    options.time_limit_seconds = 0.5;
+    SymbolicPlanOptions sym;
+    sym.box = box;
+    sym.reference = box.High();
+    sym.graph_at = at;
+    absl::StatusOr<SymbolicPlan> plan = PlanSymbolic(*reference, *shapes, options, sym);
+    ASSERT_TRUE(plan.ok()) << "seed " << seed << ": " << plan.status();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    ExpectBindsEverywhere(*plan, at, 50);
+    ++planned;
+    pieces += static_cast<int>(plan->pieces.size());
+  }
+  EXPECT_EQ(planned, 24);
+  EXPECT_GE(pieces, 24);
+}
+
 // A plan whose order leaves two conflicting items unordered: valid wherever N <= 16 (the
 // first item ends below the constant offset the third sits at), overlapping above. Binding
 // at sampled small N cannot tell; the checker's proof refuses it and finds the overlap.
