@@ -49,7 +49,7 @@ struct SymbolicPlanOptions {
   graph::SymbolBox box;
   graph::SymbolBindings reference;  // the binding `graph` is typed at, inside the box
   double target_ratio = 1.02;       // worst arena / lower bound a piece should keep
-  int max_pieces = 8;               // <= util::kMaxSymbolicPieces
+  int max_pieces = 12;              // <= util::kMaxSymbolicPieces
   int samples_per_piece = 24;       // sample bindings that rate a piece (its corners included)
   int planning_bindings = 5;        // tried per piece, high corner to low, geometrically spaced
   // The net typed at a binding; nullptr-like (empty): no size checks (step 5 above).
