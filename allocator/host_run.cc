@@ -1,6 +1,7 @@
 #include "allocator/host_run.h"
 
 #include <chrono>
+#include <optional>
 #include <cstring>
 #include <filesystem>
 #include <utility>
@@ -50,8 +51,16 @@ absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan
   if (device != Device::kHost && options.fp16_census != nullptr) {
     return absl::InvalidArgumentError("the float16 census runs on the host only");
   }
-  MG_ASSIGN_OR_RETURN(Arena arena, Arena::Create(device, plan.arena_bytes,
-                                                 std::max<int64_t>(plan.alignment, 1)));
+  std::optional<Arena> own;
+  if (target.arena == nullptr) {
+    MG_ASSIGN_OR_RETURN(own, Arena::Create(device, plan.arena_bytes,
+                                           std::max<int64_t>(plan.alignment, 1)));
+  } else if (target.arena->device() != device) {
+    return absl::InvalidArgumentError(absl::StrCat("the arena is on ",
+                                                   DeviceName(target.arena->device()),
+                                                   ", the run on ", DeviceName(device)));
+  }
+  Arena& arena = target.arena != nullptr ? *target.arena : *own;
   MG_ASSIGN_OR_RETURN(Executor executor, Executor::Create(graph, plan, arena));
   absl::flat_hash_map<std::string, TensorData> model_data;
   if (!options.model_path.empty() && IsOnnxPath(options.model_path)) {

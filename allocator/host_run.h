@@ -79,6 +79,9 @@ struct NetRunTarget {
   // Called after the last step, before the outputs are read: the CUDA kernels' one wait for
   // the device (CudaKernels::synchronize). Null: nothing to wait for.
   std::function<absl::Status()> finish;
+  // Non-null: run in this arena (on `device`, at least the plan's arena_bytes) instead of
+  // allocating one; a symbolic plan's runner keeps one arena for every binding.
+  Arena* arena = nullptr;
 };
 
 // RunOnHost on `target`. The float16 census reads host memory: InvalidArgument when it is asked

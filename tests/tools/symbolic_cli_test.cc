@@ -1,0 +1,139 @@
+// optimize-net with a range (--dim N=LO..HI): one plan for the whole range, written as
+// memonger.plan/v2 and bound back at single values by --plan-in, each bound plan verified by
+// the run; values outside the range, tampered documents and flags that need one binding are
+// refused.
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/test_support.h"
+
+namespace memonger {
+namespace {
+
+using ::memonger::testing::ReadFile;
+using ::memonger::testing::RunOptimizeNet;
+using ::memonger::testing::SourcePath;
+using ::memonger::testing::TempDir;
+using ::memonger::testing::WriteTempFile;
+using ::testing::HasSubstr;
+
+std::string Example() { return SourcePath("examples/transformer_block_fp16.pbtxt"); }
+
+TEST(SymbolicCliTest, SummaryGivesTheFormulaAndTheLargestLengthThatFits) {
+  auto r = RunOptimizeNet(Example() + " --dim L=128..32768 --budget 40GiB");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("symbolic plan for L=128..32768"));
+  EXPECT_THAT(r.out, HasSubstr("48·L² + 3072·L"));  // the scores and probabilities, and more
+  EXPECT_THAT(r.out, HasSubstr("the largest L that fits is"));
+  // The answer is a length whose own plan fits and the next one's does not.
+  const std::string line = r.out.substr(r.out.find("the largest L that fits is "));
+  const int64_t largest = std::stoll(line.substr(std::string("the largest L that fits is ").size()));
+  auto arena = [&](int64_t l) {
+    auto run = RunOptimizeNet(absl::StrCat(Example(), " --dim L=", l, " --format json"));
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return nlohmann::json::parse(run.out)["arena_bytes"].get<int64_t>();
+  };
+  EXPECT_LE(arena(largest), int64_t{40} << 30);
+  EXPECT_GT(arena(largest + 1), int64_t{40} << 30);
+  // Not even the low end fits: exit 3.
+  EXPECT_EQ(RunOptimizeNet(Example() + " --dim L=128..32768 --budget 1KiB").exit_code, 3);
+}
+
+TEST(SymbolicCliTest, PlanJsonBindsAtEveryValueOfTheRange) {
+  const std::string plan = TempDir() + "/symbolic.json";
+  auto r = RunOptimizeNet(Example() + " --dim L=64..8192 --plan-json '" + plan + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(ReadFile(plan));
+  EXPECT_EQ(doc["schema"], "memonger.plan/v2");
+  EXPECT_EQ(doc["symbols"][0]["name"], "L");
+  ASSERT_FALSE(doc["pieces"].empty());
+  std::mt19937_64 rng(3);
+  for (int k = 0; k < 12; ++k) {
+    const int64_t l = k == 0 ? 64 : k == 1 ? 8192 : 64 + static_cast<int64_t>(rng() % 8129);
+    SCOPED_TRACE(l);
+    // The run verifies the bound plan against the model typed at L before printing it.
+    auto bound = RunOptimizeNet(absl::StrCat(Example(), " --dim L=", l, " --plan-in '", plan,
+                                             "' --format json"));
+    ASSERT_EQ(bound.exit_code, 0) << bound.err;
+    const auto v1 = nlohmann::json::parse(bound.out);
+    EXPECT_EQ(v1["schema"], "memonger.plan/v1");
+    auto fresh = RunOptimizeNet(absl::StrCat(Example(), " --dim L=", l, " --format json"));
+    ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+    EXPECT_EQ(v1["lower_bound_bytes"], nlohmann::json::parse(fresh.out)["lower_bound_bytes"]);
+    EXPECT_LE(v1["arena_bytes"].get<double>(), 1.02 * v1["lower_bound_bytes"].get<double>());
+  }
+  auto outside = RunOptimizeNet(Example() + " --dim L=9000 --plan-in '" + plan + "'");
+  EXPECT_EQ(outside.exit_code, 1);
+  EXPECT_THAT(outside.err, HasSubstr("L=9000 lies outside the plan's range L=64..8192"));
+}
+
+// A document whose pieces leave two live values unordered is refused, whatever the binding.
+TEST(SymbolicCliTest, TamperedPlansAreRefused) {
+  const std::string plan = TempDir() + "/symbolic.json";
+  ASSERT_EQ(RunOptimizeNet(Example() + " --dim L=64..8192 --plan-json '" + plan + "'").exit_code, 0);
+  auto doc = nlohmann::json::parse(ReadFile(plan));
+  bool cut = false;
+  for (auto& piece : doc["pieces"]) {
+    for (auto& below : piece["below"]) {
+      if (!cut && !below.empty()) {
+        below.clear();
+        cut = true;
+      }
+    }
+  }
+  ASSERT_TRUE(cut);
+  const std::string tampered = WriteTempFile("tampered.json", doc.dump());
+  auto r = RunOptimizeNet(Example() + " --dim L=100 --plan-in '" + tampered + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("no chain of 'below' lists orders them"));
+  // A size expression that disagrees with the model.
+  doc = nlohmann::json::parse(ReadFile(plan));
+  doc["items"][0]["class_bytes"] = "7*L";
+  auto wrong = RunOptimizeNet(Example() + " --dim L=100 --plan-in '" +
+                              WriteTempFile("wrong.json", doc.dump()) + "'");
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_THAT(wrong.err, HasSubstr("the plan is for another model"));
+}
+
+TEST(SymbolicCliTest, AttentionWorkloadOverALengthRange) {
+  const std::string spec = "--workload attention:dim=64,heads=2,mlp=128,depth=2,mode=training";
+  const std::string plan = TempDir() + "/attention.json";
+  auto r = RunOptimizeNet(spec + " --dim n=16..2048 --plan-json '" + plan + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("symbolic plan for n=16..2048"));
+  for (int n : {16, 333, 2048}) {
+    auto bound = RunOptimizeNet(absl::StrCat(
+        "--workload attention:dim=64,heads=2,mlp=128,depth=2,mode=training,n=", n,
+        " --plan-in '", plan, "'"));
+    EXPECT_EQ(bound.exit_code, 0) << n << ": " << bound.err;
+  }
+  auto other = RunOptimizeNet(
+      "--workload attention:dim=64,heads=2,mlp=128,depth=3,mode=training,n=100 --plan-in '" + plan +
+      "'");
+  EXPECT_EQ(other.exit_code, 1) << other.err;
+}
+
+TEST(SymbolicCliTest, RangesNeedASymbolAndOneBindingForConcreteOutputs) {
+  auto unknown = RunOptimizeNet(Example() + " --dim L=5 --dim Q=1..5");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("Q"));
+  for (const char* flag : {"--execute host", "--fit L --budget 1GiB", "--net-out /tmp/x.pbtxt",
+                           "--recompute sqrt"}) {
+    auto r = RunOptimizeNet(Example() + " --dim L=1..64 " + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_THAT(r.err, HasSubstr("a plan for a range of bindings")) << flag;
+  }
+  auto both = RunOptimizeNet(Example() + " --dim L=5 --dim L=1..64");
+  EXPECT_EQ(both.exit_code, 2);
+  auto sharing = RunOptimizeNet(Example() + " --dim L=1..64 --planner memonger-greedy");
+  EXPECT_EQ(sharing.exit_code, 1);
+  EXPECT_THAT(sharing.err, HasSubstr("needs an offset planner"));
+}
+
+}  // namespace
+}  // namespace memonger
