@@ -96,7 +96,9 @@ graph::AttentionWorkload SmallAttention(bool efficient, bool training) {
 class SymbolicAttention : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
 TEST_P(SymbolicAttention, OnePlanForEveryLength) {
-  const auto [efficient, training] = GetParam();
+  // (Not a structured binding: clang's C++17 cannot capture one in the lambda below.)
+  const bool efficient = std::get<0>(GetParam());
+  const bool training = std::get<1>(GetParam());
   const SymbolBox box = Box({"n=16..700"});
   auto at = [&](const SymbolBindings& b) -> absl::StatusOr<Graph> {
     graph::AttentionWorkload w = SmallAttention(efficient, training);
