@@ -585,9 +585,20 @@ absl::StatusOr<int64_t> ChannelAxis(const ShapeContext& ctx, const TensorType& x
   return layout == Layout::kNchw ? 1 : static_cast<int64_t>(x.dims.size()) - 1;
 }
 
-absl::StatusOr<TensorType> InferConv(const ShapeContext& ctx, const TensorType& x,
-                                     const TensorType& w) {
-  MG_ASSIGN_OR_RETURN(Layout layout, ReadLayout(ctx));
+namespace {
+
+// Conv's layout, window (kernel from W) and output maps, with every check of its inputs.
+struct ConvShape {
+  Layout layout = Layout::kNchw;
+  Window window;
+  int64_t maps = 0;
+};
+
+absl::StatusOr<ConvShape> ReadConv(const ShapeContext& ctx, const TensorType& x,
+                                   const TensorType& w) {
+  ConvShape conv;
+  MG_ASSIGN_OR_RETURN(conv.layout, ReadLayout(ctx));
+  const Layout layout = conv.layout;
   MG_RETURN_IF_ERROR(CheckRank(ctx, "X", x, 3, 5));
   if (w.dims.size() != x.dims.size()) {
     return ctx.Error(absl::StrCat("W ", Str(w), " must have the rank of X ", Str(x)));
@@ -596,7 +607,7 @@ absl::StatusOr<TensorType> InferConv(const ShapeContext& ctx, const TensorType& 
   const size_t rank = x.dims.size();
   const size_t spatial = rank - 2;
   const int64_t channels = layout == Layout::kNchw ? x.dims[1] : x.dims[rank - 1];
-  const int64_t maps = w.dims[0];
+  conv.maps = w.dims[0];
   const int64_t w_channels = layout == Layout::kNchw ? w.dims[1] : w.dims[rank - 1];
   MG_ASSIGN_OR_RETURN(int64_t group, IntAttr(ctx, "group", 1));
   if (group <= 0) return ctx.Error(absl::StrCat("group ", group, " must be positive"));
@@ -604,8 +615,8 @@ absl::StatusOr<TensorType> InferConv(const ShapeContext& ctx, const TensorType& 
     return ctx.Error(absl::StrCat("X ", Str(x), " has ", channels,
                                   " channels, not divisible by group ", group));
   }
-  if (maps % group != 0) {
-    return ctx.Error(absl::StrCat("W ", Str(w), " has ", maps,
+  if (conv.maps % group != 0) {
+    return ctx.Error(absl::StrCat("W ", Str(w), " has ", conv.maps,
                                   " output channels, not divisible by group ", group));
   }
   if (w_channels != channels / group) {
@@ -613,53 +624,112 @@ absl::StatusOr<TensorType> InferConv(const ShapeContext& ctx, const TensorType& 
                                   " input channels per group but X ", Str(x), " has ", channels,
                                   " channels in ", group, " group(s)"));
   }
-  Window win;
-  MG_ASSIGN_OR_RETURN(win, ReadWindow(ctx, spatial));
-  win.kernel = SpatialDims(w.dims, layout);
+  MG_ASSIGN_OR_RETURN(conv.window, ReadWindow(ctx, spatial));
+  conv.window.kernel = SpatialDims(w.dims, layout);
   MG_ASSIGN_OR_RETURN(std::optional<Dims> kernel,
                       SpatialAttr(ctx, spatial, {"kernel_shape", "kernels"}, "kernel",
                                   "kernel_h", "kernel_w"));
-  if (kernel.has_value() && *kernel != win.kernel) {
+  if (kernel.has_value() && *kernel != conv.window.kernel) {
     return ctx.Error(absl::StrCat("kernel attribute ", DimsToString(*kernel),
                                   " does not match W ", Str(w), "'s spatial dims ",
-                                  DimsToString(win.kernel)));
+                                  DimsToString(conv.window.kernel)));
   }
-  MG_ASSIGN_OR_RETURN(Dims out_spatial, WindowOutput(ctx, SpatialDims(x.dims, layout), win));
+  return conv;
+}
+
+// Pooling's layout and window; nullopt window for global pooling.
+struct PoolShape {
+  Layout layout = Layout::kNchw;
+  std::optional<Window> window;
+};
+
+absl::StatusOr<PoolShape> ReadPool(const ShapeContext& ctx, const TensorType& x) {
+  PoolShape pool;
+  MG_ASSIGN_OR_RETURN(pool.layout, ReadLayout(ctx));
+  MG_RETURN_IF_ERROR(CheckRank(ctx, "X", x, 3, -1));
+  const size_t spatial = x.dims.size() - 2;
+  MG_ASSIGN_OR_RETURN(int64_t global, IntAttr(ctx, "global_pooling", 0));
+  if (global != 0) return pool;
+  Window win;
+  MG_ASSIGN_OR_RETURN(win, ReadWindow(ctx, spatial));
+  MG_ASSIGN_OR_RETURN(std::optional<Dims> kernel,
+                      SpatialAttr(ctx, spatial, {"kernel_shape", "kernels"}, "kernel",
+                                  "kernel_h", "kernel_w"));
+  if (!kernel.has_value()) {
+    return ctx.Error(
+        "no kernel size: give kernel_shape, kernels, kernel or kernel_h/kernel_w (or "
+        "global_pooling=1)");
+  }
+  win.kernel = *kernel;
+  pool.window = std::move(win);
+  return pool;
+}
+
+// The closed form of WindowOutput per spatial dim (see WindowMap in the header).
+WindowMap MapOf(Layout layout, const Window* win, size_t spatial) {
+  WindowMap map;
+  map.nchw = layout == Layout::kNchw;
+  map.global = win == nullptr;
+  if (win == nullptr) return map;
+  for (size_t i = 0; i < spatial; ++i) {
+    if (win->auto_pad == "SAME_UPPER" || win->auto_pad == "SAME_LOWER") {
+      map.offsets.push_back(0);  // ceil(in / stride)
+      map.strides.push_back(win->strides[i]);
+      continue;
+    }
+    const bool valid = win->auto_pad == "VALID";
+    const int64_t pads = valid ? 0 : win->pads_begin[i] + win->pads_end[i];
+    const int64_t dilated = win->dilations[i] * (win->kernel[i] - 1) + 1;
+    // floor((in + pads - dilated) / stride) + 1 = ceil((in + pads - dilated + 1) / stride).
+    map.offsets.push_back(pads - dilated + 1);
+    map.strides.push_back(win->strides[i]);
+    map.exact = map.exact && !win->ceil_mode;
+  }
+  return map;
+}
+
+}  // namespace
+
+absl::StatusOr<TensorType> InferConv(const ShapeContext& ctx, const TensorType& x,
+                                     const TensorType& w) {
+  MG_ASSIGN_OR_RETURN(ConvShape conv, ReadConv(ctx, x, w));
+  MG_ASSIGN_OR_RETURN(Dims out_spatial,
+                      WindowOutput(ctx, SpatialDims(x.dims, conv.layout), conv.window));
   TensorType y{x.dtype, {x.dims[0]}};
-  if (layout == Layout::kNchw) y.dims.push_back(maps);
+  if (conv.layout == Layout::kNchw) y.dims.push_back(conv.maps);
   y.dims.insert(y.dims.end(), out_spatial.begin(), out_spatial.end());
-  if (layout == Layout::kNhwc) y.dims.push_back(maps);
+  if (conv.layout == Layout::kNhwc) y.dims.push_back(conv.maps);
   return y;
 }
 
 absl::StatusOr<TensorType> InferPool(const ShapeContext& ctx, const TensorType& x) {
-  MG_ASSIGN_OR_RETURN(Layout layout, ReadLayout(ctx));
-  MG_RETURN_IF_ERROR(CheckRank(ctx, "X", x, 3, -1));
+  MG_ASSIGN_OR_RETURN(PoolShape pool, ReadPool(ctx, x));
   const size_t spatial = x.dims.size() - 2;
-  const Dims in = SpatialDims(x.dims, layout);
-  MG_ASSIGN_OR_RETURN(int64_t global, IntAttr(ctx, "global_pooling", 0));
   Dims out_spatial;
-  if (global != 0) {
+  if (!pool.window.has_value()) {
     out_spatial.assign(spatial, 1);
   } else {
-    Window win;
-    MG_ASSIGN_OR_RETURN(win, ReadWindow(ctx, spatial));
-    MG_ASSIGN_OR_RETURN(std::optional<Dims> kernel,
-                        SpatialAttr(ctx, spatial, {"kernel_shape", "kernels"}, "kernel",
-                                    "kernel_h", "kernel_w"));
-    if (!kernel.has_value()) {
-      return ctx.Error(
-          "no kernel size: give kernel_shape, kernels, kernel or kernel_h/kernel_w (or "
-          "global_pooling=1)");
-    }
-    win.kernel = *kernel;
-    MG_ASSIGN_OR_RETURN(out_spatial, WindowOutput(ctx, in, win));
+    MG_ASSIGN_OR_RETURN(out_spatial, WindowOutput(ctx, SpatialDims(x.dims, pool.layout), *pool.window));
   }
   TensorType y{x.dtype, {x.dims[0]}};
-  if (layout == Layout::kNchw) y.dims.push_back(x.dims[1]);
+  if (pool.layout == Layout::kNchw) y.dims.push_back(x.dims[1]);
   y.dims.insert(y.dims.end(), out_spatial.begin(), out_spatial.end());
-  if (layout == Layout::kNhwc) y.dims.push_back(x.dims.back());
+  if (pool.layout == Layout::kNhwc) y.dims.push_back(x.dims.back());
   return y;
+}
+
+absl::StatusOr<WindowMap> ConvWindowMap(const ShapeContext& ctx, const TensorType& x,
+                                        const TensorType& w) {
+  MG_ASSIGN_OR_RETURN(ConvShape conv, ReadConv(ctx, x, w));
+  WindowMap map = MapOf(conv.layout, &conv.window, x.dims.size() - 2);
+  map.maps = conv.maps;
+  return map;
+}
+
+absl::StatusOr<WindowMap> PoolWindowMap(const ShapeContext& ctx, const TensorType& x) {
+  MG_ASSIGN_OR_RETURN(PoolShape pool, ReadPool(ctx, x));
+  return MapOf(pool.layout, pool.window.has_value() ? &*pool.window : nullptr,
+               x.dims.size() - 2);
 }
 
 Dims StatisticsDims(const Dims& x, int64_t axis, bool keep_rank) {

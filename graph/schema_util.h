@@ -139,6 +139,22 @@ absl::StatusOr<Dims> MatMulDims(const ShapeContext& ctx, const TensorType& a,
 absl::StatusOr<TensorType> InferConv(const ShapeContext& ctx, const TensorType& x,
                                      const TensorType& w);
 absl::StatusOr<TensorType> InferPool(const ShapeContext& ctx, const TensorType& x);
+// The same windows in closed form, for symbolic shapes (graph/symbolic_shapes.h): output
+// spatial dim i is ceil((in_i + offsets[i]) / strides[i]) (floor((in + pads - dilated kernel) /
+// stride) + 1; SAME padding: ceil(in / stride)), every spatial dim 1 for global pooling.
+// `exact` is false when ceil_mode rounds (its last-window rule has no such form). The errors
+// are InferConv's and InferPool's.
+struct WindowMap {
+  bool nchw = true;
+  bool global = false;
+  bool exact = true;
+  int64_t maps = 0;  // Conv: output channels
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> strides;
+};
+absl::StatusOr<WindowMap> ConvWindowMap(const ShapeContext& ctx, const TensorType& x,
+                                        const TensorType& w);
+absl::StatusOr<WindowMap> PoolWindowMap(const ShapeContext& ctx, const TensorType& x);
 // The channel dim of X: 1 for NCHW, rank-1 for NHWC (`order` attribute, default NCHW).
 absl::StatusOr<int64_t> ChannelAxis(const ShapeContext& ctx, const TensorType& x);
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/schema_util.h"
 #include "graph/tensor_type.h"
 #include "util/status_macros.h"
 
@@ -228,6 +229,42 @@ absl::StatusOr<std::vector<ExprDims>> PadLastDimRule(const OpInputs& in) {
   return std::vector<ExprDims>{y};
 }
 
+// Conv and pooling: each output spatial dim is cdiv(in + offset, stride), the window's closed
+// form read from the op's attributes (and W) at the reference types.
+absl::StatusOr<std::vector<ExprDims>> WindowRule(const OpInputs& in, bool conv) {
+  std::vector<TensorType> reference;
+  for (ValueId v : in.op.inputs) reference.push_back(*in.graph.value(v).type);
+  const ShapeContext ctx{in.op.type, in.op.name, reference, static_cast<int>(in.op.outputs.size()),
+                         in.op.attributes()};
+  if (conv && !AllConstant(*in.dims[1])) return NotExpressible("W's dims depend on a symbol");
+  absl::StatusOr<schema_internal::WindowMap> map =
+      conv ? schema_internal::ConvWindowMap(ctx, reference[0], reference[1])
+           : schema_internal::PoolWindowMap(ctx, reference[0]);
+  if (!map.ok()) return NotExpressible(map.status().message());
+  if (!map->exact) return NotExpressible("ceil_mode rounds the last window");
+  const ExprDims& x = *in.dims[0];
+  const size_t rank = x.size();
+  if (rank < 3) return NotExpressible("X needs spatial dims");
+  const size_t first = map->nchw ? 2 : 1;
+  ExprDims y{x[0]};
+  const DimExpr channels = conv ? DimExpr::Constant(map->maps) : (map->nchw ? x[1] : x[rank - 1]);
+  if (map->nchw) y.push_back(channels);
+  for (size_t i = 0; i < rank - 2; ++i) {
+    if (map->global) {
+      y.push_back(DimExpr::Constant(1));
+      continue;
+    }
+    MG_ASSIGN_OR_RETURN(DimExpr shifted, Add(x[first + i], DimExpr::Constant(map->offsets[i])));
+    MG_ASSIGN_OR_RETURN(DimExpr out, CeilDiv(shifted, map->strides[i]));
+    y.push_back(std::move(out));
+  }
+  if (!map->nchw) y.push_back(channels);
+  return std::vector<ExprDims>(in.op.outputs.size(), y);  // MaxPool's indices: the same dims
+}
+
+absl::StatusOr<std::vector<ExprDims>> ConvRule(const OpInputs& in) { return WindowRule(in, true); }
+absl::StatusOr<std::vector<ExprDims>> PoolRule(const OpInputs& in) { return WindowRule(in, false); }
+
 using Rule = absl::StatusOr<std::vector<ExprDims>> (*)(const OpInputs&);
 
 Rule RuleFor(absl::string_view type) {
@@ -238,6 +275,11 @@ Rule RuleFor(absl::string_view type) {
   if (type == "Split") return SplitRule;
   if (type == "AlibiBias") return AlibiBiasRule;
   if (type == "PadLastDim") return PadLastDimRule;
+  if (type == "Conv" || type == "Conv1D" || type == "Conv2D" || type == "Conv3D") return ConvRule;
+  for (absl::string_view pool : {"MaxPool", "AveragePool", "MaxPool1D", "MaxPool2D", "MaxPool3D",
+                                 "AveragePool1D", "AveragePool2D", "AveragePool3D"}) {
+    if (type == pool) return PoolRule;
+  }
   return nullptr;
 }
 

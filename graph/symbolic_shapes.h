@@ -16,8 +16,10 @@
 // - an op none of whose inputs depends on a symbol (neither its dims nor, through the ops that
 //   computed it, its data: a Shape's output carries its input's dims as data) keeps the
 //   reference types, which are then the same at every binding;
-// - Reshape with a `shape` attribute, Flatten, FlattenToVec, Concat, Split, AlibiBias and
-//   PadLastDim have rules written for them (sums, products, exact quotients, ceil-divisions);
+// - Reshape with a `shape` attribute, Flatten, FlattenToVec, Concat, Split, AlibiBias,
+//   PadLastDim, Conv and pooling have rules written for them (sums, products, exact
+//   quotients, ceil-divisions: a window's output is cdiv(in + pads - dilated kernel + 1,
+//   stride), ceil_mode excepted);
 // - every other op with a schema is *probed*: its shape function runs at two bindings where
 //   the distinct input dim expressions take distinct values (and again at the box's corners);
 //   each output dim must then be a constant (the same at every probe, equal to no input dim's
@@ -26,7 +28,7 @@
 //   (elementwise and broadcasting ops, MatMul, Transpose, Softmax, normalisation, gradient
 //   ops, attention kernels); an op that computes a dim (2·N) matches nothing and is refused.
 // A value none of these express (an op without a schema, a shape read from tensor data, a
-// non-monotone size) is an InvalidArgument naming it, or, with `upper_bound` set, takes the
+// non-monotone size: a valid convolution's H - 2 times anything) is an InvalidArgument naming it, or, with `upper_bound` set, takes the
 // constant size it has in that graph (typed at the box's high corner), and so do the values
 // computed from it; SymbolicShapes::fallback says why for each.
 //

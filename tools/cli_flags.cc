@@ -151,7 +151,6 @@ absl::Status CheckFlags(Flags& flags) {
     // One plan for a box of bindings: what needs one concrete plan needs one binding.
     const std::vector<std::pair<bool, const char*>> concrete_only = {
         {!flags.fit.empty(), "--fit (the summary gives the largest value that fits --budget)"},
-        {!flags.compare.empty() || !flags.variants.empty(), "--compare and --variant"},
         {!flags.plan_in.empty(), "--plan-in (bind a plan with --dim N=VALUE)"},
         {flags.execute != "none", "--execute"},
         {!flags.net_out.empty(), "--net-out"},

@@ -36,6 +36,7 @@
 #include "memonger/verify_plan.h"
 #include "report/fit.h"
 #include "report/symbolic_plan_json.h"
+#include "report/what_if_range.h"
 #include "report/model_summary.h"
 #include "report/net_free.h"
 #include "report/net_rewrite.h"
@@ -467,6 +468,26 @@ int Run(const Flags& flags) {
     auto spec = memonger::graph::ParseWorkloadSpec(flags.workload);
     if (!spec.ok()) return fail(spec.status());
     workload = *spec;
+  }
+  if (!flags.ranges.empty() && (!flags.compare.empty() || !flags.variants.empty())) {
+    // The what-if table over a range: one symbolic plan per variant.
+    if (!workload.has_value()) {
+      return fail(absl::InvalidArgumentError("--compare and --variant need a --workload"));
+    }
+    auto variants = memonger::ExpandVariants(*workload, flags.variants, flags.compare);
+    if (!variants.ok()) return fail(variants.status());
+    absl::StatusOr<memonger::graph::Graph> base =
+        MakeGraph(flags, load, workload, std::nullopt, nullptr, nullptr, /*symbolic=*/true);
+    if (!base.ok()) return fail(base.status());
+    auto options = MakePlanOptions(flags, *base);
+    if (!options.ok()) return fail(options.status());
+    auto rows = memonger::PlanVariantsOverRange(*variants, *options, flags.ranges, flags.budget);
+    if (!rows.ok()) return fail(rows.status());
+    std::cout << memonger::WhatIfRangeToText(*workload, flags.ranges, *rows, flags.budget);
+    for (const memonger::WhatIfRangeRow& row : *rows) {
+      if (flags.budget >= 0 && row.device_low > flags.budget) return kExitOverBudget;
+    }
+    return kExitOk;
   }
   if (!flags.ranges.empty()) {
     // One plan for a box of bindings: the net is typed at each binding the planner asks for.

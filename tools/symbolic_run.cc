@@ -18,17 +18,19 @@ absl::StatusOr<SymbolicReport> RunSymbolic(
     const std::function<absl::StatusOr<PlanOptions>(const graph::Graph&)>& make_options,
     util::OutputFiles& outputs) {
   const graph::SymbolBox& box = flags.ranges;
-  // The net at the box's high corner: the reference every expression is checked against, and
-  // the sizes a value without an expression is given.
   const graph::SymbolBindings high = box.High();
-  MG_ASSIGN_OR_RETURN(graph::Graph reference, graph_at(high));
-  MG_ASSIGN_OR_RETURN(PlanOptions options, make_options(reference));
-  graph::SymbolicShapeOptions shape_options;
-  shape_options.box = box;
-  shape_options.reference = high;
-  shape_options.upper_bound = &reference;
-  MG_ASSIGN_OR_RETURN(graph::SymbolicShapes shapes,
-                      graph::InferSymbolicShapes(reference, fixed, shape_options));
+  // The options come from the net at the box's high corner, the reference every expression is
+  // checked against and the sizes a value without an expression is given.
+  PlanOptions options;
+  {
+    MG_ASSIGN_OR_RETURN(graph::Graph at_high, graph_at(high));
+    MG_ASSIGN_OR_RETURN(options, make_options(at_high));
+  }
+  MG_ASSIGN_OR_RETURN(RangePlan range,
+                      PlanRange(graph_at, fixed, box, options, /*upper_bound_fallback=*/true));
+  const graph::Graph& reference = range.reference;
+  const graph::SymbolicShapes& shapes = range.shapes;
+  const SymbolicPlan& plan = range.plan;
   SymbolicReport report;
   const std::set<std::string> used(shapes.symbols.begin(), shapes.symbols.end());
   for (const graph::SymbolRange& r : box.ranges) {
@@ -51,11 +53,6 @@ absl::StatusOr<SymbolicReport> RunSymbolic(
         fallback, " value(s) have no size expression and are sized at the range's upper bound (",
         first_fallback, ")"));
   }
-  SymbolicPlanOptions sym;
-  sym.box = box;
-  sym.reference = high;
-  sym.graph_at = graph_at;
-  MG_ASSIGN_OR_RETURN(SymbolicPlan plan, PlanSymbolic(reference, shapes, options, sym));
   // Every plan is checked by the independent verifier before anyone sees it: here the plan
   // bound at each corner of the box, against the net typed there.
   for (const graph::SymbolBindings& corner : {box.Low(), high}) {

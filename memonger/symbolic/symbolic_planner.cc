@@ -429,3 +429,28 @@ absl::StatusOr<SymbolicPlan> PlanSymbolic(const graph::Graph& graph,
 }
 
 }  // namespace memonger
+
+namespace memonger {
+
+absl::StatusOr<RangePlan> PlanRange(
+    const std::function<absl::StatusOr<graph::Graph>(const graph::SymbolBindings&)>& graph_at,
+    const graph::ShapeBindings& fixed, const graph::SymbolBox& box, const PlanOptions& options,
+    bool upper_bound_fallback) {
+  RangePlan range;
+  const SymbolBindings high = box.High();
+  MG_ASSIGN_OR_RETURN(range.reference, graph_at(high));
+  graph::SymbolicShapeOptions shape_options;
+  shape_options.box = box;
+  shape_options.reference = high;
+  if (upper_bound_fallback) shape_options.upper_bound = &range.reference;
+  MG_ASSIGN_OR_RETURN(range.shapes,
+                      graph::InferSymbolicShapes(range.reference, fixed, shape_options));
+  SymbolicPlanOptions sym;
+  sym.box = box;
+  sym.reference = high;
+  sym.graph_at = graph_at;
+  MG_ASSIGN_OR_RETURN(range.plan, PlanSymbolic(range.reference, range.shapes, options, sym));
+  return range;
+}
+
+}  // namespace memonger

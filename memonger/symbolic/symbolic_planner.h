@@ -62,6 +62,21 @@ absl::StatusOr<SymbolicPlan> PlanSymbolic(const graph::Graph& graph,
                                           const PlanOptions& options,
                                           const SymbolicPlanOptions& sym);
 
+// The whole path for a net that can be typed at any binding of `box`: the net typed at the
+// box's high corner (the reference), its symbolic shapes (graph/symbolic_shapes.h; `fixed`
+// binds the other symbols and inputs; with `upper_bound_fallback` a value without an
+// expression takes its size at the high corner), then PlanSymbolic with `graph_at` for the
+// checks and the other SymbolicPlanOptions at their defaults.
+struct RangePlan {
+  graph::Graph reference;
+  graph::SymbolicShapes shapes;
+  SymbolicPlan plan;
+};
+absl::StatusOr<RangePlan> PlanRange(
+    const std::function<absl::StatusOr<graph::Graph>(const graph::SymbolBindings&)>& graph_at,
+    const graph::ShapeBindings& fixed, const graph::SymbolBox& box, const PlanOptions& options,
+    bool upper_bound_fallback);
+
 // The sample bindings of a box: its corners, and a geometric grid of about `count` points
 // (per symbol about count^(1/k) values, rounded, deduplicated), sorted.
 std::vector<graph::SymbolBindings> SampleBindings(const graph::SymbolBox& box, int count);

@@ -120,6 +120,37 @@ TEST(SymbolicShapes, RulesForOpsThatComputeDims) {
   ExpectAgreesWithConcrete(write, box, declared, *s);
 }
 
+// Strided, padded windows over symbolic image sizes: ceil-divisions (ResNet's stem).
+TEST(SymbolicShapes, ConvAndPoolingWindowsAreCeilDivisions) {
+  const SymbolBox box = Box({"H=16..512", "B=1..8"});
+  const std::map<std::string, std::vector<DeclaredDim>> declared = {
+      {"x", {{0, "B"}, {3, ""}, {0, "H"}, {0, "H + 16"}}}};
+  auto write = [](NetWriter& net, const SymbolBindings& at) {
+    net.Input("x", DataType::kFloat32, {at.at("B"), 3, at.at("H"), at.at("H") + 16}, Role::kInput);
+    net.Input("w", DataType::kFloat32, {8, 3, 7, 7}, Role::kParam);
+    net.Op("Conv", "stem", {"x", "w"}, {"c"},
+           {Attribute{"strides", std::vector<int64_t>{2, 2}},
+            Attribute{"pads", std::vector<int64_t>{3, 3, 3, 3}}});
+    net.Op("MaxPool", "pool", {"c"}, {"p"},
+           {Attribute{"kernel_shape", std::vector<int64_t>{3, 3}},
+            Attribute{"strides", std::vector<int64_t>{2, 2}},
+            Attribute{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+    net.Op("GlobalAveragePool", "gap", {"p"}, {"g"});
+    net.builder().AddExternalOutput("g");
+  };
+  absl::StatusOr<Graph> g = Build(write, box.High(), declared);
+  ASSERT_TRUE(g.ok()) << g.status();
+  SymbolicShapeOptions options;
+  options.box = box;
+  options.reference = box.High();
+  absl::StatusOr<SymbolicShapes> s = InferSymbolicShapes(*g, {}, options);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(Dims(*s, *g, "c"), "[B, 8, cdiv(H, 2), cdiv(H + 16, 2)]");
+  EXPECT_EQ(Dims(*s, *g, "p"), "[B, 8, cdiv(cdiv(H, 2), 2), cdiv(cdiv(H + 16, 2), 2)]");
+  EXPECT_EQ(Dims(*s, *g, "g"), "[B, 8, 1, 1]");
+  ExpectAgreesWithConcrete(write, box, declared, *s);
+}
+
 // A dim computed from a symbol by an op with no rule (pooling's ceil-division) is refused,
 // naming the value; with the fallback it is sized at the high corner, and so is what reads it.
 TEST(SymbolicShapes, NoExpressionIsAnErrorOrTheUpperBound) {

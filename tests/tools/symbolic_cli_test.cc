@@ -118,6 +118,36 @@ TEST(SymbolicCliTest, AttentionWorkloadOverALengthRange) {
   EXPECT_EQ(other.exit_code, 1) << other.err;
 }
 
+// The what-if table over a range: one symbolic plan per variant, and the largest length whose
+// device bytes fit, which a plain run at that length and the next confirms.
+TEST(SymbolicCliTest, WhatIfOverALengthRange) {
+  const std::string base = "attention:dim=64,heads=2,mlp=128,depth=2";
+  auto r = RunOptimizeNet("--workload " + base +
+                          " --compare kernel=math,efficient --dim n=16..4096 --budget 200MB");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("over n=16..4096"));
+  for (const char* kernel : {"math", "efficient"}) {
+    SCOPED_TRACE(kernel);
+    const size_t row = r.out.find(absl::StrCat("kernel=", kernel, " "));
+    ASSERT_NE(row, std::string::npos) << r.out;
+    const size_t at = r.out.find("n=", row);
+    const int64_t largest = std::stoll(r.out.substr(at + 2));
+    auto device = [&](int64_t n) {
+      auto run = RunOptimizeNet(absl::StrCat("--workload ", base, ",kernel=", kernel, ",n=", n,
+                                             " --format json"));
+      EXPECT_EQ(run.exit_code, 0) << run.err;
+      const auto j = nlohmann::json::parse(run.out);
+      return j["arena_bytes"].get<int64_t>() + j["static_bytes"].get<int64_t>();
+    };
+    EXPECT_LE(device(largest), 200000000);
+    EXPECT_GT(device(largest + 1), 200000000);
+  }
+  EXPECT_EQ(RunOptimizeNet("--workload " + base + " --compare kernel=math --dim n=16..4096 "
+                           "--budget 10KB").exit_code, 3);
+  auto other = RunOptimizeNet("--workload random:ops=10 --compare seed=1,2 --dim n=1..5");
+  EXPECT_EQ(other.exit_code, 1);
+}
+
 TEST(SymbolicCliTest, RangesNeedASymbolAndOneBindingForConcreteOutputs) {
   auto unknown = RunOptimizeNet(Example() + " --dim L=5 --dim Q=1..5");
   EXPECT_EQ(unknown.exit_code, 1);
