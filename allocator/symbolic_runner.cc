@@ -10,9 +10,8 @@
 namespace memonger::alloc {
 
 absl::StatusOr<SymbolicRunner> SymbolicRunner::Create(SymbolicPlan plan, Device device) {
-  std::vector<int64_t> scratch;
-  MG_ASSIGN_OR_RETURN(SymbolicPlan::Extent high, plan.Measure(plan.box.High(), scratch));
-  MG_ASSIGN_OR_RETURN(Arena arena, Arena::Create(device, high.arena,
+  MG_ASSIGN_OR_RETURN(const int64_t most, plan.MaxArena());
+  MG_ASSIGN_OR_RETURN(Arena arena, Arena::Create(device, most,
                                                  std::max<int64_t>(plan.base.alignment, 1)));
   return SymbolicRunner(std::move(plan), std::move(arena));
 }

@@ -1,8 +1,9 @@
 // SymbolicRunner: runs a symbolic plan (memonger/symbolic/symbolic_plan.h) at any binding of its
-// box in one arena, allocated once. The arena is the plan's arena at the box's high corner:
-// every item's size, hence every offset and the arena, never decreases when a symbol grows, so
-// every binding fits. Each call binds the plan at the call's binding (O(values), no planning)
-// and runs the net typed there with RunNet in that arena.
+// box in one arena, allocated once. The arena is SymbolicPlan::MaxArena: inside a piece the
+// arena never decreases as a symbol grows, so each piece's largest is at its high corner, and
+// the largest of those holds every binding (across pieces the arena may drop: their orders
+// differ). Each call binds the plan at the call's binding (O(values), no planning) and runs
+// the net typed there with RunNet in that arena.
 //
 //   MG_ASSIGN_OR_RETURN(alloc::SymbolicRunner runner,
 //                       alloc::SymbolicRunner::Create(std::move(plan), alloc::Device::kHost));
@@ -26,8 +27,7 @@ namespace memonger::alloc {
 
 class SymbolicRunner {
  public:
-  // Allocates the arena on `device`. Errors: those of Measure at the high corner and of
-  // Arena::Create.
+  // Allocates the arena on `device`. Errors: those of MaxArena and Arena::Create.
   static absl::StatusOr<SymbolicRunner> Create(SymbolicPlan plan, Device device);
 
   // The plan bound at `dims`, checked against `graph` (the net typed at `dims`): every planned

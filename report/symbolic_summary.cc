@@ -36,6 +36,10 @@ std::string ReadableFormula(const ArenaFormula& formula) {
 absl::StatusOr<std::vector<SymbolFit>> LargestFits(const SymbolicPlan& plan, int64_t budget) {
   std::vector<SymbolFit> fits;
   std::vector<int64_t> scratch;
+  auto arena = [&](const graph::SymbolBindings& at) -> absl::StatusOr<int64_t> {
+    MG_ASSIGN_OR_RETURN(SymbolicPlan::Extent e, plan.Measure(at, scratch));
+    return e.arena;
+  };
   for (const graph::SymbolRange& r : plan.box.ranges) {
     SymbolFit fit;
     fit.symbol = r.symbol;
@@ -43,24 +47,10 @@ absl::StatusOr<std::vector<SymbolFit>> LargestFits(const SymbolicPlan& plan, int
     for (const auto& [symbol, value] : at) {
       if (symbol != r.symbol) fit.others[symbol] = value;
     }
-    auto arena_at = [&](int64_t v) -> absl::StatusOr<int64_t> {
-      at[r.symbol] = v;
-      MG_ASSIGN_OR_RETURN(SymbolicPlan::Extent e, plan.Measure(at, scratch));
-      return e.arena;
-    };
-    MG_ASSIGN_OR_RETURN(int64_t low, arena_at(r.lo));
-    if (low <= budget) {
-      // The arena is non-decreasing in the symbol: the largest fitting value by bisection.
-      int64_t good = r.lo, bad = r.hi + 1;
-      MG_ASSIGN_OR_RETURN(int64_t high, arena_at(r.hi));
-      if (high <= budget) good = r.hi;
-      while (good < r.hi && bad - good > 1) {
-        const int64_t mid = good + (bad - good) / 2;
-        MG_ASSIGN_OR_RETURN(int64_t a, arena_at(mid));
-        (a <= budget ? good : bad) = mid;
-      }
-      fit.largest = good;
-      MG_ASSIGN_OR_RETURN(fit.arena_at_largest, arena_at(good));
+    MG_ASSIGN_OR_RETURN(fit.largest, plan.LargestFitting(r.symbol, at, budget, arena));
+    if (fit.largest.has_value()) {
+      at[r.symbol] = *fit.largest;
+      MG_ASSIGN_OR_RETURN(fit.arena_at_largest, arena(at));
     }
     fits.push_back(std::move(fit));
   }
@@ -91,6 +81,11 @@ absl::StatusOr<std::string> SymbolicPlanToText(const graph::Graph& graph, const 
                         util::FormatBytes(low.arena), BindingText(plan.box.Low()),
                         util::FormatBytes(low.lower_bound), util::FormatBytes(high.arena),
                         BindingText(plan.box.High()), util::FormatBytes(high.lower_bound));
+  MG_ASSIGN_OR_RETURN(const int64_t most, plan.MaxArena());
+  if (most > high.arena) {
+    absl::StrAppendFormat(&out, "one arena for every binding: %s (a piece needs more inside the "
+                          "range than the high corner does)\n", util::FormatBytes(most));
+  }
   absl::StrAppendFormat(&out,
                         "planning for the maximum (one arena of %s) wastes %.1fx the lower bound "
                         "at %s\n",
@@ -114,7 +109,7 @@ absl::StatusOr<std::string> SymbolicPlanToText(const graph::Graph& graph, const 
       const std::string others =
           fit.others.empty() ? "" : absl::StrCat(" (", BindingText(fit.others), ")");
       if (fit.largest.has_value()) {
-        absl::StrAppendFormat(&out, "budget %s: the largest %s that fits is %d%s, arena %s\n",
+        absl::StrAppendFormat(&out, "budget %s: the largest %s that fits (with every smaller one) is %d%s, arena %s\n",
                               util::FormatBytes(budget), fit.symbol, *fit.largest, others,
                               util::FormatBytes(fit.arena_at_largest));
       } else {

@@ -24,8 +24,9 @@ struct SymbolFit {
   int64_t arena_at_largest = 0;
 };
 
-// For each symbol of the box, the largest value whose arena fits `budget` with the other
-// symbols at their low end. O(log(range) * (items + edges)) per symbol.
+// For each symbol of the box, the largest value whose arena fits `budget`, and every smaller
+// one's too, with the other symbols at their low end (SymbolicPlan::LargestFitting).
+// O(pieces + log(range)) arena measures per symbol.
 absl::StatusOr<std::vector<SymbolFit>> LargestFits(const SymbolicPlan& plan, int64_t budget);
 
 // `budget` < 0: none. `graph` is the net typed at plan.reference.

@@ -65,6 +65,11 @@ absl::StatusOr<std::vector<WhatIfRangeRow>> PlanVariantsOverRange(
     std::vector<int64_t> scratch;
     MG_ASSIGN_OR_RETURN(row.device_low, DeviceBytes(plan, box.Low(), scratch));
     MG_ASSIGN_OR_RETURN(row.device_high, DeviceBytes(plan, box.High(), scratch));
+    // The arena may drop from one piece to the next: the most the range needs is the largest
+    // piece's high end (static bytes never decrease).
+    MG_ASSIGN_OR_RETURN(const int64_t max_arena, plan.MaxArena());
+    MG_ASSIGN_OR_RETURN(const int64_t high_static, plan.static_bytes.Evaluate(box.High()));
+    row.device_high = std::max(row.device_high, max_arena + high_static);
     MG_ASSIGN_OR_RETURN(ArenaFormula formula, plan.Formula(static_cast<int>(plan.pieces.size()) - 1));
     std::vector<graph::DimExpr> readable;
     for (const graph::DimExpr& p : formula.polynomials) {
@@ -73,25 +78,15 @@ absl::StatusOr<std::vector<WhatIfRangeRow>> PlanVariantsOverRange(
     }
     row.formula = formula.too_long ? formula.ToString(true) : ArenaFormula{readable, false}.ToString(true);
     if (budget >= 0) {
+      auto device = [&](const graph::SymbolBindings& at) { return DeviceBytes(plan, at, scratch); };
       for (const graph::SymbolRange& r : box.ranges) {
-        // Device bytes never decrease as the symbol grows: bisection on the plan itself.
         WhatIfRangeFit fit;
         fit.symbol = r.symbol;
         graph::SymbolBindings at = box.Low();
-        auto bytes_at = [&](int64_t v) {
-          at[r.symbol] = v;
-          return DeviceBytes(plan, at, scratch);
-        };
-        MG_ASSIGN_OR_RETURN(int64_t low, bytes_at(r.lo));
-        if (low <= budget) {
-          int64_t good = r.lo, bad = r.hi + 1;
-          while (bad - good > 1) {
-            const int64_t mid = good + (bad - good) / 2;
-            MG_ASSIGN_OR_RETURN(int64_t b, bytes_at(mid));
-            (b <= budget ? good : bad) = mid;
-          }
-          fit.largest = good;
-          MG_ASSIGN_OR_RETURN(fit.device_bytes, bytes_at(good));
+        MG_ASSIGN_OR_RETURN(fit.largest, plan.LargestFitting(r.symbol, at, budget, device));
+        if (fit.largest.has_value()) {
+          at[r.symbol] = *fit.largest;
+          MG_ASSIGN_OR_RETURN(fit.device_bytes, device(at));
         }
         row.fits.push_back(std::move(fit));
       }

@@ -1,7 +1,7 @@
 // The what-if report over a range: each variant of a workload planned once for a whole range of
 // its sizes (`--compare kernel=math,efficient --dim n=256..65536`), side by side. Per variant:
 // the pieces and their worst ratio to the lower bound, the device bytes (arena + weights) at
-// the range's ends, the arena as a formula of the symbols, and with a budget the largest value
+// the range's low end and the most over it, the arena as a formula of the symbols, and with a budget the largest value
 // of each ranged symbol whose device bytes fit (the others at their low end).
 //
 //   MG_ASSIGN_OR_RETURN(auto rows, PlanVariantsOverRange(variants, options, box, budget));
@@ -33,7 +33,7 @@ struct WhatIfRangeRow {
   int pieces = 0;
   double worst_ratio = 0;   // arena / lower bound, worst over the pieces' samples
   int64_t device_low = 0;   // arena + static at the box's low corner
-  int64_t device_high = 0;  // and at its high corner
+  int64_t device_high = 0;  // the most over the range (the arena may peak inside it)
   std::string formula;      // the arena of the last piece (the largest sizes), for people
   std::vector<WhatIfRangeFit> fits;  // with a budget
 };

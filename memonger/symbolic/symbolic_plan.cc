@@ -74,10 +74,14 @@ absl::StatusOr<SymbolicPlan::Extent> SymbolicPlan::MeasureWith(
   scratch.assign(2 * n + steps + 1, 0);
   int64_t* sizes = scratch.data();
   int64_t* live = scratch.data() + 2 * n;
+  int64_t total = 0;  // every class side by side: bounds every partial sum below
   for (size_t i = 0; i < n; ++i) {
     MG_ASSIGN_OR_RETURN(sizes[i], items[i].bytes.Evaluate(dims));
     MG_ASSIGN_OR_RETURN(int64_t class_bytes, items[i].class_bytes.Evaluate(dims));
     MG_ASSIGN_OR_RETURN(class_bytes, AlignUp(class_bytes, base.alignment));
+    const std::optional<int64_t> sum = util::CheckedAdd(total, class_bytes);
+    if (!sum.has_value() || *sum > util::kMaxTotalBytes) return Overflow("the naive sum");
+    total = *sum;
     const Lifetime& l = items[i].lifetime;
     if (l.first_step >= steps) continue;
     live[l.first_step] += class_bytes;
@@ -165,6 +169,61 @@ absl::StatusOr<Plan> SymbolicPlan::Bind(const graph::SymbolBindings& dims) const
   FinishPlan(plan);
   plan.proven_optimal = plan.arena_bytes == plan.lower_bound_bytes;
   return plan;
+}
+
+absl::StatusOr<int64_t> SymbolicPlan::MaxArena() const {
+  std::vector<int64_t> scratch;
+  int64_t arena = 0;
+  for (const SymbolicPiece& piece : pieces) {
+    MG_ASSIGN_OR_RETURN(Extent e, MeasureWith(piece, piece.box.High(), scratch));
+    arena = std::max(arena, e.arena);
+  }
+  return arena;
+}
+
+absl::StatusOr<std::optional<int64_t>> SymbolicPlan::LargestFitting(
+    const std::string& symbol, graph::SymbolBindings at, int64_t budget,
+    const std::function<absl::StatusOr<int64_t>(const graph::SymbolBindings&)>& bytes) const {
+  const graph::SymbolRange* range = box.Find(symbol);
+  if (range == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("the plan's box has no symbol ", symbol));
+  }
+  at[symbol] = range->lo;
+  MG_RETURN_IF_ERROR(box.CheckContains(at));
+  // The pieces the line through `at` crosses, as segments of the symbol's range, in order.
+  std::vector<std::pair<int64_t, int64_t>> segments;
+  for (const SymbolicPiece& piece : pieces) {
+    const graph::SymbolRange* r = piece.box.Find(symbol);
+    if (r == nullptr) continue;
+    graph::SymbolBindings probe = at;
+    probe[symbol] = r->lo;
+    if (piece.box.Contains(probe)) segments.push_back({r->lo, r->hi});
+  }
+  std::sort(segments.begin(), segments.end());
+  int64_t fits_up_to = range->lo - 1;  // every value up to here fits
+  for (const auto& [lo, hi] : segments) {
+    if (lo > fits_up_to + 1) break;  // a gap: the pieces do not cover the line (the checker's)
+    auto value_at = [&](int64_t v) {
+      at[symbol] = v;
+      return bytes(at);
+    };
+    MG_ASSIGN_OR_RETURN(int64_t at_hi, value_at(hi));
+    if (at_hi <= budget) {
+      fits_up_to = std::max(fits_up_to, hi);
+      continue;
+    }
+    // Non-decreasing inside the piece: the first value over the budget by bisection.
+    int64_t good = std::max(lo, fits_up_to + 1) - 1, bad = hi;
+    while (bad - good > 1) {
+      const int64_t mid = good + (bad - good) / 2;
+      MG_ASSIGN_OR_RETURN(int64_t b, value_at(mid));
+      (b <= budget ? good : bad) = mid;
+    }
+    fits_up_to = good;
+    break;
+  }
+  if (fits_up_to < range->lo) return std::optional<int64_t>();
+  return std::optional<int64_t>(fits_up_to);
 }
 
 absl::StatusOr<ArenaFormula> SymbolicPlan::Formula(int piece_index) const {

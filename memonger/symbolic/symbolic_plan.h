@@ -19,10 +19,13 @@
 // CheckSymbolicPlan (symbolic_check.h) proves exactly that; PlanSymbolic builds the lists so.
 //
 // The arena at a binding is the largest end, its formula a max of polynomials (ArenaFormula).
+// Inside a piece it never decreases as a symbol grows; from one piece to the next it may (the
+// pieces' orders differ): MaxArena and LargestFitting take that into account.
 #ifndef MEMONGER_MEMONGER_SYMBOLIC_SYMBOLIC_PLAN_H_
 #define MEMONGER_MEMONGER_SYMBOLIC_SYMBOLIC_PLAN_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -97,6 +100,20 @@ struct SymbolicPlan {
                                      std::vector<int64_t>& scratch) const;
   // The arena of piece `piece` as a max of polynomials (its stored formula when it has one).
   absl::StatusOr<ArenaFormula> Formula(int piece) const;
+
+  // The largest arena over the whole box: inside a piece the arena never decreases as a symbol
+  // grows, so each piece's is at its high corner; across pieces it may drop (each piece has its
+  // own order), so the box's is the largest of those. What one arena for every binding needs.
+  absl::StatusOr<int64_t> MaxArena() const;
+
+  // The largest value v of `symbol` such that bytes(b) <= budget at every binding b from the
+  // box's low end of `symbol` up to v, the other symbols as in `at`; nullopt when the low end
+  // does not fit. `bytes` must not decrease as the symbol grows inside a piece (the arena, or
+  // the arena plus the static bytes); it may across pieces, so each piece is searched on its
+  // own, in order: a bisection inside the first piece that does not fit at its high end.
+  absl::StatusOr<std::optional<int64_t>> LargestFitting(
+      const std::string& symbol, graph::SymbolBindings at, int64_t budget,
+      const std::function<absl::StatusOr<int64_t>(const graph::SymbolBindings&)>& bytes) const;
 };
 
 }  // namespace memonger

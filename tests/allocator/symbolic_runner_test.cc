@@ -74,8 +74,7 @@ TEST_P(SymbolicRunnerTest, OneHostArenaForEveryLength) {
   ASSERT_TRUE(graph::ParseDimRange("n=8..200", box).ok());
   absl::StatusOr<SymbolicPlan> plan = PlanRange(efficient, box);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  std::vector<int64_t> scratch;
-  const int64_t high = plan->Measure(box.High(), scratch)->arena;
+  const int64_t high = *plan->MaxArena();
   absl::StatusOr<SymbolicRunner> runner = SymbolicRunner::Create(*plan, Device::kHost);
   ASSERT_TRUE(runner.ok()) << runner.status();
   EXPECT_EQ(runner->arena().size(), high);

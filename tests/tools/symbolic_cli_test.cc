@@ -29,10 +29,10 @@ TEST(SymbolicCliTest, SummaryGivesTheFormulaAndTheLargestLengthThatFits) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("symbolic plan for L=128..32768"));
   EXPECT_THAT(r.out, HasSubstr("48·L² + 3072·L"));  // the scores and probabilities, and more
-  EXPECT_THAT(r.out, HasSubstr("the largest L that fits is"));
+  const std::string said = "the largest L that fits (with every smaller one) is ";
+  ASSERT_THAT(r.out, HasSubstr(said));
   // The answer is a length whose own plan fits and the next one's does not.
-  const std::string line = r.out.substr(r.out.find("the largest L that fits is "));
-  const int64_t largest = std::stoll(line.substr(std::string("the largest L that fits is ").size()));
+  const int64_t largest = std::stoll(r.out.substr(r.out.find(said) + said.size()));
   auto arena = [&](int64_t l) {
     auto run = RunOptimizeNet(absl::StrCat(Example(), " --dim L=", l, " --format json"));
     EXPECT_EQ(run.exit_code, 0) << run.err;

@@ -372,5 +372,58 @@ TEST(CheckSymbolicPlan, RefusesAPlanValidOnlyAtTheSampledBindings) {
   EXPECT_TRUE(CheckSymbolicPlan(Graph(), plan).ok());
 }
 
+// Two pieces with different orders: the arena drops where the second begins. The arena for
+// every binding is the largest piece's, and the largest fitting value stops at the first one
+// over the budget, whatever fits again later.
+TEST(SymbolicPlan, ArenaMayDropBetweenPiecesAndTheSearchesKnowIt) {
+  SymbolicPlan plan;
+  plan.box = Box({"N=1..64"});
+  plan.reference = plan.box.High();
+  plan.base.alignment = 256;
+  plan.base.steps.assign(3, PlanStep{});
+  plan.base.buffer_of_value = {0, 1, 2};
+  plan.base.offset_of_value = {kNoOffset, kNoOffset, kNoOffset};
+  plan.base.lifetime = {{0, 0}, {2, 2}, {0, 2}};
+  auto item = [](graph::ValueId root, Lifetime life, const std::string& bytes) {
+    SymbolicItem i;
+    i.root = root;
+    i.lifetime = life;
+    i.alignment = 256;
+    i.class_bytes = *graph::ParseDimExpr(bytes);
+    i.bytes = i.class_bytes;
+    return i;
+  };
+  plan.items = {item(0, {0, 0}, "256*N"), item(1, {2, 2}, "4096"), item(2, {0, 2}, "512")};
+  plan.item_of_value = {0, 1, 2};
+  SymbolicPiece stacked;  // N = 1..10: all three stacked, 256*N + 4608
+  stacked.box = Box({"N=1..10"});
+  stacked.order = {0, 1, 2};
+  stacked.below = {{}, {0}, {1}};
+  SymbolicPiece shared;  // N = 11..64: items 0 and 1 share, 2 above both: max(256*N, 4096) + 512
+  shared.box = Box({"N=11..64"});
+  shared.order = {0, 1, 2};
+  shared.below = {{}, {}, {0, 1}};
+  plan.pieces = {stacked, shared};
+  ASSERT_TRUE(CheckSymbolicPlan(Graph(), plan).ok());
+  std::vector<int64_t> scratch;
+  EXPECT_EQ(plan.Measure({{"N", 10}}, scratch)->arena, 7168);
+  EXPECT_EQ(plan.Measure({{"N", 11}}, scratch)->arena, 4608);
+  EXPECT_EQ(*plan.MaxArena(), 256 * 64 + 512);
+  auto arena = [&](const SymbolBindings& at) -> absl::StatusOr<int64_t> {
+    return plan.Measure(at, scratch)->arena;
+  };
+  // 256*N + 4608 <= 6000 up to N = 5; N = 11..21 would fit again, but N = 6 does not.
+  EXPECT_EQ(*plan.LargestFitting("N", {}, 6000, arena), std::optional<int64_t>(5));
+  EXPECT_EQ(*plan.LargestFitting("N", {}, 1 << 20, arena), std::optional<int64_t>(64));
+  EXPECT_EQ(*plan.LargestFitting("N", {}, 100, arena), std::nullopt);
+  // Brute force agrees.
+  for (int64_t budget : {4800, 6000, 7168, 9000, 16000, 16896}) {
+    int64_t want = 0;
+    for (int64_t n = 1; n <= 64 && *arena({{"N", n}}) <= budget; ++n) want = n;
+    const std::optional<int64_t> got = *plan.LargestFitting("N", {}, budget, arena);
+    EXPECT_EQ(got.value_or(0), want) << budget;
+  }
+}
+
 }  // namespace
 }  // namespace memonger
