@@ -281,6 +281,11 @@ absl::StatusOr<DimExpr> Mul(const DimExpr& a, const DimExpr& b) {
               kMaxExponent));
         }
       }
+      if (m.size() > kMaxMonomialFactors) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "size expression: a product of more than ", kMaxMonomialFactors,
+            " different symbols or forms"));
+      }
       // A product of non-negative factors is non-decreasing; one with a factor that may be
       // negative (N * cdiv(N - 7, 8) at N = 1) is not.
       if (m.size() > 1 || (m.size() == 1 && m[0].second > 1)) {

@@ -52,6 +52,9 @@ namespace memonger::graph {
 
 // The most terms one expression may hold (a product of two sums multiplies their counts).
 inline constexpr size_t kMaxDimExprTerms = 4096;
+// The most different atoms one term may multiply (a product of that many distinct symbols);
+// bounds the cost of parsing a long product (each factor merges the term so far).
+inline constexpr size_t kMaxMonomialFactors = 64;
 
 using SymbolBindings = std::map<std::string, int64_t>;
 

@@ -346,6 +346,17 @@ class Builder {
       }
       const std::string g = GradOutput(in(0));
       Emit("Transpose", g, {*dy[0]}, {g}, {Attribute{"perm", inverse}});
+    } else if ((t == "Squeeze" || t == "Unsqueeze") && op.inputs.size() == 1 &&
+               (op.attributes().GetInts("axes").has_value() ||
+                op.attributes().GetInts("dims").has_value())) {
+      // The inverse op on the same axes (Squeeze's axes index its input, Unsqueeze's its
+      // output: the forward input's rank either way), which says the same at every binding of
+      // a symbolic dim where a Reshape to literal dims would not.
+      std::vector<int64_t> axes = op.attributes().GetInts("axes").value_or(
+          op.attributes().GetInts("dims").value_or(std::vector<int64_t>{}));
+      const std::string g = GradOutput(in(0));
+      Emit(t == "Squeeze" ? "Unsqueeze" : "Squeeze", g, {*dy[0]}, {g},
+           {Attribute{"axes", std::move(axes)}});
     } else if (t == "Reshape" || t == "Squeeze" || t == "Unsqueeze" || t == "Flatten") {
       const std::string g = GradOutput(in(0));
       Emit("Reshape", g, {*dy[0]}, {g},

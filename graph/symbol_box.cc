@@ -21,6 +21,20 @@ SymbolBindings SymbolBox::High() const {
   return out;
 }
 
+std::vector<SymbolBindings> SymbolBox::Corners() const {
+  std::vector<SymbolBindings> corners{Low()};
+  for (const SymbolRange& r : ranges) {
+    if (r.lo == r.hi) continue;
+    const size_t n = corners.size();
+    for (size_t i = 0; i < n; ++i) {
+      SymbolBindings c = corners[i];
+      c[r.symbol] = r.hi;
+      corners.push_back(std::move(c));
+    }
+  }
+  return corners;
+}
+
 bool SymbolBox::Contains(const SymbolBindings& bindings) const { return CheckContains(bindings).ok(); }
 
 absl::Status SymbolBox::CheckContains(const SymbolBindings& bindings) const {
@@ -74,6 +88,9 @@ absl::Status ParseDimRange(absl::string_view text, SymbolBox& box) {
   }
   if (lo < 0 || lo > hi) return malformed("the bounds must satisfy 0 <= LO <= HI");
   if (box.Find(symbol) != nullptr) return malformed("the symbol is given twice");
+  if (box.ranges.size() >= kMaxRangeSymbols) {
+    return malformed(absl::StrCat("more than ", kMaxRangeSymbols, " symbols have ranges"));
+  }
   box.ranges.push_back({symbol, lo, hi});
   std::sort(box.ranges.begin(), box.ranges.end(),
             [](const SymbolRange& a, const SymbolRange& b) { return a.symbol < b.symbol; });

@@ -29,6 +29,8 @@ struct SymbolBox {
   bool empty() const { return ranges.empty(); }
   SymbolBindings Low() const;
   SymbolBindings High() const;
+  // Every corner (2^k for k symbols whose range is more than one value), Low() first.
+  std::vector<SymbolBindings> Corners() const;
   // True when `bindings` gives every symbol of the box a value inside its range (other
   // symbols are ignored).
   bool Contains(const SymbolBindings& bindings) const;
@@ -40,8 +42,12 @@ struct SymbolBox {
   std::string ToString() const;
 };
 
+// The most symbols one box may range over: its corners are checked one by one (2^8 = 256).
+inline constexpr size_t kMaxRangeSymbols = 8;
+
 // Parses "N=LO..HI" (0 <= LO <= HI, both int64) into `box`. InvalidArgument for a malformed
-// text, LO > HI, a symbol that is not a grammar SYMBOL (IsSymbolName), or a symbol given twice.
+// text, LO > HI, a symbol that is not a grammar SYMBOL (IsSymbolName), a symbol given twice,
+// or more than kMaxRangeSymbols symbols.
 absl::Status ParseDimRange(absl::string_view text, SymbolBox& box);
 
 // True when `text` has the form of a range ("N=..", with ".." after the '=').

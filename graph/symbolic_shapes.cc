@@ -321,8 +321,7 @@ absl::StatusOr<std::vector<ExprDims>> ProbeRule(const OpInputs& in, const OpSche
   if (probes.empty()) {
     return NotExpressible("no probe bindings tell its input dims apart (the box is too small)");
   }
-  probes.push_back(box.Low());
-  probes.push_back(box.High());
+  for (SymbolBindings& corner : box.Corners()) probes.push_back(std::move(corner));
   std::vector<std::vector<TensorType>> results;
   for (const SymbolBindings& at : probes) {
     std::vector<TensorType> inputs;

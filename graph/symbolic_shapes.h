@@ -21,7 +21,8 @@
 //   quotients, ceil-divisions: a window's output is cdiv(in + pads - dilated kernel + 1,
 //   stride), ceil_mode excepted);
 // - every other op with a schema is *probed*: its shape function runs at two bindings where
-//   the distinct input dim expressions take distinct values (and again at the box's corners);
+//   the distinct input dim expressions take distinct values (and again at every corner of the
+//   box);
 //   each output dim must then be a constant (the same at every probe, equal to no input dim's
 //   value) or equal, at every probe, to exactly one input dim expression, which it then is.
 //   This is exact for the ops whose output dims are input dims or numbers from attributes

@@ -35,8 +35,9 @@ Json BindingsToJson(const graph::SymbolBindings& b) {
 }
 
 absl::StatusOr<graph::SymbolBox> BoxFromJson(const Json& j, const std::string& where) {
-  if (!j.is_array() || j.size() > 64) {
-    return absl::InvalidArgumentError(absl::StrCat(where, " must be a list of at most 64 symbols"));
+  if (!j.is_array() || j.size() > graph::kMaxRangeSymbols) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " must be a list of at most ",
+                                                   graph::kMaxRangeSymbols, " symbols"));
   }
   graph::SymbolBox box;
   for (size_t i = 0; i < j.size(); ++i) {

@@ -1,6 +1,7 @@
 #include "memonger/symbolic/symbolic_check.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -53,6 +54,63 @@ std::string Witness(const SymbolicPlan& plan, int piece, int32_t a, int32_t b) {
   return "; no sample binding shows an overlap, but nothing proves there is none";
 }
 
+// Bindings in a box, exactly (unsigned 128-bit); nullopt beyond.
+std::optional<unsigned __int128> Volume(const graph::SymbolBox& box) {
+  unsigned __int128 volume = 1;
+  for (const graph::SymbolRange& r : box.ranges) {
+    const unsigned __int128 width = static_cast<unsigned __int128>(r.hi - r.lo) + 1;
+    if (volume > (~static_cast<unsigned __int128>(0)) / width) return std::nullopt;
+    volume *= width;
+  }
+  return volume;
+}
+
+bool Disjoint(const graph::SymbolBox& a, const graph::SymbolBox& b) {
+  for (size_t i = 0; i < a.ranges.size(); ++i) {
+    if (a.ranges[i].hi < b.ranges[i].lo || b.ranges[i].hi < a.ranges[i].lo) return true;
+  }
+  return false;
+}
+
+// The pieces lie in the box, do not overlap, and together hold as many bindings as the box:
+// they cover it exactly. Where the count does not fit 128 bits, sample bindings stand in.
+absl::Status CheckPiecesCoverTheBox(const SymbolicPlan& plan) {
+  std::optional<unsigned __int128> total = Volume(plan.box);
+  unsigned __int128 sum = 0;
+  for (size_t p = 0; p < plan.pieces.size(); ++p) {
+    if (!Inside(plan.pieces[p].box, plan.box)) {
+      return absl::InvalidArgumentError(absl::StrCat("symbolic plan: piece ", p,
+                                                     " is not inside the plan's box"));
+    }
+    for (size_t q = 0; q < p; ++q) {
+      if (!Disjoint(plan.pieces[p].box, plan.pieces[q].box)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("symbolic plan: pieces ", q, " and ", p, " overlap"));
+      }
+    }
+    const std::optional<unsigned __int128> volume = Volume(plan.pieces[p].box);
+    if (!volume.has_value() || !total.has_value()) {
+      total.reset();
+      continue;
+    }
+    sum += *volume;
+  }
+  if (total.has_value()) {
+    if (sum != *total) {
+      return absl::InvalidArgumentError("symbolic plan: its pieces leave part of its box uncovered");
+    }
+    return absl::OkStatus();
+  }
+  for (const graph::SymbolBindings& at : SampleBindings(plan.box, 256)) {
+    bool covered = false;
+    for (const SymbolicPiece& p : plan.pieces) covered = covered || p.box.Contains(at);
+    if (!covered) {
+      return absl::InvalidArgumentError("symbolic plan: its pieces leave part of its box uncovered");
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckSymbolicPlan(const graph::Graph& graph, const SymbolicPlan& plan) {
@@ -68,22 +126,12 @@ absl::Status CheckSymbolicPlan(const graph::Graph& graph, const SymbolicPlan& pl
     }
   }
   if (plan.pieces.empty()) return absl::InvalidArgumentError("symbolic plan: no pieces");
-  for (const graph::SymbolBindings& at : SampleBindings(plan.box, 256)) {
-    bool covered = false;
-    for (const SymbolicPiece& p : plan.pieces) covered = covered || p.box.Contains(at);
-    if (!covered) {
-      return absl::InvalidArgumentError("symbolic plan: its pieces leave part of its box uncovered");
-    }
-  }
+  MG_RETURN_IF_ERROR(CheckPiecesCoverTheBox(plan));
   const size_t words = (static_cast<size_t>(n) + 63) / 64;
   std::vector<uint64_t> ancestors(static_cast<size_t>(n) * words);
   std::vector<int32_t> position(n);
   for (int piece = 0; piece < static_cast<int>(plan.pieces.size()); ++piece) {
     const SymbolicPiece& p = plan.pieces[piece];
-    if (!Inside(p.box, plan.box)) {
-      return absl::InvalidArgumentError(absl::StrCat("symbolic plan: piece ", piece,
-                                                     " is not inside the plan's box"));
-    }
     if (static_cast<int32_t>(p.order.size()) != n || static_cast<int32_t>(p.below.size()) != n) {
       return absl::InvalidArgumentError(
           absl::StrCat("symbolic plan: piece ", piece, " does not order every item once"));

@@ -8,8 +8,10 @@
 // the end of the one before it at every binding: the pair cannot overlap anywhere. A pair not
 // so ordered is refused, naming both items and, where one is found among the piece's corners
 // and sample bindings, a binding at which they do overlap; where none is found the plan is
-// still refused (unproven). Also refused: a piece outside the plan's box, pieces that leave
-// a sample binding of the box uncovered, an item size that may be negative.
+// still refused (unproven). Also refused: a piece outside the plan's box, two pieces that
+// overlap, pieces that do not cover the box (counted exactly: disjoint pieces inside the box
+// cover it when they hold as many bindings; sampled where the count exceeds 128 bits), an item
+// size that may be negative.
 //
 // Cost: O(n^2 / 64) words of memory and O(n * (n / 64 + edges)) time per piece for n items.
 #ifndef MEMONGER_MEMONGER_SYMBOLIC_SYMBOLIC_CHECK_H_

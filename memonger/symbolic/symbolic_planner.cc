@@ -285,7 +285,7 @@ bool Split(const SymbolBox& box, SymbolBox& low, SymbolBox& high) {
 // Step 5 of the header: sizes and classes at concrete bindings.
 absl::Status CheckAgainstConcrete(const graph::Graph& graph, const graph::SymbolicShapes& shapes,
                                   const Liveness& reference, const SymbolicPlanOptions& sym) {
-  std::vector<SymbolBindings> at{sym.box.Low(), sym.box.High()};
+  std::vector<SymbolBindings> at = sym.box.Corners();
   std::mt19937_64 rng(7);
   for (int i = 0; i < sym.check_bindings; ++i) {
     SymbolBindings b;

@@ -21,7 +21,7 @@
 //    cut in two at the geometric mean of its widest symbol (widest as hi / lo), and both
 //    halves are planned again.
 // 4. CheckSymbolicPlan (symbolic_check.h) proves the result free of overlaps.
-// 5. With `graph_at`, the net is typed at the box's corners and at `check_bindings` more
+// 5. With `graph_at`, the net is typed at every corner of the box and at `check_bindings` more
 //    bindings: every value's size must equal its expression there (a fallback size must not
 //    be exceeded), and the alias classes must be the same; a difference is an error naming
 //    the value.

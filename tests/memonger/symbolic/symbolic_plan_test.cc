@@ -416,6 +416,13 @@ TEST(SymbolicPlan, ArenaMayDropBetweenPiecesAndTheSearchesKnowIt) {
   EXPECT_EQ(*plan.LargestFitting("N", {}, 6000, arena), std::optional<int64_t>(5));
   EXPECT_EQ(*plan.LargestFitting("N", {}, 1 << 20, arena), std::optional<int64_t>(64));
   EXPECT_EQ(*plan.LargestFitting("N", {}, 100, arena), std::nullopt);
+  // Pieces must cover the box exactly: a gap, or an overlap, is refused.
+  SymbolicPlan gap = plan;
+  gap.pieces[1].box = Box({"N=12..64"});
+  EXPECT_NE(CheckSymbolicPlan(Graph(), gap).message().find("uncovered"), std::string::npos);
+  SymbolicPlan overlap = plan;
+  overlap.pieces[1].box = Box({"N=10..64"});
+  EXPECT_NE(CheckSymbolicPlan(Graph(), overlap).message().find("overlap"), std::string::npos);
   // Brute force agrees.
   for (int64_t budget : {4800, 6000, 7168, 9000, 16000, 16896}) {
     int64_t want = 0;
