@@ -46,21 +46,11 @@ struct Rated {
 // Plans `box` once and rates the plan at `count` bindings (corners, grid, random).
 absl::StatusOr<Rated> PlanAndRate(const GraphAt& at, const SymbolBox& box, double time_limit,
                                   int count, const graph::ShapeBindings& fixed = {}) {
-  MG_ASSIGN_OR_RETURN(graph::Graph reference, at(box.High()));
-  graph::SymbolicShapeOptions shape_options;
-  shape_options.box = box;
-  shape_options.reference = box.High();
-  shape_options.upper_bound = &reference;
-  MG_ASSIGN_OR_RETURN(graph::SymbolicShapes shapes,
-                      graph::InferSymbolicShapes(reference, fixed, shape_options));
   PlanOptions options;
   options.time_limit_seconds = time_limit;
-  SymbolicPlanOptions sym;
-  sym.box = box;
-  sym.reference = box.High();
-  sym.graph_at = at;
   Rated r;
-  MG_ASSIGN_OR_RETURN(r.plan, PlanSymbolic(reference, shapes, options, sym));
+  MG_ASSIGN_OR_RETURN(RangePlan range, PlanRange(at, fixed, box, options, /*upper_bound_fallback=*/true));
+  r.plan = std::move(range.plan);
   // A one-symbol range of at most `count` values is rated at every value.
   std::vector<SymbolBindings> bindings;
   const bool every_value = box.ranges.size() == 1 && box.ranges[0].hi - box.ranges[0].lo < count;

@@ -53,6 +53,25 @@ bool BoolField(const Json& object, const char* field) {
   return it != object.end() && it->is_boolean() && it->get<bool>();
 }
 
+absl::StatusOr<Json> ParsePlanDocument(absl::string_view text, const std::string& source_name,
+                                       absl::string_view schema, absl::string_view what) {
+  if (absl::Status s = util::CheckJsonNesting(text, util::kMaxNestingDepth); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", s.message()));
+  }
+  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": not valid JSON"));
+  }
+  // "schema" of another JSON type is not a plan either (json::value would throw on it: the
+  // plan_json fuzzer's finding, tests/fuzz_regressions/plan_json/schema_not_a_string.json).
+  if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string() ||
+      doc["schema"].get<std::string>() != schema) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": not ", what,
+                                                   " (expected \"schema\": \"", schema, "\")"));
+  }
+  return doc;
+}
+
 absl::StatusOr<PlanFrame> PlanFrameFromJson(const graph::Graph& graph, const nlohmann::json& doc,
                                             const std::string& source_name) {
   PlanFrame frame;
@@ -152,20 +171,7 @@ absl::StatusOr<PlanFrame> PlanFrameFromJson(const graph::Graph& graph, const nlo
 
 absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& text,
                                   const std::string& source_name) {
-  if (absl::Status s = util::CheckJsonNesting(text, util::kMaxNestingDepth); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", s.message()));
-  }
-  const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ": not valid JSON"));
-  }
-  // "schema" of another JSON type is not a plan either (json::value would throw on it: the
-  // plan_json fuzzer's finding, tests/fuzz_regressions/plan_json/schema_not_a_string.json).
-  if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string() ||
-      doc["schema"].get<std::string>() != kPlanSchema) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source_name, ": not a plan (expected \"schema\": \"", kPlanSchema, "\")"));
-  }
+  MG_ASSIGN_OR_RETURN(const Json doc, ParsePlanDocument(text, source_name, kPlanSchema, "a plan"));
   MG_ASSIGN_OR_RETURN(PlanFrame frame, PlanFrameFromJson(graph, doc, source_name));
   Plan plan = std::move(frame.plan);
   const Liveness& liveness = frame.liveness;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "graph/graph.h"
 #include "memonger/liveness.h"
 #include "memonger/plan.h"
@@ -22,6 +23,13 @@ absl::StatusOr<int64_t> IntField(const nlohmann::json& object, const char* field
 absl::StatusOr<std::string> StringField(const nlohmann::json& object, const char* field,
                                         const std::string& where);
 bool BoolField(const nlohmann::json& object, const char* field);
+
+// `text` as a JSON object whose "schema" is `schema`. InvalidArgument naming `source_name` for
+// nesting beyond util::kMaxNestingDepth, text that is not JSON, or another schema ("not <what>
+// (expected "schema": "<schema>")").
+absl::StatusOr<nlohmann::json> ParsePlanDocument(absl::string_view text,
+                                                 const std::string& source_name,
+                                                 absl::string_view schema, absl::string_view what);
 
 struct PlanFrame {
   Plan plan;          // InitPlan'ed from the graph: every value unplaced

@@ -139,30 +139,15 @@ std::string SymbolicPlanToJson(const graph::Graph& graph, const SymbolicPlan& pl
 }
 
 bool IsSymbolicPlanJson(absl::string_view text) {
-  if (util::CheckJsonNesting(text, util::kMaxNestingDepth).ok()) {
-    const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    return doc.is_object() && doc.contains("schema") && doc["schema"].is_string() &&
-           doc["schema"].get<std::string>() == kSymbolicPlanSchema;
-  }
-  return false;
+  return ParsePlanDocument(text, "", kSymbolicPlanSchema, "a symbolic plan").ok();
 }
 
 absl::StatusOr<SymbolicPlan> SymbolicPlanFromJson(const graph::Graph& graph,
                                                   const std::string& text,
                                                   const std::string& source_name,
                                                   const graph::SymbolBindings& dims) {
-  if (absl::Status s = util::CheckJsonNesting(text, util::kMaxNestingDepth); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", s.message()));
-  }
-  const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ": not valid JSON"));
-  }
-  if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string() ||
-      doc["schema"].get<std::string>() != kSymbolicPlanSchema) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source_name, ": not a symbolic plan (expected \"schema\": \"", kSymbolicPlanSchema, "\")"));
-  }
+  MG_ASSIGN_OR_RETURN(const Json doc, ParsePlanDocument(text, source_name, kSymbolicPlanSchema,
+                                                        "a symbolic plan"));
   SymbolicPlan plan;
   MG_ASSIGN_OR_RETURN(plan.box, BoxFromJson(doc.value("symbols", Json()), source_name + ": symbols"));
   if (plan.box.empty()) {

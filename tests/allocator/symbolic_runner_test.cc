@@ -35,23 +35,14 @@ absl::StatusOr<graph::Graph> AttentionAt(bool efficient, int64_t n) {
   return graph::BuildAttentionGraph(w);
 }
 
-absl::StatusOr<SymbolicPlan> PlanRange(bool efficient, const graph::SymbolBox& box) {
+absl::StatusOr<SymbolicPlan> PlanLengths(bool efficient, const graph::SymbolBox& box) {
   auto at = [&](const SymbolBindings& b) { return AttentionAt(efficient, b.at("n")); };
-  MG_ASSIGN_OR_RETURN(graph::Graph reference, at(box.High()));
   graph::ShapeBindings fixed;
   fixed.dims["batch"] = 1;
-  graph::SymbolicShapeOptions shape_options;
-  shape_options.box = box;
-  shape_options.reference = box.High();
-  MG_ASSIGN_OR_RETURN(graph::SymbolicShapes shapes,
-                      graph::InferSymbolicShapes(reference, fixed, shape_options));
   PlanOptions options;
   options.planner = PlannerKind::kBestFit;
-  SymbolicPlanOptions sym;
-  sym.box = box;
-  sym.reference = box.High();
-  sym.graph_at = at;
-  return PlanSymbolic(reference, shapes, options, sym);
+  MG_ASSIGN_OR_RETURN(RangePlan range, PlanRange(at, fixed, box, options, /*upper_bound_fallback=*/false));
+  return std::move(range.plan);
 }
 
 // The outputs of `g` run with every value in memory of its own (planner none).
@@ -72,7 +63,7 @@ TEST_P(SymbolicRunnerTest, OneHostArenaForEveryLength) {
   const bool efficient = GetParam();
   graph::SymbolBox box;
   ASSERT_TRUE(graph::ParseDimRange("n=8..200", box).ok());
-  absl::StatusOr<SymbolicPlan> plan = PlanRange(efficient, box);
+  absl::StatusOr<SymbolicPlan> plan = PlanLengths(efficient, box);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const int64_t high = *plan->MaxArena();
   absl::StatusOr<SymbolicRunner> runner = SymbolicRunner::Create(*plan, Device::kHost);
@@ -120,7 +111,7 @@ TEST_P(SymbolicRunnerTest, OneCudaArenaForEveryLength) {
   target.finish = kernels->synchronize;
   graph::SymbolBox box;
   ASSERT_TRUE(graph::ParseDimRange("n=8..200", box).ok());
-  absl::StatusOr<SymbolicPlan> plan = PlanRange(efficient, box);
+  absl::StatusOr<SymbolicPlan> plan = PlanLengths(efficient, box);
   ASSERT_TRUE(plan.ok()) << plan.status();
   absl::StatusOr<SymbolicRunner> runner = SymbolicRunner::Create(*plan, Device::kCuda);
   ASSERT_TRUE(runner.ok()) << runner.status();

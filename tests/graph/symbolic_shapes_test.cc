@@ -34,6 +34,27 @@ absl::StatusOr<Graph> Build(const Writer& write, const SymbolBindings& at,
   return g;
 }
 
+// The net `write` writes, typed at the box's high corner, and its symbolic shapes (no
+// fallback unless `upper_bound`).
+struct Inferred {
+  Graph graph;
+  absl::StatusOr<SymbolicShapes> shapes;
+};
+Inferred Infer(const Writer& write, const SymbolBox& box,
+               const std::map<std::string, std::vector<DeclaredDim>>& declared,
+               bool upper_bound = false) {
+  absl::StatusOr<Graph> g = Build(write, box.High(), declared);
+  EXPECT_TRUE(g.ok()) << g.status();
+  Inferred out{g.ok() ? *std::move(g) : Graph(), absl::UnknownError("not built")};
+  if (!g.ok()) return out;
+  SymbolicShapeOptions options;
+  options.box = box;
+  options.reference = box.High();
+  if (upper_bound) options.upper_bound = &out.graph;
+  out.shapes = InferSymbolicShapes(out.graph, {}, options);
+  return out;
+}
+
 std::string Dims(const SymbolicShapes& s, const Graph& g, const std::string& name) {
   const ValueId id = *g.FindValue(name);
   std::string out;
@@ -71,13 +92,10 @@ TEST(SymbolicShapes, ProbedOpsCopyTheirInputsDims) {
     net.Op("ReduceSum", "sum", {"probs"}, {"sum"}, {Attribute{"axes", std::vector<int64_t>{1}}});
     net.builder().AddExternalOutput("sum");
   };
-  absl::StatusOr<Graph> g = Build(write, box.High(), declared);
-  ASSERT_TRUE(g.ok()) << g.status();
-  SymbolicShapeOptions options;
-  options.box = box;
-  options.reference = box.High();
-  absl::StatusOr<SymbolicShapes> s = InferSymbolicShapes(*g, {}, options);
-  ASSERT_TRUE(s.ok()) << s.status();
+  Inferred inferred = Infer(write, box, declared);
+  const Graph* g = &inferred.graph;
+  ASSERT_TRUE(inferred.shapes.ok()) << inferred.shapes.status();
+  const SymbolicShapes* s = &*inferred.shapes;
   EXPECT_EQ(Dims(*s, *g, "proj"), "[B, N + 1, 32]");
   EXPECT_EQ(Dims(*s, *g, "t"), "[B, 32, N + 1]");
   EXPECT_EQ(Dims(*s, *g, "scores"), "[B, N + 1, N + 1]");
@@ -104,13 +122,10 @@ TEST(SymbolicShapes, RulesForOpsThatComputeDims) {
     net.builder().AddExternalOutput("h0");
     net.builder().AddExternalOutput("padded");
   };
-  absl::StatusOr<Graph> g = Build(write, box.High(), declared);
-  ASSERT_TRUE(g.ok()) << g.status();
-  SymbolicShapeOptions options;
-  options.box = box;
-  options.reference = box.High();
-  absl::StatusOr<SymbolicShapes> s = InferSymbolicShapes(*g, {}, options);
-  ASSERT_TRUE(s.ok()) << s.status();
+  Inferred inferred = Infer(write, box, declared);
+  const Graph* g = &inferred.graph;
+  ASSERT_TRUE(inferred.shapes.ok()) << inferred.shapes.status();
+  const SymbolicShapes* s = &*inferred.shapes;
   EXPECT_EQ(Dims(*s, *g, "cat"), "[4, 3*N, 6]");
   EXPECT_EQ(Dims(*s, *g, "cat_info"), "[2]");
   EXPECT_EQ(Dims(*s, *g, "flat"), "[12*N, 6]");
@@ -138,13 +153,10 @@ TEST(SymbolicShapes, ConvAndPoolingWindowsAreCeilDivisions) {
     net.Op("GlobalAveragePool", "gap", {"p"}, {"g"});
     net.builder().AddExternalOutput("g");
   };
-  absl::StatusOr<Graph> g = Build(write, box.High(), declared);
-  ASSERT_TRUE(g.ok()) << g.status();
-  SymbolicShapeOptions options;
-  options.box = box;
-  options.reference = box.High();
-  absl::StatusOr<SymbolicShapes> s = InferSymbolicShapes(*g, {}, options);
-  ASSERT_TRUE(s.ok()) << s.status();
+  Inferred inferred = Infer(write, box, declared);
+  const Graph* g = &inferred.graph;
+  ASSERT_TRUE(inferred.shapes.ok()) << inferred.shapes.status();
+  const SymbolicShapes* s = &*inferred.shapes;
   EXPECT_EQ(Dims(*s, *g, "c"), "[B, 8, cdiv(H, 2), cdiv(H + 16, 2)]");
   EXPECT_EQ(Dims(*s, *g, "p"), "[B, 8, cdiv(cdiv(H, 2), 2), cdiv(cdiv(H + 16, 2), 2)]");
   EXPECT_EQ(Dims(*s, *g, "g"), "[B, 8, 1, 1]");

@@ -108,22 +108,13 @@ TEST_P(SymbolicAttention, OnePlanForEveryLength) {
   };
   graph::ShapeBindings fixed;
   fixed.dims["batch"] = 1;
-  absl::StatusOr<Graph> reference = at(box.High());
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  graph::SymbolicShapeOptions shape_options;
-  shape_options.box = box;
-  shape_options.reference = box.High();
-  absl::StatusOr<graph::SymbolicShapes> shapes =
-      graph::InferSymbolicShapes(*reference, fixed, shape_options);
-  ASSERT_TRUE(shapes.ok()) << shapes.status();
   PlanOptions options;
   options.planner = PlannerKind::kBestFit;
-  SymbolicPlanOptions sym;
-  sym.box = box;
-  sym.reference = box.High();
-  sym.graph_at = at;
-  absl::StatusOr<SymbolicPlan> plan = PlanSymbolic(*reference, *shapes, options, sym);
-  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<RangePlan> range =
+      PlanRange(at, fixed, box, options, /*upper_bound_fallback=*/false);
+  ASSERT_TRUE(range.ok()) << range.status();
+  const Graph* reference = &range->reference;
+  const SymbolicPlan* plan = &range->plan;
   EXPECT_TRUE(CheckSymbolicPlan(*reference, *plan).ok());
   ExpectBindsEverywhere(*plan, at, 50);
   for (const SymbolicPiece& p : plan->pieces) {
@@ -294,23 +285,13 @@ TEST(SymbolicPlan, RandomNetsWithOneOrTwoSymbols) {
     const SymbolBox box = two ? Box({"N=1..300", "B=1..6"}) : Box({"N=1..400"});
     RandomSymbolicNet net(seed, two);
     auto at = [&](const SymbolBindings& b) { return net.At(b); };
-    absl::StatusOr<Graph> reference = at(box.High());
-    ASSERT_TRUE(reference.ok()) << "seed " << seed << ": " << reference.status();
-    graph::SymbolicShapeOptions shape_options;
-    shape_options.box = box;
-    shape_options.reference = box.High();
-    absl::StatusOr<graph::SymbolicShapes> shapes =
-        graph::InferSymbolicShapes(*reference, {}, shape_options);
-    ASSERT_TRUE(shapes.ok()) << "seed " << seed << ": " << shapes.status();
     PlanOptions options;
     options.planner = PlannerKind::kBestFit;
     options.time_limit_seconds = 0.5;
-    SymbolicPlanOptions sym;
-    sym.box = box;
-    sym.reference = box.High();
-    sym.graph_at = at;
-    absl::StatusOr<SymbolicPlan> plan = PlanSymbolic(*reference, *shapes, options, sym);
-    ASSERT_TRUE(plan.ok()) << "seed " << seed << ": " << plan.status();
+    absl::StatusOr<RangePlan> range =
+        PlanRange(at, {}, box, options, /*upper_bound_fallback=*/false);
+    ASSERT_TRUE(range.ok()) << "seed " << seed << ": " << range.status();
+    const SymbolicPlan* plan = &range->plan;
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     ExpectBindsEverywhere(*plan, at, 50);
     ++planned;
@@ -320,10 +301,9 @@ TEST(SymbolicPlan, RandomNetsWithOneOrTwoSymbols) {
   EXPECT_GE(pieces, 24);
 }
 
-// A plan whose order leaves two conflicting items unordered: valid wherever N <= 16 (the
-// first item ends below the constant offset the third sits at), overlapping above. Binding
-// at sampled small N cannot tell; the checker's proof refuses it and finds the overlap.
-TEST(CheckSymbolicPlan, RefusesAPlanValidOnlyAtTheSampledBindings) {
+// A hand-made plan for N = 1..64 without pieces: item 0 (256*N bytes) lives at step 0, item 1
+// (4096 bytes) at step 2, item 2 (512 bytes) across all three steps.
+SymbolicPlan ThreeItems() {
   SymbolicPlan plan;
   plan.box = Box({"N=1..64"});
   plan.reference = plan.box.High();
@@ -343,6 +323,14 @@ TEST(CheckSymbolicPlan, RefusesAPlanValidOnlyAtTheSampledBindings) {
   };
   plan.items = {item(0, {0, 0}, "256*N"), item(1, {2, 2}, "4096"), item(2, {0, 2}, "512")};
   plan.item_of_value = {0, 1, 2};
+  return plan;
+}
+
+// A plan whose order leaves two conflicting items unordered: valid wherever N <= 16 (the
+// first item ends below the constant offset the third sits at), overlapping above. Binding
+// at sampled small N cannot tell; the checker's proof refuses it and finds the overlap.
+TEST(CheckSymbolicPlan, RefusesAPlanValidOnlyAtTheSampledBindings) {
+  SymbolicPlan plan = ThreeItems();
   SymbolicPiece piece;
   piece.box = plan.box;
   piece.order = {0, 1, 2};
@@ -376,25 +364,7 @@ TEST(CheckSymbolicPlan, RefusesAPlanValidOnlyAtTheSampledBindings) {
 // every binding is the largest piece's, and the largest fitting value stops at the first one
 // over the budget, whatever fits again later.
 TEST(SymbolicPlan, ArenaMayDropBetweenPiecesAndTheSearchesKnowIt) {
-  SymbolicPlan plan;
-  plan.box = Box({"N=1..64"});
-  plan.reference = plan.box.High();
-  plan.base.alignment = 256;
-  plan.base.steps.assign(3, PlanStep{});
-  plan.base.buffer_of_value = {0, 1, 2};
-  plan.base.offset_of_value = {kNoOffset, kNoOffset, kNoOffset};
-  plan.base.lifetime = {{0, 0}, {2, 2}, {0, 2}};
-  auto item = [](graph::ValueId root, Lifetime life, const std::string& bytes) {
-    SymbolicItem i;
-    i.root = root;
-    i.lifetime = life;
-    i.alignment = 256;
-    i.class_bytes = *graph::ParseDimExpr(bytes);
-    i.bytes = i.class_bytes;
-    return i;
-  };
-  plan.items = {item(0, {0, 0}, "256*N"), item(1, {2, 2}, "4096"), item(2, {0, 2}, "512")};
-  plan.item_of_value = {0, 1, 2};
+  SymbolicPlan plan = ThreeItems();
   SymbolicPiece stacked;  // N = 1..10: all three stacked, 256*N + 4608
   stacked.box = Box({"N=1..10"});
   stacked.order = {0, 1, 2};
