@@ -18,6 +18,9 @@ namespace {
 
 using ExprDims = std::vector<DimExpr>;
 
+// The most distinct dim expressions the observed rule matches data-carried dims against.
+constexpr size_t kMaxDimPool = 1024;
+
 std::string DimsText(const ExprDims& dims) {
   return absl::StrCat("[", absl::StrJoin(dims, ", ", [](std::string* out, const DimExpr& d) {
                         out->append(d.ToString());
@@ -372,6 +375,200 @@ absl::StatusOr<std::vector<ExprDims>> ProbeRule(const OpInputs& in, const OpSche
   return outputs;
 }
 
+// The net typed at the observation bindings: two random bindings where every symbol differs,
+// then every corner of the box. Built on first need (an import per binding).
+class Observations {
+ public:
+  Observations(const SymbolicShapeOptions& options, const SymbolBox& box)
+      : options_(options), box_(box) {}
+
+  // InvalidArgument when a binding cannot be typed (the reason is the caller's fallback).
+  absl::Status Build() {
+    if (built_) return status_;
+    built_ = true;
+    std::mt19937_64 rng(0x5eed);
+    for (int attempt = 0; attempt < 64 && at_.empty(); ++attempt) {
+      SymbolBindings p1, p2;
+      bool differ = true;
+      for (const SymbolRange& r : box_.ranges) {
+        std::uniform_int_distribution<int64_t> pick(r.lo, r.hi);
+        p1[r.symbol] = pick(rng);
+        p2[r.symbol] = pick(rng);
+        differ = differ && p1[r.symbol] != p2[r.symbol];
+      }
+      if (differ) at_ = {p1, p2};
+    }
+    if (at_.empty()) {
+      status_ = absl::InvalidArgumentError("no two bindings of the box differ in every symbol");
+      return status_;
+    }
+    for (SymbolBindings& corner : box_.Corners()) at_.push_back(std::move(corner));
+    for (const SymbolBindings& b : at_) {
+      absl::StatusOr<Graph> g = options_.graph_at(b);
+      if (!g.ok()) {
+        status_ = absl::InvalidArgumentError(
+            absl::StrCat("the net cannot be typed at another binding: ", g.status().message()));
+        return status_;
+      }
+      graphs_.push_back(*std::move(g));
+    }
+    return status_;
+  }
+  const std::vector<SymbolBindings>& at() const { return at_; }
+  const std::vector<Graph>& graphs() const { return graphs_; }
+
+ private:
+  const SymbolicShapeOptions& options_;
+  const SymbolBox& box_;
+  bool built_ = false;
+  absl::Status status_;
+  std::vector<SymbolBindings> at_;
+  std::vector<Graph> graphs_;
+};
+
+// The dims of graph input `id` (a folded constant) as symbols of the box, matched across the
+// observation bindings: each dim a constant or exactly one symbol.
+absl::StatusOr<ExprDims> MatchSymbols(const Value& v, ValueId id, Observations& observations,
+                                      const SymbolBox& box) {
+  MG_RETURN_IF_ERROR(observations.Build());
+  const std::vector<SymbolBindings>& at = observations.at();
+  const std::vector<Graph>& graphs = observations.graphs();
+  ExprDims dims;
+  for (size_t j = 0; j < v.type->dims.size(); ++j) {
+    std::vector<int64_t> seen;
+    for (const Graph& g : graphs) {
+      if (g.num_values() <= id || !g.value(id).type.has_value() ||
+          g.value(id).type->dims.size() != v.type->dims.size()) {
+        return NotExpressible("its rank changes with the binding");
+      }
+      seen.push_back(g.value(id).type->dims[j]);
+    }
+    std::optional<DimExpr> match;
+    if (std::all_of(seen.begin(), seen.end(), [&](int64_t x) { return x == v.type->dims[j]; })) {
+      match = DimExpr::Constant(v.type->dims[j]);
+    } else {
+      for (const SymbolRange& r : box.ranges) {
+        bool all = true;
+        for (size_t p = 0; p < at.size() && all; ++p) all = at[p].at(r.symbol) == seen[p];
+        if (all && !match.has_value()) match = DimExpr::Symbol(r.symbol);
+      }
+    }
+    if (!match.has_value()) return NotExpressible(absl::StrCat("dim ", j, " is no symbol"));
+    dims.push_back(*std::move(match));
+  }
+  return dims;
+}
+
+int64_t Elements(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;  // typed dims: their product fits (ByteSize checked it)
+  return n;
+}
+
+// The observed rule (see the header): each output dim matched, across the net typed at the
+// observation bindings, to a constant or one input dim expression; one dim left may be solved
+// from an element count the op keeps.
+absl::StatusOr<std::vector<ExprDims>> ObservedRule(const OpInputs& in,
+                                                   const std::vector<TensorType>& reference,
+                                                   Observations& observations,
+                                                   const std::vector<DimExpr>& pool) {
+  MG_RETURN_IF_ERROR(observations.Build());
+  const std::vector<SymbolBindings>& at = observations.at();
+  const std::vector<Graph>& graphs = observations.graphs();
+  std::vector<DimExpr> exprs;
+  for (const ExprDims* dims : in.dims) {
+    for (const DimExpr& d : *dims) {
+      if (!d.IsConstant() && std::find(exprs.begin(), exprs.end(), d) == exprs.end()) {
+        exprs.push_back(d);
+      }
+    }
+  }
+  std::set<int64_t> seen1, seen2;
+  for (const DimExpr& e : exprs) {
+    absl::StatusOr<int64_t> v1 = e.Evaluate(at[0]), v2 = e.Evaluate(at[1]);
+    if (!v1.ok() || !v2.ok() || *v1 == *v2 || !seen1.insert(*v1).second ||
+        !seen2.insert(*v2).second) {
+      return NotExpressible("the observation bindings do not tell its input dims apart");
+    }
+  }
+  std::vector<ExprDims> outputs;
+  for (size_t k = 0; k < reference.size(); ++k) {
+    const ValueId id = in.op.outputs[k];
+    std::vector<const TensorType*> types;
+    for (const Graph& g : graphs) {
+      if (g.num_values() <= id || g.value(id).name != in.graph.value(id).name ||
+          !g.value(id).type.has_value() ||
+          g.value(id).type->dims.size() != reference[k].dims.size()) {
+        return NotExpressible("the net typed at another binding differs here");
+      }
+      types.push_back(&*g.value(id).type);
+    }
+    const size_t rank = reference[k].dims.size();
+    ExprDims dims(rank);
+    std::vector<size_t> unmatched;
+    for (size_t j = 0; j < rank; ++j) {
+      const int64_t v1 = types[0]->dims[j], v2 = types[1]->dims[j];
+      std::optional<DimExpr> match;
+      if (v1 == v2) {
+        match = DimExpr::Constant(v1);
+      } else {
+        for (const DimExpr& e : exprs) {
+          if (*e.Evaluate(at[0]) == v1 && *e.Evaluate(at[1]) == v2) match = e;
+        }
+        if (!match.has_value()) {
+          // A dim carried by data (ConstantOfShape(Shape(x))): one of the net's dims so far,
+          // the only one with these values at both bindings.
+          int found = 0;
+          for (const DimExpr& e : pool) {
+            absl::StatusOr<int64_t> a = e.Evaluate(at[0]), b = e.Evaluate(at[1]);
+            if (a.ok() && b.ok() && *a == v1 && *b == v2 && found++ == 0) match = e;
+          }
+          if (found > 1) match.reset();
+        }
+      }
+      bool holds = match.has_value();
+      for (size_t p = 2; holds && p < at.size(); ++p) {
+        absl::StatusOr<int64_t> v = match->Evaluate(at[p]);
+        holds = v.ok() && *v == types[p]->dims[j];
+      }
+      if (holds) {
+        dims[j] = *std::move(match);
+      } else {
+        unmatched.push_back(j);
+      }
+    }
+    if (unmatched.size() == 1 && !in.dims.empty()) {
+      // A reshape's inferred dim: the input's element count over the other dims, where the op
+      // keeps the count at every observed binding.
+      MG_ASSIGN_OR_RETURN(DimExpr count, Product(*in.dims[0], 0, in.dims[0]->size()));
+      DimExpr others = DimExpr::Constant(1);
+      for (size_t j = 0; j < rank; ++j) {
+        if (j != unmatched[0]) {
+          MG_ASSIGN_OR_RETURN(others, Mul(others, dims[j]));
+        }
+      }
+      absl::StatusOr<DimExpr> solved = ExactDivide(count, others);
+      bool holds = solved.ok();
+      for (size_t p = 0; holds && p < at.size(); ++p) {
+        const Value& input = graphs[p].value(in.op.inputs[0]);
+        absl::StatusOr<int64_t> v = solved->Evaluate(at[p]);
+        holds = v.ok() && *v == types[p]->dims[unmatched[0]] && input.type.has_value() &&
+                Elements(input.type->dims) == Elements(types[p]->dims);
+      }
+      if (holds) {
+        dims[unmatched[0]] = *std::move(solved);
+        unmatched.clear();
+      }
+    }
+    if (!unmatched.empty()) {
+      return NotExpressible(absl::StrCat("output ", k, " dim ", unmatched[0],
+                                         " is computed from tensor data, not one input dim"));
+    }
+    outputs.push_back(std::move(dims));
+  }
+  return outputs;
+}
+
 }  // namespace
 
 absl::StatusOr<DimExpr> SymbolicByteSize(const std::vector<DimExpr>& dims, DataType dtype,
@@ -428,8 +625,16 @@ absl::StatusOr<SymbolicShapes> InferSymbolicShapes(const Graph& graph,
     tainted[id] = true;
     return absl::OkStatus();
   };
+  // The distinct non-constant dims of the values expressed so far, for the observed rule.
+  std::vector<DimExpr> pool;
   auto set_dims = [&](ValueId id, ExprDims dims) -> absl::Status {
     const Value& v = graph.value(id);
+    for (const DimExpr& d : dims) {
+      if (!d.IsConstant() && pool.size() < kMaxDimPool &&
+          std::find(pool.begin(), pool.end(), d) == pool.end()) {
+        pool.push_back(d);
+      }
+    }
     absl::StatusOr<DimExpr> bytes = SymbolicByteSize(dims, v.type->dtype, v.DisplayName());
     if (!bytes.ok()) return fallback(id, std::string(bytes.status().message()));
     out.bytes[id] = *std::move(bytes);
@@ -439,6 +644,7 @@ absl::StatusOr<SymbolicShapes> InferSymbolicShapes(const Graph& graph,
     return absl::OkStatus();
   };
 
+  Observations observations(options, box);
   for (ValueId id = 0; id < n; ++id) {
     const Value& v = graph.value(id);
     if (v.producer != kNone) continue;
@@ -481,6 +687,26 @@ absl::StatusOr<SymbolicShapes> InferSymbolicShapes(const Graph& graph,
         }
       }
     }
+    if (options.graph_at && v.role == Role::kConstant && !box.empty()) {
+      // Data an importer folded at this binding (a Shape chain's result) may differ at
+      // another, in its values (ops reading it are observed, never taken as constant) and in
+      // its dims (matched to the symbols at the observation bindings).
+      tainted[id] = true;
+      bool same = observations.Build().ok();
+      for (const Graph& g : observations.graphs()) {
+        same = same && g.num_values() > id && g.value(id).type.has_value() &&
+               g.value(id).type->dims == v.type->dims;
+      }
+      if (!same) {
+        absl::StatusOr<ExprDims> matched = MatchSymbols(v, id, observations, box);
+        if (!matched.ok()) {
+          MG_RETURN_IF_ERROR(fallback(id, absl::StrCat("a folded constant whose dims change with "
+                                                       "the binding: ", matched.status().message())));
+          continue;
+        }
+        dims = *std::move(matched);
+      }
+    }
     MG_RETURN_IF_ERROR(set_dims(id, std::move(dims)));
   }
 
@@ -514,6 +740,16 @@ absl::StatusOr<SymbolicShapes> InferSymbolicShapes(const Graph& graph,
       result = rule(in);
     } else if (const OpSchema* schema = schemas.Find(op.type)) {
       result = ProbeRule(in, *schema, reference, box, 0x9e3779b97f4a7c15ULL ^ op_id);
+    }
+    if (!result.ok() && options.graph_at) {
+      absl::StatusOr<std::vector<ExprDims>> observed =
+          ObservedRule(in, reference, observations, pool);
+      if (observed.ok()) {
+        result = std::move(observed);
+      } else {
+        result = NotExpressible(absl::StrCat(result.status().message(), "; observed at other "
+                                             "bindings: ", observed.status().message()));
+      }
     }
     if (!result.ok()) {
       MG_RETURN_IF_ERROR(fail_all(std::string(result.status().message())));

@@ -28,6 +28,15 @@
 //   This is exact for the ops whose output dims are input dims or numbers from attributes
 //   (elementwise and broadcasting ops, MatMul, Transpose, Softmax, normalisation, gradient
 //   ops, attention kernels); an op that computes a dim (2·N) matches nothing and is refused.
+// - an op whose output shape depends on tensor data (a Reshape fed by a shape computed from
+//   `Shape`, which an ONNX importer folds into a constant at each binding; ConstantOfShape;
+//   an op without a schema) is *observed* when `graph_at` is given: the net is typed at two
+//   bindings where every symbol differs and at every corner, and each output dim must be a
+//   constant or exactly one input dim expression there, as for a probe, or else the only dim
+//   expression of the net so far with those values (a dim carried by data); one dim that is
+//   none of these is solved from the element count when the op keeps its input's (a
+//   Reshape's -1) and checked at every observed binding. Data that an importer folded (a constant input of the net: Role
+//   kConstant) may differ between bindings, so ops reading it are never taken as constant.
 // A value none of these express (an op without a schema, a shape read from tensor data, a
 // non-monotone size: a valid convolution's H - 2 times anything) is an InvalidArgument naming it, or, with `upper_bound` set, takes the
 // constant size it has in that graph (typed at the box's high corner), and so do the values
@@ -40,6 +49,7 @@
 #ifndef MEMONGER_GRAPH_SYMBOLIC_SHAPES_H_
 #define MEMONGER_GRAPH_SYMBOLIC_SHAPES_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -65,6 +75,9 @@ struct SymbolicShapeOptions {
   SymbolBindings reference;  // the binding `graph` is typed at; inside the box
   // Typed at box.High(): fallback sizes come from it. nullptr: no fallback.
   const Graph* upper_bound = nullptr;
+  // The same net typed at another binding (an importer's shape inference there), for ops whose
+  // output shapes depend on tensor data (the observed rule above). Empty: no such rule.
+  std::function<absl::StatusOr<Graph>(const SymbolBindings&)> graph_at;
 };
 
 absl::StatusOr<SymbolicShapes> InferSymbolicShapes(

@@ -443,6 +443,7 @@ absl::StatusOr<RangePlan> PlanRange(
   shape_options.box = box;
   shape_options.reference = high;
   if (upper_bound_fallback) shape_options.upper_bound = &range.reference;
+  shape_options.graph_at = graph_at;
   MG_ASSIGN_OR_RETURN(range.shapes,
                       graph::InferSymbolicShapes(range.reference, fixed, shape_options));
   SymbolicPlanOptions sym;

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/text_format.h"
+#include "onnx/onnx_pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
@@ -146,6 +148,44 @@ TEST(SymbolicCliTest, WhatIfOverALengthRange) {
                            "--budget 10KB").exit_code, 3);
   auto other = RunOptimizeNet("--workload random:ops=10 --compare seed=1,2 --dim n=1..5");
   EXPECT_EQ(other.exit_code, 1);
+}
+
+// An ONNX model as a PyTorch export writes `x.view(x.size(0), -1)` and a mask of x's shape:
+// Shape -> Gather -> Unsqueeze -> Concat -> Reshape (folded by the importer at each binding)
+// and ConstantOfShape(Shape(x)). Every value gets an expression (no fallback note), and the v2
+// plan binds at other lengths.
+TEST(SymbolicCliTest, OnnxShapeChainsAreExpressed) {
+  const std::string chain = SourcePath("fuzz/corpus/onnx/reshape_fold.onnx");
+  const std::string plan = TempDir() + "/chain.json";
+  auto r = RunOptimizeNet("'" + chain + "' --dim N=1..64 --plan-json '" + plan + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("no size expression"))) << r.err;
+  for (int n : {1, 37, 64}) {
+    auto bound = RunOptimizeNet(absl::StrCat("'", chain, "' --dim N=", n, " --plan-in '", plan, "'"));
+    EXPECT_EQ(bound.exit_code, 0) << n << ": " << bound.err;
+  }
+  onnx::ModelProto model;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    ir_version: 8
+    opset_import { domain: "" version: 17 }
+    graph {
+      name: "mask_of_shape"
+      node { input: "x" output: "s" op_type: "Shape" name: "shape" }
+      node { input: "s" output: "ones" op_type: "ConstantOfShape" name: "fill"
+             attribute { name: "value" type: TENSOR t { data_type: 1 dims: 1 float_data: 1.0 } } }
+      node { input: "x" input: "ones" output: "y" op_type: "Mul" name: "mul" }
+      node { input: "y" output: "out" op_type: "Relu" name: "relu" }
+      input { name: "x" type { tensor_type { elem_type: 1 shape {
+        dim { dim_param: "N" } dim { dim_value: 3 } dim { dim_value: 4 } } } } }
+      output { name: "out" type { tensor_type { elem_type: 1 } } }
+    })pb", &model));
+  const std::string mask = WriteTempFile("mask.onnx", model.SerializeAsString());
+  const std::string mask_plan = TempDir() + "/mask.json";
+  auto m = RunOptimizeNet("'" + mask + "' --dim N=1..64 --plan-json '" + mask_plan + "'");
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_THAT(m.err, ::testing::Not(HasSubstr("no size expression"))) << m.err;
+  auto bound = RunOptimizeNet("'" + mask + "' --dim N=23 --plan-in '" + mask_plan + "'");
+  EXPECT_EQ(bound.exit_code, 0) << bound.err;
 }
 
 TEST(SymbolicCliTest, RangesNeedASymbolAndOneBindingForConcreteOutputs) {
