@@ -2,6 +2,7 @@
 // memonger.plan/v2 and bound back at single values by --plan-in, each bound plan verified by
 // the run; values outside the range, tampered documents and flags that need one binding are
 // refused.
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -186,6 +187,34 @@ TEST(SymbolicCliTest, OnnxShapeChainsAreExpressed) {
   EXPECT_THAT(m.err, ::testing::Not(HasSubstr("no size expression"))) << m.err;
   auto bound = RunOptimizeNet("'" + mask + "' --dim N=23 --plan-in '" + mask_plan + "'");
   EXPECT_EQ(bound.exit_code, 0) << bound.err;
+}
+
+// libonnx-testdata's Conv2d with a symbolic batch, as an exporter with dynamic axes writes it:
+// one plan for batch 1..64, bound at every batch and verified by the run.
+TEST(SymbolicCliTest, OnnxModelWithASymbolicBatch) {
+  std::ifstream in("/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx",
+                   std::ios::binary);
+  if (!in) GTEST_SKIP() << "libonnx-testdata is not installed";
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromIstream(&in));
+  model.mutable_graph()->clear_value_info();
+  for (auto* list : {model.mutable_graph()->mutable_input(), model.mutable_graph()->mutable_output()}) {
+    list->Mutable(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
+        ->set_dim_param("batch");
+  }
+  const std::string path = WriteTempFile("conv2d_batch.onnx", model.SerializeAsString());
+  const std::string plan = TempDir() + "/conv2d_batch.json";
+  auto r = RunOptimizeNet("'" + path + "' --dim batch=1..64 --plan-json '" + plan + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("symbolic plan for batch=1..64"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("no size expression"))) << r.err;
+  for (int batch = 1; batch <= 64; batch += 9) {
+    auto bound = RunOptimizeNet(absl::StrCat("'", path, "' --dim batch=", batch, " --plan-in '",
+                                             plan, "' --format json"));
+    ASSERT_EQ(bound.exit_code, 0) << batch << ": " << bound.err;
+    const auto j = nlohmann::json::parse(bound.out);
+    EXPECT_EQ(j["arena_bytes"], j["lower_bound_bytes"]) << batch;
+  }
 }
 
 TEST(SymbolicCliTest, RangesNeedASymbolAndOneBindingForConcreteOutputs) {
