@@ -652,13 +652,40 @@ class Parser {
     return value;
   }
 
+  // After a '-': an integer that stands alone as the term, read as a negative number, so that
+  // -9223372036854775808 (INT64_MIN, which ToString writes and whose magnitude is no int64)
+  // reads back. nullopt, reading nothing, when the term is more than one integer.
+  std::optional<int64_t> NegativeLiteral() {
+    size_t p = pos_;
+    while (p < text_.size() && absl::ascii_isspace(text_[p])) ++p;
+    const size_t start = p;
+    uint64_t magnitude = 0;
+    constexpr uint64_t kLimit = uint64_t{1} << 63;
+    while (p < text_.size() && absl::ascii_isdigit(text_[p])) {
+      const uint64_t digit = static_cast<uint64_t>(text_[p] - '0');
+      if (magnitude > (kLimit - digit) / 10) return std::nullopt;  // beyond 2^63
+      magnitude = magnitude * 10 + digit;
+      ++p;
+    }
+    if (p == start) return std::nullopt;
+    size_t after = p;
+    while (after < text_.size() && absl::ascii_isspace(text_[after])) ++after;
+    if (after < text_.size() && (text_[after] == '*' || text_[after] == '^')) return std::nullopt;
+    pos_ = p;
+    return magnitude == kLimit ? INT64_MIN : -static_cast<int64_t>(magnitude);
+  }
+
   absl::StatusOr<DimExpr> Expr(int depth) {
     if (depth > util::kMaxNestingDepth) return Error("nested too deeply");
     DimExpr sum;
     if (Eat('-')) {  // a negative constant ("-3": the form ToString gives one)
-      MG_ASSIGN_OR_RETURN(DimExpr first, Term(depth));
-      if (!first.IsConstant()) return Error("only a constant may be negated");
-      MG_ASSIGN_OR_RETURN(sum, SubtractConstant(DimExpr(), first.ConstantValue()));
+      if (std::optional<int64_t> literal = NegativeLiteral()) {
+        sum = DimExpr::Constant(*literal);
+      } else {
+        MG_ASSIGN_OR_RETURN(DimExpr first, Term(depth));
+        if (!first.IsConstant()) return Error("only a constant may be negated");
+        MG_ASSIGN_OR_RETURN(sum, SubtractConstant(DimExpr(), first.ConstantValue()));
+      }
     } else {
       MG_ASSIGN_OR_RETURN(sum, Term(depth));
     }
@@ -667,6 +694,10 @@ class Parser {
         MG_ASSIGN_OR_RETURN(DimExpr next, Term(depth));
         MG_ASSIGN_OR_RETURN(sum, Add(sum, next));
       } else if (Eat('-')) {
+        if (std::optional<int64_t> literal = NegativeLiteral()) {
+          MG_ASSIGN_OR_RETURN(sum, Add(sum, DimExpr::Constant(*literal)));
+          continue;
+        }
         MG_ASSIGN_OR_RETURN(DimExpr next, Term(depth));
         if (!next.IsConstant()) return Error("only a constant may be subtracted");
         MG_ASSIGN_OR_RETURN(sum, SubtractConstant(sum, next.ConstantValue()));

@@ -25,6 +25,7 @@
 #include "graph/onnx/onnx_import.h"
 #include "graph/records.h"
 #include "graph/shape_inference.h"
+#include "graph/dim_expr.h"
 #include "gtest/gtest.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
@@ -190,6 +191,14 @@ TEST_P(FuzzRegressionTest, EntryPointAnswers) {
     FeedWorkloadSpec(bytes);
   } else if (r.harness == "cli_args") {
     FeedCommandLine(bytes);
+  } else if (r.harness == "dim_expr") {
+    // The harness's property: what ToString writes parses back to the same expression.
+    absl::StatusOr<graph::DimExpr> e = graph::ParseDimExpr(bytes);
+    if (e.ok()) {
+      absl::StatusOr<graph::DimExpr> again = graph::ParseDimExpr(e->ToString());
+      ASSERT_TRUE(again.ok()) << e->ToString() << ": " << again.status();
+      EXPECT_EQ(again->ToString(), e->ToString());
+    }
   } else {
     FAIL() << "no entry point for harness '" << r.harness
            << "' (a planners finding gets a test that builds its problem by hand)";

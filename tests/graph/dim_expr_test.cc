@@ -278,6 +278,20 @@ TEST(DimExprPropertyTest, DivisionDominanceBoundsAndShifts) {
   EXPECT_GT(dominated, 100);
 }
 
+// The fuzzer's finding: min(N, -8) folds to -8, whose 21st power is INT64_MIN; its text
+// "-9223372036854775808" must read back (its magnitude is no int64), as a lone constant and
+// subtracted in a sum.
+TEST(DimExprTest, Int64MinReadsBack) {
+  const DimExpr e = P("min(N, -8)^21");
+  EXPECT_EQ(e.ToString(), "-9223372036854775808");
+  EXPECT_EQ(P(e.ToString()), e);
+  const DimExpr sum = Must(Add(P("N"), e));
+  EXPECT_EQ(sum.ToString(), "N - 9223372036854775808");
+  EXPECT_EQ(P(sum.ToString()), sum);
+  EXPECT_FALSE(ParseDimExpr("-9223372036854775809").ok());
+  EXPECT_FALSE(ParseDimExpr("-9223372036854775808*2").ok());
+}
+
 TEST(DimExprTest, ExactDivisionAndRounding) {
   EXPECT_EQ(Must(ExactDivide(P("64*n + 64"), P("2*n + 2"))).ToString(), "32");
   EXPECT_EQ(Must(ExactDivide(P("6*B*N^2 + 6*B*N"), P("3*N"))).ToString(), "2*B*N + 2*B");
