@@ -286,12 +286,9 @@ Rule RuleFor(absl::string_view type) {
   return nullptr;
 }
 
-// The probe rule (see the header): the op's shape function at two bindings that tell every
-// distinct input expression apart, and at the box's corners.
-absl::StatusOr<std::vector<ExprDims>> ProbeRule(const OpInputs& in, const OpSchema& schema,
-                                                const std::vector<TensorType>& reference,
-                                                const SymbolBox& box, uint64_t seed) {
-  std::vector<DimExpr> exprs;  // the distinct non-constant input dims
+// The distinct input dim expressions of an op that depend on a symbol.
+std::vector<DimExpr> DistinctInputDims(const OpInputs& in) {
+  std::vector<DimExpr> exprs;
   for (const ExprDims* dims : in.dims) {
     for (const DimExpr& d : *dims) {
       if (!d.IsConstant() && std::find(exprs.begin(), exprs.end(), d) == exprs.end()) {
@@ -299,6 +296,48 @@ absl::StatusOr<std::vector<ExprDims>> ProbeRule(const OpInputs& in, const OpSche
       }
     }
   }
+  return exprs;
+}
+
+// One output dim of the probe and observed rules, from its values `seen` at `at` (the two
+// telling bindings first, then the corners): a constant when the two agree, else the input
+// expression with those two values (they tell the inputs apart), else the one expression of
+// `pool` with them; kept only when it gives `seen` at every binding.
+std::optional<DimExpr> MatchDim(const std::vector<int64_t>& seen,
+                                const std::vector<SymbolBindings>& at,
+                                const std::vector<DimExpr>& exprs,
+                                const std::vector<DimExpr>& pool) {
+  auto gives = [&](const DimExpr& e, size_t p) {
+    absl::StatusOr<int64_t> v = e.Evaluate(at[p]);
+    return v.ok() && *v == seen[p];
+  };
+  std::optional<DimExpr> match;
+  if (seen[0] == seen[1]) {
+    match = DimExpr::Constant(seen[0]);
+  } else {
+    for (const DimExpr& e : exprs) {
+      if (gives(e, 0) && gives(e, 1)) match = e;
+    }
+    if (!match.has_value()) {
+      int found = 0;
+      for (const DimExpr& e : pool) {
+        if (gives(e, 0) && gives(e, 1) && found++ == 0) match = e;
+      }
+      if (found > 1) match.reset();
+    }
+  }
+  for (size_t p = 2; match.has_value() && p < at.size(); ++p) {
+    if (!gives(*match, p)) match.reset();
+  }
+  return match;
+}
+
+// The probe rule (see the header): the op's shape function at two bindings that tell every
+// distinct input expression apart, and at the box's corners.
+absl::StatusOr<std::vector<ExprDims>> ProbeRule(const OpInputs& in, const OpSchema& schema,
+                                                const std::vector<TensorType>& reference,
+                                                const SymbolBox& box, uint64_t seed) {
+  const std::vector<DimExpr> exprs = DistinctInputDims(in);
   // Two bindings where every expression changes value and no two share one.
   std::mt19937_64 rng(seed);
   std::vector<SymbolBindings> probes;
@@ -348,25 +387,12 @@ absl::StatusOr<std::vector<ExprDims>> ProbeRule(const OpInputs& in, const OpSche
     }
     ExprDims dims;
     for (size_t j = 0; j < rank; ++j) {
-      const int64_t v1 = results[0][k].dims[j], v2 = results[1][k].dims[j];
-      std::optional<DimExpr> match;
-      if (v1 == v2) {
-        match = DimExpr::Constant(v1);
-      } else {
-        for (const DimExpr& e : exprs) {
-          if (*e.Evaluate(probes[0]) == v1 && *e.Evaluate(probes[1]) == v2) match = e;
-        }
-      }
+      std::vector<int64_t> seen;
+      for (const auto& r : results) seen.push_back(r[k].dims[j]);
+      std::optional<DimExpr> match = MatchDim(seen, probes, exprs, /*pool=*/{});
       if (!match.has_value()) {
         return NotExpressible(absl::StrCat("output ", k, " dim ", j,
                                            " is computed from its inputs' dims, not one of them"));
-      }
-      for (size_t p = 2; p < probes.size(); ++p) {
-        absl::StatusOr<int64_t> at = match->Evaluate(probes[p]);
-        if (!at.ok() || *at != results[p][k].dims[j]) {
-          return NotExpressible(absl::StrCat("output ", k, " dim ", j, " is ", match->ToString(),
-                                             " at two probes but not at a corner of the box"));
-        }
       }
       dims.push_back(*std::move(match));
     }
@@ -475,14 +501,7 @@ absl::StatusOr<std::vector<ExprDims>> ObservedRule(const OpInputs& in,
   MG_RETURN_IF_ERROR(observations.Build());
   const std::vector<SymbolBindings>& at = observations.at();
   const std::vector<Graph>& graphs = observations.graphs();
-  std::vector<DimExpr> exprs;
-  for (const ExprDims* dims : in.dims) {
-    for (const DimExpr& d : *dims) {
-      if (!d.IsConstant() && std::find(exprs.begin(), exprs.end(), d) == exprs.end()) {
-        exprs.push_back(d);
-      }
-    }
-  }
+  const std::vector<DimExpr> exprs = DistinctInputDims(in);
   std::set<int64_t> seen1, seen2;
   for (const DimExpr& e : exprs) {
     absl::StatusOr<int64_t> v1 = e.Evaluate(at[0]), v2 = e.Evaluate(at[1]);
@@ -507,30 +526,11 @@ absl::StatusOr<std::vector<ExprDims>> ObservedRule(const OpInputs& in,
     ExprDims dims(rank);
     std::vector<size_t> unmatched;
     for (size_t j = 0; j < rank; ++j) {
-      const int64_t v1 = types[0]->dims[j], v2 = types[1]->dims[j];
-      std::optional<DimExpr> match;
-      if (v1 == v2) {
-        match = DimExpr::Constant(v1);
-      } else {
-        for (const DimExpr& e : exprs) {
-          if (*e.Evaluate(at[0]) == v1 && *e.Evaluate(at[1]) == v2) match = e;
-        }
-        if (!match.has_value()) {
-          // A dim carried by data (ConstantOfShape(Shape(x))): one of the net's dims so far,
-          // the only one with these values at both bindings.
-          int found = 0;
-          for (const DimExpr& e : pool) {
-            absl::StatusOr<int64_t> a = e.Evaluate(at[0]), b = e.Evaluate(at[1]);
-            if (a.ok() && b.ok() && *a == v1 && *b == v2 && found++ == 0) match = e;
-          }
-          if (found > 1) match.reset();
-        }
-      }
-      bool holds = match.has_value();
-      for (size_t p = 2; holds && p < at.size(); ++p) {
-        absl::StatusOr<int64_t> v = match->Evaluate(at[p]);
-        holds = v.ok() && *v == types[p]->dims[j];
-      }
+      // A dim carried by data (ConstantOfShape(Shape(x))) is one of the net's dims so far.
+      std::vector<int64_t> seen;
+      for (const TensorType* t : types) seen.push_back(t->dims[j]);
+      std::optional<DimExpr> match = MatchDim(seen, at, exprs, pool);
+      const bool holds = match.has_value();
       if (holds) {
         dims[j] = *std::move(match);
       } else {
