@@ -91,7 +91,8 @@ absl::Status ValidateOffsetProblem(const OffsetProblem& problem) {
   return absl::OkStatus();
 }
 
-IntervalIndex::IntervalIndex(const OffsetProblem& problem, int path_depth) {
+IntervalIndex::IntervalIndex(const OffsetProblem& problem, int path_depth, int bucket_entries) {
+  MG_CHECK(bucket_entries >= 1);
   // Elementary segments: between consecutive distinct boundaries first_step and last_step + 1.
   std::vector<int64_t> bounds;
   bounds.reserve(2 * problem.items.size());
@@ -112,14 +113,45 @@ IntervalIndex::IntervalIndex(const OffsetProblem& problem, int path_depth) {
     last_segment_[i] = index_of(static_cast<int64_t>(problem.items[i].last_step) + 1) - 1;
     MG_CHECK(first_segment_[i] <= last_segment_[i]);
   }
+  // Buckets: runs of consecutive segments, cut greedily from the left so that each holds at
+  // most `bucket_entries` entries (items starting after its first segment or ending before its
+  // last) and `bucket_entries` segments. A boundary where many items start or end becomes a
+  // bucket edge, so that no query scans a long entry list: a one-segment bucket has no entries.
+  std::vector<int> starts(num_segments_, 0);
+  std::vector<int> ends(num_segments_, 0);
+  for (size_t i = 0; i < problem.items.size(); ++i) {
+    ++starts[first_segment_[i]];
+    ++ends[last_segment_[i]];
+  }
+  bucket_of_segment_.resize(num_segments_);
+  bucket_first_segment_.clear();
+  for (int s = 0; s < num_segments_;) {
+    const int bucket = static_cast<int>(bucket_first_segment_.size());
+    bucket_first_segment_.push_back(s);
+    bucket_of_segment_[s] = bucket;
+    int64_t entries = 0;
+    int end = s + 1;
+    while (end < num_segments_ && end - s < bucket_entries) {
+      // Taking segment `end` in makes the starts at it and the ends at end - 1 interior.
+      const int64_t more = int64_t{starts[end]} + ends[end - 1];
+      if (entries + more > bucket_entries) break;
+      entries += more;
+      bucket_of_segment_[end++] = bucket;
+    }
+    s = end;
+  }
+  num_buckets_ = std::max(1, static_cast<int>(bucket_first_segment_.size()));
+  bucket_first_segment_.push_back(num_segments_);  // the end of the last bucket
   int leaves = 1;
   tree_depth_ = 0;
-  while (leaves < num_segments_) {
+  while (leaves < num_buckets_) {
     leaves *= 2;
     ++tree_depth_;
   }
   path_depth_ = std::min(tree_depth_, path_depth);
+  first_leaf_ = leaves;
   nodes_.resize(2 * static_cast<size_t>(leaves));
+  entries_.resize(num_buckets_);
 }
 
 void IntervalIndex::Clear() {
@@ -128,6 +160,7 @@ void IntervalIndex::Clear() {
     nodes_[node].below.clear();
     nodes_[node].path.clear();
     nodes_[node].touched = false;
+    if (node >= first_leaf_) entries_[node - first_leaf_].clear();
   }
   touched_.clear();
 }
@@ -141,17 +174,34 @@ void IntervalIndex::Add(int node, std::vector<ByteRange> Node::*list, ByteRange 
   AddRange(n.*list, range);
 }
 
-void IntervalIndex::Insert(int item, int64_t offset, int64_t bytes) {
+IntervalIndex::BucketSpan IntervalIndex::SpanOf(int item) const {
   MG_CHECK(item >= 0 && item < static_cast<int>(first_segment_.size()));
-  if (bytes <= 0) return;
-  InsertAt(1, 0, num_segments_ - 1, 0, first_segment_[item], last_segment_[item],
-           ByteRange{offset, offset + bytes});
+  BucketSpan span;
+  span.first_segment = first_segment_[item];
+  span.last_segment = last_segment_[item];
+  span.first_bucket = bucket_of_segment_[span.first_segment];
+  span.last_bucket = bucket_of_segment_[span.last_segment];
+  // A bucket is covered whole when the lifetime starts at or before its first segment and ends
+  // at or after its last.
+  span.full_first = span.first_segment == bucket_first_segment_[span.first_bucket]
+                        ? span.first_bucket
+                        : span.first_bucket + 1;
+  span.full_last = span.last_segment + 1 == bucket_first_segment_[span.last_bucket + 1]
+                       ? span.last_bucket
+                       : span.last_bucket - 1;
+  return span;
 }
 
-void IntervalIndex::InsertAt(int node, int lo, int hi, int depth, int first, int last,
+void IntervalIndex::Insert(int item, int64_t offset, int64_t bytes) {
+  const BucketSpan span = SpanOf(item);
+  if (bytes <= 0) return;
+  InsertAt(1, 0, first_leaf_ - 1, 0, span, ByteRange{offset, offset + bytes});
+}
+
+void IntervalIndex::InsertAt(int node, int lo, int hi, int depth, const BucketSpan& span,
                              ByteRange range) {
   Add(node, &Node::below, range);
-  if (first <= lo && hi <= last) {  // a canonical node of the item
+  if (span.full_first <= lo && hi <= span.full_last) {  // a canonical node of the item
     Add(node, &Node::cover, range);
     // Every node of the subtree down to path_depth_ has this node on its root path.
     for (int d = depth, from = node, count = 1; d <= path_depth_; ++d, from *= 2, count *= 2) {
@@ -159,16 +209,36 @@ void IntervalIndex::InsertAt(int node, int lo, int hi, int depth, int first, int
     }
     return;
   }
+  if (lo == hi) {  // a bucket the item covers in part
+    entries_[lo].push_back(Entry{span.first_segment, span.last_segment, range});
+    return;
+  }
   const int mid = lo + (hi - lo) / 2;
-  if (first <= mid) InsertAt(2 * node, lo, mid, depth + 1, first, last, range);
-  if (last > mid) InsertAt(2 * node + 1, mid + 1, hi, depth + 1, first, last, range);
+  if (span.first_bucket <= mid) InsertAt(2 * node, lo, mid, depth + 1, span, range);
+  if (span.last_bucket > mid) InsertAt(2 * node + 1, mid + 1, hi, depth + 1, span, range);
 }
 
 void IntervalIndex::OccupiedDuring(int item, std::vector<ByteRange>& out) const {
-  MG_CHECK(item >= 0 && item < static_cast<int>(first_segment_.size()));
+  const BucketSpan span = SpanOf(item);
   spans_.clear();
   total_ranges_ = 0;
-  CollectAt(1, 0, num_segments_ - 1, 0, first_segment_[item], last_segment_[item]);
+  entry_ranges_.clear();
+  CollectAt(1, 0, first_leaf_ - 1, 0, span);
+  if (!entry_ranges_.empty()) {
+    // The entries met, unmerged and from up to two buckets: sorted and merged into one list.
+    std::sort(entry_ranges_.begin(), entry_ranges_.end(),
+              [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
+    size_t w = 0;
+    for (size_t r = 1; r < entry_ranges_.size(); ++r) {
+      if (entry_ranges_[r].begin <= entry_ranges_[w].end) {
+        entry_ranges_[w].end = std::max(entry_ranges_[w].end, entry_ranges_[r].end);
+      } else {
+        entry_ranges_[++w] = entry_ranges_[r];
+      }
+    }
+    entry_ranges_.resize(w + 1);
+    Read(entry_ranges_);
+  }
   out.clear();
   if (spans_.empty()) return;
   if (spans_.size() == 1) {
@@ -245,10 +315,11 @@ void IntervalIndex::Read(const std::vector<ByteRange>& list) const {
   total_ranges_ += list.size();
 }
 
-void IntervalIndex::CollectAt(int node, int lo, int hi, int depth, int first, int last) const {
+void IntervalIndex::CollectAt(int node, int lo, int hi, int depth,
+                              const BucketSpan& span) const {
   const Node& n = nodes_[node];
-  if (first <= lo && hi <= last) {  // a canonical node of the query: its whole subtree counts
-    Read(n.below);
+  if (span.full_first <= lo && hi <= span.full_last) {  // a canonical node of the query
+    Read(n.below);  // its whole subtree counts
     return;
   }
   // A partial node: the items covering it meet the query. Down to path_depth_ they are read
@@ -257,15 +328,24 @@ void IntervalIndex::CollectAt(int node, int lo, int hi, int depth, int first, in
     if (n.below.empty()) return;  // nothing stored in this subtree
     Read(n.cover);
   }
+  if (lo == hi) {  // a bucket the query covers in part: its entries whose segments meet it
+    for (const Entry& e : entries_[lo]) {
+      if (e.first <= span.last_segment && span.first_segment <= e.last) {
+        entry_ranges_.push_back(e.range);
+      }
+    }
+    if (depth <= path_depth_) Read(n.path);
+    return;
+  }
   const int mid = lo + (hi - lo) / 2;
   bool deeper_partial = false;
-  if (first <= mid) {
-    deeper_partial = deeper_partial || !(first <= lo && mid <= last);
-    CollectAt(2 * node, lo, mid, depth + 1, first, last);
+  if (span.first_bucket <= mid) {
+    deeper_partial = deeper_partial || !(span.full_first <= lo && mid <= span.full_last);
+    CollectAt(2 * node, lo, mid, depth + 1, span);
   }
-  if (last > mid) {
-    deeper_partial = deeper_partial || !(first <= mid + 1 && hi <= last);
-    CollectAt(2 * node + 1, mid + 1, hi, depth + 1, first, last);
+  if (span.last_bucket > mid) {
+    deeper_partial = deeper_partial || !(span.full_first <= mid + 1 && hi <= span.full_last);
+    CollectAt(2 * node + 1, mid + 1, hi, depth + 1, span);
   }
   if (depth <= path_depth_ && (depth == path_depth_ || !deeper_partial)) Read(n.path);
 }

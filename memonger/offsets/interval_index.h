@@ -7,34 +7,45 @@
 //
 // IntervalIndex: a segment tree over time. Steps are first compressed to the elementary
 // segments between distinct lifetime boundaries (at most 2n of them, however sparse the steps),
-// so a problem with steps up to 10^6 costs no more than a dense one. Each node keeps sets of
-// byte ranges, each merged into sorted, disjoint, non-touching ranges [begin, end):
-//   cover: the union of the items whose lifetime covers the node's segments but not its parent's
-//          (the node is one of the item's canonical nodes);
-//   below: the union of the items with a canonical node in the node's subtree;
+// so a problem with steps up to 10^6 costs no more than a dense one. The tree's leaves are
+// buckets: runs of consecutive segments, cut so that each has at most kDefaultBucketEntries
+// entries (below) and segments; a boundary where many items start or end becomes a bucket edge
+// (a one-segment bucket has no entries). Each node keeps sets of byte ranges, each merged into
+// sorted, disjoint, non-touching ranges [begin, end):
+//   cover: the union of the items whose lifetime covers the node's buckets but not its
+//          parent's (the node is one of the item's canonical nodes);
+//   below: the union of the items with a canonical node or an entry (below) in the subtree;
 //   path:  (nodes at depth <= 6 only) the union of `cover` over the node and its ancestors.
+// An item that starts or ends inside a bucket (covers it only in part) is an entry of that
+// bucket instead: its segments and byte range, unmerged, at most two buckets per item.
 // An item intersects a query lifetime exactly when one of its canonical nodes and one of the
-// query's lie on one root path. So a query reads `below` at its own canonical nodes, and the
-// `cover` of the partial nodes above them (at most two root paths): from `path` at the deepest
-// partial node of each path down to depth 6, and node by node below. It merges the lists read
-// (shortest first) into the union, whose gaps are the free byte ranges.
+// query's lie on one root path, or it is an entry of a bucket where the query covers part and
+// their segments meet. So a query reads `below` at its own canonical nodes, the `cover` of the
+// partial nodes above them (at most two root paths): from `path` at the deepest partial node
+// of each path down to depth 6, and node by node below; and filters the entries of the (at
+// most two) buckets it covers in part. It merges the lists read (shortest first) into the
+// union, whose gaps are the free byte ranges.
 //
-//   step ->  |-------- node [0, 7] --------|    query q = [2, 5]: canonical nodes [2, 3] and
-//            |-- [0, 3] --||-- [4, 7] --|       [4, 5] (read `below`); partial nodes [0, 7],
-//            |[0,1]||[2,3]||[4,5]||[6,7]|       [0, 3], [4, 7] (read `cover`, via `path`)
+//   bucket ->  |-------- node [0, 7] --------|    query q = [2, 5]: canonical nodes [2, 3] and
+//              |-- [0, 3] --||-- [4, 7] --|       [4, 5] (read `below`); partial nodes [0, 7],
+//              |[0,1]||[2,3]||[4,5]||[6,7]|       [0, 3], [4, 7] (read `cover`, via `path`)
 //
 // Because touching ranges merge, a list holds one range per hole in the memory it describes, not
-// one per item. On the largest trace of the corpus (62,185 items, 1.8 * 10^8 intersecting pairs,
-// ~2,900 placed items meeting a query on average) a query reads ~300 ranges and their union has
-// ~84; one greedy placement of all items takes about 10^9 instructions (0.3-0.6 s), where a
-// scan of the placed items per query takes seconds.
+// one per item. Why buckets: a greedy pass is bound by memory latency, not by arithmetic (on a
+// million-value graph a list read holds ~3 ranges and a query's union ~10), and the deepest
+// levels of a binary tree over a million segments are where every node read misses the cache;
+// a bucket replaces the last levels with one short array scanned in order, and the tree shrinks
+// about a hundredfold (one greedy placement of the 651,663 items of a million-value graph:
+// 1.83 s with one segment per leaf, 0.97 s with buckets; BENCHMARKS.md, "Scale").
 //
-// Complexity, with s segments and k the items meeting a query: insert O(log s) nodes, each a
-// binary search plus a vector splice, plus up to 2^6 path lists for an item with a canonical node
-// near the root; query O(log s) nodes plus merging the ranges read, O(k log log s) in the worst
-// case (a badly fragmented arena) and much less in practice. Items are never removed: Clear()
-// resets the index between runs in time proportional to the nodes touched. Not thread-safe: a
-// query uses scratch buffers of the index.
+// Complexity, with s segments, b = kDefaultBucketEntries and k the items meeting a query: insert
+// O(log s) nodes (O(log(s / b)) when boundaries are spread out), each a binary search plus a
+// vector splice, plus up to 2^6 path lists for an item with a canonical node near the root,
+// plus O(1) per bucket entry; query as many nodes, the entries of at most two buckets (O(b)),
+// plus merging the ranges read, O(k log k) in the worst case (a badly fragmented arena) and much
+// less in practice. Items are never removed: Clear() resets the index between runs in
+// time proportional to the nodes touched. Not thread-safe: a query uses scratch buffers of the
+// index.
 #ifndef MEMONGER_MEMONGER_OFFSETS_INTERVAL_INDEX_H_
 #define MEMONGER_MEMONGER_OFFSETS_INTERVAL_INDEX_H_
 
@@ -65,8 +76,12 @@ struct ByteRange {
 class IntervalIndex {
  public:
   // REQUIRES: ValidateOffsetProblem(problem).ok(). Keeps no reference to `problem`.
-  explicit IntervalIndex(const OffsetProblem& problem, int path_depth = kDefaultPathDepth);
+  // `bucket_entries` >= 1: at most this many segments and entries per bucket (tests use small
+  // ones to exercise every case).
+  explicit IntervalIndex(const OffsetProblem& problem, int path_depth = kDefaultPathDepth,
+                         int bucket_entries = kDefaultBucketEntries);
   static constexpr int kDefaultPathDepth = 6;  // measured best of 0, 4, 6, 8 on Y_1
+  static constexpr int kDefaultBucketEntries = 256;  // see BENCHMARKS.md (scale)
 
   // Forgets every inserted item.
   void Clear();
@@ -86,9 +101,23 @@ class IntervalIndex {
     std::vector<ByteRange> path;  // depth <= path_depth_ only
     bool touched = false;         // some list is not empty
   };
+  // An item covering part of a bucket (a leaf): its segments and bytes.
+  struct Entry {
+    int first;
+    int last;
+    ByteRange range;
+  };
+  // The buckets an item or a query spans ([first_bucket, last_bucket]) and those it covers
+  // whole ([full_first, full_last], empty when full_first > full_last).
+  struct BucketSpan {
+    int first_segment, last_segment;
+    int first_bucket, last_bucket;
+    int full_first, full_last;
+  };
+  BucketSpan SpanOf(int item) const;
   void Add(int node, std::vector<ByteRange> Node::*list, ByteRange range);
-  void InsertAt(int node, int lo, int hi, int depth, int first, int last, ByteRange range);
-  void CollectAt(int node, int lo, int hi, int depth, int first, int last) const;
+  void InsertAt(int node, int lo, int hi, int depth, const BucketSpan& span, ByteRange range);
+  void CollectAt(int node, int lo, int hi, int depth, const BucketSpan& span) const;
   void Read(const std::vector<ByteRange>& list) const;
   // Writes the union of two sorted runs of ranges (not both empty) to `out`, uniting ranges that
   // meet or touch; returns how many it wrote. `out` has room for both runs.
@@ -96,11 +125,16 @@ class IntervalIndex {
                           const ByteRange* b_end, ByteRange* out);
 
   int num_segments_ = 0;
+  int num_buckets_ = 0;
+  std::vector<int> bucket_of_segment_;
+  std::vector<int> bucket_first_segment_;  // per bucket, then the number of segments
   int tree_depth_ = 0;  // leaves at this depth; the root at 0
   int path_depth_ = 0;
   std::vector<int> first_segment_;  // per item, inclusive
   std::vector<int> last_segment_;   // per item, inclusive
-  std::vector<Node> nodes_;         // heap order, root 1
+  std::vector<Node> nodes_;         // heap order, root 1; leaf b is node leaves + b
+  std::vector<std::vector<Entry>> entries_;  // per bucket
+  int first_leaf_ = 1;
   std::vector<int> touched_;        // nodes with a non-empty list, for Clear()
   // Scratch of OccupiedDuring (so a const query allocates nothing; not thread-safe): the lists
   // read, where each merged run starts, and the merge buffer.
@@ -109,6 +143,7 @@ class IntervalIndex {
   mutable size_t total_ranges_ = 0;
   mutable std::vector<std::pair<size_t, size_t>> merged_runs_;  // [begin, end) in pool_
   mutable std::vector<ByteRange> pool_;
+  mutable std::vector<ByteRange> entry_ranges_;  // the entries met, sorted and merged
 };
 
 // How the greedy loop chooses among the byte gaps free during an item's whole lifetime.

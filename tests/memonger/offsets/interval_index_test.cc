@@ -53,7 +53,12 @@ std::vector<std::pair<int64_t, int64_t>> BruteForceOccupied(const OffsetProblem&
   return merged;
 }
 
-TEST(OffsetIntervalIndexTest, MatchesBruteForceOnRandomPlacements) {
+// Bucket sizes from one segment per leaf (a plain segment tree) to one bucket for everything,
+// and path lists at every depth or none, so that every kind of node and entry is met.
+class OffsetIntervalIndexShapesTest : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+TEST_P(OffsetIntervalIndexShapesTest, MatchesBruteForceOnRandomPlacements) {
+  const auto [bucket_entries, path_depth] = GetParam();
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     SCOPED_TRACE(seed);
     std::mt19937_64 rng(seed);
@@ -66,7 +71,7 @@ TEST(OffsetIntervalIndexTest, MatchesBruteForceOnRandomPlacements) {
       p.items.push_back(Item(first, last, static_cast<int64_t>(rng() % 20)));
     }
     ASSERT_TRUE(ValidateOffsetProblem(p).ok());
-    IntervalIndex index(p);
+    IntervalIndex index(p, path_depth, bucket_entries);
     // Random (possibly overlapping) offsets: the index must not care.
     std::vector<int64_t> offsets(n);
     std::vector<int> placed;
@@ -90,6 +95,14 @@ TEST(OffsetIntervalIndexTest, MatchesBruteForceOnRandomPlacements) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, OffsetIntervalIndexShapesTest,
+    ::testing::Values(std::pair{1, IntervalIndex::kDefaultPathDepth}, std::pair{1, 0},
+                      std::pair{2, 1}, std::pair{3, 2}, std::pair{5, 0},
+                      std::pair{8, IntervalIndex::kDefaultPathDepth}, std::pair{1000, 6},
+                      std::pair{IntervalIndex::kDefaultBucketEntries,
+                                IntervalIndex::kDefaultPathDepth}));
 
 TEST(OffsetIntervalIndexTest, SparseStepsAreCompressed) {
   OffsetProblem p;
