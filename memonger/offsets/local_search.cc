@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "memonger/offsets/best_fit.h"
+#include "memonger/offsets/window_repair.h"
 #include "util/splitmix64.h"
 #include "util/status_macros.h"
 
@@ -141,14 +142,26 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
 absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
                                                           const LocalSearchOptions& options) {
   MG_RETURN_IF_ERROR(ValidateOptions(options));
-  const Clock::time_point deadline = DeadlineAfter(Clock::now(), options.time_limit_seconds);
-  MG_ASSIGN_OR_RETURN(BestFitResult start, RunBestFitPortfolio(problem, deadline));
+  const Clock::time_point now = Clock::now();
+  const Clock::time_point deadline = DeadlineAfter(now, options.time_limit_seconds);
+  // The portfolio starts no run after a quarter of the limit: on a large problem one greedy
+  // pass takes about that long, and window repair does more with the time than another order.
+  MG_ASSIGN_OR_RETURN(BestFitResult start,
+                      RunBestFitPortfolio(problem, DeadlineAfter(now, options.time_limit_seconds / 4)));
   if (start.solution.proven_optimal) return std::move(start.solution);
+  // The hill climber gets half of what is left (on a small problem it ends at its iteration cap
+  // long before; on a large one each of its iterations is a greedy pass), window repair the rest.
+  const Clock::time_point climb_deadline = Clock::now() + (deadline - Clock::now()) / 2;
   MG_ASSIGN_OR_RETURN(LocalSearchResult improved,
                       ImproveUntil(problem, std::move(start.order), start.rule, options,
-                                   deadline, std::move(start.solution)));
-  // The search starts from the portfolio's placement and never accepts a higher one.
-  return std::move(improved.solution);
+                                   climb_deadline, std::move(start.solution)));
+  if (improved.solution.proven_optimal) return std::move(improved.solution);
+  RepairOptions repair;
+  repair.seed = options.seed;
+  repair.deadline = deadline;
+  MG_ASSIGN_OR_RETURN(RepairResult repaired, RepairWindows(problem, improved.solution, repair));
+  // Each step starts from the one before and never accepts a higher placement.
+  return std::move(repaired.solution);
 }
 
 }  // namespace memonger

@@ -57,8 +57,9 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
                                                        std::vector<int> order, FitRule rule,
                                                        const LocalSearchOptions& options);
 
-// RunBestFitPortfolio (stopped at the time limit, after its first run), then
-// ImproveByLocalSearch from its winner (same fit rule) for what is left of the limit.
+// RunBestFitPortfolio (no run started after a quarter of the time limit, the first always
+// runs), then ImproveByLocalSearch from its winner (same order and fit rule) for at most half
+// of what is left, then RepairWindows (window_repair.h) on the result for the rest.
 absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
                                                           const LocalSearchOptions& options = {});
 

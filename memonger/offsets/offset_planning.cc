@@ -51,7 +51,12 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   if (strategy == OffsetStrategy::kExact) {
     MG_ASSIGN_OR_RETURN(incumbent, PlanBestFit(problem));
   } else {
-    local.time_limit_seconds = options.time_limit_seconds / 2;
+    // Half the limit, or all of it where the branch and bound would not search (too many
+    // items): it then returns the incumbent at once.
+    const auto searched = std::count_if(problem.items.begin(), problem.items.end(),
+                                        [](const OffsetItem& item) { return item.bytes > 0; });
+    local.time_limit_seconds = searched <= kMaxExactItems ? options.time_limit_seconds / 2
+                                                          : options.time_limit_seconds;
     MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local));
   }
   if (incumbent.proven_optimal) return incumbent;

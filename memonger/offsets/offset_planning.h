@@ -50,6 +50,8 @@ enum class OffsetStrategy {
   kExact,                    // PlanBestFit, then PlaceExact from it with the whole time limit
   kAuto,                     // PlanBestFitWithLocalSearch with half the time limit, then
                              // PlaceExact from it with what is left, unless already optimal
+                             // (the whole limit where PlaceExact would not search: more than
+                             // kMaxExactItems items)
 };
 absl::string_view OffsetStrategyName(OffsetStrategy strategy);  // "greedy-by-size", ...
 
