@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <queue>
 
@@ -65,7 +66,7 @@ std::optional<ValueId> Graph::FindValue(absl::string_view name) const {
 std::vector<ValueId> Graph::FindVersions(absl::string_view name) const {
   auto it = versions_.find(name);
   if (it == versions_.end()) return {};
-  return it->second;
+  return std::vector<ValueId>(it->second.begin(), it->second.end());
 }
 
 std::vector<ValueId> Graph::InPlaceRoots() const {
@@ -119,16 +120,26 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   g.prefers_parallel_ = prefers_parallel_;
   g.net_type_ = net_type_;
 
+  // Sized up front: a million values moved on every growth of these vectors, and a map rehashed
+  // as it grows, were a large part of building a big graph.
+  size_t value_count = external_inputs_.size();
+  for (const OpSpec& op : ops_) value_count += op.outputs.size();
+  g.values_.reserve(value_count);
+  g.ops_.reserve(ops_.size());
+  g.versions_.reserve(value_count);
   auto new_value = [&](const std::string& name, OpId producer) -> ValueId {
-    Value v;
+    const ValueId id = static_cast<ValueId>(g.values_.size());
+    Value& v = g.values_.emplace_back();
     v.name = name;
-    std::vector<ValueId>& versions = g.versions_[name];
+    auto& versions = g.versions_[name];
     v.version = static_cast<int32_t>(versions.size());
     v.producer = producer;
-    if (auto it = declarations_.find(name); it != declarations_.end()) v.declared = it->second;
-    if (auto it = alignments_.find(name); it != alignments_.end()) v.alignment = it->second;
-    const ValueId id = static_cast<ValueId>(g.values_.size());
-    g.values_.push_back(std::move(v));
+    if (!declarations_.empty()) {
+      if (auto it = declarations_.find(name); it != declarations_.end()) v.declared = it->second;
+    }
+    if (!alignments_.empty()) {
+      if (auto it = alignments_.find(name); it != alignments_.end()) v.alignment = it->second;
+    }
     versions.push_back(id);
     return id;
   };
@@ -166,7 +177,8 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     }
   }
 
-  absl::flat_hash_set<std::string> external_set;
+  absl::flat_hash_set<absl::string_view> external_set;  // views of external_inputs_
+  external_set.reserve(external_inputs_.size());
   for (const std::string& name : external_inputs_) {
     if (name.empty()) return absl::InvalidArgumentError("an external input has an empty name");
     if (!external_set.insert(name).second) continue;  // listed twice: one value
@@ -181,8 +193,13 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     bool control;
   };
   std::vector<PendingRead> pending;
-  absl::flat_hash_map<std::string, ValueId> current;
-  for (ValueId id : g.inputs_) current[g.values_[id].name] = id;
+  // Keys view the builder's own names (external_inputs_ and the specs' outputs), which stay put
+  // while Build() runs.
+  absl::flat_hash_map<absl::string_view, ValueId> current;
+  current.reserve(value_count);
+  for (const std::string& name : external_inputs_) {
+    if (auto id = g.FindValue(name)) current.emplace(name, *id);
+  }
   for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
     OpSpec& spec = ops_[i];
     Op op;
@@ -229,7 +246,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
       const ValueId id = new_value(out, i);
       g.values_[id].inplace_of = overwritten;
       op.outputs.push_back(id);
-      current[out] = id;
+      current[absl::string_view(out)] = id;
     }
     g.ops_.push_back(std::move(op));
   }
@@ -324,10 +341,33 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     v.consumers.erase(std::unique(v.consumers.begin(), v.consumers.end()), v.consumers.end());
   }
 
+  // In program order already (every producer and every overwritten value's other readers come
+  // before the op)? Then that is the topological order (Kahn's algorithm below, taking the ready
+  // op listed first, gives exactly it), and no dependency graph need be built.
+  bool program_order_is_topological = true;
+  for (OpId i = 0; i < g.num_ops() && program_order_is_topological; ++i) {
+    const Op& op = g.ops_[i];
+    for (const auto* list : {&op.inputs, &op.control_inputs}) {
+      for (ValueId in : *list) {
+        if (g.values_[in].producer >= i) program_order_is_topological = false;
+      }
+    }
+  }
+  for (const Value& v : g.values_) {
+    if (v.inplace_of == kNone || !program_order_is_topological) continue;
+    for (OpId reader : g.values_[v.inplace_of].consumers) {
+      if (reader != v.producer && reader >= v.producer) program_order_is_topological = false;
+    }
+  }
+  if (program_order_is_topological) {
+    g.topological_order_.resize(g.num_ops());
+    std::iota(g.topological_order_.begin(), g.topological_order_.end(), 0);
+    return g;
+  }
+
   // Dependency edges producer -> reader (data and control). A cycle is reported with a value on it.
   using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
   BoostGraph deps(g.num_ops());
-  bool program_order_is_topological = true;
   for (OpId i = 0; i < g.num_ops(); ++i) {
     const Op& op = g.ops_[i];
     for (const auto* list : {&op.inputs, &op.control_inputs}) {
@@ -335,7 +375,6 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
         const OpId p = g.values_[in].producer;
         if (p == kNone) continue;
         boost::add_edge(p, i, deps);
-        if (p >= i) program_order_is_topological = false;
       }
     }
   }
@@ -345,10 +384,9 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     for (OpId reader : g.values_[v.inplace_of].consumers) {
       if (reader == v.producer) continue;
       boost::add_edge(reader, v.producer, deps);
-      if (reader >= v.producer) program_order_is_topological = false;
     }
   }
-  if (!program_order_is_topological) {
+  {
     std::optional<std::pair<int, int>> back_edge;
     boost::depth_first_search(deps, boost::visitor(BackEdgeRecorder(&back_edge)));
     if (back_edge) {

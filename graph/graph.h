@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "graph/attribute.h"
 #include "graph/tensor_type.h"
@@ -154,7 +155,8 @@ class Graph {
   std::vector<OpId> topological_order_;
   bool prefers_parallel_ = false;
   std::string net_type_;
-  absl::flat_hash_map<std::string, std::vector<ValueId>> versions_;
+  // Per name, its versions in order: one for most names, so stored inline.
+  absl::flat_hash_map<std::string, absl::InlinedVector<ValueId, 1>> versions_;
 };
 
 // What an importer hands the builder for one op: names, not ids.
