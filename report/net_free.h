@@ -14,7 +14,9 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
+#include "absl/strings/string_view.h"
 #include "proto/memonger.pb.h"
 
 namespace memonger {
@@ -22,6 +24,20 @@ namespace memonger {
 inline constexpr char kFreeOpType[] = "Free";
 
 proto::NetDef InsertFrees(const proto::NetDef& net, const std::set<std::string>& dont_free);
+
+// An op as the name-level analyses see it: its type and blob names (views of strings the
+// caller keeps), so that a plan is accounted without writing it out as a NetDef.
+struct BlobOp {
+  absl::string_view type;
+  std::vector<absl::string_view> inputs;
+  std::vector<absl::string_view> outputs;
+};
+std::vector<BlobOp> BlobOpsOf(const proto::NetDef& net);
+
+// InsertFrees' rule: for each op, the blobs freed right after it.
+std::vector<std::vector<absl::string_view>> FreesAfter(
+    const std::vector<BlobOp>& ops, const std::vector<absl::string_view>& external_outputs,
+    const std::set<std::string>& dont_free);
 
 }  // namespace memonger
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/net_def.h"
+#include "util/status_macros.h"
 
 namespace memonger {
 namespace {
@@ -155,7 +156,7 @@ std::string PairsToString(const std::vector<std::pair<int, int>>& pairs) {
 
 }  // namespace
 
-absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& plan) {
+absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Plan& plan) {
   if (static_cast<int>(plan.buffer_of_value.size()) != graph.num_values()) {
     return absl::InvalidArgumentError("the plan does not belong to this graph");
   }
@@ -176,10 +177,12 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
     if (std::optional<ValueId> id = graph.FindValue(name)) external[*id] = true;
   }
 
-  RewrittenNet result;
-  std::vector<std::string> names(graph.num_values());
+  RewrittenNames result;
+  std::vector<std::string>& names = result.value_names;
+  names.resize(graph.num_values());
   // Names claimed so far, by the buffer (or -1 for statics) that claimed them.
-  std::map<std::string, int> claimed;
+  absl::flat_hash_map<std::string, int> claimed;
+  claimed.reserve(graph.num_values());
   for (ValueId v = 0; v < graph.num_values(); ++v) {
     if (plan.buffer_of_value[v] < 0) {
       names[v] = graph.value(v).name;
@@ -231,7 +234,23 @@ absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& p
       if (names[v].empty()) names[v] = buffer_name[b];
     }
   }
+  return result;
+}
+
+absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& plan) {
+  MG_ASSIGN_OR_RETURN(RewrittenNames renamed_values, RewriteNames(graph, plan));
+  std::vector<std::string> names = std::move(renamed_values.value_names);
+  RewrittenNet result;
+  result.shared_buffers = renamed_values.shared_buffers;
   result.net = NetWithNames(graph, plan, names);
+  const bool has_subnets =
+      std::any_of(result.net.op().begin(), result.net.op().end(), [](const proto::OperatorDef& d) {
+        return absl::StartsWith(d.type(), "RecurrentNetwork") || d.type() == "AsyncIf";
+      });
+  if (!has_subnets) {  // nothing to rename inside (the map below costs a name per value)
+    result.value_names = std::move(names);
+    return result;
+  }
   // Names whose versions all got one new name (a name whose versions were named apart is left
   // alone inside subnets: which version a step net means is not known).
   std::map<std::string, std::string> renamed;

@@ -43,6 +43,13 @@ struct RewrittenNet {
 // REQUIRES: `plan` verifies against `graph`.
 absl::StatusOr<RewrittenNet> RewriteNet(const graph::Graph& graph, const Plan& plan);
 
+// RewriteNet's names alone, without the net (what accounting a plan needs).
+struct RewrittenNames {
+  std::vector<std::string> value_names;  // per ValueId
+  int shared_buffers = 0;
+};
+absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Plan& plan);
+
 // The original net with ops in the plan's schedule order, every value under a unique SSA name
 // (in-place outputs under the name of the value they overwrite).
 proto::NetDef ReferenceNet(const graph::Graph& graph, const Plan& plan);

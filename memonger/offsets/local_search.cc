@@ -150,16 +150,24 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
                       RunBestFitPortfolio(problem, DeadlineAfter(now, options.time_limit_seconds / 4)));
   if (start.solution.proven_optimal) return std::move(start.solution);
   // The hill climber gets half of what is left (on a small problem it ends at its iteration cap
-  // long before; on a large one each of its iterations is a greedy pass), window repair the rest.
-  const Clock::time_point climb_deadline = Clock::now() + (deadline - Clock::now()) / 2;
-  MG_ASSIGN_OR_RETURN(LocalSearchResult improved,
-                      ImproveUntil(problem, std::move(start.order), start.rule, options,
-                                   climb_deadline, std::move(start.solution)));
-  if (improved.solution.proven_optimal) return std::move(improved.solution);
+  // long before), window repair the rest. Each climbing step places a suffix of the order again,
+  // half of it on average: where the portfolio's greedy passes say that half a pass does not fit
+  // in the climber's time, it would not finish one step, and window repair gets all the time.
+  const Clock::time_point after_portfolio = Clock::now();
+  const Clock::duration climb_time = (deadline - after_portfolio) / 2;
+  const Clock::duration pass_time = (after_portfolio - now) / std::max(1, start.runs);
+  OffsetSolution climbed = std::move(start.solution);
+  if (pass_time / 2 < climb_time) {
+    MG_ASSIGN_OR_RETURN(LocalSearchResult improved,
+                        ImproveUntil(problem, std::move(start.order), start.rule, options,
+                                     after_portfolio + climb_time, std::move(climbed)));
+    climbed = std::move(improved.solution);
+    if (climbed.proven_optimal) return climbed;
+  }
   RepairOptions repair;
   repair.seed = options.seed;
   repair.deadline = deadline;
-  MG_ASSIGN_OR_RETURN(RepairResult repaired, RepairWindows(problem, improved.solution, repair));
+  MG_ASSIGN_OR_RETURN(RepairResult repaired, RepairWindows(problem, climbed, repair));
   // Each step starts from the one before and never accepts a higher placement.
   return std::move(repaired.solution);
 }

@@ -59,7 +59,8 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
 
 // RunBestFitPortfolio (no run started after a quarter of the time limit, the first always
 // runs), then ImproveByLocalSearch from its winner (same order and fit rule) for at most half
-// of what is left, then RepairWindows (window_repair.h) on the result for the rest.
+// of what is left (skipped when half a greedy pass of the portfolio took longer than that: no
+// climbing step would finish), then RepairWindows (window_repair.h) on the result for the rest.
 absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
                                                           const LocalSearchOptions& options = {});
 
