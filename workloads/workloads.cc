@@ -8,6 +8,7 @@
 #include "graph/net_writer.h"
 #include "util/status_macros.h"
 #include "workloads/workload_attention.h"
+#include "workloads/workload_guillotine.h"
 #include "workloads/workload_random.h"
 #include "workloads/workload_randwire.h"
 #include "workloads/workload_resnet.h"
@@ -61,6 +62,10 @@ absl::StatusOr<Graph> BuildWorkload(const WorkloadSpec& spec) {
     return BuildAttentionGraph(workload);
   }
   if (spec.kind == "mlp") return BuildMlp(spec);
+  if (spec.kind == "guillotine") {
+    MG_ASSIGN_OR_RETURN(GuillotineWorkload workload, ParseGuillotineWorkload(spec));
+    return BuildGuillotineGraph(workload);
+  }
   if (spec.kind == "resnet50") return BuildResnet50(spec);
   if (spec.kind == "random") {
     MG_ASSIGN_OR_RETURN(RandomWorkload workload, ParseRandomWorkload(spec));
@@ -70,8 +75,9 @@ absl::StatusOr<Graph> BuildWorkload(const WorkloadSpec& spec) {
     MG_ASSIGN_OR_RETURN(RandWireWorkload workload, ParseRandWireWorkload(spec));
     return BuildRandWireGraph(workload);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown workload '", spec.kind, "' (known: attention, mlp, random, randwire, resnet50)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown workload '", spec.kind,
+                   "' (known: attention, guillotine, mlp, random, randwire, resnet50)"));
 }
 
 absl::StatusOr<Graph> BuildSymbolicWorkload(const WorkloadSpec& spec, SymbolBindings* values) {

@@ -67,7 +67,7 @@ TEST(WorkloadsTest, UnknownKindsAndKeysAreErrors) {
   absl::StatusOr<Graph> unknown = Build("transformer:n=5");
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(std::string(unknown.status().message()),
-              HasSubstr("unknown workload 'transformer' (known: attention, mlp, random, randwire, resnet50)"));
+              HasSubstr("unknown workload 'transformer' (known: attention, guillotine, mlp, random, randwire, resnet50)"));
   absl::StatusOr<Graph> key = Build("mlp:width=5");
   ASSERT_FALSE(key.ok());
   EXPECT_THAT(std::string(key.status().message()), HasSubstr("unknown key 'width'"));
