@@ -134,8 +134,13 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     auto& versions = g.versions_[name];
     v.version = static_cast<int32_t>(versions.size());
     v.producer = producer;
-    if (!declarations_.empty()) {
-      if (auto it = declarations_.find(name); it != declarations_.end()) v.declared = it->second;
+    if (!versions.empty()) {
+      v.declared = g.values_[versions.front()].declared;  // every version, the same declaration
+    } else if (!declarations_.empty()) {
+      // Build() consumes the builder: the first version takes the declaration itself.
+      if (auto it = declarations_.find(name); it != declarations_.end()) {
+        v.declared = std::move(it->second);
+      }
     }
     if (!alignments_.empty()) {
       if (auto it = alignments_.find(name); it != alignments_.end()) v.alignment = it->second;
