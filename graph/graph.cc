@@ -93,7 +93,7 @@ bool Graph::AllTypesKnown() const {
 
 namespace {
 
-bool IsGradientOp(const OpSpec& op) {
+bool IsGradientOp(const Op& op) {
   return op.is_gradient_op ||
          (op.type.size() > 8 && op.type.compare(op.type.size() - 8, 8, "Gradient") == 0);
 }
@@ -196,22 +196,22 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     OpId op;
     size_t slot;
     bool control;
+    std::string name;  // the name read (the spec itself is released as it is consumed)
   };
   std::vector<PendingRead> pending;
-  // Keys view the builder's own names (external_inputs_ and the specs' outputs), which stay put
-  // while Build() runs.
+  // Keys view the values' own names: values_ was sized up front, so they stay put.
   absl::flat_hash_map<absl::string_view, ValueId> current;
   current.reserve(value_count);
-  for (const std::string& name : external_inputs_) {
-    if (auto id = g.FindValue(name)) current.emplace(name, *id);
-  }
+  for (ValueId id : g.inputs_) current.emplace(g.values_[id].name, id);
   for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
     OpSpec& spec = ops_[i];
+    // Build() consumes the builder: each spec is moved into its op and released, so that the
+    // specs and the graph are not both held at full size (a million-value graph's peak).
     Op op;
-    op.name = spec.name;  // kept in the spec for messages below
-    op.type = spec.type;
-    op.domain = spec.domain;
-    op.attrs = std::move(spec.attrs);  // Build() consumes the builder
+    op.name = std::move(spec.name);
+    op.type = std::move(spec.type);
+    op.domain = std::move(spec.domain);
+    op.attrs = std::move(spec.attrs);
     op.device = spec.device;
     op.engine = std::move(spec.engine);
     op.is_gradient_op = spec.is_gradient_op;
@@ -219,12 +219,12 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     for (size_t s = 0; s < spec.inputs.size(); ++s) {
       auto it = current.find(spec.inputs[s]);
       op.inputs.push_back(it == current.end() ? kNone : it->second);
-      if (it == current.end()) pending.push_back({i, s, false});
+      if (it == current.end()) pending.push_back({i, s, false, spec.inputs[s]});
     }
     for (size_t s = 0; s < spec.control_inputs.size(); ++s) {
       auto it = current.find(spec.control_inputs[s]);
       op.control_inputs.push_back(it == current.end() ? kNone : it->second);
-      if (it == current.end()) pending.push_back({i, s, true});
+      if (it == current.end()) pending.push_back({i, s, true, spec.control_inputs[s]});
     }
     // The first input slot of each name, to find in-place writes in O(inputs + outputs) (a
     // linear scan for the usual few inputs).
@@ -245,38 +245,38 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
       const ValueId overwritten = in_place ? op.inputs[*slot] : kNone;
       if (in_place && overwritten == kNone) {
         return absl::InvalidArgumentError(absl::StrCat(
-            spec.type, " op '", spec.name, "' writes '", out,
+            op.type, " op '", op.name, "' writes '", out,
             "' in place, but no earlier op produces it and it is not an external input"));
       }
       const ValueId id = new_value(out, i);
       g.values_[id].inplace_of = overwritten;
       op.outputs.push_back(id);
-      current[absl::string_view(out)] = id;
+      current[absl::string_view(g.values_[id].name)] = id;
     }
     g.ops_.push_back(std::move(op));
+    spec = OpSpec();
   }
 
   // Pass 2: reads of names written later in the list (nets not in dependency order), resolved
   // by the writers of each name (built only for such nets).
   absl::flat_hash_map<std::string, std::vector<OpId>> writers;
   if (!pending.empty()) {
-    for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
-      for (const std::string& out : ops_[i].outputs) writers[out].push_back(i);
+    for (OpId i = 0; i < g.num_ops(); ++i) {
+      for (ValueId out : g.ops_[i].outputs) writers[g.values_[out].name].push_back(i);
     }
   }
   for (const PendingRead& read : pending) {
-    const OpSpec& spec = ops_[read.op];
-    const std::string& name =
-        read.control ? spec.control_inputs[read.slot] : spec.inputs[read.slot];
+    const Op& reader = g.ops_[read.op];
+    const std::string& name = read.name;
     auto w = writers.find(name);
     if (w == writers.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          spec.type, " op '", spec.name, "' reads '", name,
+          reader.type, " op '", reader.name, "' reads '", name,
           "', which no op produces and which is not declared as an external input"));
     }
     if (w->second.size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          spec.type, " op '", spec.name, "' reads '", name, "' before any op writes it, and ",
+          reader.type, " op '", reader.name, "' reads '", name, "' before any op writes it, and ",
           w->second.size(), " later ops write it: which one is meant is ambiguous"));
     }
     const ValueId id = g.versions_[name].front();
@@ -312,7 +312,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     if (v.producer == kNone) {
       v.role = Role::kInput;
     } else {
-      v.role = IsGradientOp(ops_[v.producer]) ? Role::kGradient : Role::kActivation;
+      v.role = IsGradientOp(g.ops_[v.producer]) ? Role::kGradient : Role::kActivation;
     }
   }
   for (const auto& [param, grad] : g.param_grads_) g.values_[grad].role = Role::kGradient;
@@ -329,10 +329,16 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     if (IsStatic(v.role) && v.producer != kNone) {
       return absl::InvalidArgumentError(absl::StrCat(
           "'", v.DisplayName(), "' is declared ", RoleName(v.role), " but ",
-          ops_[v.producer].type, " op '", ops_[v.producer].name,
+          g.ops_[v.producer].type, " op '", g.ops_[v.producer].name,
           "' writes it; static values must be external inputs"));
     }
   }
+  // The builder's own storage is spent: released now, so that what follows (and shape
+  // inference after Build()) reuses its memory.
+  ops_ = {};
+  roles_ = {};
+  declarations_ = {};
+  alignments_ = {};
 
   // Consumers, each op once, ascending.
   for (OpId i = 0; i < g.num_ops(); ++i) {
