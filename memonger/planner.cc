@@ -65,6 +65,7 @@ absl::Status ValidateOptions(const PlanOptions& options) {
         "memonger-greedy, memonger-dp, memonger-fast); ", PlannerName(options.planner),
         " needs every value's size: give the graph inputs' shapes (--input-shape)"));
   }
+  MG_RETURN_IF_ERROR(util::CheckThreads(options.threads, "threads"));
   return util::CheckTimeLimit(options.time_limit_seconds, "time limit").status();
 }
 

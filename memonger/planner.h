@@ -55,6 +55,8 @@ struct PlanOptions {
   Mode mode = Mode::kInference;
   int64_t alignment = 256;          // power of two, >= 1
   double time_limit_seconds = 2;    // for searching planners; the best found is returned
+  int threads = 1;                  // offset planners' portfolio; same plan for any count, but
+                                    // where the time limit cuts a run
   bool plan_static = false;         // place params and constants in the arena too
   bool views = false;               // view-capable ops alias their input
   std::string model_name;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <initializer_list>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -14,6 +15,7 @@
 #include "memonger/planner.h"
 #include "util/bytes.h"
 #include "util/file_io.h"
+#include "util/status_macros.h"
 
 namespace memonger::tools {
 namespace {
@@ -24,6 +26,7 @@ namespace {
 struct NumberTexts {
   std::string alignment = "256";
   std::string time_limit = "2";
+  std::string threads;  // empty: every core
   std::string budget;
   std::string max_input_bytes;
 };
@@ -39,6 +42,18 @@ absl::Status ParseNumbers(const NumberTexts& texts, Flags& flags) {
         absl::StrCat("--time-limit ", util::Quote(texts.time_limit), ": not a number of seconds"));
   }
   if (auto d = util::CheckTimeLimit(flags.time_limit, "--time-limit"); !d.ok()) return d.status();
+  if (texts.threads.empty()) {
+    flags.threads = static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1,
+                                                          util::kMaxThreads));
+  } else {
+    int64_t threads = 0;
+    if (!absl::SimpleAtoi(texts.threads, &threads)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--threads ", util::Quote(texts.threads), ": not an integer"));
+    }
+    MG_RETURN_IF_ERROR(util::CheckThreads(threads, "--threads"));
+    flags.threads = static_cast<int>(threads);
+  }
   if (!texts.budget.empty()) {
     absl::StatusOr<int64_t> budget = util::ParseBytes(texts.budget);
     if (!budget.ok())
@@ -329,6 +344,9 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
                  "seconds a searching planner may take (> 0, at most a week); it then returns "
                  "the best found")
       ->capture_default_str();
+  app.add_option("--threads", numbers.threads,
+                 "threads of the offset planners' portfolio (default: every core; the plan is "
+                 "the same for any count, unless --time-limit cuts a run)");
   app.add_option("--max-input-bytes", numbers.max_input_bytes,
                  "the largest input file read (default 2GiB, protobuf's own limit; 512MiB, "
                  "4GiB, ...)");

@@ -56,6 +56,7 @@ struct Flags {
   bool caffe2_bugs = false;  // Caffe2's memonger exactly (memonger/caffe2_exact.h)
   int64_t alignment = 256;
   double time_limit = 2;
+  int threads = 1;  // --threads (default: every core)
   std::string execute = "none";
   bool verify = false;
   std::string outputs_out;

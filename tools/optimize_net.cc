@@ -143,6 +143,7 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
   MG_RETURN_IF_ERROR(CheckValueNames(flags, graph));
   options.alignment = flags.alignment;
   options.time_limit_seconds = flags.time_limit;
+  options.threads = flags.threads;
   options.plan_static = flags.plan_static;
   options.views = flags.views;
   options.model_name = flags.model.empty() ? flags.workload : flags.model;

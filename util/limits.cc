@@ -45,6 +45,14 @@ absl::StatusOr<absl::Duration> CheckTimeLimit(double seconds, absl::string_view 
   return absl::Seconds(seconds);
 }
 
+absl::Status CheckThreads(int64_t threads, absl::string_view what) {
+  if (threads < 1 || threads > kMaxThreads) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s %d: give a thread count from 1 to %d", what, threads, kMaxThreads));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckJsonNesting(absl::string_view text, int max_depth) {
   int depth = 0;
   bool in_string = false;

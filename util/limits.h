@@ -41,6 +41,8 @@ inline constexpr int64_t kMaxAlignment = int64_t{1} << 30;
 // most kMaxAlignment, every sum a plan forms stays below 2^63.
 inline constexpr int64_t kMaxTotalBytes = int64_t{1} << 60;
 inline constexpr double kMaxTimeLimitSeconds = 7 * 24 * 3600.0;
+// Threads of a parallel search (each holds its own copy of a planner's index).
+inline constexpr int kMaxThreads = 256;
 // Symbolic plans (memonger/symbolic/): the most alias classes one may place (its check keeps an
 // items x items bit matrix: 20,000 items are 50 MB), the most sub-boxes a range is split into,
 // and the most polynomials an arena formula keeps (a max of more is reported as too long).
@@ -78,6 +80,9 @@ absl::Status CheckAlignment(int64_t alignment, absl::string_view what);
 // A time limit in seconds: finite, > 0 and at most kMaxTimeLimitSeconds. Returns it as a duration
 // (a deadline is then absl::Now() + it, compared on a monotonic clock by the caller).
 absl::StatusOr<absl::Duration> CheckTimeLimit(double seconds, absl::string_view what);
+
+// A thread count in [1, kMaxThreads]. `what` names it in the error ("--threads").
+absl::Status CheckThreads(int64_t threads, absl::string_view what);
 
 // JSON text nested no deeper than `max_depth` arrays and objects (a scan of the brackets outside
 // strings, O(bytes)): parsing and printing a JSON value recurse once per level.

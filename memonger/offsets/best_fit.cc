@@ -1,10 +1,14 @@
 #include "memonger/offsets/best_fit.h"
 
 #include <algorithm>
+#include <iterator>
+#include <mutex>
+#include <thread>
 #include <limits>
 #include <numeric>
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 
@@ -126,49 +130,97 @@ std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder
 }
 
 absl::StatusOr<BestFitResult> RunBestFitPortfolio(
-    const OffsetProblem& problem, std::optional<std::chrono::steady_clock::time_point> stop_after) {
+    const OffsetProblem& problem, std::optional<std::chrono::steady_clock::time_point> stop_after,
+    int threads) {
   MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
-  BestFitResult best;
-  best.lower_bound = OffsetLowerBound(problem);
-  GreedyPlacer placer(problem);
-  std::vector<std::vector<int>> tried;
-  bool have = false;
-  for (PortfolioOrder kind : kPortfolioOrders) {
-    std::vector<int> order = PortfolioItemOrder(problem, kind);
-    if (std::find(tried.begin(), tried.end(), order) != tried.end()) continue;
-    for (FitRule rule : {FitRule::kBestFit, FitRule::kLowestOffset}) {
-      if (have && stop_after.has_value() && std::chrono::steady_clock::now() >= *stop_after) {
-        return best;
+  if (threads < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("best-fit: ", threads, " threads"));
+  }
+  const int64_t lower_bound = OffsetLowerBound(problem);
+  constexpr int kOrders = static_cast<int>(std::size(kPortfolioOrders));
+  constexpr FitRule kRules[] = {FitRule::kBestFit, FitRule::kLowestOffset};
+  constexpr int kRuns = kOrders * 2;  // run t: order t / 2, rule t % 2
+
+  // Shared state, under `mutex`: each order made once (by whichever run needs it first), the
+  // results of finished runs, and the best so far.
+  std::mutex mutex;
+  std::vector<std::once_flag> made(kOrders);
+  std::vector<std::vector<int>> orders(kOrders);
+  std::vector<std::optional<OffsetSolution>> results(kRuns);
+  int next_run = 0;
+  int placed = 0;  // runs placed (duplicates are not)
+  int best_run = -1;  // the finished run with the lowest (height, run)
+  auto order_of = [&](int k) -> const std::vector<int>& {
+    std::call_once(made[k], [&] { orders[k] = PortfolioItemOrder(problem, kPortfolioOrders[k]); });
+    return orders[k];
+  };
+
+  // Run t can win only with a height below every finished earlier run's and no higher than any
+  // later one's; it gives up as soon as it cannot (heights only grow). So the winner, the
+  // lowest height with ties to the earliest run, is the one a single thread running the runs in
+  // order would keep, whatever the thread count, unless the deadline cuts a run.
+  auto worker = [&]() {
+    GreedyPlacer placer(problem);
+    for (;;) {
+      int t;
+      int64_t limit = std::numeric_limits<int64_t>::max();
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (next_run >= kRuns) return;
+        if (best_run >= 0 && results[best_run]->height == lower_bound) {
+          return;  // a run reached the bound: no run after it can win
+        }
+        // The first run always runs: it is the plan returned whatever the clock says.
+        if (next_run > 0 && stop_after.has_value() &&
+            std::chrono::steady_clock::now() >= *stop_after) {
+          return;
+        }
+        t = next_run++;
+        if (best_run >= 0) {
+          const int64_t h = results[best_run]->height;
+          limit = best_run < t ? h - 1 : h;
+        }
       }
-      // A run that cannot end strictly lower than the best so far (an earlier run, which wins
-      // ties) stops early.
-      // Every run but the first gives up at the deadline, so that the portfolio never overruns
-      // it by a whole pass (the first run is the plan it returns).
-      std::optional<OffsetSolution> solution = placer.PlaceFrom(
-          order, rule, 0, {},
-          have ? best.solution.height - 1 : std::numeric_limits<int64_t>::max(),
-          have ? stop_after : std::nullopt);
-      ++best.runs;
-      if (solution.has_value()) {
-        MG_CHECK(!have || solution->height < best.solution.height);
-        have = true;
-        best.solution = *std::move(solution);
-        best.order_kind = kind;
-        best.rule = rule;
-        best.order = order;
+      const int k = t / 2;
+      const std::vector<int>& order = order_of(k);
+      bool duplicate = false;  // an order equal to an earlier one is not placed again
+      for (int j = 0; j < k && !duplicate; ++j) duplicate = order_of(j) == order;
+      std::optional<OffsetSolution> solution;
+      if (!duplicate) {
+        solution = placer.PlaceFrom(order, kRules[t % 2], 0, {}, limit,
+                                    t > 0 ? stop_after : std::nullopt);
       }
-      if (best.solution.height == best.lower_bound) {
-        best.solution.proven_optimal = true;
-        return best;
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!duplicate) ++placed;
+      if (!solution.has_value()) continue;
+      const int64_t h = solution->height;
+      results[t] = std::move(solution);
+      if (best_run < 0 || h < results[best_run]->height ||
+          (h == results[best_run]->height && t < best_run)) {
+        best_run = t;
       }
     }
-    tried.push_back(std::move(order));
-  }
+  };
+  const int workers = std::min(threads, kRuns);
+  std::vector<std::thread> pool;
+  for (int w = 1; w < workers; ++w) pool.emplace_back(worker);
+  worker();
+  for (std::thread& thread : pool) thread.join();
+
+  MG_CHECK(best_run >= 0);  // run 0 has no deadline, and gives up only for a finished winner
+  BestFitResult best;
+  best.lower_bound = lower_bound;
+  best.runs = placed;
+  best.solution = *std::move(results[best_run]);
+  best.order_kind = kPortfolioOrders[best_run / 2];
+  best.rule = kRules[best_run % 2];
+  best.order = orders[best_run / 2];
+  best.solution.proven_optimal = best.solution.height == lower_bound;
   return best;
 }
 
-absl::StatusOr<OffsetSolution> PlanBestFit(const OffsetProblem& problem) {
-  MG_ASSIGN_OR_RETURN(BestFitResult result, RunBestFitPortfolio(problem));
+absl::StatusOr<OffsetSolution> PlanBestFit(const OffsetProblem& problem, int threads) {
+  MG_ASSIGN_OR_RETURN(BestFitResult result, RunBestFitPortfolio(problem, std::nullopt, threads));
   return std::move(result.solution);
 }
 

@@ -147,7 +147,8 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   // The portfolio starts no run after a quarter of the limit: on a large problem one greedy
   // pass takes about that long, and window repair does more with the time than another order.
   MG_ASSIGN_OR_RETURN(BestFitResult start,
-                      RunBestFitPortfolio(problem, DeadlineAfter(now, options.time_limit_seconds / 4)));
+                      RunBestFitPortfolio(problem, DeadlineAfter(now, options.time_limit_seconds / 4),
+                                          options.threads));
   if (start.solution.proven_optimal) return std::move(start.solution);
   // The hill climber gets half of what is left (on a small problem it ends at its iteration cap
   // long before), window repair the rest. Each climbing step places a suffix of the order again,

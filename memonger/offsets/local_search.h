@@ -42,6 +42,7 @@ struct LocalSearchOptions {
   int max_iterations = 1000;
   uint64_t seed = 1;
   double time_limit_seconds = 10;  // wall clock, for the whole call (portfolio included)
+  int threads = 1;                 // the portfolio's (RunBestFitPortfolio); the rest is serial
 };
 
 struct LocalSearchResult {

@@ -39,9 +39,10 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
     case OffsetStrategy::kGreedyBySize:
       return PlanGreedyBySize(problem);
     case OffsetStrategy::kBestFit:
-      return PlanBestFit(problem);
+      return PlanBestFit(problem, options.threads);
     case OffsetStrategy::kBestFitWithLocalSearch:
       local.time_limit_seconds = options.time_limit_seconds;
+      local.threads = options.threads;
       return PlanBestFitWithLocalSearch(problem, local);
     case OffsetStrategy::kExact:
     case OffsetStrategy::kAuto:
@@ -49,12 +50,13 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   }
   OffsetSolution incumbent;
   if (strategy == OffsetStrategy::kExact) {
-    MG_ASSIGN_OR_RETURN(incumbent, PlanBestFit(problem));
+    MG_ASSIGN_OR_RETURN(incumbent, PlanBestFit(problem, options.threads));
   } else {
     // Half the limit, or all of it where the branch and bound would not search (too many
     // items): it then returns the incumbent at once.
     const auto searched = std::count_if(problem.items.begin(), problem.items.end(),
                                         [](const OffsetItem& item) { return item.bytes > 0; });
+    local.threads = options.threads;
     local.time_limit_seconds = searched <= kMaxExactItems ? options.time_limit_seconds / 2
                                                           : options.time_limit_seconds;
     MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local));
@@ -273,6 +275,7 @@ absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,
                       OffsetProblemsFor(graph, liveness, options.alignment));
   OffsetSolveOptions solve;
   solve.time_limit_seconds = options.time_limit_seconds;
+  solve.threads = options.threads;
   solve.exact_progress = options.exact_progress;
   MG_ASSIGN_OR_RETURN(std::vector<OffsetSolution> solutions,
                       SolveOffsetProblems(problems, strategy, solve));

@@ -279,6 +279,9 @@ std::vector<HostileCase> Cases() {
   flag("time_limit_inf", "--time-limit inf", kUsage, "--time-limit inf");
   flag("time_limit_huge", "--time-limit 1e308", kUsage, "--time-limit 1e+308: give seconds");
   flag("time_limit_text", "--time-limit soon", kUsage, "--time-limit soon: not a number");
+  flag("threads_zero", "--threads 0", kUsage, "--threads 0: give a thread count from 1 to 256");
+  flag("threads_huge", "--threads 100000", kUsage, "--threads 100000: give a thread count");
+  flag("threads_text", "--threads many", kUsage, "--threads many: not an integer");
   flag("budget_text", "--budget lots", kUsage, "--budget");
   flag("budget_negative", "--budget -5", kUsage, "--budget");
   flag("budget_overflow", "--budget 99999999999TiB", kUsage, "--budget");

@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "onnx/onnx_pb.h"
 
 #include "gmock/gmock.h"
@@ -34,6 +36,26 @@ TEST(OptimizeNetTest, SummarisesTheBundledExample) {
   EXPECT_THAT(r.out, HasSubstr("peak             step"));
   // The [1,12,L,L] fp16 tensors are the largest values.
   EXPECT_THAT(r.out, HasSubstr("float16[1,12,1025,1025]"));
+}
+
+// The portfolio's threads change nothing in the plan (best-fit has no time limit to cut it).
+TEST(OptimizeNetTest, ThreadsGiveTheSamePlan) {
+  std::string first;
+  for (const char* threads : {"1", "2", "7"}) {
+    auto r = RunOptimizeNet(std::string("--workload guillotine:records=300,seed=5 ") +
+                            "--planner best-fit --format json --threads " + threads);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // Everything but the clock.
+    std::string plan;
+    for (absl::string_view line : absl::StrSplit(r.out, '\n')) {
+      if (!absl::StrContains(line, "planning_seconds")) absl::StrAppend(&plan, line, "\n");
+    }
+    if (first.empty()) {
+      first = plan;
+    } else {
+      EXPECT_TRUE(plan == first) << "--threads " << threads << " planned differently";
+    }
+  }
 }
 
 TEST(OptimizeNetTest, JsonFormatIsThePlanDocument) {

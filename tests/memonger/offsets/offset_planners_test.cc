@@ -333,6 +333,34 @@ TEST(OffsetPlannersOrderingTest, PortfolioReportsItsWinner) {
   EXPECT_LE(result->runs, 2 * static_cast<int>(std::size(kPortfolioOrders)));
 }
 
+// Threads change who runs what, never the winner: the same plan, order and rule for any count.
+TEST(OffsetPlannersOrderingTest, PortfolioIsTheSameForEveryThreadCount) {
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    SCOPED_TRACE(seed);
+    const OffsetProblem p = RandomProblem(seed);
+    absl::StatusOr<BestFitResult> serial = RunBestFitPortfolio(p);
+    ASSERT_TRUE(serial.ok()) << serial.status();
+    for (int threads : {2, 3, 5, 12, 16}) {
+      SCOPED_TRACE(threads);
+      absl::StatusOr<BestFitResult> parallel = RunBestFitPortfolio(p, std::nullopt, threads);
+      ASSERT_TRUE(parallel.ok()) << parallel.status();
+      EXPECT_EQ(parallel->solution.offsets, serial->solution.offsets);
+      EXPECT_EQ(parallel->solution.height, serial->solution.height);
+      EXPECT_EQ(parallel->solution.proven_optimal, serial->solution.proven_optimal);
+      EXPECT_EQ(parallel->order_kind, serial->order_kind);
+      EXPECT_EQ(parallel->rule, serial->rule);
+    }
+    // A passed deadline: only the first run, whatever the thread count.
+    absl::StatusOr<BestFitResult> cut =
+        RunBestFitPortfolio(p, std::chrono::steady_clock::now(), 4);
+    ASSERT_TRUE(cut.ok()) << cut.status();
+    EXPECT_EQ(cut->runs, 1);
+    EXPECT_EQ(cut->order_kind, kPortfolioOrders[0]);
+  }
+  EXPECT_EQ(RunBestFitPortfolio(RandomProblem(1), std::nullopt, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // A time-limited caller's deadline stops the portfolio after its first run, with a valid plan.
 TEST(OffsetPlannersOrderingTest, PortfolioStopsAtItsDeadlineAfterOneRun) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
