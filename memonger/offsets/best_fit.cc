@@ -1,6 +1,7 @@
 #include "memonger/offsets/best_fit.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <iterator>
 #include <mutex>
 #include <thread>
@@ -149,6 +150,8 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   std::vector<std::optional<OffsetSolution>> results(kRuns);
   int next_run = 0;
   int placed = 0;  // runs placed (duplicates are not)
+  bool first_finished = false;
+  std::condition_variable first_done;
   int best_run = -1;  // the finished run with the lowest (height, run)
   auto order_of = [&](int k) -> const std::vector<int>& {
     std::call_once(made[k], [&] { orders[k] = PortfolioItemOrder(problem, kPortfolioOrders[k]); });
@@ -165,7 +168,12 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
       int t;
       int64_t limit = std::numeric_limits<int64_t>::max();
       {
-        std::lock_guard<std::mutex> lock(mutex);
+        std::unique_lock<std::mutex> lock(mutex);
+        // Under a deadline, later runs wait for the first: on a problem where one run takes the
+        // whole time they would only be cut (and slow the first down by sharing the memory bus).
+        if (stop_after.has_value()) {
+          first_done.wait(lock, [&] { return first_finished || next_run == 0; });
+        }
         if (next_run >= kRuns) return;
         if (best_run >= 0 && results[best_run]->height == lower_bound) {
           return;  // a run reached the bound: no run after it can win
@@ -191,6 +199,10 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
                                     t > 0 ? stop_after : std::nullopt);
       }
       std::lock_guard<std::mutex> lock(mutex);
+      if (t == 0) {
+        first_finished = true;
+        first_done.notify_all();
+      }
       if (!duplicate) ++placed;
       if (!solution.has_value()) continue;
       const int64_t h = solution->height;
