@@ -210,7 +210,12 @@ void IntervalIndex::InsertAt(int node, int lo, int hi, int depth, const BucketSp
     return;
   }
   if (lo == hi) {  // a bucket the item covers in part
-    entries_[lo].push_back(Entry{span.first_segment, span.last_segment, range});
+    // Kept sorted by offset, so that a query's filtered entries come out sorted.
+    std::vector<Entry>& entries = entries_[lo];
+    const auto at = std::upper_bound(
+        entries.begin(), entries.end(), range.begin,
+        [](int64_t begin, const Entry& e) { return begin < e.range.begin; });
+    entries.insert(at, Entry{span.first_segment, span.last_segment, range});
     return;
   }
   const int mid = lo + (hi - lo) / 2;
@@ -223,21 +228,21 @@ void IntervalIndex::OccupiedDuring(int item, std::vector<ByteRange>& out) const 
   spans_.clear();
   total_ranges_ = 0;
   entry_ranges_.clear();
+  entry_runs_.clear();
   CollectAt(1, 0, first_leaf_ - 1, 0, span);
-  if (!entry_ranges_.empty()) {
-    // The entries met, unmerged and from up to two buckets: sorted and merged into one list.
-    std::sort(entry_ranges_.begin(), entry_ranges_.end(),
-              [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
-    size_t w = 0;
-    for (size_t r = 1; r < entry_ranges_.size(); ++r) {
+  // Each partially covered bucket gave one run of its entries met, sorted by offset (the
+  // bucket keeps them so): united where they meet, each run is one more list to merge.
+  for (auto [begin, end] : entry_runs_) {
+    size_t w = begin;
+    for (size_t r = begin + 1; r < end; ++r) {
       if (entry_ranges_[r].begin <= entry_ranges_[w].end) {
         entry_ranges_[w].end = std::max(entry_ranges_[w].end, entry_ranges_[r].end);
       } else {
         entry_ranges_[++w] = entry_ranges_[r];
       }
     }
-    entry_ranges_.resize(w + 1);
-    Read(entry_ranges_);
+    spans_.emplace_back(entry_ranges_.data() + begin, entry_ranges_.data() + w + 1);
+    total_ranges_ += w + 1 - begin;
   }
   out.clear();
   if (spans_.empty()) return;
@@ -329,11 +334,13 @@ void IntervalIndex::CollectAt(int node, int lo, int hi, int depth,
     Read(n.cover);
   }
   if (lo == hi) {  // a bucket the query covers in part: its entries whose segments meet it
+    const size_t begin = entry_ranges_.size();
     for (const Entry& e : entries_[lo]) {
       if (e.first <= span.last_segment && span.first_segment <= e.last) {
         entry_ranges_.push_back(e.range);
       }
     }
+    if (entry_ranges_.size() > begin) entry_runs_.emplace_back(begin, entry_ranges_.size());
     if (depth <= path_depth_) Read(n.path);
     return;
   }

@@ -17,7 +17,8 @@
 //   below: the union of the items with a canonical node or an entry (below) in the subtree;
 //   path:  (nodes at depth <= 6 only) the union of `cover` over the node and its ancestors.
 // An item that starts or ends inside a bucket (covers it only in part) is an entry of that
-// bucket instead: its segments and byte range, unmerged, at most two buckets per item.
+// bucket instead: its segments and byte range, unmerged but kept sorted by offset, at most two
+// buckets per item (so a query's filtered entries are sorted runs, united in one pass).
 // An item intersects a query lifetime exactly when one of its canonical nodes and one of the
 // query's lie on one root path, or it is an entry of a bucket where the query covers part and
 // their segments meet. So a query reads `below` at its own canonical nodes, the `cover` of the
@@ -143,7 +144,8 @@ class IntervalIndex {
   mutable size_t total_ranges_ = 0;
   mutable std::vector<std::pair<size_t, size_t>> merged_runs_;  // [begin, end) in pool_
   mutable std::vector<ByteRange> pool_;
-  mutable std::vector<ByteRange> entry_ranges_;  // the entries met, sorted and merged
+  mutable std::vector<ByteRange> entry_ranges_;  // the entries met, a run per bucket
+  mutable std::vector<std::pair<size_t, size_t>> entry_runs_;  // [begin, end) in entry_ranges_
 };
 
 // How the greedy loop chooses among the byte gaps free during an item's whole lifetime.
