@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "memonger/offsets/interval_index.h"
+#include "memonger/offsets/perfect_packing.h"
 #include "util/check.h"
 #include "util/deep_stack.h"
 #include "util/status_macros.h"
@@ -678,6 +679,26 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
     return best;
   }
 
+  // No slack at the bound (every step with a live item has LB bytes live): the skyline search
+  // of perfect_packing.h decides the bound itself, for half of the time left; a plan there is
+  // optimal, and an exhausted search proves the bound unreachable.
+  bool bound_unreachable = false;
+  {
+    const Clock::time_point now = Clock::now();
+    const Clock::duration left = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::min(options.time_limit_seconds, 1e9))) -
+        (now - start);
+    MG_ASSIGN_OR_RETURN(PerfectPacking perfect, SolvePerfectPacking(problem, now + left / 2));
+    if (perfect.outcome == PerfectPacking::kFound) {
+      best.offsets = std::move(perfect.offsets);
+      best.height = HeightOf(problem, best.offsets);
+      MG_CHECK(best.height == lower_bound);
+      best.proven_optimal = true;
+      return best;
+    }
+    bound_unreachable = perfect.outcome == PerfectPacking::kInfeasible;
+  }
+
   Prepared prepared;
   if (!Prepare(problem, prepared)) return best;  // too large to search
   MG_CHECK(prepared.max_total == lower_bound);
@@ -692,7 +713,7 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
   // end early, so a time limit still returns a good plan). Node limits, not clocks, decide
   // every step, so only where the time limit cuts depends on the machine.
   Budget budget(options, start);
-  int64_t low = lower_bound;
+  int64_t low = bound_unreachable ? lower_bound + granule : lower_bound;
   int64_t high = (best.height - 1) / granule * granule;  // the highest height worth probing
   int64_t node_limit = 2 * static_cast<int64_t>(prepared.original.size());
   // A feasible probe lowers best and high, an infeasible one raises low; false on timeout.
