@@ -24,4 +24,13 @@ absl::StatusOr<Plan> PlanWithOffsetStrategy(const graph::Graph& g, const PlanOpt
   return plan;
 }
 
+OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment) {
+  OffsetItem item;
+  item.first_step = first;
+  item.last_step = last;
+  item.bytes = bytes;
+  item.alignment = alignment;
+  return item;
+}
+
 }  // namespace memonger::testing

@@ -16,6 +16,9 @@
 
 namespace memonger::testing {
 
+// An offset item of the raw problem (memonger/offsets/offset_problem.h): steps inclusive.
+OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment = 1);
+
 // Uses options.order, execution, alignment, plan_static, views and time_limit_seconds;
 // `liveness_out`, when given, receives the liveness the plan was made from.
 absl::StatusOr<Plan> PlanWithOffsetStrategy(const graph::Graph& g, const PlanOptions& options,

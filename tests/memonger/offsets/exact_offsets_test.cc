@@ -16,20 +16,14 @@
 #include "memonger/offsets/best_fit.h"
 #include "memonger/offsets/offset_problem.h"
 #include "tests/test_support.h"
+#include "tests/offset_support.h"
 
 namespace memonger {
 namespace {
 
 using ::testing::HasSubstr;
 
-OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment = 1) {
-  OffsetItem item;
-  item.first_step = first;
-  item.last_step = last;
-  item.bytes = bytes;
-  item.alignment = alignment;
-  return item;
-}
+using ::memonger::testing::Item;
 
 OffsetProblem Problem(std::vector<OffsetItem> items) {
   OffsetProblem problem;

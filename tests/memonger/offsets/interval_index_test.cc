@@ -13,20 +13,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/offset_support.h"
 
 namespace memonger {
 namespace {
 
 using ::testing::HasSubstr;
 
-OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment = 1) {
-  OffsetItem item;
-  item.first_step = first;
-  item.last_step = last;
-  item.bytes = bytes;
-  item.alignment = alignment;
-  return item;
-}
+using ::memonger::testing::Item;
 
 // The merged union of the byte ranges of `placed` items meeting `item` in time, pair by pair.
 std::vector<std::pair<int64_t, int64_t>> BruteForceOccupied(const OffsetProblem& p,

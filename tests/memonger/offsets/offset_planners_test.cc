@@ -87,14 +87,7 @@ struct Auto {
   }
 };
 
-OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment = 1) {
-  OffsetItem item;
-  item.first_step = first;
-  item.last_step = last;
-  item.bytes = bytes;
-  item.alignment = alignment;
-  return item;
-}
+using ::memonger::testing::Item;
 
 // A random problem. Seeds divisible by 3 mix alignments (1 to 64) within one problem; the others
 // use one alignment for every item. Sizes are multiples of their alignment, some are zero,

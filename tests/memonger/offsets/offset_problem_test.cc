@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/offset_support.h"
 
 namespace memonger {
 namespace {
@@ -14,14 +15,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment = 1) {
-  OffsetItem item;
-  item.first_step = first;
-  item.last_step = last;
-  item.bytes = bytes;
-  item.alignment = alignment;
-  return item;
-}
+using ::memonger::testing::Item;
 
 // The 8-tensor example of Pisarchyk & Lee (2020), (first, last, size) inclusive.
 OffsetProblem PaperExample() {

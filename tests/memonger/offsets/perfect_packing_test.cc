@@ -13,18 +13,12 @@
 #include "memonger/offsets/offset_planning.h"
 #include "memonger/offsets/offset_problem.h"
 #include "workloads/workload_guillotine.h"
+#include "tests/offset_support.h"
 
 namespace memonger {
 namespace {
 
-OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment = 1) {
-  OffsetItem item;
-  item.first_step = first;
-  item.last_step = last;
-  item.bytes = bytes;
-  item.alignment = alignment;
-  return item;
-}
+using ::memonger::testing::Item;
 
 // Is there a placement within `height`? Every offset of every item tried, pairwise checks.
 bool BruteForceFits(const OffsetProblem& p, int64_t height) {

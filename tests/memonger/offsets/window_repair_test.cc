@@ -10,18 +10,12 @@
 #include "gtest/gtest.h"
 #include "memonger/offsets/interval_index.h"
 #include "memonger/offsets/offset_problem.h"
+#include "tests/offset_support.h"
 
 namespace memonger {
 namespace {
 
-OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment = 1) {
-  OffsetItem item;
-  item.first_step = first;
-  item.last_step = last;
-  item.bytes = bytes;
-  item.alignment = alignment;
-  return item;
-}
+using ::memonger::testing::Item;
 
 // A random problem (aligned sizes, some zero-byte items) and a valid but poor placement of it:
 // greedy lowest-offset in a random order.
