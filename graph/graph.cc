@@ -55,12 +55,24 @@ std::string Value::DisplayName() const {
   return version == 0 ? name : absl::StrCat(name, "@", version);
 }
 
+absl::StatusOr<int64_t> ValueByteSize(const Value& v) {
+  absl::StatusOr<int64_t> bytes = ByteSize(*v.type, "");
+  if (bytes.ok()) return bytes;
+  return ByteSize(*v.type, absl::StrCat("value '", v.DisplayName(), "'"));
+}
+
 std::string Op::Label() const { return absl::StrCat(type, " op '", name, "'"); }
 
 std::optional<ValueId> Graph::FindValue(absl::string_view name) const {
   auto it = versions_.find(name);
   if (it == versions_.end() || it->second.empty()) return std::nullopt;
   return it->second.back();
+}
+
+absl::Span<const ValueId> Graph::Versions(absl::string_view name) const {
+  auto it = versions_.find(name);
+  if (it == versions_.end()) return {};
+  return absl::MakeConstSpan(it->second.data(), it->second.size());
 }
 
 std::vector<ValueId> Graph::FindVersions(absl::string_view name) const {

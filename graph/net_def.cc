@@ -352,7 +352,7 @@ proto::NetDef GraphToNetDef(const Graph& graph) {
   for (const Value& v : graph.values()) {
     if (written.contains(v.name)) continue;
     written[v.name] = true;
-    const std::vector<ValueId> versions = graph.FindVersions(v.name);
+    const absl::Span<const ValueId> versions = graph.Versions(v.name);
     proto::ValueInfo info;
     info.set_name(v.name);
     bool useful = false;

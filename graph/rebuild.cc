@@ -25,7 +25,7 @@ void CopyInterface(const Graph& graph, GraphBuilder& builder) {
     if (v.role == Role::kParam || v.role == Role::kConstant || v.role == Role::kWorkspace) {
       builder.DeclareRole(v.name, v.role);
     }
-    if (v.type.has_value() && graph.FindVersions(v.name).size() == 1) {
+    if (v.type.has_value() && graph.Versions(v.name).size() == 1) {
       builder.Declare(v.name, DeclarationOf(*v.type), v.alignment);
     }
   }

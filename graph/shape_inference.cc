@@ -40,7 +40,7 @@ absl::StatusOr<int64_t> ParseSize(absl::string_view number, absl::string_view te
 }
 
 absl::Status CheckBytes(const Value& v) {
-  return ByteSize(*v.type, absl::StrCat("value '", v.DisplayName(), "'")).status();
+  return ValueByteSize(v).status();
 }
 
 // The type a value's declaration gives, when it declares both a dtype and dims that resolve.

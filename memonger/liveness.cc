@@ -120,8 +120,7 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
       return absl::FailedPreconditionError(absl::StrCat(
           "value '", v.DisplayName(), "' has no type: run shape inference first"));
     } else {
-      MG_ASSIGN_OR_RETURN(live.bytes[id], graph::ByteSize(*v.type, absl::StrCat(
-                                              "value '", v.DisplayName(), "'")));
+      MG_ASSIGN_OR_RETURN(live.bytes[id], graph::ValueByteSize(v));
     }
     // Every sum a plan makes (naive bytes, static bytes, aligned offsets) stays in int64 when
     // all the values together stay under util::kMaxTotalBytes and alignments under
@@ -191,20 +190,23 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
       int last_step = -1;           // the latest step any joined version is live at
       std::vector<OpId> touchers;   // the ops touching the newest version
     };
-    absl::flat_hash_map<std::pair<std::string, std::pair<int, int>>, Joined> by_name;
+    // Per device, for the name being joined (every version of a name is met in its own pass
+    // below, so the map holds one name at a time).
+    absl::flat_hash_map<std::pair<int, int>, Joined> by_device;
     auto touchers_of = [&](ValueId id) {
       std::vector<OpId> ops = graph.value(id).consumers;
       if (graph.value(id).producer != kNone) ops.push_back(graph.value(id).producer);
       return ops;
     };
-    // Versions oldest first (FindVersions), names in value order.
+    // Versions oldest first (Graph::Versions), names in value order.
     for (ValueId id = 0; id < n; ++id) {
       const graph::Value& v = graph.value(id);
       if (v.version != 0) continue;
-      for (ValueId version : graph.FindVersions(v.name)) {
+      by_device.clear();
+      for (ValueId version : graph.Versions(v.name)) {
         if (!live.planned[version]) continue;
         const graph::Device& d = live.device[version];
-        Joined& joined = by_name[std::make_pair(v.name, std::make_pair(d.type, d.id))];
+        Joined& joined = by_device[std::make_pair(d.type, d.id)];
         const OpId writer = graph.value(version).producer;
         const bool in_place = graph.value(version).inplace_of != kNone;
         // A rewrite joins only when the earlier versions are dead by its write (a reordered
@@ -229,7 +231,7 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
           joined.last_step = own[version].last_step;
         }
         joined.last = version;
-        joined.touchers = touchers_of(version);
+        if (order.has_value()) joined.touchers = touchers_of(version);
       }
     }
   }

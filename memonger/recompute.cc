@@ -36,7 +36,7 @@ bool IsBackward(const graph::Op& op) {
 }
 
 bool WrittenOnce(const Graph& g, ValueId id) {
-  return g.FindVersions(g.value(id).name).size() == 1;
+  return g.Versions(g.value(id).name).size() == 1;
 }
 
 // Everything the evaluation of a choice needs, computed once from the given order.

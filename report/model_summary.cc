@@ -31,8 +31,7 @@ absl::StatusOr<ModelSummary> SummarizeModel(const graph::Graph& graph, std::stri
       return absl::FailedPreconditionError(
           absl::StrCat("value '", v.DisplayName(), "' has no type: run shape inference first"));
     }
-    MG_ASSIGN_OR_RETURN(int64_t bytes,
-                        graph::ByteSize(*v.type, absl::StrCat("value '", v.DisplayName(), "'")));
+    MG_ASSIGN_OR_RETURN(int64_t bytes, graph::ValueByteSize(v));
     ++s.values_by_role[v.role];
     if (v.inplace_of != graph::kNone) continue;
     by_size.emplace_back(bytes, id);
