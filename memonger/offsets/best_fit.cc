@@ -151,6 +151,7 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   int next_run = 0;
   int placed = 0;  // runs placed (duplicates are not)
   bool first_finished = false;
+  double first_run_seconds = 0;
   std::condition_variable first_done;
   int best_run = -1;  // the finished run with the lowest (height, run)
   auto order_of = [&](int k) -> const std::vector<int>& {
@@ -194,12 +195,15 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
       bool duplicate = false;  // an order equal to an earlier one is not placed again
       for (int j = 0; j < k && !duplicate; ++j) duplicate = order_of(j) == order;
       std::optional<OffsetSolution> solution;
+      const auto run_start = std::chrono::steady_clock::now();
       if (!duplicate) {
         solution = placer.PlaceFrom(order, kRules[t % 2], 0, {}, limit,
                                     t > 0 ? stop_after : std::nullopt);
       }
       std::lock_guard<std::mutex> lock(mutex);
       if (t == 0) {
+        first_run_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
         first_finished = true;
         first_done.notify_all();
       }
@@ -223,6 +227,7 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   BestFitResult best;
   best.lower_bound = lower_bound;
   best.runs = placed;
+  best.first_run_seconds = first_run_seconds;
   best.solution = *std::move(results[best_run]);
   best.order_kind = kPortfolioOrders[best_run / 2];
   best.rule = kRules[best_run % 2];

@@ -72,6 +72,7 @@ struct BestFitResult {
   std::vector<int> order;   // the winner's placement order (a start for local search)
   int64_t lower_bound = 0;  // OffsetLowerBound(problem)
   int runs = 0;             // greedy placements made
+  double first_run_seconds = 0;  // the first run's wall time: what one greedy pass costs
 };
 
 // InvalidArgument for a malformed problem (ValidateOffsetProblem) or threads < 1. With

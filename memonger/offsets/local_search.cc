@@ -156,7 +156,9 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   // in the climber's time, it would not finish one step, and window repair gets all the time.
   const Clock::time_point after_portfolio = Clock::now();
   const Clock::duration climb_time = (deadline - after_portfolio) / 2;
-  const Clock::duration pass_time = (after_portfolio - now) / std::max(1, start.runs);
+  // The first run's own time (the runs may have gone in parallel).
+  const Clock::duration pass_time = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(start.first_run_seconds));
   OffsetSolution climbed = std::move(start.solution);
   if (pass_time / 2 < climb_time) {
     MG_ASSIGN_OR_RETURN(LocalSearchResult improved,

@@ -62,7 +62,9 @@ class Search {
   Search(const OffsetProblem& problem, const Sections& sections, int64_t height,
          std::optional<Clock::time_point> deadline, int64_t node_limit, int round)
       : items_(problem.items), sec_(sections), height_(height), deadline_(deadline),
-        node_limit_(node_limit), skyline_(sections.count, 0),
+        node_limit_(node_limit),
+        clock_stride_(std::clamp<int64_t>((int64_t{1} << 20) / (sections.count + 1), 1, 1024)),
+        skyline_(sections.count, 0),
         offsets_(problem.items.size(), 0), placed_(problem.items.size(), false),
         starting_(sections.count) {
     ending_.resize(sections.count);
@@ -106,7 +108,10 @@ class Search {
     };
     std::vector<Frame> stack;
     for (;;) {
-      if (++result.nodes % 1024 == 0 && deadline_.has_value() && Clock::now() >= *deadline_) {
+      // A node costs O(sections): the clock is read often enough that about 2^20 section visits
+      // pass between two reads, however many sections there are.
+      if (++result.nodes % clock_stride_ == 0 && deadline_.has_value() &&
+          Clock::now() >= *deadline_) {
         result.outcome = PerfectPacking::kStopped;
         return result;
       }
@@ -252,6 +257,7 @@ class Search {
   const int64_t height_;
   const std::optional<Clock::time_point> deadline_;
   const int64_t node_limit_;
+  const int64_t clock_stride_ = 1;
   std::vector<int64_t> skyline_;
   std::vector<int64_t> offsets_;
   std::vector<bool> placed_;
