@@ -332,6 +332,27 @@ std::optional<DimExpr> MatchDim(const std::vector<int64_t>& seen,
   return match;
 }
 
+// Two bindings drawn uniformly from the box, each symbol's first then second value in turn.
+// `differ`: every symbol takes two different values (a symbol with a one-value range counts as
+// differing when `fixed_differ`).
+struct BindingPair {
+  SymbolBindings first;
+  SymbolBindings second;
+  bool differ = true;
+};
+BindingPair DrawBindingPair(const SymbolBox& box, std::mt19937_64& rng, bool fixed_differ) {
+  BindingPair pair;
+  for (const SymbolRange& r : box.ranges) {
+    std::uniform_int_distribution<int64_t> pick(r.lo, r.hi);
+    const int64_t a = pick(rng);
+    const int64_t b = pick(rng);
+    pair.first[r.symbol] = a;
+    pair.second[r.symbol] = b;
+    pair.differ = pair.differ && ((fixed_differ && r.lo == r.hi) || a != b);
+  }
+  return pair;
+}
+
 // The probe rule (see the header): the op's shape function at two bindings that tell every
 // distinct input expression apart, and at the box's corners.
 absl::StatusOr<std::vector<ExprDims>> ProbeRule(const OpInputs& in, const OpSchema& schema,
@@ -342,14 +363,7 @@ absl::StatusOr<std::vector<ExprDims>> ProbeRule(const OpInputs& in, const OpSche
   std::mt19937_64 rng(seed);
   std::vector<SymbolBindings> probes;
   for (int attempt = 0; attempt < 64 && probes.empty(); ++attempt) {
-    SymbolBindings p1, p2;
-    bool differ = true;
-    for (const SymbolRange& r : box.ranges) {
-      std::uniform_int_distribution<int64_t> pick(r.lo, r.hi);
-      p1[r.symbol] = pick(rng);
-      p2[r.symbol] = pick(rng);
-      differ = differ && (r.lo == r.hi || p1[r.symbol] != p2[r.symbol]);
-    }
+    auto [p1, p2, differ] = DrawBindingPair(box, rng, /*fixed_differ=*/true);
     if (!differ) continue;
     bool distinct = true;
     std::set<int64_t> seen1, seen2;
@@ -414,15 +428,8 @@ class Observations {
     built_ = true;
     std::mt19937_64 rng(0x5eed);
     for (int attempt = 0; attempt < 64 && at_.empty(); ++attempt) {
-      SymbolBindings p1, p2;
-      bool differ = true;
-      for (const SymbolRange& r : box_.ranges) {
-        std::uniform_int_distribution<int64_t> pick(r.lo, r.hi);
-        p1[r.symbol] = pick(rng);
-        p2[r.symbol] = pick(rng);
-        differ = differ && p1[r.symbol] != p2[r.symbol];
-      }
-      if (differ) at_ = {p1, p2};
+      BindingPair pair = DrawBindingPair(box_, rng, /*fixed_differ=*/false);
+      if (pair.differ) at_ = {std::move(pair.first), std::move(pair.second)};
     }
     if (at_.empty()) {
       status_ = absl::InvalidArgumentError("no two bindings of the box differ in every symbol");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "graph/net_def.h"
+#include "onnx/onnx_pb.h"
 #include "gtest/gtest.h"
 #include "util/status_macros.h"
 
@@ -83,6 +84,23 @@ CommandResult RunOptimizeNet(const std::string& args) {
   result.out = slurp(out_path);
   result.err = slurp(err_path);
   return result;
+}
+
+absl::StatusOr<std::string> Conv2dWithSymbolicBatch() {
+  std::ifstream in("/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx",
+                   std::ios::binary);
+  if (!in) return absl::NotFoundError("libonnx-testdata is not installed");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in)) {
+    return absl::InvalidArgumentError("libonnx-testdata's test_Conv2d does not parse");
+  }
+  model.mutable_graph()->clear_value_info();
+  for (auto* list :
+       {model.mutable_graph()->mutable_input(), model.mutable_graph()->mutable_output()}) {
+    list->Mutable(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
+        ->set_dim_param("batch");
+  }
+  return model.SerializeAsString();
 }
 
 }  // namespace memonger::testing

@@ -15,6 +15,11 @@ std::string SourcePath(const std::string& relative);
 std::string TempDir();
 std::string WriteTempFile(const std::string& name, const std::string& contents);
 
+// libonnx-testdata's test_Conv2d as an exporter with a dynamic batch axis writes it: no
+// value_info, the first dim of the input and the output a dim_param "batch"; serialized.
+// NotFound when libonnx-testdata is not installed.
+absl::StatusOr<std::string> Conv2dWithSymbolicBatch();
+
 // The whole file, or "" when it cannot be read.
 std::string ReadFile(const std::string& path);
 

@@ -8,7 +8,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "onnx/onnx_pb.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -391,21 +390,11 @@ TEST(OptimizeNetTest, MemoryAwareOrderReportsWritesAndRunsTheSameOutputs) {
 // (a dim_param on the input and the output): the answer plans within the budget and the next
 // batch does not, each checked by a plain run.
 TEST(OptimizeNetTest, FitFindsTheLargestBatchOfAnOnnxModel) {
-  std::ifstream in("/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx",
-                   std::ios::binary);
-  if (!in) GTEST_SKIP() << "libonnx-testdata is not installed";
-  onnx::ModelProto model;
-  ASSERT_TRUE(model.ParseFromIstream(&in));
-  model.mutable_graph()->clear_value_info();
-  for (auto* list : {model.mutable_graph()->mutable_input(), model.mutable_graph()->mutable_output()}) {
-    auto* dim = list->Mutable(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0);
-    dim->set_dim_param("batch");
-  }
-  const std::string path = memonger::testing::TempDir() + "/conv2d_dynamic_batch.onnx";
-  {
-    std::ofstream out(path, std::ios::binary);
-    ASSERT_TRUE(model.SerializeToOstream(&out));
-  }
+  absl::StatusOr<std::string> model = memonger::testing::Conv2dWithSymbolicBatch();
+  if (absl::IsNotFound(model.status())) GTEST_SKIP() << model.status();
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string path =
+      memonger::testing::WriteTempFile("conv2d_dynamic_batch.onnx", *model);
   const int64_t budget = 64 << 10;
   auto r = RunOptimizeNet("'" + path + "' --fit batch --budget 64KiB --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

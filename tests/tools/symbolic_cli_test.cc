@@ -22,6 +22,7 @@ using ::memonger::testing::ReadFile;
 using ::memonger::testing::RunOptimizeNet;
 using ::memonger::testing::SourcePath;
 using ::memonger::testing::TempDir;
+using ::memonger::testing::Conv2dWithSymbolicBatch;
 using ::memonger::testing::WriteTempFile;
 using ::testing::HasSubstr;
 
@@ -192,17 +193,10 @@ TEST(SymbolicCliTest, OnnxShapeChainsAreExpressed) {
 // libonnx-testdata's Conv2d with a symbolic batch, as an exporter with dynamic axes writes it:
 // one plan for batch 1..64, bound at every batch and verified by the run.
 TEST(SymbolicCliTest, OnnxModelWithASymbolicBatch) {
-  std::ifstream in("/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx",
-                   std::ios::binary);
-  if (!in) GTEST_SKIP() << "libonnx-testdata is not installed";
-  onnx::ModelProto model;
-  ASSERT_TRUE(model.ParseFromIstream(&in));
-  model.mutable_graph()->clear_value_info();
-  for (auto* list : {model.mutable_graph()->mutable_input(), model.mutable_graph()->mutable_output()}) {
-    list->Mutable(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
-        ->set_dim_param("batch");
-  }
-  const std::string path = WriteTempFile("conv2d_batch.onnx", model.SerializeAsString());
+  absl::StatusOr<std::string> model = Conv2dWithSymbolicBatch();
+  if (absl::IsNotFound(model.status())) GTEST_SKIP() << model.status();
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string path = WriteTempFile("conv2d_batch.onnx", *model);
   const std::string plan = TempDir() + "/conv2d_batch.json";
   auto r = RunOptimizeNet("'" + path + "' --dim batch=1..64 --plan-json '" + plan + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
