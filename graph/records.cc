@@ -1,6 +1,7 @@
 #include "graph/records.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -19,52 +20,65 @@ namespace {
 // Steps beyond this are surely a mistake (and would not fit the int step indices downstream).
 constexpr int64_t kMaxStep = int64_t{1} << 50;
 
-absl::Status CheckRecord(const UsageRecord& r, size_t index, const std::string& source_name,
-                         absl::flat_hash_set<std::string>& names) {
-  const std::string where =
-      absl::StrCat(source_name, ": record ", index, " ('", util::Quote(r.name), "')");
-  if (r.name.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": empty name"));
-  if (r.bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": negative size ", r.bytes));
-  }
-  if (r.first_step < 0 || r.first_step > kMaxStep || r.last_step > kMaxStep) {
+// Every field of one record; names are checked for repeats by the caller. The message is built
+// only for an error (a million records each formatting it were a tenth of loading them).
+absl::Status CheckRecord(const UsageRecord& r, size_t index, const std::string& source_name) {
+  auto error = [&](absl::string_view what) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, ": step ", r.first_step < 0 ? r.first_step : r.last_step,
-                     " is out of range [0, 2^50]"));
+        absl::StrCat(source_name, ": record ", index, " ('", util::Quote(r.name), "'): ", what));
+  };
+  if (r.name.empty()) return error("empty name");
+  if (r.bytes < 0) return error(absl::StrCat("negative size ", r.bytes));
+  if (r.first_step < 0 || r.first_step > kMaxStep || r.last_step > kMaxStep) {
+    return error(absl::StrCat("step ", r.first_step < 0 ? r.first_step : r.last_step,
+                              " is out of range [0, 2^50]"));
   }
   if (r.last_step < r.first_step) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ends (step ", r.last_step,
-                                                   ") before it starts (step ", r.first_step,
-                                                   ")"));
+    return error(absl::StrCat("ends (step ", r.last_step, ") before it starts (step ",
+                              r.first_step, ")"));
   }
   if (r.alignment != 0) {  // 0: the plan's alignment
     if (absl::Status s = util::CheckAlignment(r.alignment, "alignment"); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
+      return error(s.message());
     }
-  }
-  if (!names.insert(r.name).second) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": the name is used twice"));
   }
   return absl::OkStatus();
 }
 
+// InvalidArgument naming the first record whose name an earlier one has.
+absl::Status CheckNamesUnique(const std::vector<UsageRecord>& records,
+                              const std::string& source_name) {
+  absl::flat_hash_set<absl::string_view> names;
+  names.reserve(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (!names.insert(records[i].name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(source_name, ": record ", i, " ('",
+                                                     util::Quote(records[i].name),
+                                                     "'): the name is used twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// `where` names the record, for an error only.
+template <typename Where>
 absl::StatusOr<int64_t> JsonInt(const nlohmann::json& record, const char* field, bool required,
-                                int64_t fallback, const std::string& where) {
+                                int64_t fallback, const Where& where) {
   auto it = record.find(field);
   if (it == record.end()) {
     if (!required) return fallback;
-    return absl::InvalidArgumentError(absl::StrCat(where, ": missing \"", field, "\""));
+    return absl::InvalidArgumentError(absl::StrCat(where(), ": missing \"", field, "\""));
   }
   if (it->is_number_unsigned()) {
     const uint64_t v = it->get<uint64_t>();
     if (v > static_cast<uint64_t>(INT64_MAX)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, ": \"", field, "\" = ", v, " does not fit in 64 bits"));
+          absl::StrCat(where(), ": \"", field, "\" = ", v, " does not fit in 64 bits"));
     }
     return static_cast<int64_t>(v);
   }
   if (it->is_number_integer()) return it->get<int64_t>();
-  return absl::InvalidArgumentError(absl::StrCat(where, ": \"", field, "\" must be an integer, not ",
+  return absl::InvalidArgumentError(absl::StrCat(where(), ": \"", field, "\" must be an integer, not ",
                                                  util::Quote(it->dump())));
 }
 
@@ -89,16 +103,20 @@ absl::StatusOr<std::vector<UsageRecord>> ParseRecordsJson(const std::string& tex
     return absl::InvalidArgumentError(absl::StrCat(source_name, ": \"records\" must be an array"));
   }
   std::vector<UsageRecord> records;
-  absl::flat_hash_set<std::string> names;
   const nlohmann::json& list = doc["records"];
+  if (static_cast<int64_t>(list.size()) > util::kMaxValues) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_name, ": more than ", util::kMaxValues, " records, the limit on values"));
+  }
+  records.reserve(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     const nlohmann::json& r = list[i];
-    const std::string where = absl::StrCat(source_name, ": record ", i);
-    if (!r.is_object()) return absl::InvalidArgumentError(absl::StrCat(where, ": not an object"));
+    auto where = [&] { return absl::StrCat(source_name, ": record ", i); };
+    if (!r.is_object()) return absl::InvalidArgumentError(absl::StrCat(where(), ": not an object"));
     UsageRecord record;
     if (auto it = r.find("name"); it != r.end()) {
       if (!it->is_string()) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": \"name\" must be a string"));
+        return absl::InvalidArgumentError(absl::StrCat(where(), ": \"name\" must be a string"));
       }
       record.name = it->get<std::string>();
     } else {
@@ -109,16 +127,13 @@ absl::StatusOr<std::vector<UsageRecord>> ParseRecordsJson(const std::string& tex
     MG_ASSIGN_OR_RETURN(record.last_step, JsonInt(r, "last_step", true, 0, where));
     MG_ASSIGN_OR_RETURN(record.alignment, JsonInt(r, "alignment", false, 0, where));
     MG_ASSIGN_OR_RETURN(record.offset, JsonInt(r, "offset", false, -1, where));
-    MG_RETURN_IF_ERROR(CheckRecord(record, i, source_name, names));
+    MG_RETURN_IF_ERROR(CheckRecord(record, i, source_name));
     records.push_back(std::move(record));
-    if (static_cast<int64_t>(records.size()) > util::kMaxValues) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source_name, ": more than ", util::kMaxValues, " records, the limit on values"));
-    }
   }
   if (records.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source_name, ": no records"));
   }
+  MG_RETURN_IF_ERROR(CheckNamesUnique(records, source_name));
   return records;
 }
 
@@ -127,72 +142,82 @@ absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& t
                                                             const util::InputLimits& limits) {
   MG_RETURN_IF_ERROR(util::CheckInputSize(static_cast<int64_t>(text.size()), limits, source_name));
   std::vector<UsageRecord> records;
-  absl::flat_hash_set<std::string> names;
+  // A row per line, less the header: sized once, not grown a million records at a time.
+  records.reserve(static_cast<size_t>(
+      std::min<int64_t>(std::count(text.begin(), text.end(), '\n') + 1, util::kMaxValues + 1)));
   std::vector<std::string> header;
+  // The header's columns, in kKnown's order.
+  enum class Column { kId, kLower, kUpper, kSize, kAlignment, kGaps, kOffset };
+  std::vector<Column> columns;
   util::CsvReader reader(text);
   std::vector<std::string> cells;
   while (reader.Next(cells)) {
-    const std::string where = absl::StrCat(source_name, ": line ", reader.line());
+    auto where = [&] { return absl::StrCat(source_name, ": line ", reader.line()); };
     if (header.empty()) {
       header = cells;
       for (std::string& h : header) h = absl::AsciiStrToLower(h);
       for (const char* need : {"id", "lower", "upper", "size"}) {
         if (std::find(header.begin(), header.end(), need) == header.end()) {
           return absl::InvalidArgumentError(absl::StrCat(
-              where, ": the header lacks column '", need,
+              where(), ": the header lacks column '", need,
               "' (expected id,lower,upper,size[,alignment,gaps,offset])"));
         }
       }
       for (size_t c = 0; c < header.size(); ++c) {
         static constexpr const char* kKnown[] = {"id",        "lower", "upper", "size",
                                                  "alignment", "gaps",  "offset"};
-        if (std::find(std::begin(kKnown), std::end(kKnown), header[c]) == std::end(kKnown)) {
+        const auto* known = std::find(std::begin(kKnown), std::end(kKnown), header[c]);
+        if (known == std::end(kKnown)) {
           return absl::InvalidArgumentError(absl::StrCat(
-              where, ": unknown column '", util::Quote(header[c]),
+              where(), ": unknown column '", util::Quote(header[c]),
               "' (expected id,lower,upper,size[,alignment,gaps,offset])"));
         }
         if (std::find(header.begin(), header.begin() + c, header[c]) != header.begin() + c) {
           return absl::InvalidArgumentError(
-              absl::StrCat(where, ": the column '", header[c], "' appears twice"));
+              absl::StrCat(where(), ": the column '", header[c], "' appears twice"));
         }
+        columns.push_back(static_cast<Column>(known - std::begin(kKnown)));
       }
       continue;
     }
     if (cells.size() != header.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": ", cells.size(),
+      return absl::InvalidArgumentError(absl::StrCat(where(), ": ", cells.size(),
                                                      " cells, the header has ", header.size()));
     }
     UsageRecord record;
     int64_t lower = 0;
     int64_t upper = 0;
     for (size_t c = 0; c < cells.size(); ++c) {
-      const std::string& column = header[c];
-      if (column == "id") {
-        record.name = cells[c];
-        continue;
+      int64_t* field = nullptr;
+      switch (columns[c]) {
+        case Column::kId:
+          record.name = std::move(cells[c]);
+          continue;
+        case Column::kGaps:  // MiniMalloc's gaps are not modelled; see docs
+          continue;
+        case Column::kLower: field = &lower; break;
+        case Column::kUpper: field = &upper; break;
+        case Column::kSize: field = &record.bytes; break;
+        case Column::kAlignment: field = &record.alignment; break;
+        case Column::kOffset:
+          if (cells[c].empty()) continue;
+          field = &record.offset;
+          break;
       }
-      if (column == "gaps") continue;  // MiniMalloc's gaps are not modelled; see docs
-      int64_t value = 0;
-      if (!absl::SimpleAtoi(cells[c], &value)) {
-        if (column == "offset" && cells[c].empty()) continue;
+      if (!absl::SimpleAtoi(cells[c], field)) {
         return absl::InvalidArgumentError(absl::StrCat(
-            where, ": ", column, " '", util::Quote(cells[c]),
+            where(), ": ", header[c], " '", util::Quote(cells[c]),
             "' is not an integer that fits in 64 bits"));
       }
-      if (column == "lower") lower = value;
-      else if (column == "upper") upper = value;
-      else if (column == "size") record.bytes = value;
-      else if (column == "alignment") record.alignment = value;
-      else if (column == "offset") record.offset = value;
     }
     if (upper <= lower) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": record '", util::Quote(record.name),
+      return absl::InvalidArgumentError(absl::StrCat(where(), ": record '", util::Quote(record.name),
                                                      "' has upper ", upper, " <= lower ", lower,
                                                      " (upper is exclusive)"));
     }
     record.first_step = lower;
     record.last_step = upper - 1;
-    MG_RETURN_IF_ERROR(CheckRecord(record, records.size(), source_name, names));
+    MG_RETURN_IF_ERROR(CheckRecord(record, records.size(), source_name));
     records.push_back(std::move(record));
     if (static_cast<int64_t>(records.size()) > util::kMaxValues) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -206,11 +231,20 @@ absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& t
   if (records.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source_name, ": no records"));
   }
+  MG_RETURN_IF_ERROR(CheckNamesUnique(records, source_name));
   return records;
 }
 
 absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
                                        const std::string& name) {
+  if (records.empty()) return absl::InvalidArgumentError(absl::StrCat(name, ": no records"));
+  if (static_cast<int64_t>(records.size()) > util::kMaxValues) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": ", records.size(), " records, more than the limit of ", util::kMaxValues));
+  }
+  for (size_t i = 0; i < records.size(); ++i) {
+    MG_RETURN_IF_ERROR(CheckRecord(records[i], i, name));
+  }
   std::vector<int64_t> boundaries;
   boundaries.reserve(records.size() * 2);
   for (const UsageRecord& r : records) {
@@ -220,27 +254,74 @@ absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
   std::sort(boundaries.begin(), boundaries.end());
   boundaries.erase(std::unique(boundaries.begin(), boundaries.end()), boundaries.end());
   auto step_of = [&](int64_t s) {
-    return static_cast<size_t>(std::lower_bound(boundaries.begin(), boundaries.end(), s) -
-                               boundaries.begin());
+    return static_cast<OpId>(std::lower_bound(boundaries.begin(), boundaries.end(), s) -
+                             boundaries.begin());
   };
 
-  std::vector<OpSpec> ops(boundaries.size());
-  for (size_t k = 0; k < ops.size(); ++k) {
-    ops[k].type = kRecordStepOpType;
-    ops[k].name = absl::StrCat("step_", boundaries[k]);
-    ops[k].attrs.push_back(Attribute{std::string(kRecordStepTimeAttr), boundaries[k]});
+  // The graph is assembled directly: no names to resolve, no in-place writes, every producer
+  // before its reader. Values are numbered by first step, then by record, as GraphBuilder
+  // would number the outputs of the step ops.
+  const size_t n = records.size();
+  std::vector<OpId> first(n);
+  std::vector<OpId> last(n);
+  std::vector<int32_t> outputs_at(boundaries.size() + 1, 0);
+  std::vector<int32_t> inputs_at(boundaries.size(), 0);
+  for (size_t i = 0; i < n; ++i) {
+    first[i] = step_of(records[i].first_step);
+    last[i] = step_of(records[i].last_step);
+    ++outputs_at[first[i] + 1];
+    if (last[i] > first[i]) ++inputs_at[last[i]];
   }
-  GraphBuilder builder(name);
-  for (const UsageRecord& r : records) {
-    ops[step_of(r.first_step)].outputs.push_back(r.name);
-    if (r.last_step > r.first_step) ops[step_of(r.last_step)].inputs.push_back(r.name);
-    Declaration d;
-    d.dtype = DataType::kUInt8;
-    d.dims = std::vector<DeclaredDim>{{r.bytes, ""}};
-    builder.Declare(r.name, std::move(d), r.alignment);
+  for (size_t k = 1; k < outputs_at.size(); ++k) outputs_at[k] += outputs_at[k - 1];
+  // record_of[v]: the record of value v. The values are filled in their own order, so that
+  // their heap parts (shapes, consumer lists) lie in the order later passes read them.
+  std::vector<int32_t> record_of(n);
+  {
+    std::vector<int32_t> next(outputs_at.begin(), outputs_at.end() - 1);
+    for (size_t i = 0; i < n; ++i) record_of[next[first[i]]++] = static_cast<int32_t>(i);
   }
-  for (OpSpec& op : ops) builder.AddOp(std::move(op));
-  return std::move(builder).Build();
+
+  Graph g;
+  g.name_ = name;
+  g.ops_.resize(boundaries.size());
+  for (size_t k = 0; k < boundaries.size(); ++k) {
+    Op& op = g.ops_[k];
+    op.type = kRecordStepOpType;
+    op.name = absl::StrCat("step_", boundaries[k]);
+    op.attrs.push_back(Attribute{std::string(kRecordStepTimeAttr), boundaries[k]});
+    op.outputs.reserve(static_cast<size_t>(outputs_at[k + 1] - outputs_at[k]));
+    op.inputs.reserve(static_cast<size_t>(inputs_at[k]));
+  }
+  g.values_.resize(n);
+  g.versions_.reserve(n);
+  std::vector<ValueId> value_of(n);
+  for (ValueId id = 0; id < static_cast<ValueId>(n); ++id) {
+    const int32_t i = record_of[id];
+    const UsageRecord& r = records[i];
+    auto [at, inserted] = g.versions_.try_emplace(r.name);
+    if (!inserted) {
+      const int32_t other = record_of[at->second.front()];
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": records ", std::min(i, other), " and ", std::max(i, other), " ('",
+          util::Quote(r.name), "'): the name is used twice"));
+    }
+    at->second.push_back(id);
+    value_of[i] = id;
+    Value& v = g.values_[id];
+    v.name = r.name;
+    v.producer = first[i];
+    v.type = TensorType{DataType::kUInt8, {r.bytes}};
+    v.alignment = r.alignment;
+    g.ops_[first[i]].outputs.push_back(id);
+    if (last[i] > first[i]) v.consumers.push_back(last[i]);
+  }
+  // A step's inputs in file order, as GraphBuilder lists them.
+  for (size_t i = 0; i < n; ++i) {
+    if (last[i] > first[i]) g.ops_[last[i]].inputs.push_back(value_of[i]);
+  }
+  g.topological_order_.resize(g.ops_.size());
+  std::iota(g.topological_order_.begin(), g.topological_order_.end(), 0);
+  return g;
 }
 
 std::vector<int64_t> RecordStepTimes(const Graph& graph, const std::vector<OpId>& order) {

@@ -395,6 +395,8 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
   app.add_option("--format", flags.format, "text or json (the plan document)")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  app.add_flag("--timings", flags.timings,
+               "print the wall time of each phase (load, plan, verify, outputs, report) on stderr");
   app.add_option("--top", flags.top, "how many of the largest values to list")
       ->check(CLI::Range(0, 1000000));
   try {

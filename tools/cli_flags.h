@@ -74,6 +74,7 @@ struct Flags {
   std::string html;
   bool ascii = false;
   int top = 10;
+  bool timings = false;  // the wall time of each phase, on stderr
   util::InputLimits limits;
   // --dim, --input-shape and --input-type, parsed (each symbol and input once).
   graph::ShapeBindings bindings;

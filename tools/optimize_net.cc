@@ -49,6 +49,7 @@
 #include "tools/caffe2_exact_run.h"
 #include "tools/symbolic_run.h"
 #include "tools/cli_flags.h"
+#include "tools/phase_clock.h"
 #include "util/file_io.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
@@ -537,10 +538,12 @@ int Run(const Flags& flags) {
     // The model must plan as given (every other symbol bound): bind the fitted one to 1 first.
     load.bindings.dims[flags.fit] = 1;
   }
+  memonger::tools::PhaseClock clock;
   bool size_blind = false;
   absl::StatusOr<memonger::graph::Graph> graph =
       MakeGraph(flags, load, workload, std::nullopt, &size_blind, &notes, symbolic_plan_in);
   if (!graph.ok()) return fail(graph.status());
+  clock.Mark("load");
   for (const std::string& note : notes) std::cerr << "optimize-net: note: " << note << "\n";
   load.notes = nullptr;  // --fit loads the model again
   auto options = MakePlanOptions(flags, *graph);
@@ -607,6 +610,7 @@ int Run(const Flags& flags) {
     plan = memonger::PlanFromJson(*graph, *plan_in_text, flags.plan_in);
   }
   if (!plan.ok()) return fail(plan.status());
+  clock.Mark("plan");
   if (flags.cuda_graphs || flags.execute == "cuda") {
     // Which steps a CUDA graph could capture with the device kernels (the table made on the
     // host has the same ops and checks as the CUDA one).
@@ -622,6 +626,7 @@ int Run(const Flags& flags) {
     return fail(absl::InternalError(absl::StrCat("the planner '", plan->planner,
                                                  "' produced an invalid plan: ", s.message())));
   }
+  clock.Mark("verify");
   if (!flags.plan_json.empty()) outputs.Set(flags.plan_json, memonger::PlanToJson(*graph, *plan));
   if (!flags.plan_csv.empty()) {
     outputs.Set(flags.plan_csv, memonger::PlanToMiniMallocCsv(*graph, *plan));
@@ -637,8 +642,10 @@ int Run(const Flags& flags) {
     auto report = Execute(flags, *graph, *plan);
     if (!report.ok()) return fail(report.status());
     execution_report = *std::move(report);
+    clock.Mark("execute");
   }
   if (absl::Status s = outputs.Commit(); !s.ok()) return fail(s);
+  clock.Mark("outputs");
   if (flags.format == "json") {
     std::cout << memonger::PlanToJson(*graph, *plan);
   } else {
@@ -649,6 +656,8 @@ int Run(const Flags& flags) {
     if (flags.ascii) std::cout << "\n" << memonger::PlanToAscii(*graph, *plan);
     std::cout << execution_report;
   }
+  clock.Mark("report");
+  if (flags.timings) clock.Print(std::cerr);
   if (budget >= 0 && plan->arena_bytes > budget) {
     std::cerr << "optimize-net: the arena needs " << memonger::util::FormatBytes(plan->arena_bytes)
               << " (" << plan->arena_bytes << " bytes), "

@@ -62,7 +62,8 @@ std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder
 std::vector<int64_t> ConflictCounts(const OffsetProblem& problem);
 
 // For each item, the most bytes live at one step of its lifetime (OffsetLowerBound restricted
-// to the item's steps): O(n + steps log steps) with a sparse table of per-step loads.
+// to the item's steps): O(n + steps) time and about three words per step (blocks of steps with
+// in-block prefix and suffix maxima, a sparse table over the blocks).
 std::vector<int64_t> PeakLoads(const OffsetProblem& problem);
 
 struct BestFitResult {

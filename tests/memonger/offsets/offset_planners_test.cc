@@ -28,6 +28,7 @@
 #include "tests/offset_support.h"
 #include "tests/random_graphs.h"
 #include "tests/test_support.h"
+#include "util/splitmix64.h"
 
 namespace memonger {
 namespace {
@@ -401,6 +402,33 @@ TEST(OffsetPlannersOrderingTest, PeakLoadsMatchAStepByStepScan) {
       const int64_t want = *std::max_element(load.begin() + p.items[i].first_step,
                                              load.begin() + p.items[i].last_step + 1);
       EXPECT_EQ(peaks[i], want) << "item " << i;
+    }
+  }
+}
+
+TEST(OffsetPlannersOrderingTest, PeakLoadsAcrossManyBlocksMatchAScan) {
+  // Thousands of steps and lifetimes from one step to most of them: queries inside one block of
+  // steps, across two, and across many.
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(seed);
+    util::SplitMix64 rng(seed);
+    OffsetProblem p;
+    p.num_steps = 1 + static_cast<int>(rng.Below(5000));
+    for (int i = 0; i < 300; ++i) {
+      const int first = static_cast<int>(rng.Below(static_cast<uint64_t>(p.num_steps)));
+      const uint64_t room = static_cast<uint64_t>(p.num_steps - first);
+      const int length = 1 + static_cast<int>(rng.Below(i % 3 == 0 ? room : std::min<uint64_t>(room, 70)));
+      p.items.push_back(Item(first, first + length - 1, 1 + static_cast<int64_t>(rng.Below(1000))));
+    }
+    std::vector<int64_t> load(p.num_steps, 0);
+    for (const OffsetItem& item : p.items) {
+      for (int s = item.first_step; s <= item.last_step; ++s) load[s] += item.bytes;
+    }
+    const std::vector<int64_t> peaks = PeakLoads(p);
+    for (size_t i = 0; i < p.items.size(); ++i) {
+      EXPECT_EQ(peaks[i], *std::max_element(load.begin() + p.items[i].first_step,
+                                            load.begin() + p.items[i].last_step + 1))
+          << "item " << i;
     }
   }
 }
