@@ -57,6 +57,17 @@ TEST(OptimizeNetTest, ThreadsGiveTheSamePlan) {
   }
 }
 
+TEST(OptimizeNetTest, TimingsNameEveryPhaseOnStderr) {
+  auto r = RunOptimizeNet(Example() + " --dim L=65 --timings");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* phase : {"load ", "plan ", "verify ", "outputs ", "report ", "total "}) {
+    EXPECT_THAT(r.err, HasSubstr(phase));
+  }
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("timings")));  // the report is unchanged
+  auto quiet = RunOptimizeNet(Example() + " --dim L=65");
+  EXPECT_THAT(quiet.err, ::testing::Not(HasSubstr("timings")));
+}
+
 TEST(OptimizeNetTest, JsonFormatIsThePlanDocument) {
   auto r = RunOptimizeNet(Example() + " --dim L=1025 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
