@@ -231,7 +231,7 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   std::optional<OrderSearch> order_search;
   PlanOptions planner_options = options;
   if (options.order == OrderKind::kMemoryAware) {
-    // The order search takes half of the time limit, the planner what is left.
+    // The order search takes half of the time limit, the planner what is left (below).
     MemoryOrderOptions order_options;
     order_options.alignment = options.alignment;
     order_options.liveness = liveness_options;
@@ -241,13 +241,14 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
     schedule.ops = std::move(best.ops);
     order_search = OrderSearch{best.given_peak_bytes, best.method, best.proven_optimal,
                                best.seconds, std::move(best.tried)};
-    planner_options.time_limit_seconds =
-        std::max(0.0, options.time_limit_seconds - SecondsSince(start));
   } else {
     MG_ASSIGN_OR_RETURN(schedule, MakeSchedule(graph, options.order));
   }
   MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
   MG_RETURN_IF_ERROR(CheckNaiveFits(liveness, options.alignment));
+  // The time limit is the whole call's: the planner gets what the order and liveness left.
+  planner_options.time_limit_seconds =
+      std::max(0.0, options.time_limit_seconds - SecondsSince(start));
 
   // Offsets over serial lifetimes are not safe under a parallel executor; memonger's token DFS
   // is: `auto` runs memonger-dag there.

@@ -158,7 +158,7 @@ std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder
 
 absl::StatusOr<BestFitResult> RunBestFitPortfolio(
     const OffsetProblem& problem, std::optional<std::chrono::steady_clock::time_point> stop_after,
-    int threads) {
+    int threads, std::optional<std::chrono::steady_clock::time_point> first_run_deadline) {
   MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
   if (threads < 1) {
     return absl::InvalidArgumentError(absl::StrCat("best-fit: ", threads, " threads"));
@@ -177,6 +177,7 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   int next_run = 0;
   int placed = 0;  // runs placed (duplicates are not)
   bool first_finished = false;
+  bool first_run_cut = false;
   double first_run_seconds = 0;
   std::condition_variable first_done;
   int best_run = -1;  // the finished run with the lowest (height, run)
@@ -222,7 +223,12 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
       for (int j = 0; j < k && !duplicate; ++j) duplicate = order_of(j) == order;
       std::optional<OffsetSolution> solution;
       const auto run_start = std::chrono::steady_clock::now();
-      if (!duplicate) {
+      bool cut = false;
+      if (t == 0 && first_run_deadline.has_value()) {
+        int placed_greedily = 0;
+        solution = placer.PlaceUntil(order, kRules[0], *first_run_deadline, &placed_greedily);
+        cut = placed_greedily < static_cast<int>(order.size());
+      } else if (!duplicate) {
         solution = placer.PlaceFrom(order, kRules[t % 2], 0, {}, limit,
                                     t > 0 ? stop_after : std::nullopt);
       }
@@ -231,6 +237,7 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
         first_run_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
         first_finished = true;
+        first_run_cut = cut;
         first_done.notify_all();
       }
       if (!duplicate) ++placed;
@@ -254,6 +261,7 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   best.lower_bound = lower_bound;
   best.runs = placed;
   best.first_run_seconds = first_run_seconds;
+  best.first_run_cut = first_run_cut;
   best.solution = *std::move(results[best_run]);
   best.order_kind = kPortfolioOrders[best_run / 2];
   best.rule = kRules[best_run % 2];

@@ -74,17 +74,24 @@ struct BestFitResult {
   int64_t lower_bound = 0;  // OffsetLowerBound(problem)
   int runs = 0;             // greedy placements made
   double first_run_seconds = 0;  // the first run's wall time: what one greedy pass costs
+  // The first run met `first_run_deadline` before it placed every item: the rest were stacked
+  // in lanes (StackInLanes), and first_run_seconds is a lower bound on a whole pass.
+  bool first_run_cut = false;
 };
 
 // InvalidArgument for a malformed problem (ValidateOffsetProblem) or threads < 1. With
-// `stop_after`, no run starts after that time and every run but the first gives up there
-// (the first always runs to the end: it is the plan returned): how a time-limited caller
-// (auto, local search) keeps its limit on problems where each greedy run takes seconds. The
-// result then depends on the clock; without it the portfolio is deterministic.
+// `stop_after`, no run starts after that time and every run but the first gives up there:
+// how a time-limited caller (auto, local search) keeps its limit on problems where each greedy
+// run takes seconds. The first run is the plan returned, so it never gives up: it runs to the
+// end, or with `first_run_deadline` until then, when the items it has not reached are stacked
+// in lanes above the others (GreedyPlacer::PlaceUntil): the portfolio then ends at about that
+// deadline however large the problem. The result depends on the clock where either time cuts
+// a run; without them the portfolio is deterministic.
 absl::StatusOr<BestFitResult> RunBestFitPortfolio(
     const OffsetProblem& problem,
     std::optional<std::chrono::steady_clock::time_point> stop_after = std::nullopt,
-    int threads = 1);
+    int threads = 1,
+    std::optional<std::chrono::steady_clock::time_point> first_run_deadline = std::nullopt);
 absl::StatusOr<OffsetSolution> PlanBestFit(const OffsetProblem& problem, int threads = 1);
 
 }  // namespace memonger

@@ -4,6 +4,9 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "memonger/offsets/lane_stacking.h"
+#include "memonger/offsets/skyline_completion.h"
 #include "util/check.h"
 #include "util/checked_math.h"
 
@@ -394,9 +397,10 @@ OffsetSolution GreedyPlacer::Place(const std::vector<int>& order, FitRule rule) 
   return *std::move(solution);
 }
 
-std::optional<OffsetSolution> GreedyPlacer::PlaceFrom(
-    const std::vector<int>& order, FitRule rule, int keep, std::vector<int64_t> offsets,
-    int64_t limit, std::optional<std::chrono::steady_clock::time_point> deadline) {
+GreedyPlacer::Stop GreedyPlacer::PlaceItems(
+    const std::vector<int>& order, FitRule rule, int keep, std::vector<int64_t>& offsets,
+    int64_t limit, std::optional<std::chrono::steady_clock::time_point> deadline,
+    int64_t& height, int& placed) {
   const int n = static_cast<int>(problem_.items.size());
   MG_CHECK(static_cast<int>(order.size()) == n);
   MG_CHECK(keep >= 0 && keep <= n);
@@ -404,17 +408,17 @@ std::optional<OffsetSolution> GreedyPlacer::PlaceFrom(
   offsets.resize(n, 0);
   index_.Clear();
   seen_.assign(n, false);
-  OffsetSolution solution;
-  for (int k = 0; k < n; ++k) {
-    const int i = order[k];
+  height = 0;
+  for (placed = 0; placed < n; ++placed) {
+    const int i = order[placed];
     MG_CHECK(i >= 0 && i < n && !seen_[i]);  // a permutation
     seen_[i] = true;
     const OffsetItem& item = problem_.items[i];
-    if (deadline.has_value() && k % kDeadlineStride == 0 &&
+    if (deadline.has_value() && placed % kDeadlineStride == 0 &&
         std::chrono::steady_clock::now() >= *deadline) {
-      return std::nullopt;
+      return Stop::kDeadline;
     }
-    if (k >= keep) {
+    if (placed >= keep) {
       if (item.bytes == 0) {
         offsets[i] = 0;
         continue;
@@ -423,10 +427,50 @@ std::optional<OffsetSolution> GreedyPlacer::PlaceFrom(
       offsets[i] = ChooseOffset(scratch_, item.bytes, item.alignment, rule);
     }
     index_.Insert(i, offsets[i], item.bytes);
-    solution.height = std::max(solution.height, offsets[i] + item.bytes);
-    if (solution.height > limit) return std::nullopt;
+    height = std::max(height, offsets[i] + item.bytes);
+    if (height > limit) return Stop::kOverLimit;
+  }
+  return Stop::kDone;
+}
+
+std::optional<OffsetSolution> GreedyPlacer::PlaceFrom(
+    const std::vector<int>& order, FitRule rule, int keep, std::vector<int64_t> offsets,
+    int64_t limit, std::optional<std::chrono::steady_clock::time_point> deadline) {
+  OffsetSolution solution;
+  int placed = 0;
+  if (PlaceItems(order, rule, keep, offsets, limit, deadline, solution.height, placed) !=
+      Stop::kDone) {
+    return std::nullopt;
   }
   solution.offsets = std::move(offsets);
+  return solution;
+}
+
+OffsetSolution GreedyPlacer::PlaceUntil(const std::vector<int>& order, FitRule rule,
+                                        std::chrono::steady_clock::time_point deadline,
+                                        int* placed_greedily) {
+  OffsetSolution solution;
+  int placed = 0;
+  const Stop stop = PlaceItems(order, rule, 0, solution.offsets,
+                               std::numeric_limits<int64_t>::max(), deadline, solution.height,
+                               placed);
+  MG_CHECK(stop != Stop::kOverLimit);  // no limit
+  if (placed_greedily != nullptr) *placed_greedily = placed;
+  if (stop == Stop::kDeadline) {
+    // The item at `placed` was not placed (the clock is read before an item is).
+    // Two quick completions, the lower kept: on the skyline (better when most items were
+    // placed: the rest fill the space above the low parts) and in lanes above everything
+    // (better when few were: the skyline of many small items rises fast).
+    const absl::Span<const int> done(order.data(), placed);
+    const absl::Span<const int> rest(order.data() + placed, order.size() - placed);
+    std::vector<int64_t> in_lanes = solution.offsets;
+    const int64_t lanes_height = StackInLanes(problem_, rest, solution.height, in_lanes);
+    solution.height = CompleteOnSkyline(problem_, done, rest, solution.offsets);
+    if (lanes_height < solution.height) {
+      solution.height = lanes_height;
+      solution.offsets = std::move(in_lanes);
+    }
+  }
   return solution;
 }
 

@@ -185,7 +185,23 @@ class GreedyPlacer {
       std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
   static constexpr int kDeadlineStride = 1024;
 
+  // As Place, but when `deadline` passes the items not placed yet are stacked above the others
+  // in lanes (StackInLanes): a complete placement at about the deadline however large the
+  // problem. `placed_greedily`, when given, receives how many items the greedy rule placed (all
+  // of them unless the deadline cut the pass).
+  OffsetSolution PlaceUntil(const std::vector<int>& order, FitRule rule,
+                            std::chrono::steady_clock::time_point deadline,
+                            int* placed_greedily = nullptr);
+
  private:
+  enum class Stop { kDone, kOverLimit, kDeadline };
+  // Places order[keep, ...) after putting order[0, keep) back at `offsets`; `height` and
+  // `placed` say how far it got.
+  Stop PlaceItems(const std::vector<int>& order, FitRule rule, int keep,
+                  std::vector<int64_t>& offsets, int64_t limit,
+                  std::optional<std::chrono::steady_clock::time_point> deadline, int64_t& height,
+                  int& placed);
+
   const OffsetProblem& problem_;
   IntervalIndex index_;
   std::vector<ByteRange> scratch_;

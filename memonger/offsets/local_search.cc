@@ -143,13 +143,19 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
                                                           const LocalSearchOptions& options) {
   MG_RETURN_IF_ERROR(ValidateOptions(options));
   const Clock::time_point now = Clock::now();
-  const Clock::time_point deadline = DeadlineAfter(now, options.time_limit_seconds);
+  // The searches end a tenth of the limit early: what follows them (completing a cut pass,
+  // window repair's final check, applying the offsets) is linear or O(n log n) work that takes
+  // about that long on a million items, so the whole call keeps to the limit.
+  const Clock::time_point deadline = DeadlineAfter(now, options.time_limit_seconds * 0.9);
   // The portfolio starts no run after a quarter of the limit: on a large problem one greedy
   // pass takes about that long, and window repair does more with the time than another order.
+  // Its first pass ends at the deadline at the latest (GreedyPlacer::PlaceUntil completes it).
   MG_ASSIGN_OR_RETURN(BestFitResult start,
                       RunBestFitPortfolio(problem, DeadlineAfter(now, options.time_limit_seconds / 4),
-                                          options.threads));
-  if (start.solution.proven_optimal) return std::move(start.solution);
+                                          options.threads, deadline));
+  if (start.solution.proven_optimal || start.first_run_cut || Clock::now() >= deadline) {
+    return std::move(start.solution);
+  }
   // The hill climber gets half of what is left (on a small problem it ends at its iteration cap
   // long before), window repair the rest. Each climbing step places a suffix of the order again,
   // half of it on average: where the portfolio's greedy passes say that half a pass does not fit

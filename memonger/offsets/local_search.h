@@ -58,10 +58,12 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
                                                        std::vector<int> order, FitRule rule,
                                                        const LocalSearchOptions& options);
 
-// RunBestFitPortfolio (no run started after a quarter of the time limit, the first always
-// runs), then ImproveByLocalSearch from its winner (same order and fit rule) for at most half
-// of what is left (skipped when half a greedy pass of the portfolio took longer than that: no
-// climbing step would finish), then RepairWindows (window_repair.h) on the result for the rest.
+// RunBestFitPortfolio (no run started after a quarter of the time limit; the first runs until
+// the whole limit at most, stacking what it has not placed by then in lanes), then
+// ImproveByLocalSearch from its winner (same order and fit rule) for at most half of what is
+// left (skipped when half a greedy pass of the portfolio took longer than that: no climbing
+// step would finish), then RepairWindows (window_repair.h) on the result for the rest. Returns
+// within about the time limit however large the problem (plus O(n log n) to order the items).
 absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
                                                           const LocalSearchOptions& options = {});
 

@@ -271,10 +271,12 @@ absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,
         " assumes the serial execution model; use --execution serial, or memonger-dag for a "
         "parallel executor"));
   }
+  const auto start = std::chrono::steady_clock::now();
   MG_ASSIGN_OR_RETURN(std::vector<DeviceOffsetProblem> problems,
                       OffsetProblemsFor(graph, liveness, options.alignment));
   OffsetSolveOptions solve;
-  solve.time_limit_seconds = options.time_limit_seconds;
+  // The limit covers building the problems too.
+  solve.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
   solve.threads = options.threads;
   solve.exact_progress = options.exact_progress;
   MG_ASSIGN_OR_RETURN(std::vector<OffsetSolution> solutions,

@@ -1,0 +1,113 @@
+#include "memonger/offsets/lane_stacking.h"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <utility>
+
+#include "util/check.h"
+#include "util/checked_math.h"
+
+namespace memonger {
+namespace {
+
+// Each item of `items` one above the other from `base`: the fallback where lanes would overflow.
+int64_t StackOneByOne(const OffsetProblem& problem, absl::Span<const int> items, int64_t base,
+                      std::vector<int64_t>& offsets) {
+  int64_t top = base;
+  for (int i : items) {
+    const OffsetItem& item = problem.items[i];
+    if (item.bytes == 0) {
+      offsets[i] = 0;
+      continue;
+    }
+    const std::optional<int64_t> at = util::CheckedAlignUp(top, item.alignment);
+    MG_CHECK(at.has_value());  // REQUIRES: the padded sum fits
+    offsets[i] = *at;
+    top = *at + item.bytes;
+  }
+  return top;
+}
+
+int SizeClass(int64_t bytes) { return 63 - __builtin_clzll(static_cast<uint64_t>(bytes)); }
+
+}  // namespace
+
+int64_t StackInLanes(const OffsetProblem& problem, absl::Span<const int> items, int64_t base,
+                     std::vector<int64_t>& offsets) {
+  MG_CHECK(base >= 0 && offsets.size() == problem.items.size());
+  std::vector<std::vector<int>> classes(64);
+  for (int i : items) {
+    const OffsetItem& item = problem.items[i];
+    if (item.bytes == 0) {
+      offsets[i] = 0;
+    } else {
+      classes[SizeClass(item.bytes)].push_back(i);
+    }
+  }
+  // Lane of each item, and per class its lane count, lane height and alignment.
+  std::vector<int> lane_of(problem.items.size(), -1);
+  struct ClassLanes {
+    int lanes = 0;
+    int64_t height = 0;
+    int64_t alignment = 1;
+  };
+  std::vector<ClassLanes> layout(classes.size());
+  for (size_t c = 0; c < classes.size(); ++c) {
+    std::vector<int>& members = classes[c];
+    if (members.empty()) continue;
+    std::sort(members.begin(), members.end(), [&](int a, int b) {
+      const OffsetItem& x = problem.items[a];
+      const OffsetItem& y = problem.items[b];
+      return x.first_step != y.first_step ? x.first_step < y.first_step : a < b;
+    });
+    using Busy = std::pair<int, int>;  // (last step, lane)
+    std::priority_queue<Busy, std::vector<Busy>, std::greater<Busy>> busy;
+    std::priority_queue<int, std::vector<int>, std::greater<int>> free_lanes;
+    ClassLanes& lanes = layout[c];
+    for (int i : members) {
+      const OffsetItem& item = problem.items[i];
+      while (!busy.empty() && busy.top().first < item.first_step) {
+        free_lanes.push(busy.top().second);
+        busy.pop();
+      }
+      int lane;
+      if (free_lanes.empty()) {
+        lane = lanes.lanes++;
+      } else {
+        lane = free_lanes.top();
+        free_lanes.pop();
+      }
+      lane_of[i] = lane;
+      busy.emplace(item.last_step, lane);
+      lanes.height = std::max(lanes.height, item.bytes);
+      lanes.alignment = std::max(lanes.alignment, item.alignment);
+    }
+  }
+  // Every lane height and class start a multiple of the class's largest alignment: each
+  // member's offset is then a multiple of its own (alignments are powers of two).
+  std::vector<int64_t> class_base(classes.size(), 0);
+  int64_t top = base;
+  for (size_t c = classes.size(); c-- > 0;) {
+    const ClassLanes& lanes = layout[c];
+    if (lanes.lanes == 0) continue;
+    const std::optional<int64_t> start = util::CheckedAlignUp(top, lanes.alignment);
+    const std::optional<int64_t> height =
+        util::CheckedAlignUp(lanes.height, lanes.alignment);
+    const std::optional<int64_t> size =
+        height.has_value() ? util::CheckedMul(*height, lanes.lanes) : std::nullopt;
+    const std::optional<int64_t> end =
+        start.has_value() && size.has_value() ? util::CheckedAdd(*start, *size) : std::nullopt;
+    if (!end.has_value()) return StackOneByOne(problem, items, base, offsets);
+    class_base[c] = *start;
+    layout[c].height = *height;
+    top = *end;
+  }
+  for (size_t c = 0; c < classes.size(); ++c) {
+    for (int i : classes[c]) offsets[i] = class_base[c] + lane_of[i] * layout[c].height;
+  }
+  return top;
+}
+
+}  // namespace memonger
