@@ -356,7 +356,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   // Consumers, each op once, ascending.
   for (OpId i = 0; i < g.num_ops(); ++i) {
     for (ValueId in : g.ops_[i].inputs) {
-      std::vector<OpId>& c = g.values_[in].consumers;
+      OpIdList& c = g.values_[in].consumers;
       if (c.empty() || c.back() != i) c.push_back(i);
     }
   }

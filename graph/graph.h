@@ -42,6 +42,12 @@ using ValueId = int32_t;
 using OpId = int32_t;
 inline constexpr int32_t kNone = -1;
 
+// An op's inputs or outputs, a value's readers: a handful each, so held inline (as small as a
+// std::vector, without its heap array: on a million-value graph those arrays, each a cache miss
+// away, were most of the time liveness took).
+using ValueIdList = absl::InlinedVector<ValueId, 4>;
+using OpIdList = absl::InlinedVector<OpId, 4>;
+
 enum class Role { kInput, kOutput, kParam, kActivation, kGradient, kWorkspace, kConstant };
 
 absl::string_view RoleName(Role role);  // "input", "output", ...
@@ -81,7 +87,7 @@ struct Value {
   Role role = Role::kActivation;
   bool role_declared = false;  // the file states the role (value_info, DeclareRole)
   OpId producer = kNone;         // kNone for external inputs, params, constants
-  std::vector<OpId> consumers;   // ops reading it, ascending, each op once
+  OpIdList consumers;            // ops reading it, ascending, each op once
   ValueId inplace_of = kNone;    // the value this one overwrites in place, if any
   Declaration declared;
   std::optional<TensorType> type;  // set by shape inference or an importer
@@ -99,9 +105,9 @@ struct Op {
   std::string name;  // may be empty in the file; Build() names it "<type>_<index>"
   std::string type;
   std::string domain;  // ONNX domain; empty for ours
-  std::vector<ValueId> inputs;   // in the op's order; may repeat a value
-  std::vector<ValueId> outputs;  // in the op's order
-  std::vector<ValueId> control_inputs;  // ordering only, not read
+  ValueIdList inputs;   // in the op's order; may repeat a value
+  ValueIdList outputs;  // in the op's order
+  ValueIdList control_inputs;  // ordering only, not read
   std::vector<Attribute> attrs;
   Device device;
   std::string engine;

@@ -194,7 +194,8 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
     // below, so the map holds one name at a time).
     absl::flat_hash_map<std::pair<int, int>, Joined> by_device;
     auto touchers_of = [&](ValueId id) {
-      std::vector<OpId> ops = graph.value(id).consumers;
+      const graph::OpIdList& readers = graph.value(id).consumers;
+      std::vector<OpId> ops(readers.begin(), readers.end());
       if (graph.value(id).producer != kNone) ops.push_back(graph.value(id).producer);
       return ops;
     };
@@ -252,14 +253,17 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
     }
   }
 
-  // Members oldest first: by producer step (graph inputs before every op), then id.
-  auto age = [&](ValueId id) {
+  // Members oldest first: by producer step (graph inputs before every op), then id; a
+  // counting sort over the steps (graph inputs in bucket 0, step s in bucket s + 1).
+  std::vector<int> bucket_start(static_cast<size_t>(live.num_steps) + 2, 0);
+  auto bucket = [&](ValueId id) {
     const OpId p = graph.value(id).producer;
-    return std::make_pair(p == kNone ? -1 : step_of[p], id);
+    return p == kNone ? 0 : step_of[p] + 1;
   };
+  for (ValueId id = 0; id < n; ++id) ++bucket_start[bucket(id) + 1];
+  for (size_t b = 1; b < bucket_start.size(); ++b) bucket_start[b] += bucket_start[b - 1];
   std::vector<ValueId> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](ValueId a, ValueId b) { return age(a) < age(b); });
+  for (ValueId id = 0; id < n; ++id) order[bucket_start[bucket(id)]++] = id;
   std::vector<ValueId> root_of_set(n, kNone);
   for (ValueId id : order) {
     const int set = classes.Find(id);

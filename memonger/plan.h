@@ -101,6 +101,9 @@ struct Plan {
   int64_t static_bytes = 0;       // params and constants not placed in the arena
   double planning_seconds = 0;
   bool proven_optimal = false;    // the planner proved its objective optimal
+  // What a user should know about how the plan was made (a time limit that cut a greedy pass
+  // short, ...): one sentence each, printed by the CLI as notes.
+  std::vector<std::string> notes;
 
   std::optional<OrderSearch> order_search;  // set for the memory-aware order
   std::optional<RecomputeSummary> recompute;  // set for a net rewritten for recomputation

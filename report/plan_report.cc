@@ -5,7 +5,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -29,14 +28,21 @@ bool Planned(const Plan& plan, ValueId v) { return plan.buffer_of_value[v] >= 0;
 }  // namespace
 
 int SharedBufferCount(const graph::Graph& graph, const Plan& plan) {
-  std::vector<absl::flat_hash_set<ValueId>> roots(plan.buffers.size());
+  // A buffer is shared when a second in-place root shows up in it: one root remembered per
+  // buffer is enough (a set per buffer was a million hash sets on a million-value graph).
+  std::vector<ValueId> first_root(plan.buffers.size(), graph::kNone);
+  std::vector<bool> shared(plan.buffers.size(), false);
   const std::vector<ValueId> root = graph.InPlaceRoots();
   for (ValueId v = 0; v < graph.num_values(); ++v) {
-    if (Planned(plan, v)) roots[plan.buffer_of_value[v]].insert(root[v]);
+    if (!Planned(plan, v)) continue;
+    const int32_t b = plan.buffer_of_value[v];
+    if (first_root[b] == graph::kNone) {
+      first_root[b] = root[v];
+    } else if (first_root[b] != root[v]) {
+      shared[b] = true;
+    }
   }
-  int shared = 0;
-  for (const auto& r : roots) shared += r.size() >= 2 ? 1 : 0;
-  return shared;
+  return static_cast<int>(std::count(shared.begin(), shared.end(), true));
 }
 
 std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {

@@ -611,6 +611,7 @@ int Run(const Flags& flags) {
   }
   if (!plan.ok()) return fail(plan.status());
   clock.Mark("plan");
+  for (const std::string& note : plan->notes) std::cerr << "optimize-net: note: " << note << "\n";
   if (flags.cuda_graphs || flags.execute == "cuda") {
     // Which steps a CUDA graph could capture with the device kernels (the table made on the
     // host has the same ops and checks as the CUDA one).

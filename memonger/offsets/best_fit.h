@@ -77,6 +77,7 @@ struct BestFitResult {
   // The first run met `first_run_deadline` before it placed every item: the rest were stacked
   // in lanes (StackInLanes), and first_run_seconds is a lower bound on a whole pass.
   bool first_run_cut = false;
+  double first_run_seconds_short = 0;  // when cut: about how much longer a whole pass takes
 };
 
 // InvalidArgument for a malformed problem (ValidateOffsetProblem) or threads < 1. With

@@ -15,7 +15,7 @@ namespace {
 // Each item of `items` one above the other from `base`: the fallback where lanes would overflow.
 int64_t StackOneByOne(const OffsetProblem& problem, absl::Span<const int> items, int64_t base,
                       std::vector<int64_t>& offsets) {
-  int64_t top = base;
+  int64_t top = base;  // every item's top is at most this
   for (int i : items) {
     const OffsetItem& item = problem.items[i];
     if (item.bytes == 0) {
@@ -104,10 +104,15 @@ int64_t StackInLanes(const OffsetProblem& problem, absl::Span<const int> items, 
     layout[c].height = *height;
     top = *end;
   }
+  // The height is the highest item's top (a lane is as tall as its largest item, rounded up).
+  int64_t height = base;
   for (size_t c = 0; c < classes.size(); ++c) {
-    for (int i : classes[c]) offsets[i] = class_base[c] + lane_of[i] * layout[c].height;
+    for (int i : classes[c]) {
+      offsets[i] = class_base[c] + lane_of[i] * layout[c].height;
+      height = std::max(height, offsets[i] + problem.items[i].bytes);
+    }
   }
-  return top;
+  return height;
 }
 
 }  // namespace memonger

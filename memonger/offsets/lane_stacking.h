@@ -28,8 +28,8 @@
 
 namespace memonger {
 
-// Sets offsets[i] for every i in `items`, all at or above `base`, and returns the height of the
-// stack's top (at least `base`). Items of `items` never overlap each other where their
+// Sets offsets[i] for every i in `items`, all at or above `base`, and returns the highest top
+// (offset + bytes) among them, or `base` when that is higher. Items of `items` never overlap each other where their
 // lifetimes meet; items outside it are not looked at, so any placement below `base` stays
 // valid. REQUIRES: ValidateOffsetProblem(problem).ok(), base >= 0, base plus the padded bytes
 // of `items` below 2^63, offsets.size() == problem.items.size(), `items` distinct.

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "graph/records.h"
 #include "memonger/offsets/best_fit.h"
 #include "memonger/offsets/greedy_by_size.h"
@@ -65,7 +66,11 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   ExactOffsetsOptions exact;
   exact.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
   exact.progress = options.exact_progress;
-  return PlaceExact(problem, incumbent, exact);
+  MG_ASSIGN_OR_RETURN(OffsetSolution exact_solution, PlaceExact(problem, incumbent, exact));
+  if (exact_solution.height == incumbent.height) {
+    exact_solution.cut_pass_seconds_short = incumbent.cut_pass_seconds_short;
+  }
+  return exact_solution;
 }
 
 absl::string_view OffsetStrategyName(OffsetStrategy strategy) {
@@ -245,6 +250,17 @@ absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liv
   MG_CHECK(placed == num_buffers);  // every planned class in exactly one problem
   FinishPlan(plan);
   plan.proven_optimal = optimal;
+  double seconds_short = 0;
+  for (const OffsetSolution& s : solutions) {
+    seconds_short = std::max(seconds_short, s.cut_pass_seconds_short);
+  }
+  if (seconds_short > 0) {
+    plan.notes.push_back(absl::StrFormat(
+        "the time limit cut the first greedy placement short (the items it had not reached were "
+        "stacked by a quick rule, far above the lower bound); it needed about %.1f s more: "
+        "raise --time-limit by that much for a whole pass",
+        seconds_short));
+  }
   return absl::OkStatus();
 }
 

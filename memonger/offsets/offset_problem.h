@@ -48,6 +48,9 @@ struct OffsetSolution {
   std::vector<int64_t> offsets;  // per item
   int64_t height = 0;            // max over items of offset + bytes
   bool proven_optimal = false;   // height equals the optimum (for example the lower bound)
+  // > 0: a time limit cut the first greedy pass short (the items it had not reached were
+  // placed by a quick rule); about this many seconds more would have let the pass finish.
+  double cut_pass_seconds_short = 0;
 };
 
 // The most bytes live at one step: no placement is lower. O(n + steps).

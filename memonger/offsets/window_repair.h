@@ -26,8 +26,9 @@
 //   3. When a pass leaves violators, the target rises halfway towards the highest top left,
 //      and the pass repeats, until the target reaches that top or the deadline passes.
 // Every accepted window keeps the placement valid: F's items avoid C and each other by
-// construction, and no item outside F and C shares a step with an item of F. The result is
-// checked by CheckOffsetSolution before it is returned.
+// construction, and no item outside F and C shares a step with an item of F. The input is
+// checked by CheckOffsetSolution; the result is not checked again (ApplyOffsetSolutions checks
+// every solution it applies, and the tests check every result).
 //
 // Complexity: a window of w items (F and C) costs O(w log w) per order tried, plus
 // O((w + 1) log n) to find its items (a max tree over the items sorted by first step). A

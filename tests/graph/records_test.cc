@@ -29,7 +29,7 @@ TEST(RecordsTest, JsonRecordsBecomeAGraph) {
   EXPECT_EQ(b.type->dims, std::vector<int64_t>{5});
   EXPECT_EQ(b.alignment, 64);
   EXPECT_EQ(b.producer, 1);
-  EXPECT_EQ(b.consumers, std::vector<OpId>{2});
+  EXPECT_EQ(b.consumers, OpIdList{2});
   EXPECT_TRUE(g->value(*g->FindValue("c")).consumers.empty());
 }
 

@@ -68,6 +68,19 @@ TEST(OptimizeNetTest, TimingsNameEveryPhaseOnStderr) {
   EXPECT_THAT(quiet.err, ::testing::Not(HasSubstr("timings")));
 }
 
+// A time limit too short for one greedy pass still gives a complete, verified plan at about
+// the limit, and says how much longer a whole pass would have needed.
+TEST(OptimizeNetTest, ATimeLimitThatCutsTheGreedyPassSaysSo) {
+  auto r = RunOptimizeNet("--workload random:ops=2000,seed=1 --time-limit 0.000001 --top 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("note: the time limit cut the first greedy placement short"));
+  EXPECT_THAT(r.err, HasSubstr("raise --time-limit"));
+  EXPECT_THAT(r.out, HasSubstr("not proven optimal"));
+  auto whole = RunOptimizeNet("--workload random:ops=2000,seed=1 --top 0");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_THAT(whole.err, ::testing::Not(HasSubstr("cut the first greedy placement")));
+}
+
 TEST(OptimizeNetTest, JsonFormatIsThePlanDocument) {
   auto r = RunOptimizeNet(Example() + " --dim L=1025 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
