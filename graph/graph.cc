@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "util/check.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
 
@@ -62,6 +63,27 @@ absl::StatusOr<int64_t> ValueByteSize(const Value& v) {
 }
 
 std::string Op::Label() const { return absl::StrCat(type, " op '", name, "'"); }
+
+Graph::Graph(const Graph& other)
+    : name_(other.name_),
+      values_(other.values_),
+      ops_(other.ops_),
+      inputs_(other.inputs_),
+      outputs_(other.outputs_),
+      losses_(other.losses_),
+      param_grads_(other.param_grads_),
+      topological_order_(other.topological_order_),
+      prefers_parallel_(other.prefers_parallel_),
+      net_type_(other.net_type_) {
+  // Every member but the index is copied above; the index views this graph's own names.
+  versions_.reserve(values_.size());
+  for (ValueId id = 0; id < num_values(); ++id) versions_[values_[id].name].push_back(id);
+}
+
+Graph& Graph::operator=(const Graph& other) {
+  if (this != &other) *this = Graph(other);
+  return *this;
+}
 
 std::optional<ValueId> Graph::FindValue(absl::string_view name) const {
   auto it = versions_.find(name);
@@ -141,9 +163,10 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   g.versions_.reserve(value_count);
   auto new_value = [&](const std::string& name, OpId producer) -> ValueId {
     const ValueId id = static_cast<ValueId>(g.values_.size());
+    MG_CHECK(g.values_.size() < g.values_.capacity());  // the index views names in place
     Value& v = g.values_.emplace_back();
     v.name = name;
-    auto& versions = g.versions_[name];
+    auto& versions = g.versions_[absl::string_view(v.name)];
     v.version = static_cast<int32_t>(versions.size());
     v.producer = producer;
     if (!versions.empty()) {
@@ -211,10 +234,12 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     std::string name;  // the name read (the spec itself is released as it is consumed)
   };
   std::vector<PendingRead> pending;
-  // Keys view the values' own names: values_ was sized up front, so they stay put.
-  absl::flat_hash_map<absl::string_view, ValueId> current;
-  current.reserve(value_count);
-  for (ValueId id : g.inputs_) current.emplace(g.values_[id].name, id);
+  // The latest version of a name written so far is the last of its versions (values are
+  // made in program order): the name index answers it, no second map.
+  auto current = [&](const std::string& name) -> ValueId {
+    auto it = g.versions_.find(name);
+    return it == g.versions_.end() ? kNone : it->second.back();
+  };
   for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
     OpSpec& spec = ops_[i];
     // Build() consumes the builder: each spec is moved into its op and released, so that the
@@ -229,14 +254,14 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     op.is_gradient_op = spec.is_gradient_op;
     op.view = spec.view;
     for (size_t s = 0; s < spec.inputs.size(); ++s) {
-      auto it = current.find(spec.inputs[s]);
-      op.inputs.push_back(it == current.end() ? kNone : it->second);
-      if (it == current.end()) pending.push_back({i, s, false, spec.inputs[s]});
+      const ValueId in = current(spec.inputs[s]);
+      op.inputs.push_back(in);
+      if (in == kNone) pending.push_back({i, s, false, spec.inputs[s]});
     }
     for (size_t s = 0; s < spec.control_inputs.size(); ++s) {
-      auto it = current.find(spec.control_inputs[s]);
-      op.control_inputs.push_back(it == current.end() ? kNone : it->second);
-      if (it == current.end()) pending.push_back({i, s, true, spec.control_inputs[s]});
+      const ValueId in = current(spec.control_inputs[s]);
+      op.control_inputs.push_back(in);
+      if (in == kNone) pending.push_back({i, s, true, spec.control_inputs[s]});
     }
     // The first input slot of each name, to find in-place writes in O(inputs + outputs) (a
     // linear scan for the usual few inputs).
@@ -263,7 +288,6 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
       const ValueId id = new_value(out, i);
       g.values_[id].inplace_of = overwritten;
       op.outputs.push_back(id);
-      current[absl::string_view(g.values_[id].name)] = id;
     }
     g.ops_.push_back(std::move(op));
     spec = OpSpec();
@@ -292,7 +316,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
           reader.type, " op '", reader.name, "' reads '", name, "' before any op writes it, and ",
           w->second.size(), " later ops write it: which one is meant is ambiguous"));
     }
-    const ValueId id = g.versions_[name].front();
+    const ValueId id = g.versions_.find(name)->second.front();  // a writer made it
     (read.control ? g.ops_[read.op].control_inputs : g.ops_[read.op].inputs)[read.slot] = id;
   }
 

@@ -121,6 +121,14 @@ struct Op {
 
 class Graph {
  public:
+  Graph() = default;
+  // The name index views the values' own names: a copy builds its own (O(values)); a move keeps
+  // the values' storage, and so the index, in place.
+  Graph(const Graph& other);
+  Graph& operator=(const Graph& other);
+  Graph(Graph&&) noexcept = default;
+  Graph& operator=(Graph&&) noexcept = default;
+
   const std::string& name() const { return name_; }
   const std::vector<Value>& values() const { return values_; }
   const std::vector<Op>& ops() const { return ops_; }
@@ -174,8 +182,10 @@ class Graph {
   std::vector<OpId> topological_order_;
   bool prefers_parallel_ = false;
   std::string net_type_;
-  // Per name, its versions in order: one for most names, so stored inline.
-  absl::flat_hash_map<std::string, absl::InlinedVector<ValueId, 1>> versions_;
+  // Per name, its versions in order: one for most names, so stored inline. The keys view the
+  // names in values_ (whose storage never moves once a graph is built), rather than copying
+  // a million names.
+  absl::flat_hash_map<absl::string_view, absl::InlinedVector<ValueId, 1>> versions_;
 };
 
 // What an importer hands the builder for one op: names, not ids.
@@ -201,6 +211,9 @@ class GraphBuilder {
   void AddExternalInput(std::string name) { external_inputs_.push_back(std::move(name)); }
   void AddExternalOutput(std::string name) { external_outputs_.push_back(std::move(name)); }
   void AddOp(OpSpec op) { ops_.push_back(std::move(op)); }
+  // Room for `count` ops, for a caller that knows how many it will add: the specs' storage then
+  // holds no slack (a vector grown by doubling held up to twice a million-op net's specs).
+  void ReserveOps(size_t count) { ops_.reserve(count); }
   // A role from the file (ROLE_UNSPECIFIED is simply not declared). Applies to every version.
   void DeclareRole(std::string name, Role role) { roles_[std::move(name)] = role; }
   void Declare(std::string name, Declaration declaration, int64_t alignment = 0) {

@@ -259,6 +259,7 @@ absl::Status WriteNetDef(const proto::NetDef& net, const std::string& path, NetF
 
 absl::StatusOr<Graph> GraphFromNetDef(const proto::NetDef& net) {
   GraphBuilder builder(net.name());
+  builder.ReserveOps(static_cast<size_t>(net.op_size()));
   for (const auto& name : net.external_input()) builder.AddExternalInput(name);
   for (const auto& name : net.external_output()) builder.AddExternalOutput(name);
   for (const proto::OperatorDef& op_def : net.op()) {

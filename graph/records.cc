@@ -298,7 +298,9 @@ absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
   for (ValueId id = 0; id < static_cast<ValueId>(n); ++id) {
     const int32_t i = record_of[id];
     const UsageRecord& r = records[i];
-    auto [at, inserted] = g.versions_.try_emplace(r.name);
+    Value& v = g.values_[id];
+    v.name = r.name;  // the index views the value's own name
+    auto [at, inserted] = g.versions_.try_emplace(absl::string_view(v.name));
     if (!inserted) {
       const int32_t other = record_of[at->second.front()];
       return absl::InvalidArgumentError(absl::StrCat(
@@ -307,8 +309,6 @@ absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
     }
     at->second.push_back(id);
     value_of[i] = id;
-    Value& v = g.values_[id];
-    v.name = r.name;
     v.producer = first[i];
     v.type = TensorType{DataType::kUInt8, {r.bytes}};
     v.alignment = r.alignment;

@@ -63,6 +63,7 @@ class RandomNet {
         net_(absl::StrCat("random_ops", w.ops, "_seed", w.seed)) {}
 
   absl::StatusOr<Graph> Build() && {
+    net_.builder().ReserveOps(static_cast<size_t>(w_.ops));
     net_.Input("data", w_.dtype, {w_.batch, w_.width}, Role::kInput);
     const BlobId data = NewBlob("data", w_.width);
     blobs_[data].overwritable = false;  // a graph input is the caller's

@@ -897,6 +897,7 @@ absl::StatusOr<Graph> BuildGraph(const WorkingModel& w,
   const onnx::GraphProto& graph = w.model.graph();
   GraphBuilder builder(graph.name().empty() ? std::filesystem::path(source_name).stem().string()
                                             : graph.name());
+  builder.ReserveOps(static_cast<size_t>(graph.node_size()));
   for (const onnx::ValueInfoProto& vi : graph.input()) {
     builder.AddExternalInput(vi.name());
     if (auto it = w.declarations.find(vi.name()); it != w.declarations.end()) {
