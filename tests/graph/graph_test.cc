@@ -1,5 +1,9 @@
 #include "graph/graph.h"
 
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
@@ -28,6 +32,37 @@ TEST(GraphTest, SsaVersionsAndInPlace) {
   EXPECT_EQ(g->value(ys[2]).role, Role::kOutput);
   EXPECT_EQ(g->value(ys[0]).role, Role::kActivation);
   EXPECT_EQ(g->outputs(), std::vector<ValueId>{ys[2]});
+}
+
+// The name index views the values' own names: a copy must index its own, and keep answering
+// after the original is gone; a move keeps the index valid.
+TEST(GraphTest, CopiesAndMovesKeepTheirNameIndex) {
+  // Names longer than a short string's inline buffer live on the heap: a dangling view of the
+  // original's names would show under ASan.
+  const std::string x = "an_input_with_a_long_name";
+  const std::string y = "an_output_with_a_long_name";
+  std::optional<Graph> copy;
+  Graph assigned;
+  {
+    auto g = GraphFromText(absl::StrCat(R"pb(
+      name: "t"
+      external_input: ")pb", x, R"pb("
+      op { type: "Relu" input: ")pb", x, R"pb(" output: ")pb", y, R"pb(" }
+      op { type: "Relu" input: ")pb", y, R"pb(" output: ")pb", y, R"pb(" }
+      external_output: ")pb", y, R"pb(")pb"));
+    ASSERT_TRUE(g.ok()) << g.status();
+    copy.emplace(*g);
+    assigned = *g;
+    Graph moved = *std::move(g);
+    EXPECT_EQ(moved.FindVersions(y).size(), 2u);
+  }
+  for (const Graph* graph : {&*copy, &assigned}) {
+    ASSERT_EQ(graph->FindVersions(y).size(), 2u);
+    EXPECT_EQ(graph->FindValue(y), graph->FindVersions(y).back());
+    EXPECT_EQ(graph->value(*graph->FindValue(x)).name, x);
+    EXPECT_EQ(graph->Versions(y).size(), 2u);
+    EXPECT_FALSE(graph->FindValue("missing").has_value());
+  }
 }
 
 TEST(GraphTest, UndefinedInputNamesOpAndValue) {
