@@ -158,7 +158,8 @@ std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder
 
 absl::StatusOr<BestFitResult> RunBestFitPortfolio(
     const OffsetProblem& problem, std::optional<std::chrono::steady_clock::time_point> stop_after,
-    int threads, std::optional<std::chrono::steady_clock::time_point> first_run_deadline) {
+    int threads, std::optional<std::chrono::steady_clock::time_point> first_run_deadline,
+    std::optional<std::chrono::steady_clock::time_point> first_run_finish_by) {
   MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
   if (threads < 1) {
     return absl::InvalidArgumentError(absl::StrCat("best-fit: ", threads, " threads"));
@@ -233,7 +234,9 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
       if (t == 0 && first_run_deadline.has_value()) {
         int placed_greedily = 0;
         const auto greedy_from = std::chrono::steady_clock::now();
-        solution = placer.PlaceUntil(order, kRules[0], *first_run_deadline - build_time,
+        const auto cut_by = *first_run_deadline - build_time;
+        solution = placer.PlaceUntil(order, kRules[0], cut_by,
+                                     std::max(cut_by, first_run_finish_by.value_or(cut_by)),
                                      &placed_greedily);
         const int n = static_cast<int>(order.size());
         cut = placed_greedily < n;

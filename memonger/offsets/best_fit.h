@@ -84,15 +84,17 @@ struct BestFitResult {
 // `stop_after`, no run starts after that time and every run but the first gives up there:
 // how a time-limited caller (auto, local search) keeps its limit on problems where each greedy
 // run takes seconds. The first run is the plan returned, so it never gives up: it runs to the
-// end, or with `first_run_deadline` until then, when the items it has not reached are stacked
-// in lanes above the others (GreedyPlacer::PlaceUntil): the portfolio then ends at about that
-// deadline however large the problem. The result depends on the clock where either time cuts
+// end, or with `first_run_deadline` until then, when the items it has not reached get a quick
+// placement (GreedyPlacer::PlaceUntil): the portfolio then ends at about that deadline however
+// large the problem. A first run on course to end by `first_run_finish_by` (when later) goes
+// on to the end. The result depends on the clock where either time cuts
 // a run; without them the portfolio is deterministic.
 absl::StatusOr<BestFitResult> RunBestFitPortfolio(
     const OffsetProblem& problem,
     std::optional<std::chrono::steady_clock::time_point> stop_after = std::nullopt,
     int threads = 1,
-    std::optional<std::chrono::steady_clock::time_point> first_run_deadline = std::nullopt);
+    std::optional<std::chrono::steady_clock::time_point> first_run_deadline = std::nullopt,
+    std::optional<std::chrono::steady_clock::time_point> first_run_finish_by = std::nullopt);
 absl::StatusOr<OffsetSolution> PlanBestFit(const OffsetProblem& problem, int threads = 1);
 
 }  // namespace memonger

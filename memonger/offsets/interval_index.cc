@@ -400,7 +400,8 @@ OffsetSolution GreedyPlacer::Place(const std::vector<int>& order, FitRule rule) 
 GreedyPlacer::Stop GreedyPlacer::PlaceItems(
     const std::vector<int>& order, FitRule rule, int keep, std::vector<int64_t>& offsets,
     int64_t limit, std::optional<std::chrono::steady_clock::time_point> deadline,
-    int64_t& height, int& placed) {
+    int64_t& height, int& placed, std::optional<std::chrono::steady_clock::time_point> finish_by) {
+  const auto started = std::chrono::steady_clock::now();
   const int n = static_cast<int>(problem_.items.size());
   MG_CHECK(static_cast<int>(order.size()) == n);
   MG_CHECK(keep >= 0 && keep <= n);
@@ -414,9 +415,18 @@ GreedyPlacer::Stop GreedyPlacer::PlaceItems(
     MG_CHECK(i >= 0 && i < n && !seen_[i]);  // a permutation
     seen_[i] = true;
     const OffsetItem& item = problem_.items[i];
-    if (deadline.has_value() && placed % kDeadlineStride == 0 &&
-        std::chrono::steady_clock::now() >= *deadline) {
-      return Stop::kDeadline;
+    if (deadline.has_value() && placed % kDeadlineStride == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= *deadline) {
+        // On course to end by finish_by at the rate so far? Then go on, until then at most.
+        const auto rest = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            (now - started) * (static_cast<double>(n - placed) / std::max(placed, 1)));
+        const bool on_course =
+            finish_by.has_value() && placed > 0 && *finish_by > *deadline && now + rest <= *finish_by;
+        if (!on_course) return Stop::kDeadline;
+        deadline = finish_by;
+        finish_by.reset();
+      }
     }
     if (placed >= keep) {
       if (item.bytes == 0) {
@@ -448,12 +458,13 @@ std::optional<OffsetSolution> GreedyPlacer::PlaceFrom(
 
 OffsetSolution GreedyPlacer::PlaceUntil(const std::vector<int>& order, FitRule rule,
                                         std::chrono::steady_clock::time_point deadline,
+                                        std::chrono::steady_clock::time_point finish_by,
                                         int* placed_greedily) {
   OffsetSolution solution;
   int placed = 0;
   const Stop stop = PlaceItems(order, rule, 0, solution.offsets,
                                std::numeric_limits<int64_t>::max(), deadline, solution.height,
-                               placed);
+                               placed, finish_by);
   MG_CHECK(stop != Stop::kOverLimit);  // no limit
   if (placed_greedily != nullptr) *placed_greedily = placed;
   if (stop == Stop::kDeadline) {

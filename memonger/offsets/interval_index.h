@@ -185,22 +185,28 @@ class GreedyPlacer {
       std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
   static constexpr int kDeadlineStride = 1024;
 
-  // As Place, but when `deadline` passes the items not placed yet are stacked above the others
-  // in lanes (StackInLanes): a complete placement at about the deadline however large the
-  // problem. `placed_greedily`, when given, receives how many items the greedy rule placed (all
-  // of them unless the deadline cut the pass).
+  // As Place, but when `deadline` passes the items not placed yet get a quick placement (the
+  // lower of CompleteOnSkyline and StackInLanes): a complete placement at about the deadline
+  // however large the problem. Unless, at the deadline, the pass is on course (at its rate so
+  // far) to end by `finish_by`: it then goes on, and is cut at `finish_by` if it does not.
+  // `placed_greedily`, when given, receives how many items the greedy rule placed (all of them
+  // unless the pass was cut).
   OffsetSolution PlaceUntil(const std::vector<int>& order, FitRule rule,
                             std::chrono::steady_clock::time_point deadline,
+                            std::chrono::steady_clock::time_point finish_by,
                             int* placed_greedily = nullptr);
 
  private:
   enum class Stop { kDone, kOverLimit, kDeadline };
   // Places order[keep, ...) after putting order[0, keep) back at `offsets`; `height` and
   // `placed` say how far it got.
+  // With `finish_by` (no earlier than `deadline`), a pass on course to end by then is not
+  // stopped at `deadline`.
   Stop PlaceItems(const std::vector<int>& order, FitRule rule, int keep,
                   std::vector<int64_t>& offsets, int64_t limit,
                   std::optional<std::chrono::steady_clock::time_point> deadline, int64_t& height,
-                  int& placed);
+                  int& placed,
+                  std::optional<std::chrono::steady_clock::time_point> finish_by = std::nullopt);
 
   const OffsetProblem& problem_;
   IntervalIndex index_;

@@ -149,10 +149,13 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   const Clock::time_point deadline = DeadlineAfter(now, options.time_limit_seconds * 0.9);
   // The portfolio starts no run after a quarter of the limit: on a large problem one greedy
   // pass takes about that long, and window repair does more with the time than another order.
-  // Its first pass ends at the deadline at the latest (GreedyPlacer::PlaceUntil completes it).
+  // Its first pass stops at the deadline (GreedyPlacer::PlaceUntil completes it quickly), unless
+  // it is on course to end within a tenth past the limit: a pass that nearly fits is worth far
+  // more than the quick completion.
   MG_ASSIGN_OR_RETURN(BestFitResult start,
                       RunBestFitPortfolio(problem, DeadlineAfter(now, options.time_limit_seconds / 4),
-                                          options.threads, deadline));
+                                          options.threads, deadline,
+                                          DeadlineAfter(now, options.time_limit_seconds * 1.1)));
   if (start.solution.proven_optimal || start.first_run_cut || Clock::now() >= deadline) {
     return std::move(start.solution);
   }

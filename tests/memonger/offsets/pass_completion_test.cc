@@ -174,13 +174,14 @@ TEST(GreedyPlacerTest, PlaceUntilAPassedDeadlineStillPlacesEverything) {
     std::iota(order.begin(), order.end(), 0);
     GreedyPlacer placer(p);
     int placed = -1;
-    const OffsetSolution cut = placer.PlaceUntil(order, FitRule::kBestFit, Clock::now(), &placed);
+    const OffsetSolution cut =
+        placer.PlaceUntil(order, FitRule::kBestFit, Clock::now(), Clock::now(), &placed);
     EXPECT_EQ(placed, 0);  // the clock is read before the first item
     ASSERT_TRUE(CheckOffsetSolution(p, cut.offsets).ok());
     EXPECT_EQ(cut.height, TopOf(p, cut.offsets));
     // Without a deadline that bites, the same as Place.
-    const OffsetSolution whole =
-        placer.PlaceUntil(order, FitRule::kBestFit, Clock::now() + std::chrono::hours(1), &placed);
+    const auto later = Clock::now() + std::chrono::hours(1);
+    const OffsetSolution whole = placer.PlaceUntil(order, FitRule::kBestFit, later, later, &placed);
     EXPECT_EQ(placed, static_cast<int>(p.items.size()));
     EXPECT_EQ(whole.offsets, placer.Place(order, FitRule::kBestFit).offsets);
   }
