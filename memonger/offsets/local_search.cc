@@ -143,10 +143,10 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
                                                           const LocalSearchOptions& options) {
   MG_RETURN_IF_ERROR(ValidateOptions(options));
   const Clock::time_point now = Clock::now();
-  // The searches end a tenth of the limit early: what follows them (completing a cut pass,
-  // window repair's final check, applying the offsets) is linear or O(n log n) work that takes
-  // about that long on a million items, so the whole call keeps to the limit.
-  const Clock::time_point deadline = DeadlineAfter(now, options.time_limit_seconds * 0.9);
+  // The searches end a twentieth of the limit early: what follows them (applying the offsets
+  // and checking them) is O(n log n) work that takes about that long on a million items, so
+  // the whole call keeps to the limit.
+  const Clock::time_point deadline = DeadlineAfter(now, options.time_limit_seconds * 0.95);
   // The portfolio starts no run after a quarter of the limit: on a large problem one greedy
   // pass takes about that long, and window repair does more with the time than another order.
   // Its first pass stops at the deadline (GreedyPlacer::PlaceUntil completes it quickly), unless
@@ -179,6 +179,7 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   RepairOptions repair;
   repair.seed = options.seed;
   repair.deadline = deadline;
+  repair.check_input = false;  // our own greedy placement; checked where it is applied
   MG_ASSIGN_OR_RETURN(RepairResult repaired, RepairWindows(problem, climbed, repair));
   // Each step starts from the one before and never accepts a higher placement.
   return std::move(repaired.solution);
