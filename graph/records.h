@@ -13,7 +13,8 @@
 // overlap (and so the lower bound) of the original problem while bounding the op count by twice
 // the record count. Record r is produced by the op of its first step and read by the op of its
 // last step; its type is uint8[bytes]. Steps are times, not ops to reorder: plan such graphs
-// with the given order.
+// with the given order. GraphFromRecords assembles this graph directly (there are no names to
+// resolve), the graph GraphBuilder would build from the step ops, in O(n log n).
 #ifndef MEMONGER_GRAPH_RECORDS_H_
 #define MEMONGER_GRAPH_RECORDS_H_
 
@@ -49,6 +50,9 @@ absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& t
                                                             const std::string& source_name,
                                                             const util::InputLimits& limits = {});
 
+// InvalidArgument naming `name` and the record for records the parsers would refuse (an
+// empty name, negative bytes, a step out of range or ending before it starts, a bad alignment,
+// a name used twice), none at all, or more than util::kMaxValues.
 absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
                                        const std::string& name);
 
