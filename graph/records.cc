@@ -311,6 +311,9 @@ absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
     value_of[i] = id;
     v.producer = first[i];
     v.type = TensorType{DataType::kUInt8, {r.bytes}};
+    // Declared too, as GraphBuilder's graph is: a net written from this graph (--net-out) must
+    // state the types its Step ops cannot infer.
+    v.declared = Declaration{DataType::kUInt8, std::vector<DeclaredDim>{{r.bytes, ""}}};
     v.alignment = r.alignment;
     g.ops_[first[i]].outputs.push_back(id);
     if (last[i] > first[i]) v.consumers.push_back(last[i]);

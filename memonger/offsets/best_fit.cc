@@ -246,7 +246,10 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
           const double greedy_seconds =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - greedy_from)
                   .count();
-          seconds_short = greedy_seconds * (n - placed_greedily) / std::max(placed_greedily, 1);
+          // With nothing placed there is no rate: the estimate is unknown (infinity).
+          seconds_short = placed_greedily == 0
+                              ? std::numeric_limits<double>::infinity()
+                              : greedy_seconds * (n - placed_greedily) / placed_greedily;
         }
       } else if (!duplicate) {
         solution = placer.PlaceFrom(order, kRules[t % 2], 0, {}, limit,

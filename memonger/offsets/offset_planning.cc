@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <utility>
@@ -255,11 +256,15 @@ absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liv
     seconds_short = std::max(seconds_short, s.cut_pass_seconds_short);
   }
   if (seconds_short > 0) {
-    plan.notes.push_back(absl::StrFormat(
+    const std::string what =
         "the time limit cut the first greedy placement short (the items it had not reached were "
-        "stacked by a quick rule, far above the lower bound); it needed about %.1f s more: "
-        "raise --time-limit by that much for a whole pass",
-        seconds_short));
+        "stacked by a quick rule, far above the lower bound)";
+    plan.notes.push_back(
+        std::isinf(seconds_short)
+            ? absl::StrCat(what, "; it left no time to place any item: raise --time-limit")
+            : absl::StrFormat("%s; it needed about %.1f s more: raise --time-limit by that much "
+                              "for a whole pass",
+                              what, seconds_short));
   }
   return absl::OkStatus();
 }

@@ -49,7 +49,8 @@ struct OffsetSolution {
   int64_t height = 0;            // max over items of offset + bytes
   bool proven_optimal = false;   // height equals the optimum (for example the lower bound)
   // > 0: a time limit cut the first greedy pass short (the items it had not reached were
-  // placed by a quick rule); about this many seconds more would have let the pass finish.
+  // placed by a quick rule); about this many seconds more would have let the pass finish
+  // (infinity: unknown, the limit left no time to place any item).
   double cut_pass_seconds_short = 0;
 };
 

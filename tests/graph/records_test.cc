@@ -117,6 +117,10 @@ TEST(RecordsTest, AssembledGraphIsTheOneTheBuilderMakes) {
       EXPECT_EQ(a.inplace_of, b.inplace_of);
       EXPECT_EQ(a.type, b.type);
       EXPECT_EQ(a.alignment, b.alignment);
+      EXPECT_EQ(a.declared.dtype, b.declared.dtype);
+      ASSERT_TRUE(a.declared.dims.has_value() && b.declared.dims.has_value());
+      ASSERT_EQ(a.declared.dims->size(), 1u);
+      EXPECT_EQ(a.declared.dims->front().size, b.declared.dims->front().size);
       EXPECT_EQ(assembled->FindValue(b.name), std::optional<ValueId>(id));
     }
     for (OpId op = 0; op < built.num_ops(); ++op) {

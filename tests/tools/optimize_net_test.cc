@@ -156,6 +156,22 @@ TEST(OptimizeNetTest, PlansUsageRecords) {
   EXPECT_THAT(greedy.out, HasSubstr("not proven optimal"));
 }
 
+// A trace's net (--net-out) states its values' types, which its Step ops cannot infer: it loads
+// back and plans to the same numbers.
+TEST(OptimizeNetTest, UsageRecordsRoundTripThroughNetOut) {
+  const std::string trace =
+      WriteTempFile("trace.csv", "id,lower,upper,size\na,0,2,32\nb,1,5,28\nc,3,9,64\nd,6,7,8\n");
+  const std::string out = WriteTempFile("trace_net.pbtxt", "");
+  auto r = RunOptimizeNet("'" + trace + "' --planner none --format json --net-out '" + out + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto again = RunOptimizeNet("'" + out + "' --planner none --format json");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto plan = nlohmann::json::parse(r.out);
+  const auto reloaded = nlohmann::json::parse(again.out);
+  EXPECT_EQ(reloaded["naive_bytes"], plan["naive_bytes"]);
+  EXPECT_EQ(reloaded["lower_bound_bytes"], plan["lower_bound_bytes"]);
+}
+
 // A search the time limit cuts returns its best plan, valid, and says it is not proven.
 TEST(OptimizeNetTest, ExactUnderATimeLimitSaysNotProven) {
   const std::string trace = SourcePath("../shared/corpus/traces/mm_D.csv");
