@@ -234,7 +234,6 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
       double seconds_short = 0;
       if (t == 0 && first_run_deadline.has_value()) {
         int placed_greedily = 0;
-        const auto greedy_from = std::chrono::steady_clock::now();
         const auto cut_by = *first_run_deadline - 2 * build_time;
         solution = placer.PlaceUntil(order, kRules[0], cut_by,
                                      std::max(cut_by, first_run_finish_by.value_or(cut_by)),
@@ -244,8 +243,7 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
         if (cut) {
           // The rest at the rate so far (greedy items cost about the same throughout).
           const double greedy_seconds =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - greedy_from)
-                  .count();
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
           // With nothing placed there is no rate: the estimate is unknown (infinity).
           seconds_short = placed_greedily == 0
                               ? std::numeric_limits<double>::infinity()
@@ -286,7 +284,6 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   best.runs = placed;
   best.first_run_seconds = first_run_seconds;
   best.first_run_cut = first_run_cut;
-  best.first_run_seconds_short = first_run_seconds_short;
   best.solution = *std::move(results[best_run]);
   if (best_run == 0) best.solution.cut_pass_seconds_short = first_run_seconds_short;
   best.order_kind = kPortfolioOrders[best_run / 2];

@@ -74,10 +74,10 @@ struct BestFitResult {
   int64_t lower_bound = 0;  // OffsetLowerBound(problem)
   int runs = 0;             // greedy placements made
   double first_run_seconds = 0;  // the first run's wall time: what one greedy pass costs
-  // The first run met `first_run_deadline` before it placed every item: the rest were stacked
-  // in lanes (StackInLanes), and first_run_seconds is a lower bound on a whole pass.
+  // The first run met `first_run_deadline` before it placed every item: the rest got a quick
+  // placement (GreedyPlacer::PlaceUntil), and solution.cut_pass_seconds_short says about how
+  // much longer a whole pass takes.
   bool first_run_cut = false;
-  double first_run_seconds_short = 0;  // when cut: about how much longer a whole pass takes
 };
 
 // InvalidArgument for a malformed problem (ValidateOffsetProblem) or threads < 1. With

@@ -106,8 +106,8 @@ int64_t CompleteOnSkyline(const OffsetProblem& problem, absl::Span<const int> pl
         util::CheckedAlignUp(skyline.Max(item.first_step, item.last_step), item.alignment);
     const std::optional<int64_t> top =
         at.has_value() ? util::CheckedAdd(*at, item.bytes) : std::nullopt;
-    // Within the padded sum of every item (ValidateOffsetProblem): an item rests on at most
-    // one item per other item below it.
+    // A top is at most the padded bytes of a chain of distinct items, each resting on the one
+    // below, whose sum ValidateOffsetProblem bounds below 2^63.
     MG_CHECK(top.has_value());
     offsets[i] = *at;
     skyline.Assign(item.first_step, item.last_step, *top);
