@@ -75,9 +75,9 @@ Graph::Graph(const Graph& other)
       topological_order_(other.topological_order_),
       prefers_parallel_(other.prefers_parallel_),
       net_type_(other.net_type_) {
-  // Every member but the index is copied above; the index views this graph's own names.
-  versions_.reserve(values_.size());
-  for (ValueId id = 0; id < num_values(); ++id) versions_[values_[id].name].push_back(id);
+  // Every member but the index is copied above; the index reads this graph's own names.
+  versions_ = NameIndex(values_.data(), values_.size());
+  for (ValueId id = 0; id < num_values(); ++id) versions_.Add(id);
 }
 
 Graph& Graph::operator=(const Graph& other) {
@@ -86,21 +86,18 @@ Graph& Graph::operator=(const Graph& other) {
 }
 
 std::optional<ValueId> Graph::FindValue(absl::string_view name) const {
-  auto it = versions_.find(name);
-  if (it == versions_.end() || it->second.empty()) return std::nullopt;
-  return it->second.back();
+  absl::Span<const ValueId> versions = versions_.Versions(name);
+  if (versions.empty()) return std::nullopt;
+  return versions.back();
 }
 
 absl::Span<const ValueId> Graph::Versions(absl::string_view name) const {
-  auto it = versions_.find(name);
-  if (it == versions_.end()) return {};
-  return absl::MakeConstSpan(it->second.data(), it->second.size());
+  return versions_.Versions(name);
 }
 
 std::vector<ValueId> Graph::FindVersions(absl::string_view name) const {
-  auto it = versions_.find(name);
-  if (it == versions_.end()) return {};
-  return std::vector<ValueId>(it->second.begin(), it->second.end());
+  absl::Span<const ValueId> versions = versions_.Versions(name);
+  return std::vector<ValueId>(versions.begin(), versions.end());
 }
 
 std::vector<ValueId> Graph::InPlaceRoots() const {
@@ -144,6 +141,20 @@ struct BackEdgeRecorder : public boost::default_dfs_visitor {
 
 }  // namespace
 
+void GraphBuilder::AddOp(OpSpec spec) {
+  Op& op = ops_.emplace_back();
+  op.name = std::move(spec.name);
+  op.type = std::move(spec.type);
+  op.domain = std::move(spec.domain);
+  op.attrs = std::move(spec.attrs);
+  op.device = spec.device;
+  op.engine = std::move(spec.engine);
+  op.is_gradient_op = spec.is_gradient_op;
+  op.view = spec.view;
+  op_names_.push_back(OpNames{std::move(spec.inputs), std::move(spec.outputs),
+                              std::move(spec.control_inputs)});
+}
+
 absl::StatusOr<Graph> GraphBuilder::Build() && {
   if (static_cast<int64_t>(ops_.size()) > util::kMaxOps) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -157,30 +168,29 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   // Sized up front: a million values moved on every growth of these vectors, and a map rehashed
   // as it grows, were a large part of building a big graph.
   size_t value_count = external_inputs_.size();
-  for (const OpSpec& op : ops_) value_count += op.outputs.size();
+  for (const OpNames& names : op_names_) value_count += names.outputs.size();
   g.values_.reserve(value_count);
-  g.ops_.reserve(ops_.size());
-  g.versions_.reserve(value_count);
-  auto new_value = [&](const std::string& name, OpId producer) -> ValueId {
+  g.versions_ = NameIndex(g.values_.data(), value_count);
+  // `name` is taken by value: an op's output name is moved into its value, not copied.
+  auto new_value = [&](std::string name, OpId producer) -> ValueId {
     const ValueId id = static_cast<ValueId>(g.values_.size());
-    MG_CHECK(g.values_.size() < g.values_.capacity());  // the index views names in place
+    MG_CHECK(g.values_.size() < g.values_.capacity());  // the index reads names in place
     Value& v = g.values_.emplace_back();
-    v.name = name;
-    auto& versions = g.versions_[absl::string_view(v.name)];
-    v.version = static_cast<int32_t>(versions.size());
+    v.name = std::move(name);
+    v.version = g.versions_.Add(id);
     v.producer = producer;
-    if (!versions.empty()) {
-      v.declared = g.values_[versions.front()].declared;  // every version, the same declaration
+    if (v.version > 0) {
+      // Every version, the same declaration.
+      v.declared = g.values_[g.versions_.Versions(v.name).front()].declared;
     } else if (!declarations_.empty()) {
       // Build() consumes the builder: the first version takes the declaration itself.
-      if (auto it = declarations_.find(name); it != declarations_.end()) {
+      if (auto it = declarations_.find(v.name); it != declarations_.end()) {
         v.declared = std::move(it->second);
       }
     }
     if (!alignments_.empty()) {
-      if (auto it = alignments_.find(name); it != alignments_.end()) v.alignment = it->second;
+      if (auto it = alignments_.find(v.name); it != alignments_.end()) v.alignment = it->second;
     }
-    versions.push_back(id);
     return id;
   };
 
@@ -188,28 +198,29 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   // (no allocation per op, which dominated building a graph of a million values).
   constexpr size_t kLinearScan = 16;
   for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
-    OpSpec& op = ops_[i];
+    Op& op = ops_[i];
+    const OpNames& names = op_names_[i];
     if (op.type.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("op #", i, " ('", op.name, "') has no type"));
     }
     if (op.name.empty()) op.name = absl::StrCat(op.type, "_", i);
     absl::flat_hash_set<absl::string_view> seen;
-    for (size_t k = 0; k < op.outputs.size(); ++k) {
-      const std::string& out = op.outputs[k];
+    for (size_t k = 0; k < names.outputs.size(); ++k) {
+      const std::string& out = names.outputs[k];
       if (out.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat(op.type, " op '", op.name, "' has an output with an empty name"));
       }
       const bool twice =
-          op.outputs.size() <= kLinearScan
-              ? std::find(op.outputs.begin(), op.outputs.begin() + k, out) != op.outputs.begin() + k
+          names.outputs.size() <= kLinearScan
+              ? std::find(names.outputs.begin(), names.outputs.begin() + k, out) != names.outputs.begin() + k
               : !seen.insert(out).second;
       if (twice) {
         return absl::InvalidArgumentError(absl::StrCat(op.type, " op '", op.name,
                                                        "' writes output '", out, "' twice"));
       }
     }
-    for (const std::string& in : op.inputs) {
+    for (const std::string& in : names.inputs) {
       if (in.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat(op.type, " op '", op.name, "' has an input with an empty name"));
@@ -237,22 +248,16 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   // The latest version of a name written so far is the last of its versions (values are
   // made in program order): the name index answers it, no second map.
   auto current = [&](const std::string& name) -> ValueId {
-    auto it = g.versions_.find(name);
-    return it == g.versions_.end() ? kNone : it->second.back();
+    absl::Span<const ValueId> versions = g.versions_.Versions(name);
+    return versions.empty() ? kNone : versions.back();
   };
-  for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
-    OpSpec& spec = ops_[i];
-    // Build() consumes the builder: each spec is moved into its op and released, so that the
-    // specs and the graph are not both held at full size (a million-value graph's peak).
-    Op op;
-    op.name = std::move(spec.name);
-    op.type = std::move(spec.type);
-    op.domain = std::move(spec.domain);
-    op.attrs = std::move(spec.attrs);
-    op.device = spec.device;
-    op.engine = std::move(spec.engine);
-    op.is_gradient_op = spec.is_gradient_op;
-    op.view = spec.view;
+  // Build() consumes the builder: its ops become the graph's, and each op's names are released
+  // as they are resolved (the output names move into their values).
+  g.ops_ = std::move(ops_);
+  ops_ = std::vector<Op>();
+  for (OpId i = 0; i < g.num_ops(); ++i) {
+    OpNames& spec = op_names_[i];
+    Op& op = g.ops_[i];
     for (size_t s = 0; s < spec.inputs.size(); ++s) {
       const ValueId in = current(spec.inputs[s]);
       op.inputs.push_back(in);
@@ -270,7 +275,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     if (!scan) {
       for (size_t s = spec.inputs.size(); s-- > 0;) input_slot[spec.inputs[s]] = s;
     }
-    for (const std::string& out : spec.outputs) {
+    for (std::string& out : spec.outputs) {
       std::optional<size_t> slot;
       if (scan) {
         auto at = std::find(spec.inputs.begin(), spec.inputs.end(), out);
@@ -285,14 +290,13 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
             op.type, " op '", op.name, "' writes '", out,
             "' in place, but no earlier op produces it and it is not an external input"));
       }
-      const ValueId id = new_value(out, i);
+      const ValueId id = new_value(std::move(out), i);
       g.values_[id].inplace_of = overwritten;
       op.outputs.push_back(id);
     }
-    g.ops_.push_back(std::move(op));
-    spec = OpSpec();
+    spec = OpNames();
   }
-  ops_ = std::vector<OpSpec>();  // every spec was moved into its op; `= {}` keeps the capacity
+  op_names_ = std::vector<OpNames>();  // `= {}` would keep the capacity
 
   // Pass 2: reads of names written later in the list (nets not in dependency order), resolved
   // by the writers of each name (built only for such nets).
@@ -316,7 +320,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
           reader.type, " op '", reader.name, "' reads '", name, "' before any op writes it, and ",
           w->second.size(), " later ops write it: which one is meant is ambiguous"));
     }
-    const ValueId id = g.versions_.find(name)->second.front();  // a writer made it
+    const ValueId id = g.versions_.Versions(name).front();  // a writer made it
     (read.control ? g.ops_[read.op].control_inputs : g.ops_[read.op].inputs)[read.slot] = id;
   }
 

@@ -32,6 +32,7 @@
 #include "absl/types/span.h"
 #include "absl/status/statusor.h"
 #include "graph/attribute.h"
+#include "graph/name_index.h"
 #include "graph/tensor_type.h"
 
 namespace memonger::graph {
@@ -87,8 +88,8 @@ struct Value {
   Role role = Role::kActivation;
   bool role_declared = false;  // the file states the role (value_info, DeclareRole)
   OpId producer = kNone;         // kNone for external inputs, params, constants
-  OpIdList consumers;            // ops reading it, ascending, each op once
   ValueId inplace_of = kNone;    // the value this one overwrites in place, if any
+  OpIdList consumers;            // ops reading it, ascending, each op once
   Declaration declared;
   std::optional<TensorType> type;  // set by shape inference or an importer
   int64_t alignment = 0;           // extra byte alignment required (0: the plan's default)
@@ -122,7 +123,7 @@ struct Op {
 class Graph {
  public:
   Graph() = default;
-  // The name index views the values' own names: a copy builds its own (O(values)); a move keeps
+  // The name index reads the values' own names: a copy builds its own (O(values)); a move keeps
   // the values' storage, and so the index, in place.
   Graph(const Graph& other);
   Graph& operator=(const Graph& other);
@@ -182,10 +183,9 @@ class Graph {
   std::vector<OpId> topological_order_;
   bool prefers_parallel_ = false;
   std::string net_type_;
-  // Per name, its versions in order: one for most names, so stored inline. The keys view the
-  // names in values_ (whose storage never moves once a graph is built), rather than copying
-  // a million names.
-  absl::flat_hash_map<absl::string_view, absl::InlinedVector<ValueId, 1>> versions_;
+  // Per name, its versions in order. It reads the names in values_, whose storage never moves
+  // once a graph is built (graph/name_index.h).
+  NameIndex versions_;
 };
 
 // What an importer hands the builder for one op: names, not ids.
@@ -210,10 +210,13 @@ class GraphBuilder {
 
   void AddExternalInput(std::string name) { external_inputs_.push_back(std::move(name)); }
   void AddExternalOutput(std::string name) { external_outputs_.push_back(std::move(name)); }
-  void AddOp(OpSpec op) { ops_.push_back(std::move(op)); }
-  // Room for `count` ops, for a caller that knows how many it will add: the specs' storage then
-  // holds no slack (a vector grown by doubling held up to twice a million-op net's specs).
-  void ReserveOps(size_t count) { ops_.reserve(count); }
+  void AddOp(OpSpec op);
+  // Room for `count` ops, for a caller that knows how many it will add: the ops' storage then
+  // holds no slack (a vector grown by doubling held up to twice a million-op net's ops).
+  void ReserveOps(size_t count) {
+    ops_.reserve(count);
+    op_names_.reserve(count);
+  }
   // A role from the file (ROLE_UNSPECIFIED is simply not declared). Applies to every version.
   void DeclareRole(std::string name, Role role) { roles_[std::move(name)] = role; }
   void Declare(std::string name, Declaration declaration, int64_t alignment = 0) {
@@ -238,7 +241,16 @@ class GraphBuilder {
   std::string name_;
   std::vector<std::string> external_inputs_;
   std::vector<std::string> external_outputs_;
-  std::vector<OpSpec> ops_;
+  // Each spec is held as the op it becomes, less its value ids, beside the names it reads and
+  // writes: Build() hands the ops to the graph as they are and fills in the ids, so a big net's
+  // specs and ops are never both held at full size (that was a million-value graph's peak).
+  struct OpNames {
+    std::vector<std::string> inputs;
+    std::vector<std::string> outputs;
+    std::vector<std::string> control_inputs;
+  };
+  std::vector<Op> ops_;
+  std::vector<OpNames> op_names_;  // op_names_[i]: ops_[i]'s
   absl::flat_hash_map<std::string, Role> roles_;
   absl::flat_hash_map<std::string, Declaration> declarations_;
   absl::flat_hash_map<std::string, int64_t> alignments_;

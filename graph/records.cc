@@ -293,21 +293,19 @@ absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
     op.inputs.reserve(static_cast<size_t>(inputs_at[k]));
   }
   g.values_.resize(n);
-  g.versions_.reserve(n);
+  g.versions_ = NameIndex(g.values_.data(), n);
   std::vector<ValueId> value_of(n);
   for (ValueId id = 0; id < static_cast<ValueId>(n); ++id) {
     const int32_t i = record_of[id];
     const UsageRecord& r = records[i];
     Value& v = g.values_[id];
-    v.name = r.name;  // the index views the value's own name
-    auto [at, inserted] = g.versions_.try_emplace(absl::string_view(v.name));
-    if (!inserted) {
-      const int32_t other = record_of[at->second.front()];
+    v.name = r.name;  // the index reads the value's own name
+    if (g.versions_.Add(id) > 0) {
+      const int32_t other = record_of[g.versions_.Versions(v.name).front()];
       return absl::InvalidArgumentError(absl::StrCat(
           name, ": records ", std::min(i, other), " and ", std::max(i, other), " ('",
           util::Quote(r.name), "'): the name is used twice"));
     }
-    at->second.push_back(id);
     value_of[i] = id;
     v.producer = first[i];
     v.type = TensorType{DataType::kUInt8, {r.bytes}};

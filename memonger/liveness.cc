@@ -88,7 +88,6 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
   live.device.assign(n, graph::Device{});
   live.alias_root.assign(n, kNone);
   live.lifetime.assign(n, Lifetime{});
-  live.members.assign(n, {});
   live.class_bytes.assign(n, 0);
 
   // Bytes, devices, and each value's own lifetime.
@@ -270,8 +269,8 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
     if (root_of_set[set] == kNone) root_of_set[set] = id;
     const ValueId root = root_of_set[set];
     live.alias_root[id] = root;
-    live.members[root].push_back(id);
   }
+  live.members = ClassMembers(live.alias_root, order);
   for (ValueId root = 0; root < n; ++root) {
     if (live.members[root].empty()) continue;
     Lifetime merged = own[root];
@@ -285,6 +284,22 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
     for (ValueId m : live.members[root]) live.lifetime[m] = merged;
   }
   return live;
+}
+
+ClassMembers::ClassMembers(const std::vector<ValueId>& root_of,
+                           const std::vector<ValueId>& oldest_first)
+    : start_(root_of.size() + 1, 0) {
+  // A counting sort by root, stable: each list keeps the order of `oldest_first`.
+  for (ValueId root : root_of) {
+    if (root != kNone) ++start_[root + 1];
+  }
+  for (size_t i = 1; i < start_.size(); ++i) start_[i] += start_[i - 1];
+  ids_.resize(static_cast<size_t>(start_.back()));
+  std::vector<int32_t> next(start_.begin(), start_.end() - 1);
+  for (ValueId id : oldest_first) {
+    const ValueId root = root_of[id];
+    if (root != kNone) ids_[next[root]++] = id;
+  }
 }
 
 std::vector<int64_t> LiveBytesPerStep(const Liveness& liveness, int64_t alignment) {

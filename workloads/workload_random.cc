@@ -85,6 +85,13 @@ class RandomNet {
     net_.builder().AddExternalOutput("output");
     net_.builder().AddExternalOutput("loss");
     net_.builder().AddLoss("loss");
+    // The generator's bookkeeping is spent: released before the graph is built, whose peak it
+    // would add to (some 60 MB on a million values).
+    blobs_ = std::vector<Blob>();
+    heads_ = std::vector<BlobId>();
+    history_ = std::vector<BlobId>();
+    all_positions_ = std::vector<int64_t>();
+    by_width_ = decltype(by_width_)();
     MG_ASSIGN_OR_RETURN(Graph graph, std::move(net_).Finish());
     if (w_.training) return AddGradientOps(graph, {"loss"});
     return graph;

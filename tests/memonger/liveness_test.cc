@@ -18,6 +18,7 @@ using graph::OpId;
 using graph::ValueId;
 using ::memonger::testing::AssignByteTypes;
 using ::memonger::testing::GraphFromText;
+using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -463,6 +464,30 @@ TEST(LivenessPropertyTest, ClassesAreConsistentOnRandomGraphs) {
         EXPECT_GE(l.schedule.step_of_op[g.value(v).producer], l.lifetime[v].first_step);
       }
     }
+    // Each class's members at its root, oldest first (graph inputs, then by producer step,
+    // ties by id), each value listed once; nothing at other values.
+    auto step_of = [&](ValueId v) {
+      const OpId p = g.value(v).producer;
+      return std::make_pair(p == graph::kNone ? -1 : l.schedule.step_of_op[p], v);
+    };
+    std::vector<int> listed(g.num_values(), 0);
+    for (ValueId v = 0; v < g.num_values(); ++v) {
+      if (l.alias_root[v] != v) {
+        EXPECT_TRUE(l.members[v].empty());
+        continue;
+      }
+      ASSERT_FALSE(l.members[v].empty());
+      EXPECT_EQ(l.members[v].front(), v);
+      for (size_t k = 0; k < l.members[v].size(); ++k) {
+        const ValueId m = l.members[v][k];
+        EXPECT_EQ(l.alias_root[m], v);
+        ++listed[m];
+        if (k > 0) {
+          EXPECT_LT(step_of(l.members[v][k - 1]), step_of(m));
+        }
+      }
+    }
+    EXPECT_THAT(listed, Each(1));
   }
 }
 
