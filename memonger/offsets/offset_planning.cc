@@ -63,7 +63,9 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
                                                           : options.time_limit_seconds;
     MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local));
   }
-  if (incumbent.proven_optimal) return incumbent;
+  // A cut first pass means the limit is spent: the exact search would only check the incumbent
+  // again (O(n log n), a tenth of a second on a million items) and return it.
+  if (incumbent.proven_optimal || incumbent.cut_pass_seconds_short > 0) return incumbent;
   ExactOffsetsOptions exact;
   exact.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
   exact.progress = options.exact_progress;

@@ -1,15 +1,13 @@
 #include "memonger/offsets/offset_problem.h"
 
 #include <algorithm>
-#include <functional>
 #include <limits>
-#include <numeric>
-#include <queue>
-#include <set>
 #include <utility>
 
+#include "absl/container/btree_set.h"
 #include "absl/strings/str_cat.h"
 #include "util/checked_math.h"
+#include "util/check.h"
 
 namespace memonger {
 namespace {
@@ -25,6 +23,36 @@ std::string Describe(const OffsetProblem& problem, const std::vector<int64_t>& o
   const OffsetItem& item = problem.items[i];
   return absl::StrCat("item ", i, " (bytes [", offsets[i], ", ", offsets[i] + item.bytes,
                       "), steps [", item.first_step, ", ", item.last_step, "])");
+}
+
+// Items 0..n-1 ordered by step(i), ties by index. A counting sort where the steps span no more
+// than a few times n (every problem a graph or a trace makes), else a sort of packed keys.
+template <typename StepOf>
+std::vector<int32_t> OrderByStep(size_t n, StepOf step) {
+  std::vector<int32_t> order(n);
+  if (n == 0) return order;
+  int64_t low = std::numeric_limits<int64_t>::max();
+  int64_t high = std::numeric_limits<int64_t>::min();
+  for (size_t i = 0; i < n; ++i) {
+    low = std::min<int64_t>(low, step(i));
+    high = std::max<int64_t>(high, step(i));
+  }
+  const uint64_t span = static_cast<uint64_t>(high - low) + 1;
+  if (span <= 4 * static_cast<uint64_t>(n) + 1024) {
+    std::vector<int32_t> start(span + 1, 0);
+    for (size_t i = 0; i < n; ++i) ++start[step(i) - low + 1];
+    for (size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
+    for (size_t i = 0; i < n; ++i) order[start[step(i) - low]++] = static_cast<int32_t>(i);
+    return order;
+  }
+  // Steps are ints, so their span fits 32 bits; item indices do too (the caller checks).
+  std::vector<uint64_t> keys(n);
+  for (size_t i = 0; i < n; ++i) {
+    keys[i] = (static_cast<uint64_t>(step(i) - low) << 32) | static_cast<uint64_t>(i);
+  }
+  std::sort(keys.begin(), keys.end());
+  for (size_t k = 0; k < n; ++k) order[k] = static_cast<int32_t>(keys[k] & 0xffffffffu);
+  return order;
 }
 
 }  // namespace
@@ -78,6 +106,7 @@ int64_t OffsetLowerBound(const OffsetProblem& problem) {
 absl::Status CheckOffsetSolution(const OffsetProblem& problem,
                                  const std::vector<int64_t>& offsets) {
   const size_t n = problem.items.size();
+  MG_CHECK(n <= static_cast<size_t>(std::numeric_limits<int32_t>::max()));
   if (offsets.size() != n) {
     return absl::InvalidArgumentError(
         absl::StrCat("the solution has ", offsets.size(), " offsets for ", n, " items"));
@@ -110,39 +139,36 @@ absl::Status CheckOffsetSolution(const OffsetProblem& problem,
 
   // Sweep over time in first_step order. `active` holds the items live at the current step,
   // keyed by offset; it stays pairwise disjoint in bytes (the first overlap is reported), so a
-  // new item can only overlap the active item with the highest offset below its end.
-  std::vector<size_t> by_first(n);
-  std::iota(by_first.begin(), by_first.end(), 0);
-  std::sort(by_first.begin(), by_first.end(), [&](size_t a, size_t b) {
-    const int fa = problem.items[a].first_step;
-    const int fb = problem.items[b].first_step;
-    return fa != fb ? fa < fb : a < b;
-  });
-  using Ending = std::pair<int, size_t>;  // (last_step, item)
-  std::priority_queue<Ending, std::vector<Ending>, std::greater<Ending>> endings;
-  std::set<std::pair<int64_t, size_t>> active;  // (offset, item)
-  for (size_t i : by_first) {
+  // new item can only overlap the active item with the highest offset below its end. Items
+  // leave it in last_step order, before the first item that starts after them. (A B-tree and
+  // two counting sorts: a million items checked in a fraction of what a node set and a heap
+  // took, which was a tenth of a planning run.)
+  const std::vector<int32_t> by_first =
+      OrderByStep(n, [&](size_t i) { return problem.items[i].first_step; });
+  const std::vector<int32_t> by_last =
+      OrderByStep(n, [&](size_t i) { return problem.items[i].last_step; });
+  size_t ended = 0;  // by_last[0, ended) have left `active`
+  absl::btree_set<std::pair<int64_t, int32_t>> active;  // (offset, item)
+  for (const int32_t i : by_first) {
     const OffsetItem& item = problem.items[i];
     if (item.bytes == 0) continue;  // occupies no byte
-    while (!endings.empty() && endings.top().first < item.first_step) {
-      const size_t done = endings.top().second;
-      endings.pop();
-      active.erase({offsets[done], done});
+    for (; ended < n && problem.items[by_last[ended]].last_step < item.first_step; ++ended) {
+      const int32_t done = by_last[ended];
+      active.erase({offsets[done], done});  // absent for a zero-byte item
     }
     const int64_t end = offsets[i] + item.bytes;
     auto above = active.lower_bound({end, 0});
     if (above != active.begin()) {
-      const size_t below = std::prev(above)->second;
+      const int32_t below = std::prev(above)->second;
       if (offsets[below] + problem.items[below].bytes > offsets[i]) {
-        const size_t a = std::min(below, i);
-        const size_t b = std::max(below, i);
+        const size_t a = static_cast<size_t>(std::min(below, i));
+        const size_t b = static_cast<size_t>(std::max(below, i));
         return absl::InvalidArgumentError(absl::StrCat(
             Describe(problem, offsets, a), " and ", Describe(problem, offsets, b),
             " overlap in bytes while both are live at step ", item.first_step));
       }
     }
     active.emplace(offsets[i], i);
-    endings.emplace(item.last_step, i);
   }
   return absl::OkStatus();
 }

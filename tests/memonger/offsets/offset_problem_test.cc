@@ -1,5 +1,6 @@
 #include "memonger/offsets/offset_problem.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -8,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/offset_support.h"
+#include "util/splitmix64.h"
 
 namespace memonger {
 namespace {
@@ -136,6 +138,45 @@ TEST(CheckOffsetSolutionScaleTest, ManyOverlappingItemsCheckQuickly) {
   offsets[12345] = offsets[777];
   const absl::Status status = CheckOffsetSolution(p, offsets);
   EXPECT_THAT(std::string(status.message()), AllOf(HasSubstr("item 777"), HasSubstr("item 12345")));
+}
+
+// Against every pair, on random placements that are often invalid: the verdict agrees, and a
+// reported pair does overlap. Steps spanning far more than the item count (and below zero)
+// take the sort of packed keys instead of the counting sort.
+TEST(CheckOffsetSolutionPropertyTest, AgreesWithEveryPair) {
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    SCOPED_TRACE(seed);
+    util::SplitMix64 rng(seed);
+    const int n = 1 + static_cast<int>(rng.Below(40));
+    const int64_t span = seed % 4 == 0 ? int64_t{1} << 30 : 1 + static_cast<int64_t>(rng.Below(20));
+    const int64_t shift = seed % 8 == 0 ? -(int64_t{1} << 29) : 0;
+    OffsetProblem p;
+    std::vector<int64_t> offsets;
+    for (int i = 0; i < n; ++i) {
+      const int64_t a = shift + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(span)));
+      const int64_t b = shift + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(span)));
+      p.items.push_back(Item(static_cast<int>(std::min(a, b)), static_cast<int>(std::max(a, b)),
+                             static_cast<int64_t>(rng.Below(4)) * 8));  // zero bytes at times
+      offsets.push_back(static_cast<int64_t>(rng.Below(12)) * 8);
+    }
+    p.num_steps = static_cast<int>(shift + span);
+    bool overlap = false;
+    for (int i = 0; i < n; ++i) {
+      for (int j = i + 1; j < n; ++j) {
+        const OffsetItem& a = p.items[i];
+        const OffsetItem& b = p.items[j];
+        overlap = overlap || (a.bytes > 0 && b.bytes > 0 &&  // zero bytes occupy nothing
+                              a.first_step <= b.last_step && b.first_step <= a.last_step &&
+                              offsets[i] < offsets[j] + b.bytes &&
+                              offsets[j] < offsets[i] + a.bytes);
+      }
+    }
+    const absl::Status status = CheckOffsetSolution(p, offsets);
+    EXPECT_EQ(status.ok(), !overlap) << status;
+    if (!status.ok()) {
+      EXPECT_THAT(std::string(status.message()), HasSubstr("overlap in bytes"));
+    }
+  }
 }
 
 }  // namespace
