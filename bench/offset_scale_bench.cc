@@ -2,6 +2,8 @@
 //   - greedy/NAME:      one greedy pass (the portfolio's first order, `peak`, best fit) on a
 //                       large problem: the cost of IntervalIndex, the heart of every greedy
 //                       planner;
+//   - split/NAME/threads:T: the same pass cut in time (split_pass.h), as the portfolio's first
+//                       run makes it on a large problem, its pieces on T threads;
 //   - auto/NAME:        the CLI's default planner (2 s) on the same problem: window repair
 //                       included, arena / lower bound;
 //   - guillotine/N/S:   auto (2 s) and exact (10 s) on guillotine instances of N pieces, seed S
@@ -17,6 +19,7 @@
 //   build/bench/offset_scale_bench --benchmark_filter=guillotine --benchmark_counters_tabular=true
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +31,7 @@
 #include "memonger/offsets/interval_index.h"
 #include "memonger/offsets/offset_planning.h"
 #include "memonger/offsets/offset_problem.h"
+#include "memonger/offsets/split_pass.h"
 #include "memonger/schedule.h"
 #include "util/check.h"
 #include "util/splitmix64.h"
@@ -96,6 +100,27 @@ void BM_GreedyPass(benchmark::State& state, MakeProblem make) {
   Report(state, problem, solution, seconds);
 }
 
+// The portfolio's first run on a large problem: the same pass cut in time (split_pass.h).
+template <typename MakeProblem>
+void BM_SplitPass(benchmark::State& state, MakeProblem make, int threads) {
+  const OffsetProblem problem = make();
+  OffsetSolution solution;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<int> order = PortfolioItemOrder(problem, PortfolioOrder::kPeak);
+    std::optional<TimeSplit> split = SplitInTime(problem, order);
+    MG_CHECK(split.has_value());
+    SplitPassOptions options;
+    options.threads = threads;
+    solution = PlaceSplit(problem, *split, FitRule::kBestFit, options).solution;
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    state.counters["pieces"] = static_cast<double>(split->pieces.size());
+    state.counters["crossing"] = static_cast<double>(split->crossing.size());
+  }
+  Report(state, problem, solution, seconds);
+}
+
 void Solve(benchmark::State& state, const OffsetProblem& problem, OffsetStrategy strategy,
            double time_limit_seconds) {
   OffsetSolveOptions options;
@@ -136,6 +161,12 @@ int RegisterAll() {
                                  BM_GreedyPass<OffsetProblem (*)()>, make)
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
+    for (int threads : {1, 2}) {
+      benchmark::RegisterBenchmark(absl::StrCat("split/", name, "/threads:", threads).c_str(),
+                                   BM_SplitPass<OffsetProblem (*)()>, make, threads)
+          ->Iterations(1)
+          ->Unit(benchmark::kMillisecond);
+    }
     benchmark::RegisterBenchmark(absl::StrCat("auto/", name).c_str(),
                                  BM_Auto<OffsetProblem (*)()>, make)
         ->Iterations(1)

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "memonger/offsets/split_pass.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 
@@ -156,6 +157,20 @@ std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder
   return SortedByKeyDescending(problem, [](int) { return 0; });
 }
 
+namespace {
+
+// How much longer a cut pass needed to place all `n` items, at its rate so far (greedy items
+// cost about the same throughout); infinity where it placed none (no rate: unknown).
+double SecondsShort(std::chrono::steady_clock::time_point run_start, int placed_greedily,
+                    size_t n) {
+  if (placed_greedily == 0) return std::numeric_limits<double>::infinity();
+  const double greedy_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  return greedy_seconds * (static_cast<double>(n) - placed_greedily) / placed_greedily;
+}
+
+}  // namespace
+
 absl::StatusOr<BestFitResult> RunBestFitPortfolio(
     const OffsetProblem& problem, std::optional<std::chrono::steady_clock::time_point> stop_after,
     int threads, std::optional<std::chrono::steady_clock::time_point> first_run_deadline,
@@ -193,13 +208,9 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   // lowest height with ties to the earliest run, is the one a single thread running the runs in
   // order would keep, whatever the thread count, unless the deadline cuts a run.
   auto worker = [&]() {
-    const auto built_from = std::chrono::steady_clock::now();
-    GreedyPlacer placer(problem);
-    // Completing a cut pass takes about three times as long as building the index (the lanes
-    // and the skyline, each O(n log n) over the items, as the index is, the skyline's segment
-    // tree over the steps a few cache misses an item): the first run stops placing that much
-    // before its deadline. (Measured on a 1.1M-item graph: index 0.16 s, completion 0.45 s.)
-    const auto build_time = std::chrono::steady_clock::now() - built_from;
+    // Built for the first run this thread takes (none, where an earlier run reached the bound).
+    std::optional<GreedyPlacer> placer;
+    std::chrono::steady_clock::duration build_time{};
     for (;;) {
       int t;
       int64_t limit = std::numeric_limits<int64_t>::max();
@@ -225,6 +236,11 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
           limit = best_run < t ? h - 1 : h;
         }
       }
+      if (!placer.has_value()) {
+        const auto built_from = std::chrono::steady_clock::now();
+        placer.emplace(problem);
+        build_time = std::chrono::steady_clock::now() - built_from;
+      }
       const int k = t / 2;
       const std::vector<int>& order = order_of(k);
       bool duplicate = false;  // an order equal to an earlier one is not placed again
@@ -234,25 +250,20 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
       bool cut = false;
       double seconds_short = 0;
       if (t == 0 && first_run_deadline.has_value()) {
+        // Completing a cut pass takes about three times as long as building the index (the
+        // lanes and the skyline, each O(n log n) over the items, as the index is, the skyline's
+        // segment tree over the steps a few cache misses an item): the first run stops placing
+        // that much before its deadline. (On a 1.1M-item graph: index 0.16 s, completion 0.45 s.)
         int placed_greedily = 0;
         const auto cut_by = *first_run_deadline - 3 * build_time;
-        solution = placer.PlaceUntil(order, kRules[0], cut_by,
-                                     std::max(cut_by, first_run_finish_by.value_or(cut_by)),
-                                     &placed_greedily);
-        const int n = static_cast<int>(order.size());
-        cut = placed_greedily < n;
-        if (cut) {
-          // The rest at the rate so far (greedy items cost about the same throughout).
-          const double greedy_seconds =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-          // With nothing placed there is no rate: the estimate is unknown (infinity).
-          seconds_short = placed_greedily == 0
-                              ? std::numeric_limits<double>::infinity()
-                              : greedy_seconds * (n - placed_greedily) / placed_greedily;
-        }
+        solution = placer->PlaceUntil(order, kRules[0], cut_by,
+                                      std::max(cut_by, first_run_finish_by.value_or(cut_by)),
+                                      &placed_greedily);
+        cut = placed_greedily < static_cast<int>(order.size());
+        if (cut) seconds_short = SecondsShort(run_start, placed_greedily, order.size());
       } else if (!duplicate) {
-        solution = placer.PlaceFrom(order, kRules[t % 2], 0, {}, limit,
-                                    t > 0 ? stop_after : std::nullopt);
+        solution = placer->PlaceFrom(order, kRules[t % 2], 0, {}, limit,
+                                     t > 0 ? stop_after : std::nullopt);
       }
       std::lock_guard<std::mutex> lock(mutex);
       if (t == 0) {
@@ -273,6 +284,28 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
       }
     }
   };
+  // On a large problem the first run is a split pass (split_pass.h): its pieces take every
+  // thread, and the other runs start after it, as they would under a deadline anyway.
+  if (std::optional<TimeSplit> split = SplitInTime(problem, order_of(0))) {
+    const auto run_start = std::chrono::steady_clock::now();
+    SplitPassOptions options;
+    options.threads = threads;
+    options.deadline = first_run_deadline;
+    options.finish_by = first_run_finish_by;
+    SplitPassResult run = PlaceSplit(problem, *split, kRules[0], options);
+    first_run_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+    first_run_cut = run.placed_greedily < static_cast<int>(problem.items.size());
+    if (first_run_cut) {
+      first_run_seconds_short = SecondsShort(run_start, run.placed_greedily, problem.items.size());
+    }
+    results[0] = std::move(run.solution);
+    best_run = 0;
+    placed = 1;
+    next_run = 1;
+    first_finished = true;
+  }
+
   const int workers = std::min(threads, kRuns);
   std::vector<std::thread> pool;
   for (int w = 1; w < workers; ++w) pool.emplace_back(worker);

@@ -415,7 +415,9 @@ GreedyPlacer::Stop GreedyPlacer::PlaceItems(
     MG_CHECK(i >= 0 && i < n && !seen_[i]);  // a permutation
     seen_[i] = true;
     const OffsetItem& item = problem_.items[i];
-    if (deadline.has_value() && placed % kDeadlineStride == 0) {
+    // The kept prefix is put back whole: a cut there would leave kept items to be placed anew
+    // (PlaceUntil's callers rely on kept items staying where they were).
+    if (deadline.has_value() && placed >= keep && (placed - keep) % kDeadlineStride == 0) {
       const auto now = std::chrono::steady_clock::now();
       if (now >= *deadline) {
         // On course to end by finish_by at the rate so far? Then go on, until then at most.
@@ -459,10 +461,12 @@ std::optional<OffsetSolution> GreedyPlacer::PlaceFrom(
 OffsetSolution GreedyPlacer::PlaceUntil(const std::vector<int>& order, FitRule rule,
                                         std::chrono::steady_clock::time_point deadline,
                                         std::chrono::steady_clock::time_point finish_by,
-                                        int* placed_greedily) {
+                                        int* placed_greedily, int keep,
+                                        std::vector<int64_t> offsets) {
   OffsetSolution solution;
+  solution.offsets = std::move(offsets);
   int placed = 0;
-  const Stop stop = PlaceItems(order, rule, 0, solution.offsets,
+  const Stop stop = PlaceItems(order, rule, keep, solution.offsets,
                                std::numeric_limits<int64_t>::max(), deadline, solution.height,
                                placed, finish_by);
   MG_CHECK(stop != Stop::kOverLimit);  // no limit

@@ -177,8 +177,8 @@ class GreedyPlacer {
   // returning nullopt, as soon as the height exceeds `limit`: heights only grow as items are
   // added, so such a placement could not end at or below it (the portfolio and local search only
   // want placements that beat or match the best so far). Gives up too once `deadline` has passed
-  // (the clock is read every kDeadlineStride items): a pass over a million items takes seconds,
-  // and a search that already has a plan must not start one it cannot stop.
+  // (the clock is read every kDeadlineStride items after the kept ones): a pass over a million
+  // items takes seconds, and a search that already has a plan must not start one it cannot stop.
   std::optional<OffsetSolution> PlaceFrom(
       const std::vector<int>& order, FitRule rule, int keep, std::vector<int64_t> offsets,
       int64_t limit = std::numeric_limits<int64_t>::max(),
@@ -189,12 +189,14 @@ class GreedyPlacer {
   // lower of CompleteOnSkyline and StackInLanes): a complete placement at about the deadline
   // however large the problem. Unless, at the deadline, the pass is on course (at its rate so
   // far) to end by `finish_by`: it then goes on, and is cut at `finish_by` if it does not.
-  // `placed_greedily`, when given, receives how many items the greedy rule placed (all of them
-  // unless the pass was cut).
+  // `placed_greedily`, when given, receives how many items of `order` the greedy rule placed or
+  // put back (all of them unless the pass was cut). As in PlaceFrom, order[0, keep) are put
+  // back at `offsets`; they are never cut, and stay where they are.
   OffsetSolution PlaceUntil(const std::vector<int>& order, FitRule rule,
                             std::chrono::steady_clock::time_point deadline,
                             std::chrono::steady_clock::time_point finish_by,
-                            int* placed_greedily = nullptr);
+                            int* placed_greedily = nullptr, int keep = 0,
+                            std::vector<int64_t> offsets = {});
 
  private:
   enum class Stop { kDone, kOverLimit, kDeadline };
