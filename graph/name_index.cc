@@ -22,7 +22,9 @@ bool NameIndex::NameEq::operator()(int32_t a, absl::string_view b) const {
 }
 
 NameIndex::NameIndex(const Value* values, size_t capacity)
-    : first_(capacity, NameHash{values}, NameEq{values}) {}
+    : first_(0, NameHash{values}, NameEq{values}) {
+  first_.reserve(capacity);  // room for `capacity` names (the constructor's count is of slots)
+}
 
 int32_t NameIndex::Add(int32_t id) {
   auto [at, inserted] = first_.insert(id);

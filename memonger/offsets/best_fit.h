@@ -15,7 +15,10 @@
 //      conflicts      how many items meet it in time   (TVM USMP greedy_by_conflicts)
 //    Lifetime lengths are in the problem's time unit (Duration: step_times when present).
 // 2. Place each order greedily (GreedyPlacer) twice: best fit (the smallest free gap that fits)
-//    and lowest offset (first fit). An order equal to an earlier one is not placed again.
+//    and lowest offset (first fit). An order equal to an earlier one is not placed again. On a
+//    problem of 2 x kSplitPieceItems items or more the first run (peak, best fit) is a split
+//    pass (split_pass.h): time cut into pieces placed in parallel, where a cut leaves few bytes
+//    crossing it.
 // 3. Keep the lowest height; ties go to the earlier run (order-major, best fit before lowest
 //    offset, in the listing above). A run stops as soon as its height (which only grows) passes
 //    what it must stay under to win (below every finished earlier run, no higher than every
@@ -70,10 +73,13 @@ struct BestFitResult {
   OffsetSolution solution;  // the winner's; proven_optimal when it reached the lower bound
   PortfolioOrder order_kind = PortfolioOrder::kSize;
   FitRule rule = FitRule::kBestFit;
-  std::vector<int> order;   // the winner's placement order (a start for local search)
+  // The winner's placement order (a start for local search); a split pass placed its crossing
+  // items first.
+  std::vector<int> order;
   int64_t lower_bound = 0;  // OffsetLowerBound(problem)
   int runs = 0;             // greedy placements made
-  double first_run_seconds = 0;  // the first run's wall time: what one greedy pass costs
+  // What the first run cost one thread: its wall time, or a split pass's parts added up.
+  double first_run_seconds = 0;
   // The first run met `first_run_deadline` before it placed every item: the rest got a quick
   // placement (GreedyPlacer::PlaceUntil), and solution.cut_pass_seconds_short says about how
   // much longer a whole pass takes.

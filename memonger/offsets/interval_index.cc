@@ -389,6 +389,36 @@ int64_t ChooseOffset(const std::vector<ByteRange>& occupied, int64_t bytes, int6
   return best >= 0 ? best : AlignUp(gap_begin, alignment);
 }
 
+void CompleteCutPass(const OffsetProblem& problem, const std::vector<int>& order, int placed,
+                     OffsetSolution& solution) {
+  // Two quick completions, the lower kept: on the skyline of the placed items (the rest fill the
+  // space above its low parts: good where lifetimes are short, or most items were placed) and
+  // in lanes by size class above everything (good where many long-lived items are left: the
+  // skyline of items stacked one on another rises fast). On a random graph of a million values
+  // cut early, lanes end at 2.8 x the lower bound and the skyline at 6.9 x; cut late, 2.0 x and
+  // 1.7 x; on a million-record trace of short lifetimes the skyline wins. Each is tried only
+  // where it can win (the skyline once a quarter is placed, lanes until three quarters are):
+  // the skyline costs O(n log n) over every item, a second or so on a million.
+  const absl::Span<const int> done(order.data(), placed);
+  const absl::Span<const int> rest(order.data() + placed, order.size() - placed);
+  const size_t n = order.size();
+  const bool try_skyline = 4 * static_cast<size_t>(placed) >= n;
+  const bool try_lanes = 4 * static_cast<size_t>(placed) < 3 * n;
+  std::vector<int64_t> in_lanes;
+  int64_t lanes_height = std::numeric_limits<int64_t>::max();
+  if (try_lanes) {
+    in_lanes = solution.offsets;
+    lanes_height = StackInLanes(problem, rest, solution.height, in_lanes);
+  }
+  if (try_skyline) {
+    solution.height = CompleteOnSkyline(problem, done, rest, solution.offsets);
+  }
+  if (!try_skyline || lanes_height < solution.height) {
+    solution.height = lanes_height;
+    solution.offsets = std::move(in_lanes);
+  }
+}
+
 GreedyPlacer::GreedyPlacer(const OffsetProblem& problem) : problem_(problem), index_(problem) {}
 
 OffsetSolution GreedyPlacer::Place(const std::vector<int>& order, FitRule rule) {
@@ -400,8 +430,11 @@ OffsetSolution GreedyPlacer::Place(const std::vector<int>& order, FitRule rule) 
 GreedyPlacer::Stop GreedyPlacer::PlaceItems(
     const std::vector<int>& order, FitRule rule, int keep, std::vector<int64_t>& offsets,
     int64_t limit, std::optional<std::chrono::steady_clock::time_point> deadline,
-    int64_t& height, int& placed, std::optional<std::chrono::steady_clock::time_point> finish_by) {
-  const auto started = std::chrono::steady_clock::now();
+    int64_t& height, int& placed, std::optional<std::chrono::steady_clock::time_point> finish_by,
+    bool keep_whole) {
+  // When the greedy placements began (after the kept prefix, whose puts-back cost far less):
+  // the rate of a pass on course is measured from there.
+  auto greedy_started = std::chrono::steady_clock::now();
   const int n = static_cast<int>(problem_.items.size());
   MG_CHECK(static_cast<int>(order.size()) == n);
   MG_CHECK(keep >= 0 && keep <= n);
@@ -415,16 +448,22 @@ GreedyPlacer::Stop GreedyPlacer::PlaceItems(
     MG_CHECK(i >= 0 && i < n && !seen_[i]);  // a permutation
     seen_[i] = true;
     const OffsetItem& item = problem_.items[i];
-    // The kept prefix is put back whole: a cut there would leave kept items to be placed anew
-    // (PlaceUntil's callers rely on kept items staying where they were).
-    if (deadline.has_value() && placed >= keep && (placed - keep) % kDeadlineStride == 0) {
+    if (placed == keep && keep > 0) greedy_started = std::chrono::steady_clock::now();
+    // With keep_whole the kept prefix is put back whole (PlaceUntil: a cut there would leave
+    // kept items to be placed anew); otherwise the clock is read there too (PlaceFrom gives up
+    // whole, wherever it stops).
+    const bool read_clock = keep_whole ? placed >= keep && (placed - keep) % kDeadlineStride == 0
+                                       : placed % kDeadlineStride == 0;
+    if (deadline.has_value() && read_clock) {
       const auto now = std::chrono::steady_clock::now();
       if (now >= *deadline) {
-        // On course to end by finish_by at the rate so far? Then go on, until then at most.
+        // On course to end by finish_by at the greedy rate so far? Then go on, until then at
+        // most. (No greedy placement yet: no rate, not on course.)
+        const int greedy = placed - keep;
         const auto rest = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            (now - started) * (static_cast<double>(n - placed) / std::max(placed, 1)));
-        const bool on_course =
-            finish_by.has_value() && placed > 0 && *finish_by > *deadline && now + rest <= *finish_by;
+            (now - greedy_started) * (static_cast<double>(n - placed) / std::max(greedy, 1)));
+        const bool on_course = finish_by.has_value() && greedy > 0 && *finish_by > *deadline &&
+                               now + rest <= *finish_by;
         if (!on_course) return Stop::kDeadline;
         deadline = finish_by;
         finish_by.reset();
@@ -468,39 +507,11 @@ OffsetSolution GreedyPlacer::PlaceUntil(const std::vector<int>& order, FitRule r
   int placed = 0;
   const Stop stop = PlaceItems(order, rule, keep, solution.offsets,
                                std::numeric_limits<int64_t>::max(), deadline, solution.height,
-                               placed, finish_by);
+                               placed, finish_by, /*keep_whole=*/true);
   MG_CHECK(stop != Stop::kOverLimit);  // no limit
   if (placed_greedily != nullptr) *placed_greedily = placed;
-  if (stop == Stop::kDeadline) {
-    // The item at `placed` was not placed (the clock is read before an item is).
-    // Two quick completions, the lower kept: on the skyline of the placed items (the rest
-    // fill the space above its low parts: good where lifetimes are short, or most items were
-    // placed) and in lanes by size class above everything (good where many long-lived items
-    // are left: the skyline of items stacked one on another rises fast). On a random graph of
-    // a million values cut early, lanes end at 2.8 x the lower bound and the skyline at 6.9 x;
-    // cut late, 2.0 x and 1.7 x; on a million-record trace of short lifetimes the skyline wins.
-    // Each is tried only where it can win (the skyline once a quarter is placed, lanes until
-    // three quarters are): the skyline costs O(n log n) over every item, a second or so on a
-    // million.
-    const absl::Span<const int> done(order.data(), placed);
-    const absl::Span<const int> rest(order.data() + placed, order.size() - placed);
-    const size_t n = order.size();
-    const bool try_skyline = 4 * static_cast<size_t>(placed) >= n;
-    const bool try_lanes = 4 * static_cast<size_t>(placed) < 3 * n;
-    std::vector<int64_t> in_lanes;
-    int64_t lanes_height = std::numeric_limits<int64_t>::max();
-    if (try_lanes) {
-      in_lanes = solution.offsets;
-      lanes_height = StackInLanes(problem_, rest, solution.height, in_lanes);
-    }
-    if (try_skyline) {
-      solution.height = CompleteOnSkyline(problem_, done, rest, solution.offsets);
-    }
-    if (!try_skyline || lanes_height < solution.height) {
-      solution.height = lanes_height;
-      solution.offsets = std::move(in_lanes);
-    }
-  }
+  // The item at `placed` was not placed (the clock is read before an item is).
+  if (stop == Stop::kDeadline) CompleteCutPass(problem_, order, placed, solution);
   return solution;
 }
 

@@ -163,6 +163,12 @@ int64_t ChooseOffset(const std::vector<ByteRange>& occupied, int64_t bytes, int6
 
 // Places items greedily: each item, in the given order, at ChooseOffset among the items placed
 // before it. Zero-byte items get offset 0. Reusable across orders (one index, cleared per run).
+// Completes a pass cut after order[0, placed) (`solution` holds their offsets and height): the
+// rest of `order` get a quick placement, the lower of CompleteOnSkyline and StackInLanes, each
+// tried where it can win. O(n log n). The placed items stay where they are.
+void CompleteCutPass(const OffsetProblem& problem, const std::vector<int>& order, int placed,
+                     OffsetSolution& solution);
+
 class GreedyPlacer {
  public:
   // REQUIRES: ValidateOffsetProblem(problem).ok(). Keeps a reference to `problem`.
@@ -204,11 +210,13 @@ class GreedyPlacer {
   // `placed` say how far it got.
   // With `finish_by` (no earlier than `deadline`), a pass on course to end by then is not
   // stopped at `deadline`.
+  // With `keep_whole`, the deadline is not read while the kept prefix is put back.
   Stop PlaceItems(const std::vector<int>& order, FitRule rule, int keep,
                   std::vector<int64_t>& offsets, int64_t limit,
                   std::optional<std::chrono::steady_clock::time_point> deadline, int64_t& height,
                   int& placed,
-                  std::optional<std::chrono::steady_clock::time_point> finish_by = std::nullopt);
+                  std::optional<std::chrono::steady_clock::time_point> finish_by = std::nullopt,
+                  bool keep_whole = false);
 
   const OffsetProblem& problem_;
   IntervalIndex index_;

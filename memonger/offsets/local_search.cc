@@ -40,9 +40,10 @@ absl::Status ValidateOptions(const LocalSearchOptions& options) {
   return absl::OkStatus();
 }
 
-// `placed`, when given, is `order` already placed with `rule` (the portfolio's plan): the
-// search starts from it instead of placing the whole order again, a pass that at a million
-// items alone would overrun the deadline.
+// `placed`, when given, is the portfolio's plan for `order` (placed with `rule`; on a large
+// problem a split pass, whose crossing items went first): the search starts from it instead of
+// placing the whole order again, a pass that at a million items alone would overrun the
+// deadline. Any valid placement serves: a step keeps the prefix where `placed` put it.
 absl::StatusOr<LocalSearchResult> ImproveUntil(const OffsetProblem& problem,
                                                std::vector<int> order, FitRule rule,
                                                const LocalSearchOptions& options,

@@ -7,7 +7,6 @@
 #include "absl/container/btree_set.h"
 #include "absl/strings/str_cat.h"
 #include "util/checked_math.h"
-#include "util/check.h"
 
 namespace memonger {
 namespace {
@@ -106,7 +105,9 @@ int64_t OffsetLowerBound(const OffsetProblem& problem) {
 absl::Status CheckOffsetSolution(const OffsetProblem& problem,
                                  const std::vector<int64_t>& offsets) {
   const size_t n = problem.items.size();
-  MG_CHECK(n <= static_cast<size_t>(std::numeric_limits<int32_t>::max()));
+  if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat("the problem has ", n, " items, more than 2^31"));
+  }
   if (offsets.size() != n) {
     return absl::InvalidArgumentError(
         absl::StrCat("the solution has ", offsets.size(), " offsets for ", n, " items"));

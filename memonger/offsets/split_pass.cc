@@ -14,10 +14,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The offsets one part gives its items, and how many it placed greedily.
+// The offsets one part gives its items, how many it placed greedily, and how long it took.
 struct Part {
   std::vector<int64_t> offsets;  // per item of the part, in its order
   int placed_greedily = 0;
+  double seconds = 0;
 };
 
 // Places `items` (in that order) as a problem of their own, the first `keep` put back at `kept`.
@@ -30,11 +31,27 @@ Part PlacePart(const OffsetProblem& problem, const std::vector<int>& items, int 
   std::vector<int> order(items.size());
   std::iota(order.begin(), order.end(), 0);
   kept.resize(items.size(), 0);
+  const Clock::time_point started = Clock::now();
+  Part result;
+
+  // Past the deadline already (threads fewer than pieces, or the crossing part took the time):
+  // no index is built, the part's own items get the quick completion at once, as a cut pass's
+  // do, so that pieces left waiting add no greedy work after the deadline.
+  if (options.deadline.has_value() && started >= *options.deadline) {
+    OffsetSolution s;
+    s.offsets = std::move(kept);
+    for (int k = 0; k < keep; ++k) {
+      s.height = std::max(s.height, s.offsets[k] + part.items[k].bytes);
+    }
+    CompleteCutPass(part, order, keep, s);
+    result.offsets = std::move(s.offsets);
+    result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return result;
+  }
 
   const Clock::time_point built_from = Clock::now();
   GreedyPlacer placer(part);
   const Clock::duration build_time = Clock::now() - built_from;
-  Part result;
   if (options.deadline.has_value()) {
     // As the portfolio's first run: stop three index-build times early, for the completion.
     const Clock::time_point cut_by = *options.deadline - 3 * build_time;
@@ -50,6 +67,7 @@ Part PlacePart(const OffsetProblem& problem, const std::vector<int>& items, int 
     result.offsets = std::move(s->offsets);
     result.placed_greedily = static_cast<int>(items.size()) - keep;
   }
+  result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return result;
 }
 
@@ -143,6 +161,7 @@ SplitPassResult PlaceSplit(const OffsetProblem& problem, const TimeSplit& split,
   // 2. The pieces, each with the crossing items that share a step with it put back first.
   const int num_pieces = static_cast<int>(split.pieces.size());
   std::vector<int> placed_greedily(static_cast<size_t>(num_pieces), 0);
+  std::vector<double> seconds(static_cast<size_t>(num_pieces), 0);
   std::atomic<int> next_piece{0};
   auto worker = [&] {
     for (int p = next_piece++; p < num_pieces; p = next_piece++) {
@@ -164,6 +183,7 @@ SplitPassResult PlaceSplit(const OffsetProblem& problem, const TimeSplit& split,
         offsets[items[k]] = part.offsets[k];
       }
       placed_greedily[p] = part.placed_greedily;
+      seconds[p] = part.seconds;
     }
   };
   const int threads = std::min(options.threads, num_pieces);
@@ -174,6 +194,7 @@ SplitPassResult PlaceSplit(const OffsetProblem& problem, const TimeSplit& split,
 
   result.placed_greedily =
       crossing.placed_greedily + std::accumulate(placed_greedily.begin(), placed_greedily.end(), 0);
+  result.thread_seconds = crossing.seconds + std::accumulate(seconds.begin(), seconds.end(), 0.0);
   for (size_t i = 0; i < problem.items.size(); ++i) {
     result.solution.height =
         std::max(result.solution.height, offsets[i] + problem.items[i].bytes);

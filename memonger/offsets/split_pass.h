@@ -18,8 +18,9 @@
 // one thread and 0.75 s on two.
 //
 // Cuts. K = the item count / kSplitPieceItems (piece_items), at most kMaxSplitPieces; K < 2:
-// no split. Cut k is the step, among those whose count of items starting at or before it lies
-// within n / 4K of k n / K, that the fewest bytes cross (ties: the earlier step): the crossing
+// no split. Cut k is the step, among those whose range of items started (before it, by its
+// end) meets [k n / K - n / 4K, k n / K + n / 4K], that the fewest bytes cross (ties: the
+// earlier step; a step where many items start can take a window alone): the crossing
 // items go first, out of the order's sequence, and the fewer bytes they hold the less the pass
 // changes (on the random graph, cutting where the fewest items cross left the pass at 1.19 x the
 // lower bound, where the fewest bytes cross at 1.075; the whole pass ends at 1.080). No split
@@ -30,7 +31,8 @@
 // The result depends on the problem and the order only: the same for any thread count. It is
 // not the whole pass's: the crossing items go first. Under a deadline each part is a
 // GreedyPlacer::PlaceUntil of its own: a cut part completes its items quickly, and the union
-// stays valid (the crossing items are never cut in a piece: they are put back whole).
+// stays valid (the crossing items are never cut in a piece: they are put back whole); a part
+// that starts after the deadline builds no index and completes its items at once.
 // Complexity: O(n log K + steps) to split; the greedy passes as in interval_index.h, over
 // n + (K - 1) x crossing items in all. Memory: each thread holds one piece's problem and index.
 #ifndef MEMONGER_MEMONGER_OFFSETS_SPLIT_PASS_H_
@@ -70,6 +72,9 @@ struct SplitPassOptions {
 struct SplitPassResult {
   OffsetSolution solution;
   int placed_greedily = 0;  // items the greedy rule placed (all of them unless a part was cut)
+  // The parts' times added up: about what the pass costs one thread (a caller sizing work
+  // that runs on one thread, as local search's steps do, reads this, not the wall time).
+  double thread_seconds = 0;
 };
 
 // REQUIRES: `split` came from SplitInTime(problem, ...); options.threads >= 1.

@@ -187,6 +187,29 @@ TEST(GreedyPlacerTest, PlaceUntilAPassedDeadlineStillPlacesEverything) {
   }
 }
 
+// A kept prefix is put back whole, and the time it took is no measure of the greedy rate: a
+// pass that has placed nothing greedily at its deadline is not "on course", however far off
+// finish_by is, and the kept items stay where they were.
+TEST(GreedyPlacerTest, PlaceUntilKeepsAPrefixWholeAndJudgesTheRateAfterIt) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE(seed);
+    const OffsetProblem p = RandomProblem(seed, 3000);
+    std::vector<int> order(p.items.size());
+    std::iota(order.begin(), order.end(), 0);
+    GreedyPlacer placer(p);
+    const std::vector<int64_t> whole = placer.Place(order, FitRule::kBestFit).offsets;
+    const int keep = 2000;
+    int placed = -1;
+    const OffsetSolution cut =
+        placer.PlaceUntil(order, FitRule::kBestFit, Clock::now() - std::chrono::seconds(1),
+                          Clock::now() + std::chrono::hours(1), &placed, keep, whole);
+    EXPECT_EQ(placed, keep);
+    ASSERT_TRUE(CheckOffsetSolution(p, cut.offsets).ok());
+    EXPECT_EQ(cut.height, TopOf(p, cut.offsets));
+    for (int k = 0; k < keep; ++k) EXPECT_EQ(cut.offsets[order[k]], whole[order[k]]) << k;
+  }
+}
+
 TEST(BestFitPortfolioTest, FirstRunUnderAPassedDeadlineIsCompletedAndSaysSo) {
   const OffsetProblem p = RandomProblem(11, 5000);
   const auto now = Clock::now();
