@@ -85,38 +85,30 @@ void Report(benchmark::State& state, const OffsetProblem& problem, const OffsetS
   state.counters["seconds"] = seconds;
 }
 
+// One pass in the portfolio's first order: the whole pass (threads 0), or the pass cut in time
+// (split_pass.h) as the portfolio's first run makes it on a large problem, its pieces on
+// `threads` threads.
 template <typename MakeProblem>
-void BM_GreedyPass(benchmark::State& state, MakeProblem make) {
+void BM_Pass(benchmark::State& state, MakeProblem make, int threads) {
   const OffsetProblem problem = make();
   OffsetSolution solution;
   double seconds = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     const std::vector<int> order = PortfolioItemOrder(problem, PortfolioOrder::kPeak);
-    GreedyPlacer placer(problem);
-    solution = placer.Place(order, FitRule::kBestFit);
+    if (threads == 0) {
+      GreedyPlacer placer(problem);
+      solution = placer.Place(order, FitRule::kBestFit);
+    } else {
+      std::optional<TimeSplit> split = SplitInTime(problem, order);
+      MG_CHECK(split.has_value());
+      SplitPassOptions options;
+      options.threads = threads;
+      solution = PlaceSplit(problem, *split, FitRule::kBestFit, options).solution;
+      state.counters["pieces"] = static_cast<double>(split->pieces.size());
+      state.counters["crossing"] = static_cast<double>(split->crossing.size());
+    }
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  Report(state, problem, solution, seconds);
-}
-
-// The portfolio's first run on a large problem: the same pass cut in time (split_pass.h).
-template <typename MakeProblem>
-void BM_SplitPass(benchmark::State& state, MakeProblem make, int threads) {
-  const OffsetProblem problem = make();
-  OffsetSolution solution;
-  double seconds = 0;
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    const std::vector<int> order = PortfolioItemOrder(problem, PortfolioOrder::kPeak);
-    std::optional<TimeSplit> split = SplitInTime(problem, order);
-    MG_CHECK(split.has_value());
-    SplitPassOptions options;
-    options.threads = threads;
-    solution = PlaceSplit(problem, *split, FitRule::kBestFit, options).solution;
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    state.counters["pieces"] = static_cast<double>(split->pieces.size());
-    state.counters["crossing"] = static_cast<double>(split->crossing.size());
   }
   Report(state, problem, solution, seconds);
 }
@@ -157,13 +149,10 @@ void BM_Guillotine(benchmark::State& state, int64_t records, uint64_t seed,
 int RegisterAll() {
   for (const auto& [name, make] : {std::pair{"random", &RandomGraphProblem},
                                    std::pair{"trace", &RandomTraceProblem}}) {
-    benchmark::RegisterBenchmark(absl::StrCat("greedy/", name).c_str(),
-                                 BM_GreedyPass<OffsetProblem (*)()>, make)
-        ->Iterations(1)
-        ->Unit(benchmark::kMillisecond);
-    for (int threads : {1, 2}) {
-      benchmark::RegisterBenchmark(absl::StrCat("split/", name, "/threads:", threads).c_str(),
-                                   BM_SplitPass<OffsetProblem (*)()>, make, threads)
+    for (int threads : {0, 1, 2}) {
+      const std::string label = threads == 0 ? absl::StrCat("greedy/", name)
+                                             : absl::StrCat("split/", name, "/threads:", threads);
+      benchmark::RegisterBenchmark(label.c_str(), BM_Pass<OffsetProblem (*)()>, make, threads)
           ->Iterations(1)
           ->Unit(benchmark::kMillisecond);
     }

@@ -14,8 +14,8 @@
 // in that piece's problem, so the union is a valid placement. The pieces are independent: they
 // go on `threads` threads, and each piece's index covers only its own stretch of time, which
 // keeps it in cache: on the 651,663-item random graph of BENCHMARKS.md (bench/
-// offset_scale_bench, ordering included), the whole pass takes 1.32 s, eight pieces 1.11 s on
-// one thread and 0.75 s on two.
+// offset_scale_bench, ordering included), the whole pass takes 1.31 s, eight pieces 1.07 s on
+// one thread and 0.72 s on two.
 //
 // Cuts. K = the item count / kSplitPieceItems (piece_items), at most kMaxSplitPieces; K < 2:
 // no split. Cut k is the step, among those whose range of items started (before it, by its
