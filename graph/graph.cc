@@ -205,15 +205,16 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     }
     if (op.name.empty()) op.name = absl::StrCat(op.type, "_", i);
     absl::flat_hash_set<absl::string_view> seen;
-    for (size_t k = 0; k < names.outputs.size(); ++k) {
-      const std::string& out = names.outputs[k];
+    const std::vector<std::string>& outputs = names.outputs;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const std::string& out = outputs[k];
       if (out.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat(op.type, " op '", op.name, "' has an output with an empty name"));
       }
       const bool twice =
-          names.outputs.size() <= kLinearScan
-              ? std::find(names.outputs.begin(), names.outputs.begin() + k, out) != names.outputs.begin() + k
+          outputs.size() <= kLinearScan
+              ? std::find(outputs.begin(), outputs.begin() + k, out) != outputs.begin() + k
               : !seen.insert(out).second;
       if (twice) {
         return absl::InvalidArgumentError(absl::StrCat(op.type, " op '", op.name,

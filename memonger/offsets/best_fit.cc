@@ -210,7 +210,6 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   auto worker = [&]() {
     // Built for the first run this thread takes (none, where an earlier run reached the bound).
     std::optional<GreedyPlacer> placer;
-    std::chrono::steady_clock::duration build_time{};
     for (;;) {
       int t;
       int64_t limit = std::numeric_limits<int64_t>::max();
@@ -236,11 +235,7 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
           limit = best_run < t ? h - 1 : h;
         }
       }
-      if (!placer.has_value()) {
-        const auto built_from = std::chrono::steady_clock::now();
-        placer.emplace(problem);
-        build_time = std::chrono::steady_clock::now() - built_from;
-      }
+      if (!placer.has_value()) placer.emplace(problem);
       const int k = t / 2;
       const std::vector<int>& order = order_of(k);
       bool duplicate = false;  // an order equal to an earlier one is not placed again
@@ -250,14 +245,8 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
       bool cut = false;
       double seconds_short = 0;
       if (t == 0 && first_run_deadline.has_value()) {
-        // Completing a cut pass takes about three times as long as building the index (the
-        // lanes and the skyline, each O(n log n) over the items, as the index is, the skyline's
-        // segment tree over the steps a few cache misses an item): the first run stops placing
-        // that much before its deadline. (On a 1.1M-item graph: index 0.16 s, completion 0.45 s.)
         int placed_greedily = 0;
-        const auto cut_by = *first_run_deadline - 3 * build_time;
-        solution = placer->PlaceUntil(order, kRules[0], cut_by,
-                                      std::max(cut_by, first_run_finish_by.value_or(cut_by)),
+        solution = placer->PlaceUntil(order, kRules[0], *first_run_deadline, first_run_finish_by,
                                       &placed_greedily);
         cut = placed_greedily < static_cast<int>(order.size());
         if (cut) seconds_short = SecondsShort(run_start, placed_greedily, order.size());

@@ -419,7 +419,14 @@ void CompleteCutPass(const OffsetProblem& problem, const std::vector<int>& order
   }
 }
 
-GreedyPlacer::GreedyPlacer(const OffsetProblem& problem) : problem_(problem), index_(problem) {}
+GreedyPlacer::GreedyPlacer(const OffsetProblem& problem)
+    : problem_(problem),
+      index_([&] {
+        const auto built_from = std::chrono::steady_clock::now();
+        IntervalIndex index(problem);
+        build_time_ = std::chrono::steady_clock::now() - built_from;
+        return index;
+      }()) {}
 
 OffsetSolution GreedyPlacer::Place(const std::vector<int>& order, FitRule rule) {
   std::optional<OffsetSolution> solution = PlaceFrom(order, rule, 0, {});
@@ -497,17 +504,18 @@ std::optional<OffsetSolution> GreedyPlacer::PlaceFrom(
   return solution;
 }
 
-OffsetSolution GreedyPlacer::PlaceUntil(const std::vector<int>& order, FitRule rule,
-                                        std::chrono::steady_clock::time_point deadline,
-                                        std::chrono::steady_clock::time_point finish_by,
-                                        int* placed_greedily, int keep,
-                                        std::vector<int64_t> offsets) {
+OffsetSolution GreedyPlacer::PlaceUntil(
+    const std::vector<int>& order, FitRule rule, std::chrono::steady_clock::time_point deadline,
+    std::optional<std::chrono::steady_clock::time_point> finish_by, int* placed_greedily,
+    int keep, std::vector<int64_t> offsets) {
+  const auto cut_by = deadline - kCompletionPerBuild * build_time_;
   OffsetSolution solution;
   solution.offsets = std::move(offsets);
   int placed = 0;
   const Stop stop = PlaceItems(order, rule, keep, solution.offsets,
-                               std::numeric_limits<int64_t>::max(), deadline, solution.height,
-                               placed, finish_by, /*keep_whole=*/true);
+                               std::numeric_limits<int64_t>::max(), cut_by, solution.height,
+                               placed, std::max(cut_by, finish_by.value_or(cut_by)),
+                               /*keep_whole=*/true);
   MG_CHECK(stop != Stop::kOverLimit);  // no limit
   if (placed_greedily != nullptr) *placed_greedily = placed;
   // The item at `placed` was not placed (the clock is read before an item is).

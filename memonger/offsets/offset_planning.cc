@@ -69,11 +69,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   ExactOffsetsOptions exact;
   exact.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
   exact.progress = options.exact_progress;
-  MG_ASSIGN_OR_RETURN(OffsetSolution exact_solution, PlaceExact(problem, incumbent, exact));
-  if (exact_solution.height == incumbent.height) {
-    exact_solution.cut_pass_seconds_short = incumbent.cut_pass_seconds_short;
-  }
-  return exact_solution;
+  return PlaceExact(problem, incumbent, exact);
 }
 
 absl::string_view OffsetStrategyName(OffsetStrategy strategy) {

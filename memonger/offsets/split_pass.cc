@@ -49,15 +49,10 @@ Part PlacePart(const OffsetProblem& problem, const std::vector<int>& items, int 
     return result;
   }
 
-  const Clock::time_point built_from = Clock::now();
   GreedyPlacer placer(part);
-  const Clock::duration build_time = Clock::now() - built_from;
   if (options.deadline.has_value()) {
-    // As the portfolio's first run: stop three index-build times early, for the completion.
-    const Clock::time_point cut_by = *options.deadline - 3 * build_time;
     int placed = 0;
-    OffsetSolution s = placer.PlaceUntil(order, rule, cut_by,
-                                         std::max(cut_by, options.finish_by.value_or(cut_by)),
+    OffsetSolution s = placer.PlaceUntil(order, rule, *options.deadline, options.finish_by,
                                          &placed, keep, std::move(kept));
     result.offsets = std::move(s.offsets);
     result.placed_greedily = placed - keep;
