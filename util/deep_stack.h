@@ -20,6 +20,13 @@ namespace memonger::util {
 // ResourceExhausted when the thread cannot be created (fn is then not called).
 absl::Status RunWithStack(size_t stack_bytes, absl::FunctionRef<void()> fn);
 
+// Calls fn(0) on the calling thread and fn(1), ..., fn(threads - 1) each on a new thread whose
+// stack is at least `stack_bytes`, and waits for all of them. A thread that cannot be created is
+// skipped, so fn must be a worker loop that takes its work from a queue shared with the others
+// (util/ordered_race.h): they then do its share. The calling thread's own stack must be as
+// large as the work needs (call from inside RunWithStack when it is deep).
+void RunOnThreads(int threads, size_t stack_bytes, absl::FunctionRef<void(int worker)> fn);
+
 }  // namespace memonger::util
 
 #endif  // MEMONGER_UTIL_DEEP_STACK_H_

@@ -1,9 +1,11 @@
 #include "memonger/offsets/exact_offsets.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "memonger/offsets/perfect_packing.h"
 #include "util/check.h"
 #include "util/deep_stack.h"
+#include "util/ordered_race.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -28,6 +31,16 @@ constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max();
 // width), T = the largest unplaced total over the item's sections; each descending, ties by
 // item index.
 constexpr const char* kPreorders[] = {"WAT", "TAW", "TWA"};
+constexpr int kNumPreorders = 3;
+
+// A search counts its nodes into the shared budget, reads the clock and polls its stop flag
+// once per this many nodes.
+constexpr int64_t kNodesPerTick = 64;
+
+// A probe runs its preorders side by side only where the problem's section memberships, which
+// every search copies, are at most this many (16 MB of copies per search); larger problems
+// search their preorders in turn.
+constexpr int64_t kMaxParallelMemberships = int64_t{1} << 22;
 
 // An upper bound on the stack one level of the search takes (Search, with Place and Recurse
 // inlined, is under 400 bytes with GCC 12 -O2; SolveGroup adds about 200 when a group splits).
@@ -212,45 +225,57 @@ bool Prepare(const OffsetProblem& problem, Prepared& p) {
   return true;
 }
 
-// Time and node accounting shared by every probe, and the progress callback.
+// Time and node accounting shared by every probe and by the searches a probe runs side by side,
+// and the progress callback (called by one of them at a time).
 class Budget {
  public:
   Budget(const ExactOffsetsOptions& options, Clock::time_point start)
       : start_(start),
         deadline_(start + std::chrono::duration_cast<Clock::duration>(
                               std::chrono::duration<double>(options.time_limit_seconds))),
-        next_report_(start + std::chrono::seconds(1)),
-        progress_(options.progress) {}
+        progress_(options.progress),
+        next_report_(start + std::chrono::seconds(1)) {}
 
-  // Counts one node; false once the time limit has passed (the clock is read every 64 nodes).
-  bool Tick() {
-    ++state_.nodes;
-    if ((state_.nodes & 63) == 0) Poll();
-    return !expired_;
+  // Counts `nodes` more nodes and reads the clock; false once the time limit has passed.
+  bool Add(int64_t nodes) {
+    nodes_.fetch_add(nodes, std::memory_order_relaxed);
+    Poll();
+    return !expired_.load(std::memory_order_relaxed);
   }
   bool Expired() {
     Poll();
-    return expired_;
+    return expired_.load(std::memory_order_relaxed);
   }
-  ExactProgress& state() { return state_; }
+  // What the progress reports show; set between probes.
+  void SetProbe(int64_t lower_bound, int64_t best_height, int64_t probing_height) {
+    const std::lock_guard<std::mutex> lock(report_mutex_);
+    state_.lower_bound = lower_bound;
+    state_.best_height = best_height;
+    state_.probing_height = probing_height;
+  }
 
  private:
   void Poll() {
     const Clock::time_point now = Clock::now();
-    if (now >= deadline_) expired_ = true;
-    if (progress_ && now >= next_report_) {
-      state_.seconds = std::chrono::duration<double>(now - start_).count();
-      progress_(state_);
-      next_report_ = now + std::chrono::seconds(1);
-    }
+    if (now >= deadline_) expired_.store(true, std::memory_order_relaxed);
+    if (!progress_) return;
+    // One search reports; the others go on searching.
+    std::unique_lock<std::mutex> lock(report_mutex_, std::try_to_lock);
+    if (!lock.owns_lock() || now < next_report_) return;
+    state_.seconds = std::chrono::duration<double>(now - start_).count();
+    state_.nodes = nodes_.load(std::memory_order_relaxed);
+    progress_(state_);
+    next_report_ = now + std::chrono::seconds(1);
   }
 
-  Clock::time_point start_;
-  Clock::time_point deadline_;
-  Clock::time_point next_report_;
+  const Clock::time_point start_;
+  const Clock::time_point deadline_;
   const std::function<void(const ExactProgress&)>& progress_;
+  std::atomic<int64_t> nodes_{0};
+  std::atomic<bool> expired_{false};
+  std::mutex report_mutex_;  // guards state_ and next_report_
+  Clock::time_point next_report_;
   ExactProgress state_;
-  bool expired_ = false;
 };
 
 // The largest of n values over index ranges, with point updates: a segment tree kept in an
@@ -291,10 +316,14 @@ class DecisionSearch {
  public:
   enum class Outcome { kFeasible, kInfeasible, kNodeLimit, kTimeout };
 
-  DecisionSearch(const Prepared& p, int64_t capacity, Budget& budget)
+  // `stop`, when given, is polled every kNodesPerTick nodes: the search then gives up
+  // (kNodeLimit), its answer no longer wanted.
+  DecisionSearch(const Prepared& p, int64_t capacity, Budget& budget,
+                 const util::RaceStop* stop = nullptr)
       : p_(p),
         capacity_(capacity),
         budget_(budget),
+        stop_(stop),
         offset_(p.bytes.size(), kNoOffset),
         solution_(p.bytes.size(), kNoOffset),
         min_offset_(p.bytes.size(), 0),
@@ -310,10 +339,10 @@ class DecisionSearch {
     }
   }
 
-  // One pass: each preorder in turn searches with at most `node_limit` nodes. kFeasible
-  // (offsets() holds the plan), kInfeasible (a search finished: proven), kNodeLimit (every
-  // preorder ran out of nodes) or kTimeout. Every change is undone before returning.
-  Outcome Run(int64_t node_limit) {
+  // One preorder (an index into kPreorders) searches with at most `node_limit` nodes: kFeasible
+  // (offsets() holds the plan), kInfeasible (the search finished: proven), kNodeLimit or
+  // kTimeout. Every change is undone before returning, so a search object can run again.
+  Outcome Run(int64_t node_limit, int preorder) {
     const int n = Size(p_.original);
     if (n == 0) return Outcome::kFeasible;
     for (int i = 0; i < n; ++i) {
@@ -321,16 +350,15 @@ class DecisionSearch {
     }
     if (p_.max_total > capacity_) return Outcome::kInfeasible;
     if (groups_.empty()) groups_ = InitialGroups();
-    for (const char* preorder : kPreorders) {
-      nodes_left_ = node_limit;
-      Outcome outcome = Outcome::kFeasible;
-      for (const Group& group : groups_) {
-        outcome = SolveGroup(group, preorder);
-        if (outcome != Outcome::kFeasible) break;
-      }
-      if (outcome != Outcome::kNodeLimit) return outcome;
+    nodes_left_ = node_limit;
+    Outcome outcome = Outcome::kFeasible;
+    for (const Group& group : groups_) {
+      outcome = SolveGroup(group, kPreorders[preorder]);
+      if (outcome != Outcome::kFeasible) break;
     }
-    return Outcome::kNodeLimit;
+    budget_.Add(ticks_ % kNodesPerTick);
+    ticks_ = 0;
+    return outcome;
   }
 
   // Per search item; valid after Run() returned kFeasible.
@@ -443,7 +471,10 @@ class DecisionSearch {
   // (last_offset, last_rank) is the previous placement in this group.
   Outcome Search(const Group& group, const std::vector<Candidate>& ranked, int64_t last_offset,
                  int last_rank, const char* preorder) {
-    if (!budget_.Tick()) return Outcome::kTimeout;
+    if (++ticks_ % kNodesPerTick == 0) {
+      if (!budget_.Add(kNodesPerTick)) return Outcome::kTimeout;
+      if (stop_ != nullptr && (*stop_)()) return Outcome::kNodeLimit;
+    }
     if (--nodes_left_ < 0) return Outcome::kNodeLimit;
 
     bool any_unplaced = false;
@@ -615,6 +646,8 @@ class DecisionSearch {
   const Prepared& p_;
   const int64_t capacity_;
   Budget& budget_;
+  const util::RaceStop* const stop_;
+  int64_t ticks_ = 0;  // nodes not yet counted in budget_
   int64_t nodes_left_ = 0;
   std::vector<Group> groups_;  // the whole problem, split where no item crosses
 
@@ -644,6 +677,9 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
   if (!(options.time_limit_seconds >= 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("exact: negative time limit ", options.time_limit_seconds));
+  }
+  if (options.threads < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("exact: ", options.threads, " threads"));
   }
   OffsetSolution best;
   if (incumbent.offsets.empty() && !problem.items.empty()) {
@@ -688,7 +724,9 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
     const Clock::duration left = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(std::min(options.time_limit_seconds, 1e9))) -
         (now - start);
-    MG_ASSIGN_OR_RETURN(PerfectPacking perfect, SolvePerfectPacking(problem, now + left / 2));
+    MG_ASSIGN_OR_RETURN(PerfectPacking perfect,
+                        SolvePerfectPacking(problem, now + left / 2,
+                                            std::numeric_limits<int64_t>::max(), options.threads));
     if (perfect.outcome == PerfectPacking::kFound) {
       best.offsets = std::move(perfect.offsets);
       best.height = HeightOf(problem, best.offsets);
@@ -716,20 +754,57 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
   int64_t low = bound_unreachable ? lower_bound + granule : lower_bound;
   int64_t high = (best.height - 1) / granule * granule;  // the highest height worth probing
   int64_t node_limit = 2 * static_cast<int64_t>(prepared.original.size());
+  // The search recurses once per placement (and once more per split): it runs on a stack of
+  // its own, sized for the deepest path, and so does each search a probe runs side by side.
+  const size_t stack_bytes =
+      (size_t{1} << 20) + prepared.original.size() * kStackBytesPerPlacement;
+  const int64_t memberships = static_cast<int64_t>(prepared.members.size());
   // A feasible probe lowers best and high, an infeasible one raises low; false on timeout.
   auto probe = [&](int64_t capacity, int64_t limit, DecisionSearch::Outcome& outcome) {
-    budget.state().lower_bound = low;
-    budget.state().best_height = best.height;
-    budget.state().probing_height = capacity;
-    DecisionSearch search(prepared, capacity, budget);
-    outcome = search.Run(limit);
+    budget.SetProbe(low, best.height, capacity);
+    // The preorders in turn; the first that settles the probe answers it (util/ordered_race.h:
+    // side by side, the answer is the same).
+    std::vector<int64_t> found;  // search item -> offset, from the answering preorder
+    const bool side_by_side = options.threads > 1 && limit >= options.min_nodes_side_by_side &&
+                              memberships <= kMaxParallelMemberships;
+    if (!side_by_side) {
+      DecisionSearch search(prepared, capacity, budget);
+      outcome = DecisionSearch::Outcome::kNodeLimit;
+      for (int k = 0; k < kNumPreorders && outcome == DecisionSearch::Outcome::kNodeLimit; ++k) {
+        outcome = search.Run(limit, k);
+      }
+      if (outcome == DecisionSearch::Outcome::kFeasible) found = search.offsets();
+    } else {
+      std::vector<DecisionSearch::Outcome> outcomes(kNumPreorders,
+                                                    DecisionSearch::Outcome::kNodeLimit);
+      std::vector<std::vector<int64_t>> plans(kNumPreorders);
+      const int first = util::RaceInOrder(
+          options.threads, stack_bytes, kNumPreorders, [&](int k, const util::RaceStop& stop) {
+            DecisionSearch search(prepared, capacity, budget, &stop);
+            outcomes[k] = search.Run(limit, k);
+            if (outcomes[k] == DecisionSearch::Outcome::kFeasible) plans[k] = search.offsets();
+            // A timeout settles nothing: a later preorder may have found a plan by then.
+            return outcomes[k] == DecisionSearch::Outcome::kNodeLimit ||
+                           outcomes[k] == DecisionSearch::Outcome::kTimeout
+                       ? util::TaskEnd::kUndecided
+                       : util::TaskEnd::kDecisive;
+          });
+      if (first < kNumPreorders) {
+        outcome = outcomes[first];
+        found = std::move(plans[first]);
+      } else {
+        outcome = std::count(outcomes.begin(), outcomes.end(), DecisionSearch::Outcome::kTimeout)
+                      ? DecisionSearch::Outcome::kTimeout
+                      : DecisionSearch::Outcome::kNodeLimit;
+      }
+    }
     if (outcome == DecisionSearch::Outcome::kTimeout) return false;
     if (outcome == DecisionSearch::Outcome::kInfeasible) low = capacity + granule;
     if (outcome == DecisionSearch::Outcome::kFeasible) {
       std::vector<int64_t> offsets(problem.items.size(), 0);
       for (size_t k = 0; k < prepared.original.size(); ++k) {
-        MG_CHECK(search.offsets()[k] != kNoOffset);
-        offsets[prepared.original[k]] = search.offsets()[k];
+        MG_CHECK(found[k] != kNoOffset);
+        offsets[prepared.original[k]] = found[k];
       }
       const int64_t height = HeightOf(problem, offsets);
       MG_CHECK(height <= capacity);
@@ -754,10 +829,6 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
       node_limit = node_limit > kInfinity / 2 ? kInfinity : 2 * node_limit;
     }
   };
-  // The search recurses once per placement (and once more per split): give it a stack of its
-  // own, sized for the deepest path.
-  const size_t stack_bytes =
-      (size_t{1} << 20) + prepared.original.size() * kStackBytesPerPlacement;
   MG_RETURN_IF_ERROR(util::RunWithStack(stack_bytes, search));
   best.proven_optimal = low > high;
   return best;

@@ -48,6 +48,9 @@
 //     each descending), "TAW" and "TWA" (MiniMalloc's defaults), tried in turn with the round's
 //     node limit (2n in the first round), so that one lucky order finds a feasible plan
 //     quickly; a run that exhausts its tree within the limit proves the probe infeasible.
+//     With `threads` > 1 the three run side by side (util/ordered_race.h) where each may take
+//     at least min_nodes_side_by_side nodes; the first preorder in the list that settles the
+//     probe answers it, as in turn, so the plan and proof do not depend on the thread count.
 //     The widths are in the problem's steps: a trace whose times were compressed to distinct
 //     boundaries loses them, and some hard traces then take far longer (docs/offset-planners.md).
 //
@@ -86,7 +89,9 @@
 //
 // Not guaranteed: proving optimality within the time limit (some instances, where the optimum
 // is above LB, need a full proof of infeasibility for every height below it). Deterministic:
-// the same input gives the same plan, except where the time limit cuts the search.
+// the same input gives the same plan for any thread count, except where the time limit cuts
+// the search. Threads shorten a probe to its slowest preorder up to the one that settles it
+// (at most 3 x); the perfect-packing rounds side by side scale with the threads.
 #ifndef MEMONGER_MEMONGER_OFFSETS_EXACT_OFFSETS_H_
 #define MEMONGER_MEMONGER_OFFSETS_EXACT_OFFSETS_H_
 
@@ -114,8 +119,15 @@ struct ExactProgress {
 
 struct ExactOffsetsOptions {
   double time_limit_seconds = 10;
+  // The perfect-packing search's rounds, and each probe's three preorders, run side by side on
+  // up to this many threads; the plan and proof are those of one thread (util/ordered_race.h),
+  // except where the time limit cuts the search.
+  int threads = 1;
+  // A probe runs its preorders side by side only where each may search at least this many
+  // nodes: below, starting the threads costs more than the search saves.
+  int64_t min_nodes_side_by_side = int64_t{1} << 14;
   // Called from the search at most about once per second (and never after PlaceExact returns),
-  // on the search's own thread.
+  // on one of the search's threads, never on two at once.
   std::function<void(const ExactProgress&)> progress;
 };
 
@@ -124,7 +136,7 @@ struct ExactOffsetsOptions {
 // the search proved that no placement is lower. Zero-byte items get offset 0.
 // InvalidArgument: an item with last_step < first_step, negative bytes, an alignment that is not
 // a power of two, bytes not a multiple of the alignment; an incumbent with the wrong number of
-// offsets or that fails CheckOffsetSolution; a negative time limit.
+// offsets or that fails CheckOffsetSolution; a negative time limit; threads < 1.
 absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
                                           const OffsetSolution& incumbent,
                                           const ExactOffsetsOptions& options);

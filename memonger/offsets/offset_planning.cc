@@ -68,6 +68,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   if (incumbent.proven_optimal || incumbent.cut_pass_seconds_short > 0) return incumbent;
   ExactOffsetsOptions exact;
   exact.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
+  exact.threads = options.threads;
   exact.progress = options.exact_progress;
   return PlaceExact(problem, incumbent, exact);
 }

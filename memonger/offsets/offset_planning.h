@@ -57,8 +57,9 @@ absl::string_view OffsetStrategyName(OffsetStrategy strategy);  // "greedy-by-si
 
 struct OffsetSolveOptions {
   double time_limit_seconds = 2;  // shared by every searching step, over all problems
-  int threads = 1;                // for the best-fit portfolio (best_fit.h); results do not
-                                  // depend on it, except where the time limit cuts a run
+  int threads = 1;                // for the best-fit portfolio (best_fit.h) and the exact search
+                                  // (exact_offsets.h); results do not depend on it, except
+                                  // where the time limit cuts a run
   // kExact and kAuto: called about once per second while the branch and bound runs.
   std::function<void(const ExactProgress&)> exact_progress;
 };

@@ -2,11 +2,17 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <tuple>
+#include <utility>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "memonger/offsets/interval_index.h"
 #include "util/check.h"
+#include "util/ordered_race.h"
 #include "util/splitmix64.h"
 #include "util/status_macros.h"
 
@@ -59,10 +65,12 @@ class Search {
  public:
   // `round` picks the order candidates are tried in: 0, largest first (bytes, then lifetime);
   // 1, longest first (lifetime, then bytes); later rounds, a seeded shuffle.
+  // `stop`, when given, is polled at every node: the search stops (kStopped) once it is true.
   Search(const OffsetProblem& problem, const Sections& sections, int64_t height,
-         std::optional<Clock::time_point> deadline, int64_t node_limit, int round)
+         std::optional<Clock::time_point> deadline, int64_t node_limit, int round,
+         const util::RaceStop* stop)
       : items_(problem.items), sec_(sections), height_(height), deadline_(deadline),
-        node_limit_(node_limit),
+        node_limit_(node_limit), stop_(stop),
         clock_stride_(std::clamp<int64_t>((int64_t{1} << 20) / (sections.count + 1), 1, 1024)),
         skyline_(sections.count, 0),
         offsets_(problem.items.size(), 0), placed_(problem.items.size(), false),
@@ -115,7 +123,7 @@ class Search {
         result.outcome = PerfectPacking::kStopped;
         return result;
       }
-      if (result.nodes > node_limit_) {
+      if (result.nodes > node_limit_ || (stop_ != nullptr && (*stop_)())) {
         result.outcome = PerfectPacking::kStopped;
         return result;
       }
@@ -257,6 +265,7 @@ class Search {
   const int64_t height_;
   const std::optional<Clock::time_point> deadline_;
   const int64_t node_limit_;
+  const util::RaceStop* const stop_;
   const int64_t clock_stride_ = 1;
   std::vector<int64_t> skyline_;
   std::vector<int64_t> offsets_;
@@ -266,12 +275,39 @@ class Search {
   mutable std::vector<bool> reach_;         // WellOk's scratch
 };
 
+// A round's stack: the search keeps its path on the heap.
+constexpr size_t kRoundStackBytes = size_t{1} << 20;
+// Rounds are numbered in an int; a deadline or the node limit ends them long before.
+constexpr int kMaxRounds = 1 << 30;
+
+// Round k's node limit, and the nodes the rounds before it take where each runs out of nodes
+// (limit + 1: a round stops at its first node over the limit). Both depend on k alone, so the
+// rounds can run side by side and still count as the serial loop does.
+struct RoundBudget {
+  int64_t limit = 0;  // <= 0: the rounds before it used up node_limit
+  int64_t used = 0;
+};
+RoundBudget BudgetOf(int round, int64_t first_limit, int64_t node_limit) {
+  int64_t round_limit = first_limit;
+  RoundBudget b;
+  for (int r = 0; r <= round; ++r) {
+    b.limit = std::min(round_limit, node_limit - b.used);
+    if (r == round || b.limit <= 0) break;
+    b.used = b.limit >= node_limit - b.used ? node_limit : b.used + b.limit + 1;
+    if (r % 4 == 3 && round_limit < (int64_t{1} << 60)) round_limit *= 2;
+  }
+  return b;
+}
+
 }  // namespace
 
 absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
                                                    std::optional<Clock::time_point> deadline,
-                                                   int64_t node_limit) {
+                                                   int64_t node_limit, int threads) {
   MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
+  if (threads < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("perfect packing: ", threads, " threads"));
+  }
   const int64_t lower_bound = OffsetLowerBound(problem);
   const Sections sections = ToSections(problem);
   for (int s = 0; s < sections.count; ++s) {
@@ -279,11 +315,12 @@ absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
   }
   // Restarts: the search either succeeds in about one node per item or loses itself in a wrong
   // early choice (heavy-tailed), so rounds with other candidate orders and a node limit that
-  // doubles every third round beat one long run. A round that exhausts its tree proves the
-  // bound unreachable (every order explores the same complete tree).
+  // doubles every fourth round beat one long run. A round that exhausts its tree proves the
+  // bound unreachable (every order explores the same complete tree). The rounds run side by
+  // side on `threads` (util/ordered_race.h); the answer is the first decisive round's, as on
+  // one thread.
   const int64_t items = static_cast<int64_t>(problem.items.size());
-  int64_t round_limit = std::max<int64_t>(1024, 4 * items);
-  int64_t nodes = 0;
+  const int64_t first_limit = std::max<int64_t>(1024, 4 * items);
   // Odd rounds search the problem backwards in time (a plan serves both ways: offsets do not
   // depend on the direction), whose tree is another one, often easy where the first is not.
   Sections reversed = sections;
@@ -293,22 +330,39 @@ absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
     reversed.last[i] = sections.count - 1 - sections.first[i];
   }
   std::reverse(reversed.load.begin(), reversed.load.end());
-  for (int round = 0;; ++round) {
-    const int64_t limit = std::min(round_limit, node_limit - nodes);
-    PerfectPacking result = Search(problem, round % 2 == 0 ? sections : reversed, lower_bound,
-                                   deadline, limit, round / 2)
-                                .Run();
-    nodes += result.nodes;
-    result.nodes = nodes;
-    if (result.outcome == PerfectPacking::kFound) {
-      MG_CHECK(CheckOffsetSolution(problem, result.offsets).ok());
+
+  std::mutex mutex;
+  std::map<int, PerfectPacking> results;  // by round, for rounds that ran
+  const int last = util::RaceInOrder(
+      threads, kRoundStackBytes, kMaxRounds, [&](int round, const util::RaceStop& stop) {
+        const RoundBudget budget = BudgetOf(round, first_limit, node_limit);
+        if (budget.limit <= 0 || (deadline.has_value() && Clock::now() >= *deadline)) {
+          return util::TaskEnd::kNoMore;
+        }
+        PerfectPacking result = Search(problem, round % 2 == 0 ? sections : reversed,
+                                       lower_bound, deadline, budget.limit, round / 2, &stop)
+                                    .Run();
+        const util::TaskEnd end = result.outcome == PerfectPacking::kStopped
+                                      ? util::TaskEnd::kUndecided
+                                      : util::TaskEnd::kDecisive;
+        const std::lock_guard<std::mutex> lock(mutex);
+        results[round] = std::move(result);
+        return end;
+      });
+  PerfectPacking answer;
+  answer.outcome = PerfectPacking::kStopped;
+  for (auto& [round, result] : results) {
+    if (round > last) break;
+    answer.nodes += result.nodes;
+    if (round == last) {
+      answer.outcome = result.outcome;
+      answer.offsets = std::move(result.offsets);
     }
-    if (result.outcome != PerfectPacking::kStopped || nodes >= node_limit ||
-        (deadline.has_value() && Clock::now() >= *deadline)) {
-      return result;
-    }
-    if (round % 4 == 3 && round_limit < (int64_t{1} << 60)) round_limit *= 2;
   }
+  if (answer.outcome == PerfectPacking::kFound) {
+    MG_CHECK(CheckOffsetSolution(problem, answer.offsets).ok());
+  }
+  return answer;
 }
 
 }  // namespace memonger

@@ -48,14 +48,18 @@ struct PerfectPacking {
   };
   Outcome outcome = kNotApplicable;
   std::vector<int64_t> offsets;  // kFound only; zero-byte items at 0
-  int64_t nodes = 0;
+  int64_t nodes = 0;  // of the rounds up to the one answering, counted as on one thread
 };
 
-// InvalidArgument for a malformed problem (ValidateOffsetProblem).
+// The search restarts in rounds (other candidate orders, backwards in time, a node limit that
+// doubles every fourth round); `threads` run rounds side by side, and the answer is the first
+// decisive round's, the same as on one thread (util/ordered_race.h) unless the deadline cuts.
+// `node_limit` bounds the nodes of all rounds together, counted as on one thread.
+// InvalidArgument for a malformed problem (ValidateOffsetProblem) or threads < 1.
 absl::StatusOr<PerfectPacking> SolvePerfectPacking(
     const OffsetProblem& problem,
     std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
-    int64_t node_limit = std::numeric_limits<int64_t>::max());
+    int64_t node_limit = std::numeric_limits<int64_t>::max(), int threads = 1);
 
 }  // namespace memonger
 

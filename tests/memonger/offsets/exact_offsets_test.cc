@@ -130,6 +130,23 @@ OffsetProblem RandomProblem(int n, int steps, int max_units, uint32_t seed) {
   return Problem(items);
 }
 
+// n items over `steps` steps, live 1-4 steps: a third aligned to 8 (8 or 16 bytes), the rest
+// 1-7 bytes unaligned. Holes the small items cannot fill push many optima above the bound.
+OffsetProblem MixedAlignmentProblem(int n, int steps, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<OffsetItem> items;
+  for (int i = 0; i < n; ++i) {
+    const int first = static_cast<int>(rng() % steps);
+    const int last = std::min(steps - 1, first + static_cast<int>(rng() % 4));
+    if (rng() % 2 == 0) {
+      items.push_back(Item(first, last, 8 * (1 + static_cast<int64_t>(rng() % 2)), 8));
+    } else {
+      items.push_back(Item(first, last, 1 + 2 * static_cast<int64_t>(rng() % 6), 1));
+    }
+  }
+  return Problem(items);
+}
+
 OffsetSolution NoIncumbent() { return OffsetSolution{}; }
 
 void ExpectValid(const OffsetProblem& problem, const OffsetSolution& solution) {
@@ -249,27 +266,8 @@ struct GapCase {
 
 void PrintTo(const GapCase& c, std::ostream* os) { *os << c.label; }
 
-class ExactOffsetsGapTest : public ::testing::TestWithParam<GapCase> {};
-
-// Problems whose optimum lies above the lower bound (found by a random search; alignment
-// leaves holes): the lower bound probe fails, the search above it must prove the optimum.
-TEST_P(ExactOffsetsGapTest, ProvesTheOptimumAboveTheBound) {
-  const GapCase& c = GetParam();
-  const OffsetProblem problem = Problem(c.items);
-  EXPECT_EQ(OffsetLowerBound(problem), c.lower_bound);
-  EXPECT_EQ(OptimumByGrid(problem), c.optimum);
-  EXPECT_EQ(OptimumByOrders(problem), c.optimum);
-  absl::StatusOr<OffsetSolution> exact = PlaceExact(problem, NoIncumbent(), WithLimit(10));
-  ASSERT_TRUE(exact.ok()) << exact.status();
-  ExpectValid(problem, *exact);
-  EXPECT_EQ(exact->height, c.optimum);
-  EXPECT_TRUE(exact->proven_optimal);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Cases, ExactOffsetsGapTest,
-    ::testing::Values(
-        GapCase{"four_items",
+std::vector<GapCase> GapCases() {
+  return {GapCase{"four_items",
                 {Item(5, 5, 4, 4), Item(1, 4, 2, 2), Item(2, 3, 4, 4), Item(0, 1, 5, 1)},
                 /*lower_bound=*/7, /*optimum=*/8},
         GapCase{"aligned_chain",
@@ -289,8 +287,60 @@ INSTANTIATE_TEST_SUITE_P(
         GapCase{"seven_items",
                 {Item(0, 1, 16, 8), Item(0, 2, 3, 1), Item(2, 3, 8, 1), Item(0, 0, 8, 8),
                  Item(1, 3, 2, 1), Item(3, 3, 8, 8), Item(2, 3, 8, 8)},
-                /*lower_bound=*/27, /*optimum=*/29}),
+                /*lower_bound=*/27, /*optimum=*/29}};
+}
+
+class ExactOffsetsGapTest : public ::testing::TestWithParam<GapCase> {};
+
+// Problems whose optimum lies above the lower bound (found by a random search; alignment
+// leaves holes): the lower bound probe fails, the search above it must prove the optimum.
+TEST_P(ExactOffsetsGapTest, ProvesTheOptimumAboveTheBound) {
+  const GapCase& c = GetParam();
+  const OffsetProblem problem = Problem(c.items);
+  EXPECT_EQ(OffsetLowerBound(problem), c.lower_bound);
+  EXPECT_EQ(OptimumByGrid(problem), c.optimum);
+  EXPECT_EQ(OptimumByOrders(problem), c.optimum);
+  absl::StatusOr<OffsetSolution> exact = PlaceExact(problem, NoIncumbent(), WithLimit(10));
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  ExpectValid(problem, *exact);
+  EXPECT_EQ(exact->height, c.optimum);
+  EXPECT_TRUE(exact->proven_optimal);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ExactOffsetsGapTest, ::testing::ValuesIn(GapCases()),
     [](const ::testing::TestParamInfo<GapCase>& info) { return info.param.label; });
+
+// Preorders side by side (on every probe: no node threshold) give the plan and the proof of one
+// thread: small problems of every kind, a few with their optimum above the lower bound.
+TEST(ExactOffsetsTest, ThreadsGiveTheSerialPlanAndProof) {
+  std::vector<OffsetProblem> problems;
+  for (const GapCase& c : GapCases()) problems.push_back(Problem(c.items));
+  for (uint32_t seed = 1; seed <= 120; ++seed) {
+    const int n = 5 + static_cast<int>(seed % 20);
+    problems.push_back(MixedAlignmentProblem(n, 4 + static_cast<int>(seed % 5), seed));
+  }
+  int above_lower_bound = 0;
+  for (size_t k = 0; k < problems.size(); ++k) {
+    SCOPED_TRACE(k);
+    const OffsetProblem& problem = problems[k];
+    absl::StatusOr<OffsetSolution> serial = PlaceExact(problem, NoIncumbent(), WithLimit(30));
+    ASSERT_TRUE(serial.ok()) << serial.status();
+    ASSERT_TRUE(serial->proven_optimal);  // not cut by the clock, so the answer is determined
+    if (serial->height > OffsetLowerBound(problem)) ++above_lower_bound;
+    for (int threads : {2, 3, 5}) {
+      ExactOffsetsOptions options = WithLimit(30);
+      options.threads = threads;
+      options.min_nodes_side_by_side = 1;
+      absl::StatusOr<OffsetSolution> exact = PlaceExact(problem, NoIncumbent(), options);
+      ASSERT_TRUE(exact.ok()) << exact.status();
+      ExpectValid(problem, *exact);
+      EXPECT_EQ(exact->offsets, serial->offsets) << threads << " threads";
+      EXPECT_EQ(exact->proven_optimal, serial->proven_optimal) << threads << " threads";
+    }
+  }
+  EXPECT_GE(above_lower_bound, 7);
+}
 
 TEST(ExactOffsetsTest, AlignmentIsRespected) {
   // A 1-byte item below forces the 64-aligned item up to 64, not 1.

@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <random>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "memonger/offsets/offset_planning.h"
 #include "memonger/offsets/offset_problem.h"
@@ -168,6 +170,49 @@ TEST(PerfectPackingTest, SolvesGuillotineInstances) {
       EXPECT_TRUE(CheckOffsetSolution(*p, r->offsets).ok());
     }
   }
+}
+
+// Rounds side by side answer as one thread does: the same outcome, plan and node count, where
+// the first round finds the plan, where a later one does, and where none does within the limit.
+TEST(PerfectPackingTest, ThreadsAnswerAsOneThreadDoes) {
+  bool later_round_decided = false;
+  bool stopped_by_nodes = false;
+  for (int64_t records : {300, 350}) {
+    for (uint64_t seed : {2, 3, 4}) {
+      graph::GuillotineWorkload w;
+      w.records = records;
+      w.seed = seed;
+      absl::StatusOr<OffsetProblem> p =
+          OffsetProblemFromRecords(graph::MakeGuillotineInstance(w).records, /*alignment=*/1);
+      ASSERT_TRUE(p.ok()) << p.status();
+      for (int64_t node_limit : {int64_t{30'000}, int64_t{150'000}}) {
+        SCOPED_TRACE(absl::StrCat(records, " records, seed ", seed, ", ", node_limit, " nodes"));
+        absl::StatusOr<PerfectPacking> serial = SolvePerfectPacking(*p, std::nullopt, node_limit);
+        ASSERT_TRUE(serial.ok()) << serial.status();
+        const int64_t first_round = std::max<int64_t>(1024, 4 * records);
+        later_round_decided |=
+            serial->outcome == PerfectPacking::kFound && serial->nodes > first_round;
+        stopped_by_nodes |= serial->outcome == PerfectPacking::kStopped;
+        for (int threads : {2, 3, 8}) {
+          absl::StatusOr<PerfectPacking> r =
+              SolvePerfectPacking(*p, std::nullopt, node_limit, threads);
+          ASSERT_TRUE(r.ok()) << r.status();
+          EXPECT_EQ(r->outcome, serial->outcome) << threads << " threads";
+          EXPECT_EQ(r->offsets, serial->offsets) << threads << " threads";
+          EXPECT_EQ(r->nodes, serial->nodes) << threads << " threads";
+        }
+      }
+    }
+  }
+  // The cases above must exercise the race: a plan from a later round, and no plan at all.
+  EXPECT_TRUE(later_round_decided);
+  EXPECT_TRUE(stopped_by_nodes);
+}
+
+TEST(PerfectPackingTest, RefusesZeroThreads) {
+  EXPECT_FALSE(SolvePerfectPacking(NoSlackProblem(7, 5, 1), std::nullopt,
+                                   std::numeric_limits<int64_t>::max(), 0)
+                   .ok());
 }
 
 }  // namespace
