@@ -12,6 +12,7 @@
 
 #include "memonger/offsets/interval_index.h"
 #include "util/check.h"
+#include "util/deep_stack.h"
 #include "util/ordered_race.h"
 #include "util/splitmix64.h"
 #include "util/status_macros.h"
@@ -61,6 +62,8 @@ Sections ToSections(const OffsetProblem& problem) {
   return s;
 }
 
+// One round of the search (the header describes it). Recursive: Solve() places one item and
+// calls itself, so a round needs a stack of kStackBytesPerItem per item.
 class Search {
  public:
   // `round` picks the order candidates are tried in: 0, largest first (bytes, then lifetime);
@@ -74,115 +77,134 @@ class Search {
         clock_stride_(std::clamp<int64_t>((int64_t{1} << 20) / (sections.count + 1), 1, 1024)),
         skyline_(sections.count, 0),
         offsets_(problem.items.size(), 0), placed_(problem.items.size(), false),
-        starting_(sections.count) {
-    ending_.resize(sections.count);
+        starting_(sections.count), ending_(sections.count),
+        crossing_(std::max(0, sections.count - 1), 0) {
     for (size_t i = 0; i < items_.size(); ++i) {
       if (items_[i].bytes == 0) continue;
       starting_[sec_.first[i]].push_back(static_cast<int>(i));
       ending_[sec_.last[i]].push_back(static_cast<int>(i));
+      for (int b = sec_.first[i]; b < sec_.last[i]; ++b) ++crossing_[b];
     }
     util::SplitMix64 rng(static_cast<uint64_t>(round));
-    for (std::vector<int>& list : starting_) {
-      if (round >= 2) {
-        for (size_t k = list.size(); k > 1; --k) std::swap(list[k - 1], list[rng.Below(k)]);
-        continue;
-      }
-      std::sort(list.begin(), list.end(), [&](int a, int b) {
-        const auto key = [&](int i) {
-          const int64_t bytes = items_[i].bytes;
-          const int64_t width = sec_.last[i] - sec_.first[i];
-          return round == 0 ? std::make_tuple(-bytes, -width, i)
+    const auto key = [&](int i) {
+      const int64_t bytes = items_[i].bytes;
+      const int64_t width = sec_.last[i] - sec_.first[i];
+      return round % 2 == 0 ? std::make_tuple(-bytes, -width, i)
                             : std::make_tuple(-width, -bytes, i);
-        };
-        return key(a) < key(b);
-      });
+    };
+    for (std::vector<std::vector<int>>* lists : {&starting_, &ending_}) {
+      for (std::vector<int>& list : *lists) {
+        if (round >= 2) {
+          for (size_t k = list.size(); k > 1; --k) std::swap(list[k - 1], list[rng.Below(k)]);
+        } else {
+          std::sort(list.begin(), list.end(), [&](int a, int b) { return key(a) < key(b); });
+        }
+      }
     }
   }
 
   PerfectPacking Run() {
     PerfectPacking result;
+    if (sec_.count == 0) {
+      result.outcome = PerfectPacking::kFound;
+      result.offsets = offsets_;
+      return result;
+    }
     // The empty skyline: every run between walls is a well.
     for (int s = 0; s < sec_.count; ++s) {
-      if (sec_.load[s] != 0 && (s == 0 || sec_.load[s - 1] == 0) && !WellOk(s)) {
+      if (!Wall(s) && Separated(s - 1) && !WellOk(s)) {
         result.outcome = PerfectPacking::kInfeasible;
         return result;
       }
     }
-    // Frames of the depth-first search: the candidates of a node and the one being tried.
-    struct Frame {
-      std::vector<int> candidates;
-      size_t next = 0;
-      int placed = -1;  // the candidate placed now, -1 before the first
-    };
-    std::vector<Frame> stack;
-    for (;;) {
-      // A node costs O(sections): the clock is read often enough that about 2^20 section visits
-      // pass between two reads, however many sections there are.
-      if (++result.nodes % clock_stride_ == 0 && deadline_.has_value() &&
-          Clock::now() >= *deadline_) {
-        result.outcome = PerfectPacking::kStopped;
-        return result;
-      }
-      if (result.nodes > node_limit_ || (stop_ != nullptr && (*stop_)())) {
-        result.outcome = PerfectPacking::kStopped;
-        return result;
-      }
-      const int lowest = LowestCell();
-      if (lowest < 0) {  // every section full: every item is placed (the loads are LB)
-        result.outcome = PerfectPacking::kFound;
-        result.offsets = offsets_;
-        return result;
-      }
-      stack.push_back(Frame{Candidates(lowest)});
-      // Advance: place the next candidate of the top frame that leaves every well tileable,
-      // backtracking through exhausted frames.
-      for (;;) {
-        if (stack.empty()) {
-          result.outcome = PerfectPacking::kInfeasible;
-          return result;
-        }
-        Frame& top = stack.back();
-        if (top.placed >= 0) {
-          Unplace(top.placed);
-          top.placed = -1;
-        }
-        while (top.next < top.candidates.size()) {
-          const int c = top.candidates[top.next++];
-          Place(c, skyline_[sec_.first[c]]);
-          if (WellsAround(c)) {
-            top.placed = c;
-            break;
-          }
-          Unplace(c);
-        }
-        if (top.placed >= 0) break;
-        stack.pop_back();
-      }
+    std::vector<int> cuts;  // boundaries no item crosses: independent parts from the start
+    for (int b = 0; b + 1 < sec_.count; ++b) {
+      if (crossing_[b] == 0) cuts.push_back(b);
     }
+    const Result r = SolveParts(0, sec_.count - 1, cuts);
+    result.nodes = nodes_;
+    result.outcome = r == Result::kSolved   ? PerfectPacking::kFound
+                     : r == Result::kFailed ? PerfectPacking::kInfeasible
+                                            : PerfectPacking::kStopped;
+    if (r == Result::kSolved) result.offsets = offsets_;
+    return result;
   }
 
  private:
-  // The leftmost section of least height below the target among those with live bytes, or -1.
-  int LowestCell() const {
-    int best = -1;
-    for (int s = 0; s < sec_.count; ++s) {
-      if (sec_.load[s] == 0 || skyline_[s] >= height_) continue;
-      if (best < 0 || skyline_[s] < skyline_[best]) best = s;
+  enum class Result { kSolved, kFailed, kStopped };
+
+  // Counts a node; false once the deadline, the node limit or the stop flag has come.
+  bool Tick() {
+    // A node costs O(sections): the clock is read often enough that about 2^20 section visits
+    // pass between two reads, however many sections there are.
+    if (++nodes_ % clock_stride_ == 0 && deadline_.has_value() && Clock::now() >= *deadline_) {
+      return false;
     }
-    return best;
+    return nodes_ <= node_limit_ && !(stop_ != nullptr && (*stop_)());
+  }
+
+  // Fills sections [lo, hi], which no unplaced item crosses out of, up to the target: one item
+  // at a time, at the cell where the fewest items can go (FewestChoices). Where a placement
+  // leaves no unplaced item crossing some boundary, the two sides are independent: each is
+  // solved on its own, and a side that fails fails the placement without retrying the other
+  // side's choices. On kSolved the items stay placed.
+  Result Solve(int lo, int hi) {
+    if (!Tick()) return Result::kStopped;
+    std::vector<int> choices;
+    if (!FewestChoices(lo, hi, choices)) return Result::kSolved;
+    std::vector<int> cuts;
+    for (const int c : choices) {
+      Place(c, skyline_[sec_.first[c]], cuts);
+      Result r = Result::kFailed;
+      if (WellsAround(c)) r = cuts.empty() ? Solve(lo, hi) : SolveParts(lo, hi, cuts);
+      if (r == Result::kSolved) return r;
+      Unplace(c);
+      if (r == Result::kStopped) return r;
+    }
+    return Result::kFailed;
+  }
+
+  // Solve() on each part of [lo, hi] between `cuts` (ascending boundaries: a cut b separates
+  // sections b and b + 1), and on the parts of [lo, hi] no unplaced item joins.
+  Result SolveParts(int lo, int hi, const std::vector<int>& cuts) {
+    std::vector<std::pair<int, int>> parts;
+    int from = lo;
+    for (const int b : cuts) {
+      if (b < from || b >= hi) continue;
+      parts.emplace_back(from, b);
+      from = b + 1;
+    }
+    parts.emplace_back(from, hi);
+    // If a later part fails, the items the earlier ones placed are taken back.
+    const size_t mark = trail_.size();
+    for (const auto& [a, e] : parts) {
+      const Result r = Solve(a, e);
+      if (r != Result::kSolved) {
+        while (trail_.size() > mark) Unplace(trail_.back());
+        return r;
+      }
+    }
+    return Result::kSolved;
   }
 
   // A wall: outside the sections, or a section nothing lives in (no item crosses it).
   bool Wall(int s) const { return s < 0 || s >= sec_.count || sec_.load[s] == 0; }
 
+  // Whether no unplaced item lives in both section b and section b + 1 (or either is a wall):
+  // a run never extends across, and the cells beside it are covered from one side only.
+  bool Separated(int b) const { return Wall(b) || Wall(b + 1) || crossing_[b] == 0; }
+
   // The run of equal height around active section s: [a, e].
   std::pair<int, int> RunAround(int s) const {
     int a = s;
     int e = s;
-    while (!Wall(a - 1) && skyline_[a - 1] == skyline_[s]) --a;
-    while (!Wall(e + 1) && skyline_[e + 1] == skyline_[s]) ++e;
+    while (!Separated(a - 1) && skyline_[a - 1] == skyline_[s]) --a;
+    while (!Separated(e) && skyline_[e + 1] == skyline_[s]) ++e;
     return {a, e};
   }
+
+  bool LeftClosed(int a, int64_t h) const { return Separated(a - 1) || skyline_[a - 1] > h; }
+  bool RightClosed(int e, int64_t h) const { return Separated(e) || skyline_[e + 1] > h; }
 
   // Whether item i could cover the bottom cells of a run at height h: unplaced, aligned there
   // and fitting under the target.
@@ -191,16 +213,17 @@ class Search {
   }
 
   // A run's bottom cells are each covered, in a plan at the target, by an item at the run's
-  // height. Beside a wall or a higher section no item crosses at that height (neighbours only
-  // rise), so: with such a left side, some item that fits starts at the run's first section;
-  // with such a right side, some item that fits ends at its last; with both (a well), the items
-  // inside it must partition it, checked by a reachability pass over the items starting in it.
+  // height. Beside a wall, a higher section or a boundary no unplaced item crosses, no item
+  // crosses at that height, so: with such a left side, some item that fits starts at the run's
+  // first section; with such a right side, some item that fits ends at its last; with both (a
+  // well), the items inside it must partition it, checked by a reachability pass over the
+  // items starting in it.
   bool WellOk(int s) const {
     if (Wall(s) || skyline_[s] >= height_) return true;
     const auto [a, e] = RunAround(s);
     const int64_t h = skyline_[s];
-    const bool left_closed = Wall(a - 1) || skyline_[a - 1] > h;
-    const bool right_closed = Wall(e + 1) || skyline_[e + 1] > h;
+    const bool left_closed = LeftClosed(a, h);
+    const bool right_closed = RightClosed(e, h);
     if (left_closed && !right_closed) {
       return std::any_of(starting_[a].begin(), starting_[a].end(),
                          [&](int i) { return Fits(i, h); });
@@ -226,38 +249,80 @@ class Search {
     return WellOk(sec_.first[i]) && WellOk(sec_.first[i] - 1) && WellOk(sec_.last[i] + 1);
   }
 
-  std::vector<int> Candidates(int section) const {
-    const int64_t floor = skyline_[section];
+  // The well of [lo, hi] (a run whose sides are closed) with the fewest items that can cover
+  // its first cell, or its last: those items go to `out`. Every well's first cell must be
+  // covered by an item that starts there, at the well's height, inside the well (and its last
+  // cell by one that ends there), so branching on any one well's end is complete; the fewest
+  // choices fail first. Ties go to the lowest well, then the leftmost (the lowest run is always
+  // a well). False when [lo, hi] is full.
+  bool FewestChoices(int lo, int hi, std::vector<int>& out) const {
+    bool any = false;
+    int64_t best_height = 0;
+    for (int s = lo; s <= hi;) {
+      if (Wall(s) || skyline_[s] >= height_) {
+        ++s;
+        continue;
+      }
+      const auto [a, e] = RunAround(s);
+      s = e + 1;
+      const int64_t h = skyline_[a];
+      if (!LeftClosed(a, h) || !RightClosed(e, h)) continue;
+      for (const bool from_right : {false, true}) {
+        std::vector<int> candidates = Candidates(a, e, from_right);
+        if (!any || candidates.size() < out.size() ||
+            (candidates.size() == out.size() && h < best_height)) {
+          out = std::move(candidates);
+          best_height = h;
+          any = true;
+          if (out.size() <= 1) return true;  // none (a dead end) or forced
+        }
+      }
+    }
+    return any;
+  }
+
+  // The items that can cover the first cell of well [a, e] at its height (from_right: its last
+  // cell): unplaced, starting at a (ending at e), inside the well, aligned at its height and
+  // fitting under the target. One of each kind: an equal item (lifetime, bytes, alignment)
+  // could take its place. Those spanning the whole well go first: they fill its bottom whole.
+  std::vector<int> Candidates(int a, int e, bool from_right) const {
+    const int64_t floor = skyline_[a];
     std::vector<int> out;
-    for (int i : starting_[section]) {
-      if (placed_[i]) continue;
+    for (int i : from_right ? ending_[e] : starting_[a]) {
+      if (placed_[i] || sec_.first[i] < a || sec_.last[i] > e) continue;
       const OffsetItem& item = items_[i];
       if (floor % item.alignment != 0 || floor + item.bytes > height_) continue;
-      bool flat = true;
-      for (int s = sec_.first[i] + 1; s <= sec_.last[i] && flat; ++s) flat = skyline_[s] == floor;
-      if (!flat) continue;
-      // One of each kind: an equal item (lifetime, bytes, alignment) could take its place.
       const bool seen = std::any_of(out.begin(), out.end(), [&](int j) {
-        return sec_.last[j] == sec_.last[i] && items_[j].bytes == item.bytes &&
-               items_[j].alignment == item.alignment;
+        return sec_.first[j] == sec_.first[i] && sec_.last[j] == sec_.last[i] &&
+               items_[j].bytes == item.bytes && items_[j].alignment == item.alignment;
       });
       if (!seen) out.push_back(i);
     }
-    // Items that reach the end of the lowest run go first: they fill its bottom whole.
-    const int run_end = RunAround(section).second;
-    std::stable_partition(out.begin(), out.end(), [&](int i) { return sec_.last[i] == run_end; });
+    std::stable_partition(out.begin(), out.end(),
+                          [&](int i) { return sec_.first[i] == a && sec_.last[i] == e; });
     return out;
   }
 
-  void Place(int i, int64_t offset) {
+  // Places item i at `offset`; `cuts` receives the boundaries inside its lifetime that no
+  // unplaced item crosses any more (ascending).
+  void Place(int i, int64_t offset, std::vector<int>& cuts) {
     placed_[i] = true;
     offsets_[i] = offset;
+    trail_.push_back(i);
+    cuts.clear();
     for (int s = sec_.first[i]; s <= sec_.last[i]; ++s) skyline_[s] += items_[i].bytes;
+    for (int b = sec_.first[i]; b < sec_.last[i]; ++b) {
+      if (--crossing_[b] == 0) cuts.push_back(b);
+    }
   }
 
+  // Undoes the latest placement, which must be item i's.
   void Unplace(int i) {
+    MG_CHECK(!trail_.empty() && trail_.back() == i);
+    trail_.pop_back();
     placed_[i] = false;
     for (int s = sec_.first[i]; s <= sec_.last[i]; ++s) skyline_[s] -= items_[i].bytes;
+    for (int b = sec_.first[i]; b < sec_.last[i]; ++b) ++crossing_[b];
   }
 
   const std::vector<OffsetItem>& items_;
@@ -267,16 +332,21 @@ class Search {
   const int64_t node_limit_;
   const util::RaceStop* const stop_;
   const int64_t clock_stride_ = 1;
+  int64_t nodes_ = 0;
   std::vector<int64_t> skyline_;
   std::vector<int64_t> offsets_;
   std::vector<bool> placed_;
   std::vector<std::vector<int>> starting_;  // per section, the items starting there
   std::vector<std::vector<int>> ending_;    // per section, the items ending there
+  std::vector<int> crossing_;               // per boundary b: unplaced items in b and b + 1
+  std::vector<int> trail_;                  // the placed items, in order
   mutable std::vector<bool> reach_;         // WellOk's scratch
 };
 
-// A round's stack: the search keeps its path on the heap.
-constexpr size_t kRoundStackBytes = size_t{1} << 20;
+// A round recurses once per placement (Solve, and SolveParts where the problem splits: about 450
+// bytes with GCC 12 -O2, more under the sanitizers): its stack is sized for every item placed
+// on one path.
+constexpr size_t kStackBytesPerItem = 2048;
 // Rounds are numbered in an int; a deadline or the node limit ends them long before.
 constexpr int kMaxRounds = 1 << 30;
 
@@ -308,6 +378,8 @@ absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
   if (threads < 1) {
     return absl::InvalidArgumentError(absl::StrCat("perfect packing: ", threads, " threads"));
   }
+  const int64_t items = static_cast<int64_t>(problem.items.size());
+  if (items > kMaxPerfectPackingItems) return PerfectPacking{PerfectPacking::kTooLarge};
   const int64_t lower_bound = OffsetLowerBound(problem);
   const Sections sections = ToSections(problem);
   for (int s = 0; s < sections.count; ++s) {
@@ -319,7 +391,6 @@ absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
   // bound unreachable (every order explores the same complete tree). The rounds run side by
   // side on `threads` (util/ordered_race.h); the answer is the first decisive round's, as on
   // one thread.
-  const int64_t items = static_cast<int64_t>(problem.items.size());
   const int64_t first_limit = std::max<int64_t>(1024, 4 * items);
   // Odd rounds search the problem backwards in time (a plan serves both ways: offsets do not
   // depend on the direction), whose tree is another one, often easy where the first is not.
@@ -333,8 +404,11 @@ absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
 
   std::mutex mutex;
   std::map<int, PerfectPacking> results;  // by round, for rounds that ran
-  const int last = util::RaceInOrder(
-      threads, kRoundStackBytes, kMaxRounds, [&](int round, const util::RaceStop& stop) {
+  const size_t stack_bytes = (size_t{1} << 20) + static_cast<size_t>(items) * kStackBytesPerItem;
+  int last = 0;
+  MG_RETURN_IF_ERROR(util::RunWithStack(stack_bytes, [&] {
+    last = util::RaceInOrder(
+      threads, stack_bytes, kMaxRounds, [&](int round, const util::RaceStop& stop) {
         const RoundBudget budget = BudgetOf(round, first_limit, node_limit);
         if (budget.limit <= 0 || (deadline.has_value() && Clock::now() >= *deadline)) {
           return util::TaskEnd::kNoMore;
@@ -349,6 +423,7 @@ absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
         results[round] = std::move(result);
         return end;
       });
+  }));
   PerfectPacking answer;
   answer.outcome = PerfectPacking::kStopped;
   for (auto& [round, result] : results) {

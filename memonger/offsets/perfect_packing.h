@@ -12,20 +12,40 @@
 // buffers on.
 //
 // Search. Steps are compressed to sections (between distinct lifetime boundaries); the state
-// is a skyline: every section is filled from 0 up to h(s), with no hole. Take the lowest cell
-// of the skyline, leftmost among the lowest: section s* at height h(s*). In a plan at LB some
-// item covers that cell; its offset is h(s*) (the bytes below are taken), it starts at s*
-// (the sections to the left are higher, and it could not sit in them), and every section it
-// lives in is at h(s*) (none is lower, and a higher one is taken at h(s*)). So the children
-// are exactly the unplaced items starting at s* whose sections are all at h(s*), whose offset
-// h(s*) is aligned for them and that fit under LB; items equal in lifetime, bytes and alignment
-// are tried once per node (they could trade places). Candidates go largest first (bytes, then
-// lifetime). Any plan at LB is found this way: follow it, and the item covering each lowest
-// cell is among the children. So an exhausted search proves that no plan reaches LB.
+// is a skyline: every section is filled from 0 up to h(s), with no hole. A run is a maximal
+// range of sections at one height that unplaced items join (some unplaced item lives in both
+// sections of each inner boundary); a well is a run whose sides are closed: beside each end is
+// a higher section, a section nothing lives in, or a boundary no unplaced item crosses. In a
+// plan at LB the bottom cells of a well at height h are covered by items at offset h (the bytes
+// below are taken) that lie inside the well (beyond its ends, no item can sit at h), so its
+// first cell is covered by an unplaced item that starts there, and its last by one that ends
+// there, each inside the well, aligned at h and fitting under LB. The search branches on the
+// well end with the fewest such items (fail first: none ends the node, one is forced; ties to
+// the lowest well, then the leftmost; the lowest run is always a well), one child per item,
+// with items equal in lifetime, bytes and alignment tried once per node (they could trade
+// places). Any plan at LB is found this way: follow it, and the item covering the chosen cell
+// is among the children. So an exhausted search proves that no plan reaches LB.
 //
-// Complexity: per node O(sections + the candidates' lifetimes); exponential in the worst case,
-// bounded by the deadline and a node limit. Memory O(n + sections). Deterministic: the same
-// problem gives the same plan, except where the deadline stops the search.
+// Pruning: after a placement, the runs at and beside the item must still be coverable: with a
+// closed left side some item that fits starts at the run's first section, with a closed right
+// side one ends at its last, and a well's items must partition it (a reachability pass).
+//
+// Decomposition: when a placement leaves no unplaced item crossing some boundary, the two sides
+// are independent (they share no unplaced item, and each side's skyline is what it is): each
+// is solved on its own, and a side that fails fails that placement at once, without trying the
+// other side's alternatives. Guillotine-cut instances split this way again and again, which is
+// what keeps their search from thrashing between independent parts.
+//
+// Restarts: a round searches with a node limit; rounds alternate forwards and backwards in time
+// (a plan serves both ways) and candidate orders (largest first, longest first, then seeded
+// shuffles), the limit doubling every fourth round. `threads` run rounds side by side
+// (util/ordered_race.h); the answer is the first decisive round's, as on one thread.
+//
+// Complexity: per node O(sections + the candidates at the wells' ends); exponential in the
+// worst case, bounded by the deadline and the node limit. Memory O(n + sections) per round and
+// a stack of 2 KiB per item (the search recurses once per placement): problems above
+// kMaxPerfectPackingItems items are not searched. Deterministic: the same
+// problem gives the same plan for any thread count, except where the deadline stops the search.
 #ifndef MEMONGER_MEMONGER_OFFSETS_PERFECT_PACKING_H_
 #define MEMONGER_MEMONGER_OFFSETS_PERFECT_PACKING_H_
 
@@ -39,9 +59,14 @@
 
 namespace memonger {
 
+// The search keeps one stack frame per placed item on its path: each thread reserves 2 KiB of
+// stack per item (128 MiB at this limit; only the depth reached is touched).
+inline constexpr int64_t kMaxPerfectPackingItems = int64_t{1} << 16;
+
 struct PerfectPacking {
   enum Outcome {
     kNotApplicable,  // some step with a live item has fewer than LB bytes live
+    kTooLarge,       // more than kMaxPerfectPackingItems items: not searched
     kFound,          // `offsets` reach the lower bound
     kInfeasible,     // proven: no placement reaches the lower bound
     kStopped,        // the deadline or the node limit came first
