@@ -357,14 +357,28 @@ struct RoundBudget {
   int64_t limit = 0;  // <= 0: the rounds before it used up node_limit
   int64_t used = 0;
 };
+// The Luby sequence (1-based): 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ... Restarts whose lengths follow it
+// are within a logarithmic factor of the best fixed restart length for any heavy-tailed run
+// time (Luby, Sinclair and Zuckerman, 1993), which no one can know in advance.
+int64_t Luby(int64_t i) {
+  for (;;) {
+    int k = 1;
+    while ((int64_t{1} << k) - 1 < i) ++k;
+    if ((int64_t{1} << k) - 1 == i) return int64_t{1} << (k - 1);
+    i -= (int64_t{1} << (k - 1)) - 1;
+  }
+}
+
 RoundBudget BudgetOf(int round, int64_t first_limit, int64_t node_limit) {
-  int64_t round_limit = first_limit;
   RoundBudget b;
   for (int r = 0; r <= round; ++r) {
+    // Rounds come in pairs (forwards, backwards), each pair one term of the Luby sequence.
+    const int64_t luby = Luby(r / 2 + 1);
+    const int64_t round_limit =
+        luby > (int64_t{1} << 60) / first_limit ? int64_t{1} << 60 : first_limit * luby;
     b.limit = std::min(round_limit, node_limit - b.used);
     if (r == round || b.limit <= 0) break;
     b.used = b.limit >= node_limit - b.used ? node_limit : b.used + b.limit + 1;
-    if (r % 4 == 3 && round_limit < (int64_t{1} << 60)) round_limit *= 2;
   }
   return b;
 }
@@ -386,8 +400,8 @@ absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
     if (sections.load[s] != 0 && sections.load[s] != lower_bound) return PerfectPacking{};
   }
   // Restarts: the search either succeeds in about one node per item or loses itself in a wrong
-  // early choice (heavy-tailed), so rounds with other candidate orders and a node limit that
-  // doubles every fourth round beat one long run. A round that exhausts its tree proves the
+  // early choice (heavy-tailed), so rounds with other candidate orders and node limits that
+  // follow the Luby sequence (times 4n) beat one long run. A round that exhausts its tree proves the
   // bound unreachable (every order explores the same complete tree). The rounds run side by
   // side on `threads` (util/ordered_race.h); the answer is the first decisive round's, as on
   // one thread.

@@ -38,7 +38,8 @@
 //
 // Restarts: a round searches with a node limit; rounds alternate forwards and backwards in time
 // (a plan serves both ways) and candidate orders (largest first, longest first, then seeded
-// shuffles), the limit doubling every fourth round. `threads` run rounds side by side
+// shuffles), with node limits of 4n times the Luby sequence (1 1 2 1 1 2 4 ..., a pair of
+// rounds per term). `threads` run rounds side by side
 // (util/ordered_race.h); the answer is the first decisive round's, as on one thread.
 //
 // Complexity: per node O(sections + the candidates at the wells' ends); exponential in the
@@ -76,8 +77,8 @@ struct PerfectPacking {
   int64_t nodes = 0;  // of the rounds up to the one answering, counted as on one thread
 };
 
-// The search restarts in rounds (other candidate orders, backwards in time, a node limit that
-// doubles every fourth round); `threads` run rounds side by side, and the answer is the first
+// The search restarts in rounds (other candidate orders, backwards in time, node limits that
+// follow the Luby sequence); `threads` run rounds side by side, and the answer is the first
 // decisive round's, the same as on one thread (util/ordered_race.h) unless the deadline cuts.
 // `node_limit` bounds the nodes of all rounds together, counted as on one thread.
 // InvalidArgument for a malformed problem (ValidateOffsetProblem) or threads < 1.
