@@ -21,9 +21,10 @@
 // bounds it), the returned index is the one the serial loop returns for every thread count, so
 // the answer kept from that task is too. Every task below the returned index runs to its end.
 //
-// Cost: at most `threads` tasks at once; with one thread the tasks run in order on the calling
-// thread. Each call starts threads - 1 threads (so a caller racing many tiny tasks should race
-// them serially). The calling thread is worker 0: its stack must be at least `stack_bytes`.
+// Cost: at most `threads` tasks at once; with one thread, or at most one task, the tasks run in
+// order on the calling thread. Otherwise each call starts min(threads, max_tasks) - 1 threads
+// (so a caller racing many tiny tasks should race them serially). The calling thread is worker
+// 0: its stack must be at least `stack_bytes`.
 #ifndef MEMONGER_UTIL_ORDERED_RACE_H_
 #define MEMONGER_UTIL_ORDERED_RACE_H_
 

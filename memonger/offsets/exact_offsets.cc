@@ -38,8 +38,8 @@ constexpr int kNumPreorders = 3;
 constexpr int64_t kNodesPerTick = 64;
 
 // A probe runs its preorders side by side only where the problem's section memberships, which
-// every search copies, are at most this many (16 MB of copies per search); larger problems
-// search their preorders in turn.
+// every search copies (members_ and member_position_: 32 MB per search at this limit), are at
+// most this many; larger problems search their preorders in turn.
 constexpr int64_t kMaxParallelMemberships = int64_t{1} << 22;
 
 // An upper bound on the stack one level of the search takes (Search, with Place and Recurse
@@ -754,17 +754,18 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
     const Clock::duration left = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(std::min(options.time_limit_seconds, 1e9))) -
         (now - start);
-    MG_ASSIGN_OR_RETURN(PerfectPacking perfect,
-                        SolvePerfectPacking(problem, now + left / 2,
-                                            std::numeric_limits<int64_t>::max(), options.threads));
-    if (perfect.outcome == PerfectPacking::kFound) {
-      best.offsets = std::move(perfect.offsets);
+    absl::StatusOr<PerfectPacking> perfect = SolvePerfectPacking(
+        problem, now + left / 2, std::numeric_limits<int64_t>::max(), options.threads);
+    // No thread with the stack it needs: the branch and bound below still runs.
+    if (!perfect.ok() && !absl::IsResourceExhausted(perfect.status())) return perfect.status();
+    if (perfect.ok() && perfect->outcome == PerfectPacking::kFound) {
+      best.offsets = std::move(perfect->offsets);
       best.height = HeightOf(problem, best.offsets);
       MG_CHECK(best.height == lower_bound);
       best.proven_optimal = true;
       return best;
     }
-    bound_unreachable = perfect.outcome == PerfectPacking::kInfeasible;
+    bound_unreachable = perfect.ok() && perfect->outcome == PerfectPacking::kInfeasible;
   }
 
   Prepared prepared;

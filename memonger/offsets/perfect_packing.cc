@@ -401,10 +401,10 @@ absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
   }
   // Restarts: the search either succeeds in about one node per item or loses itself in a wrong
   // early choice (heavy-tailed), so rounds with other candidate orders and node limits that
-  // follow the Luby sequence (times 4n) beat one long run. A round that exhausts its tree proves the
-  // bound unreachable (every order explores the same complete tree). The rounds run side by
-  // side on `threads` (util/ordered_race.h); the answer is the first decisive round's, as on
-  // one thread.
+  // follow the Luby sequence (times 4n) beat one long run. A round that exhausts its tree
+  // proves the bound unreachable (every order explores the same complete tree). The rounds run
+  // side by side on `threads` (util/ordered_race.h); the answer is the first decisive round's,
+  // as on one thread.
   const int64_t first_limit = std::max<int64_t>(1024, 4 * items);
   // Odd rounds search the problem backwards in time (a plan serves both ways: offsets do not
   // depend on the direction), whose tree is another one, often easy where the first is not.

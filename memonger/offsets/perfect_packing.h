@@ -39,19 +39,20 @@
 // Restarts: a round searches with a node limit; rounds alternate forwards and backwards in time
 // (a plan serves both ways) and candidate orders (largest first, longest first, then seeded
 // shuffles), with node limits of 4n times the Luby sequence (1 1 2 1 1 2 4 ..., a pair of
-// rounds per term). `threads` run rounds side by side
-// (util/ordered_race.h); the answer is the first decisive round's, as on one thread.
+// rounds per term). `threads` run rounds side by side (util/ordered_race.h); the answer is the
+// first decisive round's, as on one thread.
 //
 // Complexity: per node O(sections + the candidates at the wells' ends); exponential in the
 // worst case, bounded by the deadline and the node limit. Memory O(n + sections) per round and
 // a stack of 2 KiB per item (the search recurses once per placement): problems above
-// kMaxPerfectPackingItems items are not searched. Deterministic: the same
-// problem gives the same plan for any thread count, except where the deadline stops the search.
+// kMaxPerfectPackingItems items are not searched. Deterministic: the same problem gives the
+// same plan for any thread count, except where the deadline stops the search.
 #ifndef MEMONGER_MEMONGER_OFFSETS_PERFECT_PACKING_H_
 #define MEMONGER_MEMONGER_OFFSETS_PERFECT_PACKING_H_
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -80,8 +81,10 @@ struct PerfectPacking {
 // The search restarts in rounds (other candidate orders, backwards in time, node limits that
 // follow the Luby sequence); `threads` run rounds side by side, and the answer is the first
 // decisive round's, the same as on one thread (util/ordered_race.h) unless the deadline cuts.
-// `node_limit` bounds the nodes of all rounds together, counted as on one thread.
-// InvalidArgument for a malformed problem (ValidateOffsetProblem) or threads < 1.
+// `node_limit` bounds the nodes of all rounds together, counted as on one thread (a round
+// stops at its first node over its share, so the count may pass the limit by one).
+// InvalidArgument for a malformed problem (ValidateOffsetProblem) or threads < 1;
+// ResourceExhausted when no thread with the search's stack can be started.
 absl::StatusOr<PerfectPacking> SolvePerfectPacking(
     const OffsetProblem& problem,
     std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,

@@ -130,8 +130,9 @@ OffsetProblem RandomProblem(int n, int steps, int max_units, uint32_t seed) {
   return Problem(items);
 }
 
-// n items over `steps` steps, live 1-4 steps: a third aligned to 8 (8 or 16 bytes), the rest
-// 1-7 bytes unaligned. Holes the small items cannot fill push many optima above the bound.
+// n items over `steps` steps, live 1-4 steps: half aligned to 8 (8 or 16 bytes), the rest odd
+// sizes of 1-11 bytes, unaligned. Holes the small items cannot fill push some optima above the
+// bound.
 OffsetProblem MixedAlignmentProblem(int n, int steps, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<OffsetItem> items;
