@@ -393,7 +393,11 @@ absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
     return absl::InvalidArgumentError(absl::StrCat("perfect packing: ", threads, " threads"));
   }
   const int64_t items = static_cast<int64_t>(problem.items.size());
-  if (items > kMaxPerfectPackingItems) return PerfectPacking{PerfectPacking::kTooLarge};
+  if (items > kMaxPerfectPackingItems) {
+    PerfectPacking too_large;
+    too_large.outcome = PerfectPacking::kTooLarge;
+    return too_large;
+  }
   const int64_t lower_bound = OffsetLowerBound(problem);
   const Sections sections = ToSections(problem);
   for (int s = 0; s < sections.count; ++s) {

@@ -117,6 +117,22 @@ TEST(PerfectPackingTest, AgreesWithBruteForceOnSmallNoSlackProblems) {
   EXPECT_GT(found, 20) << infeasible << " infeasible, found " << found;
 }
 
+// SolvePerfectPacking on p must agree with `fits` (a brute force's answer): a valid plan within
+// `height` where there is one, a proof that there is none otherwise. Whether it found a plan.
+bool ExpectAgrees(const OffsetProblem& p, int64_t height, bool fits) {
+  absl::StatusOr<PerfectPacking> r = SolvePerfectPacking(p);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return false;
+  EXPECT_NE(r->outcome, PerfectPacking::kStopped);
+  EXPECT_EQ(r->outcome == PerfectPacking::kFound, fits);
+  if (r->outcome != PerfectPacking::kFound) return false;
+  EXPECT_TRUE(CheckOffsetSolution(p, r->offsets).ok());
+  for (size_t i = 0; i < p.items.size(); ++i) {
+    EXPECT_LE(r->offsets[i] + p.items[i].bytes, height) << "item " << i;
+  }
+  return true;
+}
+
 // Parts that share no step, each a small random problem with no slack at one common height or,
 // now and then, one of the unreachable cases: the search solves each part on its own (a part
 // that fails fails the whole at once), so the answer must be found exactly when every part has
@@ -173,19 +189,7 @@ TEST(PerfectPackingTest, IndependentPartsAgreeWithBruteForceOnEachPart) {
     }
     whole.num_steps = step;
     ASSERT_EQ(OffsetLowerBound(whole), kHeight);
-    absl::StatusOr<PerfectPacking> r = SolvePerfectPacking(whole);
-    ASSERT_TRUE(r.ok()) << r.status();
-    ASSERT_NE(r->outcome, PerfectPacking::kStopped);
-    EXPECT_EQ(r->outcome == PerfectPacking::kFound, every_part_fits);
-    if (r->outcome == PerfectPacking::kFound) {
-      ++found;
-      EXPECT_TRUE(CheckOffsetSolution(whole, r->offsets).ok());
-      for (size_t i = 0; i < whole.items.size(); ++i) {
-        EXPECT_LE(r->offsets[i] + whole.items[i].bytes, kHeight);
-      }
-    } else {
-      ++infeasible;
-    }
+    ++(ExpectAgrees(whole, kHeight, every_part_fits) ? found : infeasible);
   }
   EXPECT_GT(found, 10);
   EXPECT_GT(infeasible, 10);
@@ -256,20 +260,7 @@ TEST(PerfectPackingTest, PartsSplitByPlacementsAgreeWithBruteForce) {
     if (p.items.size() > 16) continue;  // keep the brute force quick
     ++tried;
     ASSERT_EQ(OffsetLowerBound(p), kHeight);
-    const bool fits = BruteForceFits(p, kHeight);
-    absl::StatusOr<PerfectPacking> r = SolvePerfectPacking(p);
-    ASSERT_TRUE(r.ok()) << r.status();
-    ASSERT_NE(r->outcome, PerfectPacking::kStopped);
-    EXPECT_EQ(r->outcome == PerfectPacking::kFound, fits);
-    if (r->outcome == PerfectPacking::kFound) {
-      ++found;
-      EXPECT_TRUE(CheckOffsetSolution(p, r->offsets).ok());
-      for (size_t i = 0; i < p.items.size(); ++i) {
-        EXPECT_LE(r->offsets[i] + p.items[i].bytes, kHeight);
-      }
-    } else {
-      ++infeasible;
-    }
+    ++(ExpectAgrees(p, kHeight, BruteForceFits(p, kHeight)) ? found : infeasible);
   }
   EXPECT_GE(tried, 100);
   EXPECT_GT(found, 100) << infeasible << " infeasible";
