@@ -6,7 +6,8 @@
 //                       run makes it on a large problem, its pieces on T threads;
 //   - auto/NAME:        the CLI's default planner (2 s) on the same problem: window repair
 //                       included, arena / lower bound;
-//   - guillotine/N/S:   auto (2 s) and exact (10 s) on guillotine instances of N pieces, seed S
+//   - guillotine/N/S/PLANNER/threads:T: auto (2 s, one thread) and exact (10 s, one and two
+//                       threads) on guillotine instances of N pieces, seed S
 //                       (workloads/workload_guillotine.h), whose optimum is the lower bound.
 // Large problems: `random` is the offset problem of --workload random:ops=610000,seed=3
 // (651,663 items: the million-value graph of BENCHMARKS.md, through the CLI's path: schedule,
@@ -114,9 +115,10 @@ void BM_Pass(benchmark::State& state, MakeProblem make, int threads) {
 }
 
 void Solve(benchmark::State& state, const OffsetProblem& problem, OffsetStrategy strategy,
-           double time_limit_seconds) {
+           double time_limit_seconds, int threads = 1) {
   OffsetSolveOptions options;
   options.time_limit_seconds = time_limit_seconds;
+  options.threads = threads;
   OffsetSolution solution;
   double seconds = 0;
   for (auto _ : state) {
@@ -135,7 +137,7 @@ void BM_Auto(benchmark::State& state, MakeProblem make) {
 }
 
 void BM_Guillotine(benchmark::State& state, int64_t records, uint64_t seed,
-                   OffsetStrategy strategy, double time_limit_seconds) {
+                   OffsetStrategy strategy, double time_limit_seconds, int threads) {
   graph::GuillotineWorkload w;
   w.records = records;
   w.seed = seed;
@@ -143,7 +145,7 @@ void BM_Guillotine(benchmark::State& state, int64_t records, uint64_t seed,
   absl::StatusOr<OffsetProblem> problem = OffsetProblemFromRecords(instance.records, 1);
   MG_CHECK(problem.ok());
   MG_CHECK(OffsetLowerBound(*problem) == instance.optimum);
-  Solve(state, *problem, strategy, time_limit_seconds);
+  Solve(state, *problem, strategy, time_limit_seconds, threads);
 }
 
 int RegisterAll() {
@@ -161,14 +163,16 @@ int RegisterAll() {
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
   }
-  for (int64_t records : {60, 120, 240, 500, 1000, 2000}) {
-    for (uint64_t seed : {1, 2}) {
-      for (const auto& [planner, strategy, limit] :
-           {std::tuple{"auto", OffsetStrategy::kAuto, 2.0},
-            std::tuple{"exact", OffsetStrategy::kExact, 10.0}}) {
-        benchmark::RegisterBenchmark(
-            absl::StrCat("guillotine/", records, "/", seed, "/", planner).c_str(),
-            BM_Guillotine, records, seed, strategy, limit)
+  for (int64_t records : {60, 120, 240, 500, 700, 1000, 2000}) {
+    for (uint64_t seed : {1, 2, 3}) {
+      for (const auto& [planner, strategy, limit, threads] :
+           {std::tuple{"auto", OffsetStrategy::kAuto, 2.0, 1},
+            std::tuple{"exact", OffsetStrategy::kExact, 10.0, 1},
+            std::tuple{"exact", OffsetStrategy::kExact, 10.0, 2}}) {
+        benchmark::RegisterBenchmark(absl::StrCat("guillotine/", records, "/", seed, "/", planner,
+                                                  "/threads:", threads)
+                                         .c_str(),
+                                     BM_Guillotine, records, seed, strategy, limit, threads)
             ->Iterations(1)
             ->Unit(benchmark::kMillisecond);
       }

@@ -386,14 +386,14 @@ TEST(PerfectPackingTest, TooLargeIsNotSearched) {
   }
 }
 
-// A path as deep as the problem has items: one section, 6,001 items stacked in it, on one
+// A path as deep as the problem has items: one section, 3,001 items stacked in it, on one
 // thread and on two (rounds on threads of their own). Each node scans every item of the
 // section, so a path deep enough to need more than a default 8 MiB stack would make a slow
 // test; tests/util/deep_stack_test.cc checks that the threads get the stack they ask for.
 TEST(PerfectPackingTest, DeepPathRuns) {
   OffsetProblem p;
   p.num_steps = 1;
-  for (int k = 0; k < 6000; ++k) p.items.push_back(Item(0, 0, 1 + k % 2));
+  for (int k = 0; k < 3000; ++k) p.items.push_back(Item(0, 0, 1 + k % 2));
   p.items.push_back(Item(0, 0, 7));
   for (int threads : {1, 2}) {
     absl::StatusOr<PerfectPacking> r =
