@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "util/limits.h"
 
 namespace memonger::graph {
 
@@ -76,7 +77,7 @@ absl::Status ParseDimRange(absl::string_view text, SymbolBox& box) {
   const size_t dots = eq == absl::string_view::npos ? eq : text.find("..", eq);
   auto malformed = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--dim '", text, "': ", why, " (expected SYMBOL=LO..HI)"));
+        absl::StrCat("--dim '", util::Quote(text), "': ", why, " (expected SYMBOL=LO..HI)"));
   };
   if (dots == absl::string_view::npos) return malformed("not a range");
   const std::string symbol(absl::StripAsciiWhitespace(text.substr(0, eq)));

@@ -225,6 +225,11 @@ TEST(SymbolBox, ParsesRanges) {
   EXPECT_FALSE(ParseDimRange("M=-1..2", box).ok());      // negative
   EXPECT_FALSE(ParseDimRange("2M=1..2", box).ok());      // not a symbol
   EXPECT_FALSE(ParseDimRange("M=1..x", box).ok());
+  // A range quotes its text on one line (a fuzzed --dim held newlines).
+  const absl::Status newline = ParseDimRange("a\nb=1..2", box);
+  EXPECT_FALSE(newline.ok());
+  EXPECT_EQ(newline.message().find('\n'), absl::string_view::npos) << newline;
+  EXPECT_NE(newline.message().find("a\\nb"), absl::string_view::npos) << newline;
   EXPECT_TRUE(IsDimRange("N=1..2"));
   EXPECT_FALSE(IsDimRange("N=12"));
   EXPECT_TRUE(box.Contains({{"N", 256}, {"B", 64}}));
