@@ -4,9 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -31,7 +33,7 @@ constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max();
 // width), T = the largest unplaced total over the item's sections; each descending, ties by
 // item index.
 constexpr const char* kPreorders[] = {"WAT", "TAW", "TWA"};
-constexpr int kNumPreorders = 3;
+constexpr int kNumPreorders = static_cast<int>(std::size(kPreorders));
 
 // A search counts its nodes into the shared budget, reads the clock and polls its stop flag
 // once per this many nodes.
@@ -793,46 +795,42 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
   // A feasible probe lowers best and high, an infeasible one raises low; false on timeout.
   auto probe = [&](int64_t capacity, int64_t limit, DecisionSearch::Outcome& outcome) {
     budget.SetProbe(low, best.height, capacity);
-    // The preorders in turn; the first that settles the probe answers it (util/ordered_race.h:
-    // side by side, the answer is the same).
-    std::vector<int64_t> found;  // search item -> offset, from the answering preorder
+    // The preorders in turn; the first that settles the probe answers it. Side by side
+    // (util/ordered_race.h) the answer is the same; in turn they share one search object, since
+    // building one copies the section lists.
     const bool side_by_side = options.threads > 1 && limit >= options.min_nodes_side_by_side &&
                               memberships <= kMaxParallelMemberships;
-    if (!side_by_side) {
-      DecisionSearch search(prepared, capacity, budget);
-      outcome = DecisionSearch::Outcome::kNodeLimit;
-      for (int k = 0; k < kNumPreorders && outcome == DecisionSearch::Outcome::kNodeLimit; ++k) {
-        outcome = search.Run(limit, k);
-      }
-      if (outcome == DecisionSearch::Outcome::kFeasible) found = search.offsets();
+    std::optional<DecisionSearch> shared;
+    if (!side_by_side) shared.emplace(prepared, capacity, budget);
+    std::vector<DecisionSearch::Outcome> outcomes(kNumPreorders,
+                                                  DecisionSearch::Outcome::kNodeLimit);
+    std::vector<std::vector<int64_t>> plans(kNumPreorders);  // search item -> offset
+    const int first = util::RaceInOrder(
+        side_by_side ? options.threads : 1, stack_bytes, kNumPreorders,
+        [&](int k, const util::RaceStop& stop) {
+          std::optional<DecisionSearch> own;
+          DecisionSearch& search =
+              shared ? *shared : own.emplace(prepared, capacity, budget, &stop);
+          outcomes[k] = search.Run(limit, k);
+          if (outcomes[k] == DecisionSearch::Outcome::kFeasible) plans[k] = search.offsets();
+          if (outcomes[k] == DecisionSearch::Outcome::kNodeLimit) return util::TaskEnd::kUndecided;
+          if (outcomes[k] != DecisionSearch::Outcome::kTimeout) return util::TaskEnd::kDecisive;
+          // In turn, the time limit ends the probe; side by side, a later preorder may have
+          // settled it before the limit came.
+          return side_by_side ? util::TaskEnd::kUndecided : util::TaskEnd::kNoMore;
+        });
+    if (first < kNumPreorders) {
+      outcome = outcomes[first];
     } else {
-      std::vector<DecisionSearch::Outcome> outcomes(kNumPreorders,
-                                                    DecisionSearch::Outcome::kNodeLimit);
-      std::vector<std::vector<int64_t>> plans(kNumPreorders);
-      const int first = util::RaceInOrder(
-          options.threads, stack_bytes, kNumPreorders, [&](int k, const util::RaceStop& stop) {
-            DecisionSearch search(prepared, capacity, budget, &stop);
-            outcomes[k] = search.Run(limit, k);
-            if (outcomes[k] == DecisionSearch::Outcome::kFeasible) plans[k] = search.offsets();
-            // A timeout settles nothing: a later preorder may have found a plan by then.
-            return outcomes[k] == DecisionSearch::Outcome::kNodeLimit ||
-                           outcomes[k] == DecisionSearch::Outcome::kTimeout
-                       ? util::TaskEnd::kUndecided
-                       : util::TaskEnd::kDecisive;
-          });
-      if (first < kNumPreorders) {
-        outcome = outcomes[first];
-        found = std::move(plans[first]);
-      } else {
-        outcome = std::count(outcomes.begin(), outcomes.end(), DecisionSearch::Outcome::kTimeout)
-                      ? DecisionSearch::Outcome::kTimeout
-                      : DecisionSearch::Outcome::kNodeLimit;
-      }
+      outcome = std::count(outcomes.begin(), outcomes.end(), DecisionSearch::Outcome::kTimeout)
+                    ? DecisionSearch::Outcome::kTimeout
+                    : DecisionSearch::Outcome::kNodeLimit;
     }
     if (outcome == DecisionSearch::Outcome::kTimeout) return false;
     if (outcome == DecisionSearch::Outcome::kInfeasible) low = capacity + granule;
     if (outcome == DecisionSearch::Outcome::kFeasible) {
       std::vector<int64_t> offsets(problem.items.size(), 0);
+      const std::vector<int64_t>& found = plans[first];
       for (size_t k = 0; k < prepared.original.size(); ++k) {
         MG_CHECK(found[k] != kNoOffset);
         offsets[prepared.original[k]] = found[k];

@@ -105,11 +105,6 @@ class Search {
 
   PerfectPacking Run() {
     PerfectPacking result;
-    if (sec_.count == 0) {
-      result.outcome = PerfectPacking::kFound;
-      result.offsets = offsets_;
-      return result;
-    }
     // The empty skyline: every run between walls is a well.
     for (int s = 0; s < sec_.count; ++s) {
       if (!Wall(s) && Separated(s - 1) && !WellOk(s)) {
@@ -350,13 +345,6 @@ constexpr size_t kStackBytesPerItem = 2048;
 // Rounds are numbered in an int; a deadline or the node limit ends them long before.
 constexpr int kMaxRounds = 1 << 30;
 
-// Round k's node limit, and the nodes the rounds before it take where each runs out of nodes
-// (limit + 1: a round stops at its first node over the limit). Both depend on k alone, so the
-// rounds can run side by side and still count as the serial loop does.
-struct RoundBudget {
-  int64_t limit = 0;  // <= 0: the rounds before it used up node_limit
-  int64_t used = 0;
-};
 // The Luby sequence (1-based): 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ... Restarts whose lengths follow it
 // are within a logarithmic factor of the best fixed restart length for any heavy-tailed run
 // time (Luby, Sinclair and Zuckerman, 1993), which no one can know in advance.
@@ -369,18 +357,21 @@ int64_t Luby(int64_t i) {
   }
 }
 
-RoundBudget BudgetOf(int round, int64_t first_limit, int64_t node_limit) {
-  RoundBudget b;
-  for (int r = 0; r <= round; ++r) {
+// Round k's node limit: its term of the restart schedule, cut to what the rounds before it
+// leave of `node_limit` where each of them ran out of nodes (a round stops at its first node
+// over its limit, so it takes limit + 1). It depends on k alone, so the rounds can run side by
+// side and still count as the serial loop does; <= 0 where the rounds before used it all.
+int64_t RoundLimit(int round, int64_t first_limit, int64_t node_limit) {
+  int64_t used = 0;  // by the rounds before `round`
+  for (int r = 0;; ++r) {
     // Rounds come in pairs (forwards, backwards), each pair one term of the Luby sequence.
     const int64_t luby = Luby(r / 2 + 1);
     const int64_t round_limit =
         luby > (int64_t{1} << 60) / first_limit ? int64_t{1} << 60 : first_limit * luby;
-    b.limit = std::min(round_limit, node_limit - b.used);
-    if (r == round || b.limit <= 0) break;
-    b.used = b.limit >= node_limit - b.used ? node_limit : b.used + b.limit + 1;
+    const int64_t limit = std::min(round_limit, node_limit - used);
+    if (r == round || limit <= 0) return limit;
+    used = limit >= node_limit - used ? node_limit : used + limit + 1;
   }
-  return b;
 }
 
 }  // namespace
@@ -426,21 +417,21 @@ absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
   int last = 0;
   MG_RETURN_IF_ERROR(util::RunWithStack(stack_bytes, [&] {
     last = util::RaceInOrder(
-      threads, stack_bytes, kMaxRounds, [&](int round, const util::RaceStop& stop) {
-        const RoundBudget budget = BudgetOf(round, first_limit, node_limit);
-        if (budget.limit <= 0 || (deadline.has_value() && Clock::now() >= *deadline)) {
-          return util::TaskEnd::kNoMore;
-        }
-        PerfectPacking result = Search(problem, round % 2 == 0 ? sections : reversed,
-                                       lower_bound, deadline, budget.limit, round / 2, &stop)
-                                    .Run();
-        const util::TaskEnd end = result.outcome == PerfectPacking::kStopped
-                                      ? util::TaskEnd::kUndecided
-                                      : util::TaskEnd::kDecisive;
-        const std::lock_guard<std::mutex> lock(mutex);
-        results[round] = std::move(result);
-        return end;
-      });
+        threads, stack_bytes, kMaxRounds, [&](int round, const util::RaceStop& stop) {
+          const int64_t limit = RoundLimit(round, first_limit, node_limit);
+          if (limit <= 0 || (deadline.has_value() && Clock::now() >= *deadline)) {
+            return util::TaskEnd::kNoMore;
+          }
+          PerfectPacking result = Search(problem, round % 2 == 0 ? sections : reversed,
+                                         lower_bound, deadline, limit, round / 2, &stop)
+                                      .Run();
+          const util::TaskEnd end = result.outcome == PerfectPacking::kStopped
+                                        ? util::TaskEnd::kUndecided
+                                        : util::TaskEnd::kDecisive;
+          const std::lock_guard<std::mutex> lock(mutex);
+          results[round] = std::move(result);
+          return end;
+        });
   }));
   PerfectPacking answer;
   answer.outcome = PerfectPacking::kStopped;
