@@ -182,14 +182,14 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     if (v.version > 0) {
       // Every version, the same declaration.
       v.declared = g.values_[g.versions_.Versions(v.name).front()].declared;
-    } else if (!declarations_.empty()) {
-      // Build() consumes the builder: the first version takes the declaration itself.
-      if (auto it = declarations_.find(v.name); it != declarations_.end()) {
-        v.declared = std::move(it->second);
-      }
     }
-    if (!alignments_.empty()) {
-      if (auto it = alignments_.find(v.name); it != alignments_.end()) v.alignment = it->second;
+    if (!facts_.empty()) {
+      if (auto it = facts_.find(v.name); it != facts_.end()) {
+        NameFacts& facts = it->second;
+        // Build() consumes the builder: the first version takes the declaration itself.
+        if (v.version == 0 && facts.declared) v.declared = std::move(facts.declaration);
+        v.alignment = facts.alignment;
+      }
     }
     return id;
   };
@@ -361,9 +361,9 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   for (ValueId id : g.outputs_) {
     if (g.values_[id].producer != kNone) g.values_[id].role = Role::kOutput;
   }
-  for (Value& v : g.values_) {
-    if (auto it = roles_.find(v.name); it != roles_.end()) {
-      v.role = it->second;
+  for (Value& v : facts_.empty() ? absl::Span<Value>() : absl::MakeSpan(g.values_)) {
+    if (auto it = facts_.find(v.name); it != facts_.end() && it->second.role.has_value()) {
+      v.role = *it->second.role;
       v.role_declared = true;
     }
   }
@@ -378,9 +378,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   // The builder's own storage is spent: released now, so that what follows (and shape
   // inference after Build()) reuses its memory. (Assigning `{}` would clear and keep the
   // capacity: the specs' buffer of a million-op net, a quarter of a gigabyte.)
-  roles_ = decltype(roles_)();
-  declarations_ = decltype(declarations_)();
-  alignments_ = decltype(alignments_)();
+  facts_ = decltype(facts_)();
 
   // Consumers, each op once, ascending.
   for (OpId i = 0; i < g.num_ops(); ++i) {

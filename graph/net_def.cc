@@ -333,7 +333,7 @@ proto::NetDef GraphToNetDef(const Graph& graph) {
     proto::OperatorDef* def = net.add_op();
     def->set_name(op.name);
     def->set_type(op.type);
-    if (!op.domain.empty()) def->set_domain(op.domain);
+    if (!op.domain.empty()) def->set_domain(op.domain.str());
     for (ValueId in : op.inputs) def->add_input(graph.value(in).name);
     for (ValueId out : op.outputs) def->add_output(graph.value(out).name);
     for (ValueId c : op.control_inputs) def->add_control_input(graph.value(c).name);
@@ -342,7 +342,7 @@ proto::NetDef GraphToNetDef(const Graph& graph) {
       def->mutable_device_option()->set_device_type(op.device.type);
       def->mutable_device_option()->set_device_id(op.device.id);
     }
-    if (!op.engine.empty()) def->set_engine(op.engine);
+    if (!op.engine.empty()) def->set_engine(op.engine.str());
     if (op.is_gradient_op) def->set_is_gradient_op(true);
     if (op.view) def->set_view(true);
   }

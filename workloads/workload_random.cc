@@ -496,9 +496,10 @@ absl::StatusOr<RandomWorkload> ParseRandomWorkload(const WorkloadSpec& spec) {
   // Bounds keep every element count far from int64 overflow (the widest value, an attention
   // mixer's [batch, t, t] scores, stays below 2^56 bytes); bytes are checked again by shape
   // inference.
-  // 2^20 ops take about 2 GB and 19 s to plan (BENCHMARKS.md); 2^22 grew past 8 GB, which is
-  // an out-of-memory death on most machines rather than an answer.
-  MG_ASSIGN_OR_RETURN(w.ops, params.Int("ops", w.ops, 3, int64_t{1} << 20));
+  // 2^22 ops take about 4 GB and 27 s to load and plan (BENCHMARKS.md). A training net is
+  // about three times the ops and values of its forward pass: it stops at 2^20 forward ops,
+  // beyond which its memory would be an out-of-memory death on most machines, not an answer.
+  MG_ASSIGN_OR_RETURN(w.ops, params.Int("ops", w.ops, 3, kMaxRandomOps));
   MG_ASSIGN_OR_RETURN(int64_t seed, params.Int("seed", static_cast<int64_t>(w.seed), 0));
   w.seed = static_cast<uint64_t>(seed);
   MG_ASSIGN_OR_RETURN(w.batch, params.Int("batch", w.batch, 1, int64_t{1} << 20));
@@ -511,6 +512,11 @@ absl::StatusOr<RandomWorkload> ParseRandomWorkload(const WorkloadSpec& spec) {
   MG_ASSIGN_OR_RETURN(w.dtype, params.FloatType("dtype", "fp32"));
   MG_ASSIGN_OR_RETURN(w.training, params.Training());
   MG_RETURN_IF_ERROR(params.Finish());
+  if (w.training && w.ops > kMaxRandomTrainingOps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "random workload: ops=", w.ops, " is out of range for mode=training (3 to ",
+        kMaxRandomTrainingOps, ": the backward pass triples the net)"));
+  }
   if (w.width % kUnitsPerWidth != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("random workload: width=", w.width, " is not a multiple of 4"));

@@ -77,8 +77,14 @@ struct RandomWorkload {
   bool training = false;
 };
 
-// InvalidArgument for unknown keys, values out of range (ops >= 3; seed >= 0; batch, branches,
-// reach >= 1; width a multiple of 4 from 4; skip, inplace, dead in 0..100) or unknown choices.
+// The most forward ops a spec may ask for: 2^22 (about 4 GB to plan), and 2^20 with
+// mode=training, whose backward pass triples the net.
+inline constexpr int64_t kMaxRandomOps = int64_t{1} << 22;
+inline constexpr int64_t kMaxRandomTrainingOps = int64_t{1} << 20;
+
+// InvalidArgument for unknown keys, values out of range (ops in 3..kMaxRandomOps, or
+// kMaxRandomTrainingOps with mode=training; seed >= 0; batch, branches, reach >= 1; width a
+// multiple of 4 from 4; skip, inplace, dead in 0..100) or unknown choices.
 absl::StatusOr<RandomWorkload> ParseRandomWorkload(const WorkloadSpec& spec);
 
 // The net, typed (shape inference done); with its backward ops when `training`.

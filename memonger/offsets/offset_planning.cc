@@ -91,8 +91,19 @@ absl::StatusOr<std::vector<DeviceOffsetProblem>> OffsetProblemsFor(const graph::
     return absl::InvalidArgumentError(
         absl::StrCat("alignment ", alignment, " is not a power of two >= 1"));
   }
-  // Device-major: std::map over (type, id).
+  // Device-major: std::map over (type, id). Each problem's items are counted first: grown by
+  // doubling, the item list of a million-value graph held up to twice its size through planning.
   std::map<std::pair<int, int>, DeviceOffsetProblem> by_device;
+  std::map<std::pair<int, int>, size_t> item_count;
+  for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
+    if (!liveness.planned[id] || liveness.alias_root[id] != id) continue;
+    ++item_count[{liveness.device[id].type, liveness.device[id].id}];
+  }
+  for (const auto& [key, count] : item_count) {
+    DeviceOffsetProblem& p = by_device[key];
+    p.problem.items.reserve(count);
+    p.roots.reserve(count);
+  }
   for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
     if (!liveness.planned[id] || liveness.alias_root[id] != id) continue;
     int64_t item_alignment = alignment;
