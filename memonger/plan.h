@@ -17,6 +17,7 @@
 #include "graph/graph.h"
 #include "memonger/liveness.h"
 #include "memonger/schedule.h"
+#include "util/boxed.h"
 
 namespace memonger {
 
@@ -27,8 +28,9 @@ struct PlanBuffer {
   int64_t size = 0;    // bytes: at least every member's bytes
   graph::Device device;
   // The blob name a name-based runtime gives this buffer, as the planner chose it (the memonger
-  // baselines name buffers the way Caffe2's memonger does); empty: RewriteNet's own rule.
-  std::string blob_name;
+  // baselines name buffers the way Caffe2's memonger does); empty: RewriteNet's own rule. A
+  // pointer while empty: the offset planners' million buffers name none.
+  util::RareString blob_name;
 };
 
 struct PlanStep {
