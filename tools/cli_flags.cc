@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "memonger/planner.h"
+#include "workloads/workload_spec.h"
 #include "util/bytes.h"
 #include "util/file_io.h"
 #include "util/status_macros.h"
@@ -134,6 +135,16 @@ absl::Status CheckFlags(Flags& flags) {
   }
   if (!flags.fit.empty() && flags.budget < 0) {
     return absl::InvalidArgumentError("--fit needs --budget");
+  }
+  if (!flags.fit.empty() && !flags.workload.empty()) {
+    // A key the workload does not have would be refused at every size, which the search would
+    // report as "nothing fits". (A bad spec is reported where it is built.)
+    if (absl::StatusOr<graph::WorkloadSpec> spec = graph::ParseWorkloadSpec(flags.workload);
+        spec.ok()) {
+      if (absl::Status key = graph::CheckWorkloadKey(*spec, flags.fit); !key.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("--fit: ", key.message()));
+      }
+    }
   }
   if (!flags.fit.empty() && (!flags.compare.empty() || !flags.variants.empty() ||
                              !flags.plan_in.empty() || flags.execute != "none")) {

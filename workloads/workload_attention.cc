@@ -116,8 +116,7 @@ void WriteBlock(NetWriter& net, const AttentionWorkload& w, int block, const std
 }  // namespace
 
 absl::StatusOr<AttentionWorkload> ParseAttentionWorkload(const WorkloadSpec& spec) {
-  WorkloadParams params(spec, {"n", "cls", "batch", "dim", "heads", "depth", "mlp", "dtype",
-                               "kernel", "bias", "bias_dtype", "bias_pad", "broadcast", "mode"});
+  WorkloadParams params(spec, WorkloadKeys("attention"));
   AttentionWorkload w;
   // Bounds keep every tensor's element count far from int64 overflow; bytes are checked again
   // by shape inference.

@@ -24,7 +24,7 @@ struct Piece {
 }  // namespace
 
 absl::StatusOr<GuillotineWorkload> ParseGuillotineWorkload(const WorkloadSpec& spec) {
-  WorkloadParams params(spec, {"records", "seed", "steps", "height", "unit"});
+  WorkloadParams params(spec, WorkloadKeys("guillotine"));
   GuillotineWorkload w;
   MG_ASSIGN_OR_RETURN(w.records, params.Int("records", w.records, 1, util::kMaxValues));
   MG_ASSIGN_OR_RETURN(int64_t seed, params.Int("seed", static_cast<int64_t>(w.seed), 0));

@@ -490,8 +490,7 @@ class RandomNet {
 }  // namespace
 
 absl::StatusOr<RandomWorkload> ParseRandomWorkload(const WorkloadSpec& spec) {
-  WorkloadParams params(spec, {"ops", "seed", "batch", "width", "branches", "skip", "reach",
-                               "inplace", "dead", "dtype", "mode"});
+  WorkloadParams params(spec, WorkloadKeys("random"));
   RandomWorkload w;
   // Bounds keep every element count far from int64 overflow (the widest value, an attention
   // mixer's [batch, t, t] scores, stays below 2^56 bytes); bytes are checked again by shape

@@ -76,8 +76,7 @@ std::vector<std::pair<int, int>> StageEdges(const RandWireWorkload& w, util::Spl
 }  // namespace
 
 absl::StatusOr<RandWireWorkload> ParseRandWireWorkload(const WorkloadSpec& spec) {
-  WorkloadParams params(spec, {"nodes", "k", "p", "stages", "seed", "batch", "width", "dtype",
-                               "mode"});
+  WorkloadParams params(spec, WorkloadKeys("randwire"));
   RandWireWorkload w;
   MG_ASSIGN_OR_RETURN(w.nodes, params.Int("nodes", w.nodes, 3, 4096));
   MG_ASSIGN_OR_RETURN(w.k, params.Int("k", w.k, 2, 4094));

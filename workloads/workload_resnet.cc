@@ -51,7 +51,7 @@ class ResnetWriter {
 }  // namespace
 
 absl::StatusOr<Graph> BuildResnet50(const WorkloadSpec& spec) {
-  WorkloadParams params(spec, {"batch", "image", "classes", "mode"});
+  WorkloadParams params(spec, WorkloadKeys("resnet50"));
   MG_ASSIGN_OR_RETURN(int64_t batch, params.Int("batch", 32, 1, 1 << 16));
   MG_ASSIGN_OR_RETURN(int64_t image, params.Int("image", 224, 32, 1 << 14));
   MG_ASSIGN_OR_RETURN(int64_t classes, params.Int("classes", 1000, 1, 1 << 20));

@@ -7,9 +7,41 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
+
+const std::vector<std::string>& WorkloadKeys(absl::string_view kind) {
+  using Keys = std::vector<std::pair<absl::string_view, std::vector<std::string>>>;
+  static const Keys* const kKeys = new Keys{
+      {"attention",
+       {"n", "cls", "batch", "dim", "heads", "depth", "mlp", "dtype", "kernel", "bias",
+        "bias_dtype", "bias_pad", "broadcast", "mode"}},
+      {"guillotine", {"records", "seed", "steps", "height", "unit"}},
+      {"mlp", {"layers", "batch", "dim", "classes", "mode"}},
+      {"random",
+       {"ops", "seed", "batch", "width", "branches", "skip", "reach", "inplace", "dead", "dtype",
+        "mode"}},
+      {"randwire", {"nodes", "k", "p", "stages", "seed", "batch", "width", "dtype", "mode"}},
+      {"resnet50", {"batch", "image", "classes", "mode"}},
+  };
+  static const std::vector<std::string>* const kNone = new std::vector<std::string>();
+  for (const auto& [name, keys] : *kKeys) {
+    if (name == kind) return keys;
+  }
+  return *kNone;
+}
+
+absl::Status CheckWorkloadKey(const WorkloadSpec& spec, absl::string_view key) {
+  const std::vector<std::string>& keys = WorkloadKeys(spec.kind);
+  if (keys.empty() || std::find(keys.begin(), keys.end(), key) != keys.end()) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(spec.kind, " workload: no key '",
+                                                 util::Quote(key), "' (known: ",
+                                                 absl::StrJoin(keys, ", "), ")"));
+}
 
 absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(absl::string_view text) {
   const absl::string_view stripped = absl::StripAsciiWhitespace(text);

@@ -1,7 +1,7 @@
 // Workload specs: "kind:key=value,key=value,...", the argument of `optimize-net --workload`.
 //
 //   MG_ASSIGN_OR_RETURN(WorkloadSpec spec, ParseWorkloadSpec("attention:n=18000,kernel=math"));
-//   WorkloadParams params(spec, {"n", "kernel", ...});      // the keys the workload knows
+//   WorkloadParams params(spec, WorkloadKeys("attention"));  // the keys the workload knows
 //   MG_ASSIGN_OR_RETURN(int64_t n, params.Int("n", 18000, /*min=*/1));
 //   MG_RETURN_IF_ERROR(params.Finish());                    // InvalidArgument on unknown keys
 //
@@ -36,6 +36,15 @@ std::string WorkloadSpecToString(const WorkloadSpec& spec);
 
 // The spec with `key` set to `value` (replaced in place when present, else appended).
 WorkloadSpec WithParam(WorkloadSpec spec, absl::string_view key, absl::string_view value);
+
+// The keys each workload kind accepts, in the order its messages list them (one table, read by
+// the kinds' parsers and by --fit's check); empty for an unknown kind.
+const std::vector<std::string>& WorkloadKeys(absl::string_view kind);
+
+// InvalidArgument unless `key` is one of the spec's kind's keys (`--fit KEY` with a workload):
+// "attention workload: no key 'zz' (known: n, cls, ...)", the key quoted (util::Quote). OK for an unknown kind, whose own
+// error comes when it is built.
+absl::Status CheckWorkloadKey(const WorkloadSpec& spec, absl::string_view key);
 
 // Typed reads of a spec's parameters. Every read names the workload and key in its errors.
 class WorkloadParams {

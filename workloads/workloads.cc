@@ -17,7 +17,7 @@ namespace memonger::graph {
 namespace {
 
 absl::StatusOr<Graph> BuildMlp(const WorkloadSpec& spec) {
-  WorkloadParams params(spec, {"layers", "batch", "dim", "classes", "mode"});
+  WorkloadParams params(spec, WorkloadKeys("mlp"));
   MG_ASSIGN_OR_RETURN(int64_t layers, params.Int("layers", 3, 1, 1 << 16));
   MG_ASSIGN_OR_RETURN(int64_t batch, params.Int("batch", 4, 1, 1 << 24));
   MG_ASSIGN_OR_RETURN(int64_t dim, params.Int("dim", 10, 1, 1 << 20));

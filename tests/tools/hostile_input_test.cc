@@ -308,6 +308,10 @@ std::vector<HostileCase> Cases() {
   flag("recompute_inference", "--recompute sqrt", kBad, "--recompute is for training nets");
   flag("recompute_auto_no_budget", "--recompute auto", kUsage, "--recompute auto needs --budget");
   flag("fit_no_budget", "--fit N", kUsage, "--fit needs --budget");
+  // A workload key that does not exist would be refused at every size: a usage error, not
+  // "nothing fits" (exit 3, as it was).
+  c.push_back({"flag_fit_unknown_key", {}, "--workload attention:n=64 --fit zz --budget 1MiB",
+               kUsage, "--fit: attention workload: no key 'zz' (known: n, cls, batch,"});
   flag("fit_with_execute", "--fit N --budget 1MiB --execute host", kUsage, "--fit plans many sizes");
   flag("outputs_out_without_execute", "--outputs-out {dir}/o", kUsage, "--outputs-out needs --execute");
   flag("loss_in_inference", "--loss y", kBad, "--loss needs --mode training");

@@ -58,6 +58,24 @@ INSTANTIATE_TEST_SUITE_P(
                       BadSpec{"twice", "attention:n=5,n=6", "key 'n' is given twice"}),
     [](const ::testing::TestParamInfo<BadSpec>& info) { return info.param.name; });
 
+TEST(WorkloadKeysTest, EachKindListsItsKeys) {
+  EXPECT_THAT(WorkloadKeys("random"), ::testing::Contains("ops"));
+  EXPECT_THAT(WorkloadKeys("attention"), ::testing::Contains("n"));
+  EXPECT_TRUE(WorkloadKeys("nosuch").empty());
+
+  const WorkloadSpec attention = *ParseWorkloadSpec("attention:n=64");
+  EXPECT_TRUE(CheckWorkloadKey(attention, "batch").ok());
+  const absl::Status unknown = CheckWorkloadKey(attention, "zz");
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(unknown.message()),
+              HasSubstr("attention workload: no key 'zz' (known: n, cls, batch, dim,"));
+  // A key holding a newline is quoted: the message stays one line.
+  EXPECT_THAT(std::string(CheckWorkloadKey(attention, "a\nb").message()),
+              ::testing::Not(HasSubstr("\n")));
+  // An unknown kind is reported where it is built, with the known kinds.
+  EXPECT_TRUE(CheckWorkloadKey(*ParseWorkloadSpec("nosuch:x=1"), "x").ok());
+}
+
 TEST(WorkloadParamsTest, TypedReadsAndUnknownKeys) {
   const WorkloadSpec spec = *ParseWorkloadSpec("demo:n=12,kernel=fast,x=1");
   WorkloadParams params(spec, {"n", "kernel", "depth"});

@@ -1,7 +1,10 @@
 #include "workloads/workloads.h"
 
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "graph/tensor_type.h"
 #include "gtest/gtest.h"
@@ -74,6 +77,22 @@ TEST(WorkloadsTest, UnknownKindsAndKeysAreErrors) {
   absl::StatusOr<Graph> training = Build("mlp:mode=training");
   ASSERT_TRUE(training.ok()) << training.status();
   EXPECT_EQ(training->param_grads().size(), 8u);
+}
+
+// Every kind's parser reads the one table of keys (WorkloadKeys), which --fit checks against:
+// its unknown-key message lists exactly the table's keys.
+TEST(WorkloadsTest, EveryKindAcceptsTheKeysItsTableLists) {
+  for (const std::string kind : {"attention", "guillotine", "mlp", "random", "randwire",
+                                 "resnet50"}) {
+    SCOPED_TRACE(kind);
+    const std::vector<std::string>& keys = WorkloadKeys(kind);
+    ASSERT_FALSE(keys.empty());
+    absl::StatusOr<Graph> g = Build(kind + ":nosuchkey=1");
+    ASSERT_FALSE(g.ok());
+    EXPECT_THAT(std::string(g.status().message()),
+                HasSubstr(absl::StrCat("unknown key 'nosuchkey' (known: ", absl::StrJoin(keys, ", "),
+                                       ")")));
+  }
 }
 
 }  // namespace
