@@ -151,8 +151,18 @@ void GraphBuilder::AddOp(OpSpec spec) {
   op.engine = std::move(spec.engine);
   op.is_gradient_op = spec.is_gradient_op;
   op.view = spec.view;
-  op_names_.push_back(OpNames{std::move(spec.inputs), std::move(spec.outputs),
-                              std::move(spec.control_inputs)});
+  OpNameCounts& counts = op_name_counts_.emplace_back();
+  counts.inputs = AddNames(spec.inputs);
+  counts.outputs = AddNames(spec.outputs);
+  counts.control_inputs = AddNames(spec.control_inputs);
+}
+
+uint32_t GraphBuilder::AddNames(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    name_chars_.append(name);
+    name_ends_.push_back(name_chars_.size());
+  }
+  return static_cast<uint32_t>(names.size());  // a vector of 2^32 strings does not fit memory
 }
 
 absl::StatusOr<Graph> GraphBuilder::Build() && {
@@ -168,7 +178,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   // Sized up front: a million values moved on every growth of these vectors, and a map rehashed
   // as it grows, were a large part of building a big graph.
   size_t value_count = external_inputs_.size();
-  for (const OpNames& names : op_names_) value_count += names.outputs.size();
+  for (const OpNameCounts& counts : op_name_counts_) value_count += counts.outputs;
   g.values_.reserve(value_count);
   g.versions_ = NameIndex(g.values_.data(), value_count);
   // `name` is taken by value: an op's output name is moved into its value, not copied.
@@ -197,36 +207,41 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   // Ops have a handful of inputs and outputs: below this many, a linear scan beats a hash set
   // (no allocation per op, which dominated building a graph of a million values).
   constexpr size_t kLinearScan = 16;
+  // Each op's names start where the previous op's end: inputs, outputs, control inputs.
+  size_t first_name = 0;
   for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
     Op& op = ops_[i];
-    const OpNames& names = op_names_[i];
+    const OpNameCounts& counts = op_name_counts_[i];
+    const size_t first_output = first_name + counts.inputs;
     if (op.type.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("op #", i, " ('", op.name, "') has no type"));
     }
     if (op.name.empty()) op.name = absl::StrCat(op.type, "_", i);
     absl::flat_hash_set<absl::string_view> seen;
-    const std::vector<std::string>& outputs = names.outputs;
-    for (size_t k = 0; k < outputs.size(); ++k) {
-      const std::string& out = outputs[k];
+    for (size_t k = 0; k < counts.outputs; ++k) {
+      const absl::string_view out = Name(first_output + k);
       if (out.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat(op.type, " op '", op.name, "' has an output with an empty name"));
       }
-      const bool twice =
-          outputs.size() <= kLinearScan
-              ? std::find(outputs.begin(), outputs.begin() + k, out) != outputs.begin() + k
-              : !seen.insert(out).second;
+      bool twice = false;
+      if (counts.outputs <= kLinearScan) {
+        for (size_t j = 0; j < k && !twice; ++j) twice = Name(first_output + j) == out;
+      } else {
+        twice = !seen.insert(out).second;
+      }
       if (twice) {
         return absl::InvalidArgumentError(absl::StrCat(op.type, " op '", op.name,
                                                        "' writes output '", out, "' twice"));
       }
     }
-    for (const std::string& in : names.inputs) {
-      if (in.empty()) {
+    for (size_t s = 0; s < counts.inputs; ++s) {
+      if (Name(first_name + s).empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat(op.type, " op '", op.name, "' has an input with an empty name"));
       }
     }
+    first_name = first_output + counts.outputs + counts.control_inputs;
   }
 
   absl::flat_hash_set<absl::string_view> external_set;  // views of external_inputs_
@@ -243,44 +258,51 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     OpId op;
     size_t slot;
     bool control;
-    std::string name;  // the name read (the spec itself is released as it is consumed)
+    std::string name;  // the name read (a copy: the builder's names are released after pass 1)
   };
   std::vector<PendingRead> pending;
   // The latest version of a name written so far is the last of its versions (values are
   // made in program order): the name index answers it, no second map.
-  auto current = [&](const std::string& name) -> ValueId {
+  auto current = [&](absl::string_view name) -> ValueId {
     absl::Span<const ValueId> versions = g.versions_.Versions(name);
     return versions.empty() ? kNone : versions.back();
   };
-  // Build() consumes the builder: its ops become the graph's, and each op's names are released
-  // as they are resolved (the output names move into their values).
+  // Build() consumes the builder: its ops become the graph's, and its names are released once
+  // resolved.
   g.ops_ = std::move(ops_);
   ops_ = std::vector<Op>();
+  first_name = 0;
   for (OpId i = 0; i < g.num_ops(); ++i) {
-    OpNames& spec = op_names_[i];
+    const OpNameCounts& counts = op_name_counts_[i];
+    const size_t first_output = first_name + counts.inputs;
+    const size_t first_control = first_output + counts.outputs;
     Op& op = g.ops_[i];
-    for (size_t s = 0; s < spec.inputs.size(); ++s) {
-      const ValueId in = current(spec.inputs[s]);
+    for (size_t s = 0; s < counts.inputs; ++s) {
+      const absl::string_view name = Name(first_name + s);
+      const ValueId in = current(name);
       op.inputs.push_back(in);
-      if (in == kNone) pending.push_back({i, s, false, spec.inputs[s]});
+      if (in == kNone) pending.push_back({i, s, false, std::string(name)});
     }
-    for (size_t s = 0; s < spec.control_inputs.size(); ++s) {
-      const ValueId in = current(spec.control_inputs[s]);
+    for (size_t s = 0; s < counts.control_inputs; ++s) {
+      const absl::string_view name = Name(first_control + s);
+      const ValueId in = current(name);
       op.control_inputs.push_back(in);
-      if (in == kNone) pending.push_back({i, s, true, spec.control_inputs[s]});
+      if (in == kNone) pending.push_back({i, s, true, std::string(name)});
     }
     // The first input slot of each name, to find in-place writes in O(inputs + outputs) (a
     // linear scan for the usual few inputs).
     absl::flat_hash_map<absl::string_view, size_t> input_slot;
-    const bool scan = spec.inputs.size() <= kLinearScan;
+    const bool scan = counts.inputs <= kLinearScan;
     if (!scan) {
-      for (size_t s = spec.inputs.size(); s-- > 0;) input_slot[spec.inputs[s]] = s;
+      for (size_t s = counts.inputs; s-- > 0;) input_slot[Name(first_name + s)] = s;
     }
-    for (std::string& out : spec.outputs) {
+    for (size_t k = 0; k < counts.outputs; ++k) {
+      const absl::string_view out = Name(first_output + k);
       std::optional<size_t> slot;
       if (scan) {
-        auto at = std::find(spec.inputs.begin(), spec.inputs.end(), out);
-        if (at != spec.inputs.end()) slot = static_cast<size_t>(at - spec.inputs.begin());
+        for (size_t s = 0; s < counts.inputs && !slot; ++s) {
+          if (Name(first_name + s) == out) slot = s;
+        }
       } else if (auto at = input_slot.find(out); at != input_slot.end()) {
         slot = at->second;
       }
@@ -291,13 +313,16 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
             op.type, " op '", op.name, "' writes '", out,
             "' in place, but no earlier op produces it and it is not an external input"));
       }
-      const ValueId id = new_value(std::move(out), i);
+      const ValueId id = new_value(std::string(out), i);
       g.values_[id].inplace_of = overwritten;
       op.outputs.push_back(id);
     }
-    spec = OpNames();
+    first_name = first_control + counts.control_inputs;
   }
-  op_names_ = std::vector<OpNames>();  // `= {}` would keep the capacity
+  // Released, not cleared (`= {}` would keep the capacity).
+  op_name_counts_ = std::vector<OpNameCounts>();
+  name_chars_ = std::string();
+  name_ends_ = std::vector<size_t>();
 
   // Pass 2: reads of names written later in the list (nets not in dependency order), resolved
   // by the writers of each name (built only for such nets).
