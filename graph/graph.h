@@ -84,7 +84,8 @@ struct Declaration {
   util::Boxed<std::vector<DeclaredDim>> dims;
 };
 
-// A million-value graph holds a million of these: fields are ordered so that none pads.
+// A million-value graph holds a million of these: fields are ordered to pad as little as they
+// can (two bytes after role_declared).
 struct Value {
   std::string name;  // the blob name (shared by all versions)
   int32_t version = 0;

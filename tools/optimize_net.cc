@@ -3,8 +3,10 @@
 //
 // Exit codes: 0 success; 1 the input or the run failed (the message on stderr names the file,
 // op or value); 2 usage error; 3 the plan does not fit --budget.
-#include <malloc.h>  // mallopt (glibc)
-#include <unistd.h>
+#include <unistd.h>  // also defines __GLIBC__ on glibc
+#if defined(__GLIBC__)
+#include <malloc.h>  // mallopt
+#endif
 
 #include <filesystem>
 #include <optional>
@@ -678,7 +680,9 @@ int main(int argc, char** argv) {
   // threshold rises to 32 MiB after the first such free, after which a big net's load-time
   // arrays (the builder's names, hash maps) were freed into the heap and left holes the
   // planner's arrays did not fill: 6% of a 2^20-op run's peak (BENCHMARKS.md).
+#if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
   std::variant<Flags, int> parsed =
       memonger::tools::ParseCommandLine(argc, argv, std::cout, std::cerr);
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;

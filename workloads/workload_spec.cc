@@ -12,35 +12,69 @@
 
 namespace memonger::graph {
 
-const std::vector<std::string>& WorkloadKeys(absl::string_view kind) {
-  using Keys = std::vector<std::pair<absl::string_view, std::vector<std::string>>>;
-  static const Keys* const kKeys = new Keys{
+namespace {
+
+struct KindKeys {
+  absl::string_view kind;
+  std::vector<std::string> keys;     // in the order messages list them
+  std::vector<std::string> choices;  // the keys that take a word, not a size
+};
+
+const KindKeys* FindKind(absl::string_view kind) {
+  static const std::vector<KindKeys>* const kKinds = new std::vector<KindKeys>{
       {"attention",
        {"n", "cls", "batch", "dim", "heads", "depth", "mlp", "dtype", "kernel", "bias",
-        "bias_dtype", "bias_pad", "broadcast", "mode"}},
-      {"guillotine", {"records", "seed", "steps", "height", "unit"}},
-      {"mlp", {"layers", "batch", "dim", "classes", "mode"}},
+        "bias_dtype", "bias_pad", "broadcast", "mode"},
+       {"dtype", "kernel", "bias", "bias_dtype", "broadcast", "mode"}},
+      {"guillotine", {"records", "seed", "steps", "height", "unit"}, {}},
+      {"mlp", {"layers", "batch", "dim", "classes", "mode"}, {"mode"}},
       {"random",
        {"ops", "seed", "batch", "width", "branches", "skip", "reach", "inplace", "dead", "dtype",
-        "mode"}},
-      {"randwire", {"nodes", "k", "p", "stages", "seed", "batch", "width", "dtype", "mode"}},
-      {"resnet50", {"batch", "image", "classes", "mode"}},
+        "mode"},
+       {"dtype", "mode"}},
+      {"randwire",
+       {"nodes", "k", "p", "stages", "seed", "batch", "width", "dtype", "mode"},
+       {"dtype", "mode"}},
+      {"resnet50", {"batch", "image", "classes", "mode"}, {"mode"}},
   };
-  static const std::vector<std::string>* const kNone = new std::vector<std::string>();
-  for (const auto& [name, keys] : *kKeys) {
-    if (name == kind) return keys;
+  for (const KindKeys& k : *kKinds) {
+    if (k.kind == kind) return &k;
   }
-  return *kNone;
+  return nullptr;
+}
+
+bool Contains(const std::vector<std::string>& list, absl::string_view key) {
+  return std::find(list.begin(), list.end(), key) != list.end();
+}
+
+}  // namespace
+
+const std::vector<std::string>& WorkloadKeys(absl::string_view kind) {
+  static const std::vector<std::string>* const kNone = new std::vector<std::string>();
+  const KindKeys* k = FindKind(kind);
+  return k != nullptr ? k->keys : *kNone;
+}
+
+bool IsWorkloadSizeKey(absl::string_view kind, absl::string_view key) {
+  const KindKeys* k = FindKind(kind);
+  return k != nullptr && Contains(k->keys, key) && !Contains(k->choices, key);
 }
 
 absl::Status CheckWorkloadKey(const WorkloadSpec& spec, absl::string_view key) {
-  const std::vector<std::string>& keys = WorkloadKeys(spec.kind);
-  if (keys.empty() || std::find(keys.begin(), keys.end(), key) != keys.end()) {
-    return absl::OkStatus();
+  const KindKeys* k = FindKind(spec.kind);
+  if (k == nullptr || IsWorkloadSizeKey(spec.kind, key)) return absl::OkStatus();
+  std::vector<std::string> sizes;
+  for (const std::string& s : k->keys) {
+    if (!Contains(k->choices, s)) sizes.push_back(s);
+  }
+  if (Contains(k->choices, key)) {
+    return absl::InvalidArgumentError(absl::StrCat(spec.kind, " workload: '", util::Quote(key),
+                                                   "' is a choice, not a size (sizes: ",
+                                                   absl::StrJoin(sizes, ", "), ")"));
   }
   return absl::InvalidArgumentError(absl::StrCat(spec.kind, " workload: no key '",
                                                  util::Quote(key), "' (known: ",
-                                                 absl::StrJoin(keys, ", "), ")"));
+                                                 absl::StrJoin(k->keys, ", "), ")"));
 }
 
 absl::StatusOr<WorkloadSpec> ParseWorkloadSpec(absl::string_view text) {

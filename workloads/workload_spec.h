@@ -41,9 +41,14 @@ WorkloadSpec WithParam(WorkloadSpec spec, absl::string_view key, absl::string_vi
 // the kinds' parsers and by --fit's check); empty for an unknown kind.
 const std::vector<std::string>& WorkloadKeys(absl::string_view kind);
 
-// InvalidArgument unless `key` is one of the spec's kind's keys (`--fit KEY` with a workload):
-// "attention workload: no key 'zz' (known: n, cls, ...)", the key quoted (util::Quote). OK for an unknown kind, whose own
-// error comes when it is built.
+// True when `key` is one of the kind's keys and takes a size (an integer), not a word (mode,
+// dtype, kernel, ...).
+bool IsWorkloadSizeKey(absl::string_view kind, absl::string_view key);
+
+// InvalidArgument unless `key` is one of the spec's kind's size keys (`--fit KEY` with a
+// workload): "attention workload: no key 'zz' (known: n, cls, ...)", "attention workload: 'mode'
+// is a choice, not a size (sizes: n, cls, ...)", the key quoted (util::Quote). OK for an unknown
+// kind, whose own error comes when it is built.
 absl::Status CheckWorkloadKey(const WorkloadSpec& spec, absl::string_view key);
 
 // Typed reads of a spec's parameters. Every read names the workload and key in its errors.

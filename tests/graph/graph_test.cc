@@ -2,6 +2,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -138,6 +140,69 @@ TEST(GraphTest, RolesFromDeclarationsAndGradientOps) {
   EXPECT_EQ(g->value(*g->FindValue("x")).role, Role::kInput);
   EXPECT_EQ(g->value(*g->FindValue("y")).role, Role::kActivation);
   EXPECT_EQ(g->value(*g->FindValue("dw")).role, Role::kGradient);
+}
+
+// The builder holds every op's names in one buffer, walked in the order they were added (inputs,
+// outputs, control inputs). Ops wider than the linear scans' 16 names take the hash paths; a
+// control input written only later is resolved in pass 2; what a net says of a name (its
+// declaration, alignment and role) reaches every version of it.
+TEST(GraphTest, WideOpsLateControlInputsAndFactsOnEveryVersion) {
+  GraphBuilder b("wide");
+  OpSpec wide;
+  wide.type = "Concat";
+  for (int i = 0; i < 20; ++i) {
+    b.AddExternalInput(absl::StrCat("in", i));
+    wide.inputs.push_back(absl::StrCat("in", i));
+  }
+  for (int i = 0; i < 18; ++i) wide.outputs.push_back(absl::StrCat("out", i));
+  wide.outputs.push_back("in7");  // in place over the eighth input
+  wide.control_inputs = {"late"};
+  b.AddOp(wide);
+  OpSpec relu;
+  relu.type = "Relu";
+  relu.inputs = {"in7"};
+  relu.outputs = {"in7"};  // a second in-place version
+  b.AddOp(relu);
+  OpSpec writer;
+  writer.type = "Relu";
+  writer.inputs = {"in0"};
+  writer.outputs = {"late"};  // listed after its reader: the net is not in dependency order
+  b.AddOp(writer);
+  b.Declare("in7", Declaration{DataType::kFloat32, std::vector<DeclaredDim>{{4, ""}}}, 64);
+  b.DeclareRole("in7", Role::kInput);
+  b.Declare("in7", Declaration{DataType::kFloat32, std::vector<DeclaredDim>{{8, ""}}});
+  b.AddExternalOutput("in7");
+  absl::StatusOr<Graph> g = std::move(b).Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+
+  const Op& op = g->op(0);
+  ASSERT_EQ(op.inputs.size(), 20u);
+  ASSERT_EQ(op.outputs.size(), 19u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(g->value(op.inputs[i]).name, absl::StrCat("in", i));
+  for (int i = 0; i < 18; ++i) EXPECT_EQ(g->value(op.outputs[i]).name, absl::StrCat("out", i));
+  const Value& over = g->value(op.outputs[18]);
+  EXPECT_EQ(over.name, "in7");
+  EXPECT_EQ(over.inplace_of, op.inputs[7]);
+  ASSERT_EQ(op.control_inputs.size(), 1u);
+  EXPECT_EQ(g->value(op.control_inputs[0]).name, "late");
+  EXPECT_EQ(g->value(op.control_inputs[0]).producer, 2);
+
+  const std::vector<ValueId> versions = g->FindVersions("in7");
+  ASSERT_EQ(versions.size(), 3u);
+  for (ValueId id : versions) {
+    const Value& v = g->value(id);
+    SCOPED_TRACE(v.DisplayName());
+    EXPECT_EQ(v.alignment, 64);  // kept when the second declaration gave none
+    ASSERT_TRUE(v.declared.dims.has_value());
+    EXPECT_EQ(v.declared.dims->front().size, 8);  // the last declaration wins
+    EXPECT_EQ(v.role, Role::kInput);
+    EXPECT_TRUE(v.role_declared);
+  }
+  // A name with no facts keeps the computed role and no declaration.
+  const Value& out0 = g->value(*g->FindValue("out0"));
+  EXPECT_EQ(out0.role, Role::kActivation);
+  EXPECT_FALSE(out0.declared.dims.has_value());
+  EXPECT_EQ(out0.alignment, 0);
 }
 
 }  // namespace

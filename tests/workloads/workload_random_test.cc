@@ -79,6 +79,18 @@ int MaxLiveActivations(const Graph& g) {
 
 // ---- spec parsing --------------------------------------------------------------------------
 
+// The largest specs are accepted (parsed only: building 2^22 ops takes gigabytes).
+TEST(RandomWorkloadTest, TheMaximaAreAccepted) {
+  absl::StatusOr<RandomWorkload> w =
+      ParseRandomWorkload(*ParseWorkloadSpec("random:ops=4194304"));
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->ops, kMaxRandomOps);
+  w = ParseRandomWorkload(*ParseWorkloadSpec("random:ops=1048576,mode=training"));
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->ops, kMaxRandomTrainingOps);
+  EXPECT_TRUE(w->training);
+}
+
 TEST(RandomWorkloadTest, DefaultsAndKeys) {
   absl::StatusOr<WorkloadSpec> spec = ParseWorkloadSpec("random");
   ASSERT_TRUE(spec.ok());

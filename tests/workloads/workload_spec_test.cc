@@ -72,6 +72,15 @@ TEST(WorkloadKeysTest, EachKindListsItsKeys) {
   // A key holding a newline is quoted: the message stays one line.
   EXPECT_THAT(std::string(CheckWorkloadKey(attention, "a\nb").message()),
               ::testing::Not(HasSubstr("\n")));
+  // A key that takes a word cannot be searched over.
+  const absl::Status choice = CheckWorkloadKey(attention, "mode");
+  EXPECT_EQ(choice.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(choice.message()),
+              HasSubstr("attention workload: 'mode' is a choice, not a size (sizes: n, cls, batch,"));
+  EXPECT_TRUE(IsWorkloadSizeKey("random", "ops"));
+  EXPECT_FALSE(IsWorkloadSizeKey("random", "dtype"));
+  EXPECT_FALSE(IsWorkloadSizeKey("random", "nosuch"));
+  EXPECT_FALSE(IsWorkloadSizeKey("nosuch", "ops"));
   // An unknown kind is reported where it is built, with the known kinds.
   EXPECT_TRUE(CheckWorkloadKey(*ParseWorkloadSpec("nosuch:x=1"), "x").ok());
 }

@@ -79,19 +79,27 @@ TEST(WorkloadsTest, UnknownKindsAndKeysAreErrors) {
   EXPECT_EQ(training->param_grads().size(), 8u);
 }
 
-// Every kind's parser reads the one table of keys (WorkloadKeys), which --fit checks against:
-// its unknown-key message lists exactly the table's keys.
-TEST(WorkloadsTest, EveryKindAcceptsTheKeysItsTableLists) {
+// The table of keys (WorkloadKeys, IsWorkloadSizeKey), which --fit checks against, says what
+// each kind's parser reads: every key it lists is read (a bad value for it is an error naming
+// it), a size key as an integer and a choice as a word.
+TEST(WorkloadsTest, EveryKeyTheTableListsIsReadAsItSays) {
   for (const std::string kind : {"attention", "guillotine", "mlp", "random", "randwire",
                                  "resnet50"}) {
-    SCOPED_TRACE(kind);
     const std::vector<std::string>& keys = WorkloadKeys(kind);
-    ASSERT_FALSE(keys.empty());
-    absl::StatusOr<Graph> g = Build(kind + ":nosuchkey=1");
-    ASSERT_FALSE(g.ok());
-    EXPECT_THAT(std::string(g.status().message()),
-                HasSubstr(absl::StrCat("unknown key 'nosuchkey' (known: ", absl::StrJoin(keys, ", "),
-                                       ")")));
+    ASSERT_FALSE(keys.empty()) << kind;
+    for (const std::string& key : keys) {
+      SCOPED_TRACE(kind + ":" + key);
+      absl::StatusOr<Graph> g = Build(kind + ":" + key + "=bogus");
+      ASSERT_FALSE(g.ok());
+      EXPECT_THAT(std::string(g.status().message()),
+                  HasSubstr(IsWorkloadSizeKey(kind, key) ? key + "=bogus is not an integer"
+                                                         : key + "=bogus is not one of"));
+    }
+    absl::StatusOr<Graph> unknown = Build(kind + ":nosuchkey=1");
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_THAT(std::string(unknown.status().message()),
+                HasSubstr(absl::StrCat("unknown key 'nosuchkey' (known: ",
+                                       absl::StrJoin(keys, ", "), ")")));
   }
 }
 
