@@ -181,7 +181,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   for (const OpNameCounts& counts : op_name_counts_) value_count += counts.outputs;
   g.values_.reserve(value_count);
   g.versions_ = NameIndex(g.values_.data(), value_count);
-  // `name` is taken by value: an op's output name is moved into its value, not copied.
+  // `name` is taken by value and moved into the value (built from the builder's name buffer).
   auto new_value = [&](std::string name, OpId producer) -> ValueId {
     const ValueId id = static_cast<ValueId>(g.values_.size());
     MG_CHECK(g.values_.size() < g.values_.capacity());  // the index reads names in place
@@ -386,10 +386,12 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   for (ValueId id : g.outputs_) {
     if (g.values_[id].producer != kNone) g.values_[id].role = Role::kOutput;
   }
-  for (Value& v : facts_.empty() ? absl::Span<Value>() : absl::MakeSpan(g.values_)) {
-    if (auto it = facts_.find(v.name); it != facts_.end() && it->second.role.has_value()) {
-      v.role = *it->second.role;
-      v.role_declared = true;
+  if (!facts_.empty()) {
+    for (Value& v : g.values_) {
+      if (auto it = facts_.find(v.name); it != facts_.end() && it->second.role.has_value()) {
+        v.role = *it->second.role;
+        v.role_declared = true;
+      }
     }
   }
   for (const Value& v : g.values_) {
@@ -402,7 +404,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   }
   // The builder's own storage is spent: released now, so that what follows (and shape
   // inference after Build()) reuses its memory. (Assigning `{}` would clear and keep the
-  // capacity: the specs' buffer of a million-op net, a quarter of a gigabyte.)
+  // capacity.)
   facts_ = decltype(facts_)();
 
   // Consumers, each op once, ascending.
