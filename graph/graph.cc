@@ -73,6 +73,8 @@ Graph::Graph(const Graph& other)
       losses_(other.losses_),
       param_grads_(other.param_grads_),
       topological_order_(other.topological_order_),
+      consumer_starts_(other.consumer_starts_),
+      consumer_ops_(other.consumer_ops_),
       prefers_parallel_(other.prefers_parallel_),
       net_type_(other.net_type_) {
   // Every member but the index is copied above; the index reads this graph's own names.
@@ -83,6 +85,31 @@ Graph::Graph(const Graph& other)
 Graph& Graph::operator=(const Graph& other) {
   if (this != &other) *this = Graph(other);
   return *this;
+}
+
+void Graph::IndexConsumers() {
+  // Two passes over the inputs, ops ascending: count each value's readers, then list them. An op
+  // that reads a value twice is its last reader so far when it comes to the second read.
+  const size_t n = values_.size();
+  std::vector<OpId> last_reader(n, kNone);
+  consumer_starts_.assign(n + 1, 0);
+  for (OpId i = 0; i < num_ops(); ++i) {
+    for (ValueId in : ops_[i].inputs) {
+      if (last_reader[in] == i) continue;
+      last_reader[in] = i;
+      ++consumer_starts_[in + 1];
+    }
+  }
+  for (size_t v = 0; v < n; ++v) consumer_starts_[v + 1] += consumer_starts_[v];
+  consumer_ops_.assign(consumer_starts_[n], kNone);
+  std::vector<int32_t>& next = last_reader;  // reused: each value's next free slot
+  std::copy(consumer_starts_.begin(), consumer_starts_.end() - 1, next.begin());
+  for (OpId i = 0; i < num_ops(); ++i) {
+    for (ValueId in : ops_[i].inputs) {
+      if (next[in] > consumer_starts_[in] && consumer_ops_[next[in] - 1] == i) continue;
+      consumer_ops_[next[in]++] = i;
+    }
+  }
 }
 
 std::optional<ValueId> Graph::FindValue(absl::string_view name) const {
@@ -347,7 +374,11 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
           w->second.size(), " later ops write it: which one is meant is ambiguous"));
     }
     const ValueId id = g.versions_.Versions(name).front();  // a writer made it
-    (read.control ? g.ops_[read.op].control_inputs : g.ops_[read.op].inputs)[read.slot] = id;
+    if (read.control) {
+      g.ops_[read.op].control_inputs[read.slot] = id;
+    } else {
+      g.ops_[read.op].inputs[read.slot] = id;
+    }
   }
 
   absl::flat_hash_set<ValueId> output_set;
@@ -407,17 +438,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   // capacity.)
   facts_ = decltype(facts_)();
 
-  // Consumers, each op once, ascending.
-  for (OpId i = 0; i < g.num_ops(); ++i) {
-    for (ValueId in : g.ops_[i].inputs) {
-      OpIdList& c = g.values_[in].consumers;
-      if (c.empty() || c.back() != i) c.push_back(i);
-    }
-  }
-  for (Value& v : g.values_) {
-    std::sort(v.consumers.begin(), v.consumers.end());
-    v.consumers.erase(std::unique(v.consumers.begin(), v.consumers.end()), v.consumers.end());
-  }
+  g.IndexConsumers();
 
   // In program order already (every producer and every overwritten value's other readers come
   // before the op)? Then that is the topological order (Kahn's algorithm below, taking the ready
@@ -425,15 +446,16 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   bool program_order_is_topological = true;
   for (OpId i = 0; i < g.num_ops() && program_order_is_topological; ++i) {
     const Op& op = g.ops_[i];
-    for (const auto* list : {&op.inputs, &op.control_inputs}) {
-      for (ValueId in : *list) {
-        if (g.values_[in].producer >= i) program_order_is_topological = false;
-      }
+    for (ValueId in : op.inputs) {
+      if (g.values_[in].producer >= i) program_order_is_topological = false;
+    }
+    for (ValueId in : op.control_inputs) {
+      if (g.values_[in].producer >= i) program_order_is_topological = false;
     }
   }
   for (const Value& v : g.values_) {
     if (v.inplace_of == kNone || !program_order_is_topological) continue;
-    for (OpId reader : g.values_[v.inplace_of].consumers) {
+    for (OpId reader : g.consumers(v.inplace_of)) {
       if (reader != v.producer && reader >= v.producer) program_order_is_topological = false;
     }
   }
@@ -448,18 +470,19 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   BoostGraph deps(g.num_ops());
   for (OpId i = 0; i < g.num_ops(); ++i) {
     const Op& op = g.ops_[i];
-    for (const auto* list : {&op.inputs, &op.control_inputs}) {
-      for (ValueId in : *list) {
+    auto add_edges = [&](const auto& list) {
+      for (ValueId in : list) {
         const OpId p = g.values_[in].producer;
-        if (p == kNone) continue;
-        boost::add_edge(p, i, deps);
+        if (p != kNone) boost::add_edge(p, i, deps);
       }
-    }
+    };
+    add_edges(op.inputs);
+    add_edges(op.control_inputs);
   }
   // An in-place write must also wait for every other reader of the memory it overwrites.
   for (const Value& v : g.values_) {
     if (v.inplace_of == kNone) continue;
-    for (OpId reader : g.values_[v.inplace_of].consumers) {
+    for (OpId reader : g.consumers(v.inplace_of)) {
       if (reader == v.producer) continue;
       boost::add_edge(reader, v.producer, deps);
     }

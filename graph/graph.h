@@ -24,13 +24,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
-#include "absl/types/span.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "graph/attribute.h"
 #include "graph/name_index.h"
 #include "graph/tensor_type.h"
@@ -44,11 +45,10 @@ using ValueId = int32_t;
 using OpId = int32_t;
 inline constexpr int32_t kNone = -1;
 
-// An op's inputs or outputs, a value's readers: a handful each, so held inline (as small as a
-// std::vector, without its heap array: on a million-value graph those arrays, each a cache miss
-// away, were most of the time liveness took).
+// An op's inputs or outputs: a handful each, so held inline (as small as a std::vector, without
+// its heap array: on a million-value graph those arrays, each a cache miss away, were most of
+// the time liveness took).
 using ValueIdList = absl::InlinedVector<ValueId, 4>;
-using OpIdList = absl::InlinedVector<OpId, 4>;
 
 enum class Role : uint8_t { kInput, kOutput, kParam, kActivation, kGradient, kWorkspace, kConstant };
 
@@ -58,10 +58,12 @@ absl::StatusOr<Role> ParseRole(absl::string_view name);
 // Static values (params, constants) are not placed in the arena unless asked.
 inline bool IsStatic(Role role) { return role == Role::kParam || role == Role::kConstant; }
 
-// Caffe2 device types: 0 CPU, 1 CUDA, 6 HIP, ...
+// Caffe2 device types: 0 CPU, 1 CUDA, 6 HIP, ...; the device's index. Two bytes each (a net
+// file's values beyond util::kMaxDeviceField are refused where it is read): one per op, and
+// one per value in a liveness.
 struct Device {
-  int type = 0;
-  int id = 0;
+  int16_t type = 0;
+  int16_t id = 0;
   friend bool operator==(const Device& a, const Device& b) {
     return a.type == b.type && a.id == b.id;
   }
@@ -72,16 +74,25 @@ std::string DeviceToString(const Device& device);  // "cpu", "cuda:1"
 // A dimension as declared by a net: a number, or a symbol bound later. The symbol may be an
 // expression of symbols in graph/dim_expr.h's grammar ("n + 1"); text that is neither is one
 // opaque symbol, as an ONNX dim_param may be anything.
+// Every parameter of a big net declares its shape: the symbol, empty on almost all of them, is
+// a RareString (a dim takes 16 bytes, not 40).
 struct DeclaredDim {
+  DeclaredDim() = default;
+  DeclaredDim(int64_t size, std::string symbol) : size(size), symbol(std::move(symbol)) {}
+
   int64_t size = 0;
-  std::string symbol;  // non-empty: a symbolic dim
+  util::RareString symbol;  // non-empty: a symbolic dim
 };
+
+// A declared shape: two dims inline (what most parameters declare), so that a declaration is
+// one heap block (a vector in a box was two, 64-80 bytes against 48).
+using DeclaredDims = absl::InlinedVector<DeclaredDim, 2>;
 
 // What the net file says about a value (memonger.proto ValueInfo, ONNX value_info).
 struct Declaration {
   DataType dtype = DataType::kUndefined;
   // nullopt: shape not declared. Boxed: most values of a big graph declare nothing.
-  util::Boxed<std::vector<DeclaredDim>> dims;
+  util::Boxed<DeclaredDims> dims;
 };
 
 // A million-value graph holds a million of these: fields are ordered to pad as little as they
@@ -93,7 +104,6 @@ struct Value {
   ValueId inplace_of = kNone;    // the value this one overwrites in place, if any
   Role role = Role::kActivation;
   bool role_declared = false;  // the file states the role (value_info, DeclareRole)
-  OpIdList consumers;            // ops reading it, ascending, each op once
   int64_t alignment = 0;           // extra byte alignment required (0: the plan's default)
   Declaration declared;
   std::optional<TensorType> type;  // set by shape inference or an importer
@@ -112,7 +122,7 @@ struct Op {
   util::RareString domain;  // ONNX domain; empty for ours (and so a pointer's worth)
   ValueIdList inputs;   // in the op's order; may repeat a value
   ValueIdList outputs;  // in the op's order
-  ValueIdList control_inputs;  // ordering only, not read
+  util::RareVector<ValueId> control_inputs;  // ordering only, not read; on few ops
   std::vector<Attribute> attrs;
   Device device;
   util::RareString engine;  // Caffe2's engine ("CUDNN"); empty on most ops
@@ -160,6 +170,14 @@ class Graph {
   // The same, without a copy (empty for an unknown name); valid while the graph is.
   absl::Span<const ValueId> Versions(absl::string_view name) const;
 
+  // The ops reading `id`, ascending, each op once (control inputs are not reads). Held for all
+  // values in one array (4 bytes a reader): a list in every Value took 24 bytes of each of a
+  // 4M-op net's 7M values.
+  absl::Span<const OpId> consumers(ValueId id) const {
+    return absl::MakeConstSpan(consumer_ops_.data() + consumer_starts_[id],
+                               consumer_starts_[id + 1] - consumer_starts_[id]);
+  }
+
   // Ops in a dependency order: program order when that is already one, else the order Kahn's
   // algorithm gives when it always takes the ready op listed first. Build() guarantees a DAG.
   const std::vector<OpId>& TopologicalOrder() const { return topological_order_; }
@@ -184,7 +202,13 @@ class Graph {
   std::vector<ValueId> outputs_;
   std::vector<ValueId> losses_;
   std::vector<std::pair<ValueId, ValueId>> param_grads_;
+  // Sets consumer_starts_ and consumer_ops_ from the ops' inputs. O(values + inputs).
+  void IndexConsumers();
+
   std::vector<OpId> topological_order_;
+  // consumers(v) is consumer_ops_[consumer_starts_[v], consumer_starts_[v + 1]).
+  std::vector<int32_t> consumer_starts_;
+  std::vector<OpId> consumer_ops_;
   bool prefers_parallel_ = false;
   std::string net_type_;
   // Per name, its versions in order. It reads the names in values_, whose storage never moves

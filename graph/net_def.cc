@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "util/file_io.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
@@ -173,7 +174,20 @@ proto::ValueRole RoleToProto(Role role) {
   return proto::ROLE_UNSPECIFIED;
 }
 
-Device DeviceFromProto(const proto::DeviceOption& d) { return Device{d.device_type(), d.device_id()}; }
+absl::StatusOr<Device> DeviceFromProto(const proto::DeviceOption& d) {
+  auto field = [](const char* name, int32_t number) -> absl::StatusOr<int16_t> {
+    if (number < 0 || number > util::kMaxDeviceField) {
+      return absl::InvalidArgumentError(absl::StrCat("device_option ", name, " ", number,
+                                                     " is out of range [0, ",
+                                                     util::kMaxDeviceField, "]"));
+    }
+    return static_cast<int16_t>(number);
+  };
+  Device device;
+  MG_ASSIGN_OR_RETURN(device.type, field("device_type", d.device_type()));
+  MG_ASSIGN_OR_RETURN(device.id, field("device_id", d.device_id()));
+  return device;
+}
 
 // The roles GraphBuilder::Build gives the values when the net declares none (graph.cc): an
 // external output with a producer > a parameter gradient > an output of a gradient op >
@@ -272,8 +286,14 @@ absl::StatusOr<Graph> GraphFromNetDef(const proto::NetDef& net) {
     op.control_inputs.assign(op_def.control_input().begin(), op_def.control_input().end());
     for (const proto::Argument& arg : op_def.arg()) op.attrs.push_back(AttributeFromProto(arg));
     // An op without its own device option runs where the net says.
-    op.device = DeviceFromProto(op_def.has_device_option() ? op_def.device_option()
-                                                           : net.device_option());
+    absl::StatusOr<Device> device = DeviceFromProto(
+        op_def.has_device_option() ? op_def.device_option() : net.device_option());
+    if (!device.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          util::Quote(op_def.type()), " op '", util::Quote(op_def.name()),
+          "': ", device.status().message()));
+    }
+    op.device = *device;
     op.engine = op_def.engine();
     op.is_gradient_op = op_def.is_gradient_op();
     op.view = op_def.view();
@@ -284,7 +304,7 @@ absl::StatusOr<Graph> GraphFromNetDef(const proto::NetDef& net) {
     Declaration d;
     MG_ASSIGN_OR_RETURN(d.dtype, DataTypeFromProtoNumber(info.dtype()));
     if (info.has_shape() || info.dim_size() > 0) {
-      std::vector<DeclaredDim> dims;
+      DeclaredDims dims;
       for (const proto::Dim& dim : info.dim()) {
         if (dim.has_symbol()) {
           if (dim.symbol().empty()) {

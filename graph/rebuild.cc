@@ -8,7 +8,7 @@ namespace memonger::graph {
 Declaration DeclarationOf(const TensorType& type) {
   Declaration d;
   d.dtype = type.dtype;
-  std::vector<DeclaredDim> dims;
+  DeclaredDims dims;
   dims.reserve(type.dims.size());
   for (int64_t size : type.dims) dims.push_back(DeclaredDim{size, ""});
   d.dims = std::move(dims);

@@ -311,15 +311,15 @@ absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
     v.type = TensorType{DataType::kUInt8, {r.bytes}};
     // Declared too, as GraphBuilder's graph is: a net written from this graph (--net-out) must
     // state the types its Step ops cannot infer.
-    v.declared = Declaration{DataType::kUInt8, std::vector<DeclaredDim>{{r.bytes, ""}}};
+    v.declared = Declaration{DataType::kUInt8, DeclaredDims{{r.bytes, ""}}};
     v.alignment = r.alignment;
     g.ops_[first[i]].outputs.push_back(id);
-    if (last[i] > first[i]) v.consumers.push_back(last[i]);
   }
   // A step's inputs in file order, as GraphBuilder lists them.
   for (size_t i = 0; i < n; ++i) {
     if (last[i] > first[i]) g.ops_[last[i]].inputs.push_back(value_of[i]);
   }
+  g.IndexConsumers();
   g.topological_order_.resize(g.ops_.size());
   std::iota(g.topological_order_.begin(), g.topological_order_.end(), 0);
   return g;

@@ -161,7 +161,7 @@ absl::StatusOr<DataType> GraphInputDtype(const Graph& graph, ValueId input,
   std::optional<std::vector<DataType>> allowed;
   const Op* first_reader = nullptr;
   int first_slot = 0;
-  for (OpId reader : v.consumers) {
+  for (OpId reader : graph.consumers(input)) {
     const Op& op = graph.op(reader);
     const OpSchema* schema = schemas.Find(op.type);
     // Only the few schemas that fix an input's type are scanned (a Sum over thousands of
@@ -230,11 +230,12 @@ std::set<std::string> DeclaredSymbols(const Graph& graph) {
     if (!v.declared.dims.has_value()) continue;
     for (const DeclaredDim& d : *v.declared.dims) {
       if (d.symbol.empty()) continue;
+      const std::string& symbol = d.symbol;
       // A dim may be declared as an expression of symbols ("n + 1"); its symbols are the
       // model's. Text that is no expression is one opaque symbol (an ONNX dim_param "?").
-      absl::StatusOr<DimExpr> expr = ParseDimExpr(d.symbol);
-      if (!expr.ok() || IsSymbolName(d.symbol)) {
-        symbols.insert(d.symbol);
+      absl::StatusOr<DimExpr> expr = ParseDimExpr(symbol);
+      if (!expr.ok() || IsSymbolName(symbol)) {
+        symbols.insert(symbol);
         continue;
       }
       for (std::string& s : expr->Symbols()) symbols.insert(std::move(s));
@@ -243,7 +244,7 @@ std::set<std::string> DeclaredSymbols(const Graph& graph) {
   return symbols;
 }
 
-absl::StatusOr<std::vector<int64_t>> ResolveDims(const std::vector<DeclaredDim>& dims,
+absl::StatusOr<std::vector<int64_t>> ResolveDims(absl::Span<const DeclaredDim> dims,
                                                  const ShapeBindings& bindings,
                                                  absl::string_view what) {
   std::vector<int64_t> out;
@@ -257,16 +258,17 @@ absl::StatusOr<std::vector<int64_t>> ResolveDims(const std::vector<DeclaredDim>&
       out.push_back(d.size);
       continue;
     }
-    auto it = bindings.dims.find(d.symbol);
-    if (it == bindings.dims.end() && !IsSymbolName(d.symbol)) {
-      if (absl::StatusOr<DimExpr> expr = ParseDimExpr(d.symbol); expr.ok()) {
+    const std::string& symbol = d.symbol;
+    auto it = bindings.dims.find(symbol);
+    if (it == bindings.dims.end() && !IsSymbolName(symbol)) {
+      if (absl::StatusOr<DimExpr> expr = ParseDimExpr(symbol); expr.ok()) {
         absl::StatusOr<int64_t> size = expr->Evaluate(bindings.dims);
         if (!size.ok()) {
-          return absl::InvalidArgumentError(absl::StrCat(what, ": declared dimension '", d.symbol,
+          return absl::InvalidArgumentError(absl::StrCat(what, ": declared dimension '", symbol,
                                                          "': ", size.status().message()));
         }
         if (*size < 0) {
-          return absl::InvalidArgumentError(absl::StrCat(what, ": declared dimension '", d.symbol,
+          return absl::InvalidArgumentError(absl::StrCat(what, ": declared dimension '", symbol,
                                                          "' is ", *size, ", negative"));
         }
         out.push_back(*size);
@@ -274,8 +276,8 @@ absl::StatusOr<std::vector<int64_t>> ResolveDims(const std::vector<DeclaredDim>&
       }
     }
     if (it == bindings.dims.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": symbolic dimension '", d.symbol,
-                                                     "' is unbound; pass --dim ", d.symbol,
+      return absl::InvalidArgumentError(absl::StrCat(what, ": symbolic dimension '", symbol,
+                                                     "' is unbound; pass --dim ", symbol,
                                                      "=VALUE"));
     }
     out.push_back(it->second);

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "graph/graph.h"
 #include "graph/op_schema.h"
 
@@ -64,7 +65,7 @@ std::set<std::string> DeclaredSymbols(const Graph& graph);
 
 // Resolves declared dims with the bound symbols; InvalidArgument naming `what` and the symbol
 // when one is unbound, or naming a negative size.
-absl::StatusOr<std::vector<int64_t>> ResolveDims(const std::vector<DeclaredDim>& dims,
+absl::StatusOr<std::vector<int64_t>> ResolveDims(absl::Span<const DeclaredDim> dims,
                                                  const ShapeBindings& bindings,
                                                  absl::string_view what);
 

@@ -396,12 +396,13 @@ std::set<std::string> DefaultParamGrads(const graph::Graph& graph) {
   for (graph::ValueId input : graph.inputs()) {
     const graph::Value& value = graph.value(input);
     bool read_first = false;
-    for (graph::OpId reader : value.consumers) {
+    const absl::Span<const graph::OpId> readers = graph.consumers(input);
+    for (graph::OpId reader : readers) {
       const graph::Op& op = graph.op(reader);
       read_first = read_first || (!op.inputs.empty() && op.inputs.front() == input);
     }
     const std::string grad = absl::StrCat(value.name, "_grad");
-    if (!read_first && !value.consumers.empty() && !graph.FindVersions(grad).empty()) {
+    if (!read_first && !readers.empty() && !graph.FindVersions(grad).empty()) {
       names.insert(grad);
     }
   }

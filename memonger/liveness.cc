@@ -69,15 +69,24 @@ absl::StatusOr<ExecutionModel> ParseExecution(absl::string_view name) {
 
 absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& schedule,
                                          const LivenessOptions& options) {
+  Schedule copy;
+  copy.order = schedule.order;
+  copy.ops = schedule.ops;
+  return ComputeLiveness(graph, std::move(copy), options);
+}
+
+absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, Schedule&& schedule,
+                                         const LivenessOptions& options) {
   MG_RETURN_IF_ERROR(CheckSchedule(graph, schedule.ops));
   const int n = graph.num_values();
   Liveness live;
   live.options = options;
   live.schedule.order = schedule.order;
-  live.schedule.ops = schedule.ops;
+  live.schedule.ops = std::move(schedule.ops);
+  schedule = Schedule();
   live.schedule.step_of_op.assign(graph.num_ops(), 0);
   for (int step = 0; step < graph.num_ops(); ++step) {
-    live.schedule.step_of_op[schedule.ops[step]] = step;
+    live.schedule.step_of_op[live.schedule.ops[step]] = step;
   }
   const std::vector<int>& step_of = live.schedule.step_of_op;
   live.num_steps = graph.num_ops();
@@ -90,9 +99,11 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
   live.lifetime.assign(n, Lifetime{});
   live.class_bytes.assign(n, 0);
 
-  // Bytes, devices, and each value's own lifetime.
+  // Bytes, devices, and each value's own lifetime. The own lifetimes are held in live.lifetime
+  // until the classes' are merged at the end (a class's members are only its own, so merging in
+  // place reads no merged value): no second array, 8 bytes a value, at the peak of a big run.
   int64_t total_bytes = 0;
-  std::vector<Lifetime> own(n);
+  std::vector<Lifetime>& own = live.lifetime;
   // Graph outputs and declared parameter gradients are read after the net (the optimizer reads
   // the gradients): both live to the last step.
   std::vector<bool> is_output(n, false);
@@ -135,16 +146,17 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
     live.planned[id] = !is_static || options.plan_static;
 
     int last_read = -1;
-    for (OpId reader : v.consumers) last_read = std::max(last_read, step_of[reader]);
+    const absl::Span<const OpId> readers = graph.consumers(id);
+    for (OpId reader : readers) last_read = std::max(last_read, step_of[reader]);
     if (v.producer != kNone) {
       // Caffe2's CopyGPUToCPU runs with the GPU's device option and writes host memory.
       const graph::Op& producer = graph.op(v.producer);
       live.device[id] = producer.type == "CopyGPUToCPU" ? graph::Device{} : producer.device;
-    } else if (!v.consumers.empty()) {
+    } else if (!readers.empty()) {
       // The first reader in the net's own order, not the schedule's: a value's device (and
       // so its alias classes) must not depend on the order the ops run in.
       live.device[id] =
-          graph.op(*std::min_element(v.consumers.begin(), v.consumers.end())).device;
+          graph.op(readers.front()).device;
     }
     if (is_static) {
       own[id] = Lifetime{0, last};
@@ -193,7 +205,7 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
     // below, so the map holds one name at a time).
     absl::flat_hash_map<std::pair<int, int>, Joined> by_device;
     auto touchers_of = [&](ValueId id) {
-      const graph::OpIdList& readers = graph.value(id).consumers;
+      const absl::Span<const OpId> readers = graph.consumers(id);
       std::vector<OpId> ops(readers.begin(), readers.end());
       if (graph.value(id).producer != kNone) ops.push_back(graph.value(id).producer);
       return ops;
@@ -263,13 +275,17 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& sch
   for (size_t b = 1; b < bucket_start.size(); ++b) bucket_start[b] += bucket_start[b - 1];
   std::vector<ValueId> order(n);
   for (ValueId id = 0; id < n; ++id) order[bucket_start[bucket(id)]++] = id;
-  std::vector<ValueId> root_of_set(n, kNone);
-  for (ValueId id : order) {
-    const int set = classes.Find(id);
-    if (root_of_set[set] == kNone) root_of_set[set] = id;
-    const ValueId root = root_of_set[set];
-    live.alias_root[id] = root;
+  std::vector<int>().swap(bucket_start);
+  {
+    std::vector<ValueId> root_of_set(n, kNone);
+    for (ValueId id : order) {
+      const int set = classes.Find(id);
+      if (root_of_set[set] == kNone) root_of_set[set] = id;
+      const ValueId root = root_of_set[set];
+      live.alias_root[id] = root;
+    }
   }
+  classes = UnionFind(0);  // spent: released before the member lists are made
   live.members = ClassMembers(live.alias_root, order);
   for (ValueId root = 0; root < n; ++root) {
     if (live.members[root].empty()) continue;
@@ -295,11 +311,14 @@ ClassMembers::ClassMembers(const std::vector<ValueId>& root_of,
   }
   for (size_t i = 1; i < start_.size(); ++i) start_[i] += start_[i - 1];
   ids_.resize(static_cast<size_t>(start_.back()));
-  std::vector<int32_t> next(start_.begin(), start_.end() - 1);
-  for (ValueId id : oldest_first) {
-    const ValueId root = root_of[id];
-    if (root != kNone) ids_[next[root]++] = id;
+  // Filled from the back, each list's end moving down to its start: start_[root + 1] ends as
+  // root's start, and the entries shift down by one. No array of cursors (4 bytes a value).
+  for (auto it = oldest_first.rbegin(); it != oldest_first.rend(); ++it) {
+    const ValueId root = root_of[*it];
+    if (root != kNone) ids_[--start_[root + 1]] = *it;
   }
+  for (size_t i = 0; i + 1 < start_.size(); ++i) start_[i] = start_[i + 1];
+  start_.back() = static_cast<int32_t>(ids_.size());
 }
 
 std::vector<int64_t> LiveBytesPerStep(const Liveness& liveness, int64_t alignment) {

@@ -73,7 +73,8 @@ class MemoryModel {
         c.from_start = c.from_start || v.producer == kNone;
         c.to_end = c.to_end || read_after[member] || is_static;
         if (v.producer != kNone) c.touches.push_back(v.producer);
-        c.touches.insert(c.touches.end(), v.consumers.begin(), v.consumers.end());
+        const absl::Span<const OpId> readers = graph.consumers(member);
+        c.touches.insert(c.touches.end(), readers.begin(), readers.end());
       }
       std::sort(c.touches.begin(), c.touches.end());
       c.touches.erase(std::unique(c.touches.begin(), c.touches.end()), c.touches.end());

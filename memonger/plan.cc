@@ -17,7 +17,7 @@ int64_t AlignUp(int64_t bytes, int64_t alignment) {
 }  // namespace
 
 void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t alignment, Plan& plan,
-              int top_values) {
+              int top_values, bool copy_lifetimes) {
   MG_CHECK(alignment >= 1);
   const int n = graph.num_values();
   plan.order = liveness.schedule.order;
@@ -44,7 +44,11 @@ void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t align
 
   plan.buffer_of_value.assign(n, -1);
   plan.offset_of_value.assign(n, kNoOffset);
-  plan.lifetime = liveness.lifetime;
+  if (copy_lifetimes) {
+    plan.lifetime = liveness.lifetime;
+  } else {
+    plan.lifetime.clear();
+  }
   plan.buffers.clear();
   plan.arena_bytes = 0;
   plan.proven_optimal = false;

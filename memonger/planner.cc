@@ -244,7 +244,8 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   } else {
     MG_ASSIGN_OR_RETURN(schedule, MakeSchedule(graph, options.order));
   }
-  MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
+  MG_ASSIGN_OR_RETURN(Liveness liveness,
+                      ComputeLiveness(graph, std::move(schedule), liveness_options));
   MG_RETURN_IF_ERROR(CheckNaiveFits(liveness, options.alignment));
   // The time limit is the whole call's: the planner gets what the order and liveness left.
   planner_options.time_limit_seconds =
@@ -259,10 +260,12 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   plan.model = planner_options.model_name.empty() ? graph.name() : planner_options.model_name;
   plan.planner = std::string(PlannerName(planner_options.planner));
   plan.execution = planner_options.execution;
-  InitPlan(graph, liveness, planner_options.alignment, plan);
+  InitPlan(graph, liveness, planner_options.alignment, plan, /*top_values=*/8,
+           /*copy_lifetimes=*/false);
   plan.order_search = order_search;
   if (IsOffsetPlanner(planner_options.planner)) {
     MG_RETURN_IF_ERROR(PlaceWithOffsets(graph, liveness, planner_options, plan));
+    plan.lifetime = std::move(liveness.lifetime);
     plan.planning_seconds = SecondsSince(start);
     return plan;
   }
@@ -276,6 +279,7 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
     plan.buffers[plan.buffer_of_value[groups[g].front()]].blob_name = names[g];
   }
   FinishPlan(plan);
+  plan.lifetime = std::move(liveness.lifetime);
   if (auto_parallel) plan.planner = "auto (memonger-dag: parallel execution)";
   plan.planning_seconds = SecondsSince(start);
   return plan;

@@ -86,7 +86,7 @@ class RecomputeModel {
       if (!chosen[p]) continue;
       int t = std::numeric_limits<int>::max();
       for (ValueId v : g_->op(p).outputs) {
-        for (OpId r : g_->value(v).consumers) {
+        for (OpId r : g_->consumers(v)) {
           if (backward_[r]) t = std::min(t, pos_[r]);
           else if (chosen[r]) t = std::min(t, step[r]);
         }
@@ -142,7 +142,7 @@ class RecomputeModel {
         // its last backward (or clone) reader.
         int forward_last = pos_[p];
         int copy_last = clone_index[p];
-        for (OpId r : g_->value(v).consumers) {
+        for (OpId r : g_->consumers(v)) {
           if (backward_[r]) {
             copy_last = std::max(copy_last, index_of_step[pos_[r]]);
           } else {
@@ -182,7 +182,7 @@ class RecomputeModel {
       if (!chosen[p]) continue;
       bool needed = false;
       for (ValueId v : g_->op(p).outputs) {
-        for (OpId r : g_->value(v).consumers) {
+        for (OpId r : g_->consumers(v)) {
           needed = needed || backward_[r] || chosen[r];
         }
       }

@@ -39,7 +39,7 @@ void ForEachPredecessor(const Graph& graph, OpId op, Fn&& fn) {
   for (ValueId out : o.outputs) {
     const ValueId base = graph.value(out).inplace_of;
     if (base == kNone) continue;
-    for (OpId reader : graph.value(base).consumers) {
+    for (OpId reader : graph.consumers(base)) {
       if (reader != op) fn(reader, DependencyKind::kInPlace, base);
     }
   }

@@ -21,21 +21,23 @@ using graph::kNone;
 using graph::OpId;
 using graph::ValueId;
 
-// One alias class as placed by the plan: bytes [offset, end), alive over `lifetime`.
+// One alias class as placed by the plan: bytes [offset, end), alive from `first_step` to its
+// lifetime's last step. 24 bytes: there is one per class of a plan, millions on a big graph.
 struct Placed {
-  ValueId root = kNone;
   int64_t offset = 0;
   int64_t end = 0;
-  Lifetime lifetime;
+  ValueId root = kNone;
+  int first_step = 0;
 };
 
 std::string LifetimeText(const Lifetime& l) {
   return absl::StrCat("[", l.first_step, ",", l.last_step, "]");
 }
 
-std::string Describe(const Graph& graph, const Placed& p) {
+std::string Describe(const Graph& graph, const Liveness& live, const Placed& p) {
   return absl::StrCat("'", graph.value(p.root).DisplayName(), "' (lifetime ",
-                      LifetimeText(p.lifetime), ", bytes [", p.offset, ", ", p.end, "))");
+                      LifetimeText(live.lifetime[p.root]), ", bytes [", p.offset, ", ", p.end,
+                      "))");
 }
 
 bool IsPowerOfTwo(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
@@ -148,13 +150,14 @@ absl::Status CheckPlacement(const Graph& graph, const Plan& plan, const Liveness
 // Serial rule: classes overlapping in bytes never live at the same step. A sweep over time keeps
 // the live classes' byte ranges in a map; they are pairwise disjoint while the plan is valid, so
 // a new class can only collide with its neighbours there. O(n log n).
-absl::Status CheckSerial(const Graph& graph, const std::vector<Placed>& by_start) {
+absl::Status CheckSerial(const Graph& graph, const Liveness& live,
+                         const std::vector<Placed>& by_start) {
   std::map<int64_t, int> live_ranges;  // offset -> index into by_start
   using Ending = std::pair<int, int>;  // (last step, index)
   std::priority_queue<Ending, std::vector<Ending>, std::greater<Ending>> endings;
   for (int i = 0; i < static_cast<int>(by_start.size()); ++i) {
     const Placed& p = by_start[i];
-    while (!endings.empty() && endings.top().first < p.lifetime.first_step) {
+    while (!endings.empty() && endings.top().first < p.first_step) {
       live_ranges.erase(by_start[endings.top().second].offset);
       endings.pop();
     }
@@ -168,11 +171,11 @@ absl::Status CheckSerial(const Graph& graph, const std::vector<Placed>& by_start
     if (other >= 0) {
       const Placed& q = by_start[other];
       return absl::InvalidArgumentError(absl::StrCat(
-          "values ", Describe(graph, q), " and ", Describe(graph, p),
-          " overlap in memory while both are live (at step ", p.lifetime.first_step, ")"));
+          "values ", Describe(graph, live, q), " and ", Describe(graph, live, p),
+          " overlap in memory while both are live (at step ", p.first_step, ")"));
     }
     live_ranges.emplace(p.offset, i);
-    endings.emplace(p.lifetime.last_step, i);
+    endings.emplace(live.lifetime[p.root].last_step, i);
   }
   return absl::OkStatus();
 }
@@ -191,8 +194,9 @@ absl::Status CheckParallel(const Graph& graph, const Liveness& live,
     std::vector<OpId> ops;
     for (ValueId m : live.members[root]) {
       const graph::Value& v = graph.value(m);
-      if (v.consumers.empty() && v.producer != kNone) ops.push_back(v.producer);
-      ops.insert(ops.end(), v.consumers.begin(), v.consumers.end());
+      const absl::Span<const OpId> readers = graph.consumers(m);
+      if (readers.empty() && v.producer != kNone) ops.push_back(v.producer);
+      ops.insert(ops.end(), readers.begin(), readers.end());
     }
     std::sort(ops.begin(), ops.end());
     ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
@@ -220,7 +224,7 @@ absl::Status CheckParallel(const Graph& graph, const Liveness& live,
       for (OpId op : last_ops(q.root)) {
         if (writer != kNone && hb.Before(op, writer)) continue;
         return absl::InvalidArgumentError(absl::StrCat(
-            "values ", Describe(graph, q), " and ", Describe(graph, p),
+            "values ", Describe(graph, live, q), " and ", Describe(graph, live, p),
             " share memory, but in parallel execution ", graph.op(op).Label(), ", which uses '",
             graph.value(q.root).DisplayName(), "', need not finish before ",
             writer == kNone ? std::string("the net starts")
@@ -249,30 +253,35 @@ absl::Status VerifyPlan(const Graph& graph, const Plan& plan) {
   MG_RETURN_IF_ERROR(CheckEnforcedInPlace(graph));
   Schedule schedule;
   schedule.order = plan.order;
+  schedule.ops.reserve(plan.steps.size());
   for (const PlanStep& step : plan.steps) schedule.ops.push_back(step.op);
   if (absl::Status s = CheckSchedule(graph, schedule.ops); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("the plan's schedule is invalid: ", s.message()));
   }
-  schedule.step_of_op.assign(graph.num_ops(), 0);
-  for (int step = 0; step < graph.num_ops(); ++step) schedule.step_of_op[schedule.ops[step]] = step;
   LivenessOptions options;
   options.plan_static = plan.plan_static;
   options.views = plan.views;
   options.recycle_inputs = plan.recycle_inputs;
   options.static_names = plan.static_names;
   options.size_blind = plan.size_blind;
-  MG_ASSIGN_OR_RETURN(Liveness live, ComputeLiveness(graph, schedule, options));
+  MG_ASSIGN_OR_RETURN(Liveness live, ComputeLiveness(graph, std::move(schedule), options));
   // Versions of a name placed together (blob_per_name) are checked as the values they are: each
   // with its own lifetime, so two versions live at once in one buffer are caught.
   if (plan.blob_per_name) {
     LivenessOptions by_name = options;
     by_name.blob_per_name = true;
     by_name.names_need_order = plan.execution == ExecutionModel::kParallel;
-    MG_ASSIGN_OR_RETURN(Liveness named, ComputeLiveness(graph, schedule, by_name));
+    MG_ASSIGN_OR_RETURN(Liveness named, ComputeLiveness(graph, live.schedule, by_name));
     MG_RETURN_IF_ERROR(CheckPlacement(graph, plan, live, named));
   } else {
     MG_RETURN_IF_ERROR(CheckPlacement(graph, plan, live, live));
   }
+  // What the overlap checks below do not read is released before their array of classes is
+  // made: on a 4M-op graph that array and the whole liveness were the run's peak together.
+  live.schedule = Schedule();
+  std::vector<int64_t>().swap(live.bytes);
+  std::vector<graph::Device>().swap(live.device);
+  if (plan.execution != ExecutionModel::kParallel) live.members = ClassMembers();
 
   auto placed = [&](ValueId id) {
     return live.planned[id] && live.alias_root[id] == id && live.class_bytes[id] > 0;
@@ -291,15 +300,14 @@ absl::Status VerifyPlan(const Graph& graph, const Plan& plan) {
           offset + live.class_bytes[id], ") extends past the arena of ", plan.arena_bytes,
           " bytes"));
     }
-    by_start.push_back(Placed{id, offset, offset + live.class_bytes[id], live.lifetime[id]});
+    by_start.push_back(
+        Placed{offset, offset + live.class_bytes[id], id, live.lifetime[id].first_step});
   }
   std::sort(by_start.begin(), by_start.end(), [](const Placed& a, const Placed& b) {
-    if (a.lifetime.first_step != b.lifetime.first_step) {
-      return a.lifetime.first_step < b.lifetime.first_step;
-    }
+    if (a.first_step != b.first_step) return a.first_step < b.first_step;
     return a.offset != b.offset ? a.offset < b.offset : a.root < b.root;
   });
-  MG_RETURN_IF_ERROR(CheckSerial(graph, by_start));
+  MG_RETURN_IF_ERROR(CheckSerial(graph, live, by_start));
   if (plan.execution == ExecutionModel::kParallel) {
     MG_RETURN_IF_ERROR(CheckParallel(graph, live, by_start));
   }

@@ -25,7 +25,7 @@ class Rng {
 };
 
 graph::Device DeviceNumber(int d) {
-  return d == 0 ? graph::Device{} : graph::Device{1, d - 1};
+  return d == 0 ? graph::Device{} : graph::Device{1, static_cast<int16_t>(d - 1)};
 }
 
 graph::TensorType Bytes(int64_t bytes) { return {graph::DataType::kUInt8, {bytes}}; }

@@ -3,16 +3,21 @@
 // A graph of a million values or ops pays for every byte of its Value and Op structs, and most
 // of their optional parts (a declared shape, an ONNX domain, a Caffe2 engine) are empty on all
 // but a few. `Boxed<T>` is an optional T kept on the heap: 8 bytes where std::optional of a
-// vector takes 32; `RareString` is a string that is 8 bytes while empty (std::string: 32).
+// vector takes 32; `RareString` is a string that is 8 bytes while empty (std::string: 32);
+// `RareVector` a vector that is 8 bytes while empty (an inline list of ids: 24).
 // Both copy deeply and compare by value, so the structs holding them stay plain values.
 #ifndef MEMONGER_UTIL_BOXED_H_
 #define MEMONGER_UTIL_BOXED_H_
 
+#include <algorithm>
+#include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
@@ -99,6 +104,67 @@ class RareString {
     return *kEmpty;
   }
   std::unique_ptr<std::string> text_;  // null while empty; never points at an empty string
+};
+
+// A vector that costs one pointer while empty: the subset of std::vector's interface the graph
+// uses (an op's control inputs, which almost no op of a big net has). It converts to a
+// std::vector (and is assigned one), so a function taking the vector takes it. A non-empty one
+// costs a heap vector besides its items: for lists most objects have, a plain vector is smaller.
+template <typename T>
+class RareVector {
+ public:
+  using value_type = T;
+  using iterator = T*;
+  using const_iterator = const T*;
+
+  RareVector() = default;
+  RareVector(std::initializer_list<T> items) {  // NOLINT: as std::vector
+    if (items.size() > 0) items_ = std::make_unique<std::vector<T>>(items);
+  }
+  RareVector(std::vector<T> items) {  // NOLINT: assigned like a vector
+    if (!items.empty()) items_ = std::make_unique<std::vector<T>>(std::move(items));
+  }
+  RareVector(const RareVector& other)
+      : items_(other.items_ ? std::make_unique<std::vector<T>>(*other.items_) : nullptr) {}
+  RareVector& operator=(const RareVector& other) {
+    if (this != &other) {
+      items_ = other.items_ ? std::make_unique<std::vector<T>>(*other.items_) : nullptr;
+    }
+    return *this;
+  }
+  RareVector(RareVector&&) noexcept = default;
+  RareVector& operator=(RareVector&&) noexcept = default;
+
+  bool empty() const { return items_ == nullptr; }
+  size_t size() const { return items_ ? items_->size() : 0; }
+  const std::vector<T>& vec() const { return items_ ? *items_ : Empty(); }
+  operator const std::vector<T>&() const { return vec(); }  // NOLINT: reads as a vector
+  // Null while empty: a range over nothing.
+  const T* begin() const { return items_ ? items_->data() : nullptr; }
+  const T* end() const { return items_ ? items_->data() + items_->size() : nullptr; }
+  T* begin() { return items_ ? items_->data() : nullptr; }
+  T* end() { return items_ ? items_->data() + items_->size() : nullptr; }
+  // REQUIRES: i < size().
+  const T& operator[](size_t i) const { return (*items_)[i]; }
+  T& operator[](size_t i) { return (*items_)[i]; }
+
+  void push_back(T item) {
+    if (!items_) items_ = std::make_unique<std::vector<T>>();
+    items_->push_back(std::move(item));
+  }
+  void clear() { items_.reset(); }
+
+  friend bool operator==(const RareVector& a, const RareVector& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+  }
+  friend bool operator!=(const RareVector& a, const RareVector& b) { return !(a == b); }
+
+ private:
+  static const std::vector<T>& Empty() {
+    static const std::vector<T>* const kEmpty = new std::vector<T>();
+    return *kEmpty;
+  }
+  std::unique_ptr<std::vector<T>> items_;  // null while empty; never points at an empty vector
 };
 
 }  // namespace memonger::util

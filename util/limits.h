@@ -41,6 +41,9 @@ inline constexpr int64_t kMaxAlignment = int64_t{1} << 30;
 // most kMaxAlignment, every sum a plan forms stays below 2^63.
 inline constexpr int64_t kMaxTotalBytes = int64_t{1} << 60;
 inline constexpr double kMaxTimeLimitSeconds = 7 * 24 * 3600.0;
+// A device's type and index (Caffe2's DeviceOption) are held in two bytes each
+// (graph::Device): a 4M-op net holds one per op, and its liveness one per value.
+inline constexpr int kMaxDeviceField = 32767;
 // Threads of a parallel search (each holds its own copy of a planner's index).
 inline constexpr int kMaxThreads = 256;
 // Symbolic plans (memonger/symbolic/): the most alias classes one may place (its check keeps an

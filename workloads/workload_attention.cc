@@ -192,7 +192,7 @@ absl::StatusOr<Graph> BuildAttentionGraph(const AttentionWorkload& w) {
     MG_ASSIGN_OR_RETURN(graph, AddGradientOps(graph, {"loss"}));
   }
   if (w.symbolic) {
-    auto declare = [&](absl::string_view name, std::vector<DeclaredDim> dims) {
+    auto declare = [&](absl::string_view name, DeclaredDims dims) {
       for (ValueId id : graph.FindVersions(name)) {
         if (graph.value(id).producer == kNone) graph.mutable_value(id).declared.dims = dims;
       }

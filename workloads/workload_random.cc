@@ -495,7 +495,7 @@ absl::StatusOr<RandomWorkload> ParseRandomWorkload(const WorkloadSpec& spec) {
   // Bounds keep every element count far from int64 overflow (the widest value, an attention
   // mixer's [batch, t, t] scores, stays below 2^56 bytes); bytes are checked again by shape
   // inference.
-  // 2^22 ops take about 3.4 GB and 20 s to load and plan (BENCHMARKS.md). A training net is
+  // 2^22 ops take about 2.9 GB and 18 s to load and plan (BENCHMARKS.md). A training net is
   // about three times the ops and values of its forward pass: it stops at 2^20 forward ops,
   // beyond which its memory would be an out-of-memory death on most machines, not an answer.
   MG_ASSIGN_OR_RETURN(w.ops, params.Int("ops", w.ops, 3, kMaxRandomOps));

@@ -77,7 +77,7 @@ struct RandomWorkload {
   bool training = false;
 };
 
-// The most forward ops a spec may ask for: 2^22 (about 3.4 GB to plan), and 2^20 with
+// The most forward ops a spec may ask for: 2^22 (about 2.9 GB to plan), and 2^20 with
 // mode=training, whose backward pass triples the net.
 inline constexpr int64_t kMaxRandomOps = int64_t{1} << 22;
 inline constexpr int64_t kMaxRandomTrainingOps = int64_t{1} << 20;

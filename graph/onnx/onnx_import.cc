@@ -326,7 +326,7 @@ Declaration DeclarationOf(const onnx::TypeProto& type) {
   auto dtype = DataTypeFromProtoNumber(type.tensor_type().elem_type());
   if (dtype.ok()) d.dtype = *dtype;
   if (!type.tensor_type().has_shape()) return d;
-  std::vector<DeclaredDim> dims;
+  DeclaredDims dims;
   for (const auto& dim : type.tensor_type().shape().dim()) {
     if (dim.has_dim_value()) {
       dims.push_back({dim.dim_value(), ""});

@@ -84,12 +84,13 @@ absl::StatusOr<std::vector<DeviceOffsetProblem>> OffsetProblemsFor(const graph::
 // proven optimal (OffsetSolution::proven_optimal, e.g. by an exact search) or its height is its
 // problem's OffsetLowerBound: each device's arena is then as small as it can be.
 // InvalidArgument when a solution does not pass CheckOffsetSolution, or the stacked arena does
-// not fit in int64.
+// not fit in int64. It takes the problems and solutions, and releases them before FinishPlan
+// sets the offsets per value: on a big graph all three together were the run's peak.
 // REQUIRES: plan initialised by InitPlan; `problems` from OffsetProblemsFor for this graph and
 // liveness; one solution per problem.
 absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liveness,
-                                  const std::vector<DeviceOffsetProblem>& problems,
-                                  const std::vector<OffsetSolution>& solutions, Plan& plan);
+                                  std::vector<DeviceOffsetProblem> problems,
+                                  std::vector<OffsetSolution> solutions, Plan& plan);
 
 // A raw problem straight from usage records (graph/records.h), without building a graph: item i
 // is records[i], its steps compressed to the ranks of the sorted distinct first_step and

@@ -803,7 +803,8 @@ std::vector<std::pair<int, int>> ParallelConflicts(const graph::Graph& graph,
     for (graph::ValueId m : liveness.members[items[i].root]) {
       const graph::Value& v = graph.value(m);
       if (v.producer != graph::kNone) touchers[i].push_back(v.producer);
-      touchers[i].insert(touchers[i].end(), v.consumers.begin(), v.consumers.end());
+      const absl::Span<const graph::OpId> readers = graph.consumers(m);
+      touchers[i].insert(touchers[i].end(), readers.begin(), readers.end());
     }
     std::sort(touchers[i].begin(), touchers[i].end());
     touchers[i].erase(std::unique(touchers[i].begin(), touchers[i].end()), touchers[i].end());

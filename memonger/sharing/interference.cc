@@ -283,7 +283,7 @@ absl::StatusOr<SharingGroups> PlanMemongerInterference(const graph::Graph& graph
     }
     bool read = false;
     for (graph::ValueId m : liveness.members[item.root]) {
-      read = read || !graph.value(m).consumers.empty();
+      read = read || !graph.consumers(m).empty();
     }
     if (!read) item.lifetime.last_step = liveness.num_steps;
     if (options.size_blind) item.bytes = 1;  // memonger without blob_sizes: every size 1

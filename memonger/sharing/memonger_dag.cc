@@ -379,7 +379,7 @@ class DagPlanner {
       for (ValueId m : liveness_.members[c]) {
         const graph::Value& value = graph_.value(m);
         if (value.producer != kNone && !traversed_[value.producer]) list.push_back(value.producer);
-        for (OpId reader : value.consumers) {
+        for (OpId reader : graph_.consumers(m)) {
           if (!traversed_[reader]) list.push_back(reader);
         }
       }
@@ -744,7 +744,8 @@ class DagPlanner {
     for (ValueId m : live.members[c]) {
       const graph::Value& value = graph_.value(m);
       if (value.producer != kNone) ops.push_back(value.producer);
-      ops.insert(ops.end(), value.consumers.begin(), value.consumers.end());
+      const absl::Span<const OpId> readers = graph_.consumers(m);
+      ops.insert(ops.end(), readers.begin(), readers.end());
     }
     std::sort(ops.begin(), ops.end());
     ops.erase(std::unique(ops.begin(), ops.end()), ops.end());

@@ -336,7 +336,7 @@ TEST(ExecutorTest, CorruptedPlansAreCaught) {
         }
         const int wa = step_of_op[g.value(a).producer];
         int last_read = -1;
-        for (graph::OpId reader : g.value(b).consumers) {
+        for (graph::OpId reader : g.consumers(b)) {
           last_read = std::max(last_read, step_of_op[reader]);
         }
         if (wb < wa && wa <= last_read) {

@@ -51,9 +51,9 @@ TEST(Fp16StorageTest, CastsAfterTheProducerAndBeforeEachReader) {
   EXPECT_EQ(TypeOf(*g, "features_restored"), "float32[4,8]");
   EXPECT_EQ(TypeOf(*g, "b"), "float32[4,8]");
   // The fp32 value now dies at the cast: only the half copy spans the readers.
-  const Value& full = g->value(*g->FindValue("features"));
-  ASSERT_EQ(full.consumers.size(), 1u);
-  EXPECT_EQ(g->op(full.consumers[0]).name, "features_fp16");
+  const absl::Span<const OpId> readers = g->consumers(*g->FindValue("features"));
+  ASSERT_EQ(readers.size(), 1u);
+  EXPECT_EQ(g->op(readers[0]).name, "features_fp16");
   EXPECT_EQ(g->value(*g->FindValue("w")).role, Role::kParam);
 }
 

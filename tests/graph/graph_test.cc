@@ -14,6 +14,7 @@ namespace memonger::graph {
 namespace {
 
 using ::memonger::testing::GraphFromText;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 TEST(GraphTest, SsaVersionsAndInPlace) {
@@ -64,7 +65,30 @@ TEST(GraphTest, CopiesAndMovesKeepTheirNameIndex) {
     EXPECT_EQ(graph->value(*graph->FindValue(x)).name, x);
     EXPECT_EQ(graph->Versions(y).size(), 2u);
     EXPECT_FALSE(graph->FindValue("missing").has_value());
+    EXPECT_THAT(graph->consumers(*graph->FindValue(x)), ElementsAre(0));
   }
+}
+
+// A value's readers: each op once (an op reading it twice included), ascending, whatever order
+// the net lists them in; a control input is no read; an unread value has none.
+TEST(GraphTest, ConsumersAreEachReadingOpOnceAscending) {
+  auto g = GraphFromText(R"pb(
+    name: "t"
+    external_input: "x"
+    op { type: "Add" input: "x" input: "x" output: "a" }
+    op { type: "Relu" input: "b" output: "c" }
+    op { type: "Mul" input: "a" input: "x" output: "b" control_input: "x" }
+    op { type: "Relu" input: "x" output: "unread" control_input: "a" }
+    external_output: "c"
+  )pb");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(g->consumers(*g->FindValue("x")), ElementsAre(0, 2, 3));
+  EXPECT_THAT(g->consumers(*g->FindValue("a")), ElementsAre(2));
+  EXPECT_THAT(g->consumers(*g->FindValue("b")), ElementsAre(1));
+  EXPECT_TRUE(g->consumers(*g->FindValue("unread")).empty());
+  EXPECT_TRUE(g->consumers(*g->FindValue("c")).empty());
+  const Graph copy = *g;
+  for (ValueId v = 0; v < g->num_values(); ++v) EXPECT_EQ(copy.consumers(v), g->consumers(v));
 }
 
 TEST(GraphTest, UndefinedInputNamesOpAndValue) {
@@ -168,9 +192,9 @@ TEST(GraphTest, WideOpsLateControlInputsAndFactsOnEveryVersion) {
   writer.inputs = {"in0"};
   writer.outputs = {"late"};  // listed after its reader: the net is not in dependency order
   b.AddOp(writer);
-  b.Declare("in7", Declaration{DataType::kFloat32, std::vector<DeclaredDim>{{4, ""}}}, 64);
+  b.Declare("in7", Declaration{DataType::kFloat32, DeclaredDims{{4, ""}}}, 64);
   b.DeclareRole("in7", Role::kInput);
-  b.Declare("in7", Declaration{DataType::kFloat32, std::vector<DeclaredDim>{{8, ""}}});
+  b.Declare("in7", Declaration{DataType::kFloat32, DeclaredDims{{8, ""}}});
   b.AddExternalOutput("in7");
   absl::StatusOr<Graph> g = std::move(b).Build();
   ASSERT_TRUE(g.ok()) << g.status();

@@ -44,7 +44,7 @@ void ExpectSameGraph(const Graph& a, const Graph& b) {
     EXPECT_EQ(a.value(v).version, b.value(v).version);
     EXPECT_EQ(a.value(v).role, b.value(v).role);
     EXPECT_EQ(a.value(v).producer, b.value(v).producer);
-    EXPECT_EQ(a.value(v).consumers, b.value(v).consumers);
+    EXPECT_EQ(a.consumers(v), b.consumers(v));
     EXPECT_EQ(a.value(v).inplace_of, b.value(v).inplace_of);
     EXPECT_EQ(a.value(v).declared.dtype, b.value(v).declared.dtype);
     EXPECT_EQ(a.value(v).declared.dims.has_value(), b.value(v).declared.dims.has_value());
@@ -218,6 +218,17 @@ TEST(NetDefTest, BinaryCaffe2NetDefLoads) {
   EXPECT_EQ(g->inputs().size(), 3u);
 }
 
+TEST(NetDefTest, DeviceFieldsUpToTheirLimitLoad) {
+  const std::string path = WriteTempFile(
+      "device_limit.pbtxt",
+      "external_input: \"x\" op { type: \"Relu\" input: \"x\" output: \"y\" "
+      "device_option { device_type: 32767 device_id: 32767 } }");
+  auto g = LoadModel(path, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->op(0).device, (Device{32767, 32767}));
+  EXPECT_EQ(DeviceToString(g->op(0).device), "device32767:32767");
+}
+
 struct BadNetCase {
   std::string label;
   std::string file_name;
@@ -271,7 +282,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadNetCase{"bad_dtype", "dtype.pbtxt",
                    "external_input: \"x\" op { type: \"Relu\" input: \"x\" output: \"y\" } "
                    "value_info { name: \"x\" dtype: 8 }",
-                   "dtype"}),
+                   "dtype"},
+        // A device is held in two bytes a field: beyond them the file is refused, not cut.
+        BadNetCase{"device_id_out_of_range", "device.pbtxt",
+                   "external_input: \"x\" op { name: \"r\" type: \"Relu\" input: \"x\" "
+                   "output: \"y\" device_option { device_type: 1 device_id: 70000 } }",
+                   "Relu op 'r': device_option device_id 70000 is out of range [0, 32767]"},
+        BadNetCase{"net_device_type_negative", "net_device.pbtxt",
+                   "device_option { device_type: -1 } external_input: \"x\" "
+                   "op { type: \"Relu\" input: \"x\" output: \"y\" }",
+                   "device_type -1 is out of range"}),
     [](const ::testing::TestParamInfo<BadNetCase>& info) { return info.param.label; });
 
 }  // namespace

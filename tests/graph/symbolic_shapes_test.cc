@@ -28,7 +28,9 @@ absl::StatusOr<Graph> Build(const Writer& write, const SymbolBindings& at,
   if (!g.ok()) return g;
   for (const auto& [name, dims] : declared) {
     for (ValueId id : g->FindVersions(name)) {
-      if (g->value(id).producer == kNone) g->mutable_value(id).declared.dims = dims;
+      if (g->value(id).producer == kNone) {
+        g->mutable_value(id).declared.dims = DeclaredDims(dims.begin(), dims.end());
+      }
     }
   }
   return g;

@@ -457,7 +457,7 @@ TEST(LivenessPropertyTest, ClassesAreConsistentOnRandomGraphs) {
       if (g.value(v).inplace_of != graph::kNone) {
         EXPECT_EQ(root, l.alias_root[g.value(v).inplace_of]);
       }
-      for (OpId reader : g.value(v).consumers) {
+      for (OpId reader : g.consumers(v)) {
         EXPECT_LE(l.schedule.step_of_op[reader], l.lifetime[v].last_step);
       }
       if (g.value(v).producer != graph::kNone) {

@@ -327,7 +327,7 @@ bool MayShare(const Graph& g, const Liveness& l, const std::vector<std::vector<b
   const OpId writer = g.value(b).producer;
   if (writer == graph::kNone) return false;
   for (ValueId m : l.members[a]) {
-    std::vector<OpId> ops(g.value(m).consumers.begin(), g.value(m).consumers.end());
+    std::vector<OpId> ops(g.consumers(m).begin(), g.consumers(m).end());
     if (g.value(m).producer != graph::kNone) ops.push_back(g.value(m).producer);
     for (OpId op : ops) {
       if (!reach[op][writer]) return false;

@@ -352,7 +352,7 @@ std::vector<HostileCase> Cases() {
   workload("value_overflow", "mlp:layers=99999999999999999999", "layers");
   workload("random_ops_zero", "random:ops=0", "ops");
   workload("random_ops_over_max", "random:ops=99999999999", "ops");
-  // One over the documented maximum (2^22 ops, about 3.4 GB to plan): refused before any work.
+  // One over the documented maximum (2^22 ops, about 2.9 GB to plan): refused before any work.
   workload("random_ops_4194305", "random:ops=4194305", "ops=4194305 is out of range (3 to 4194304)");
   workload("attention_n_zero", "attention:n=0", "n");
   workload("attention_n_text", "attention:n=big", "n");

@@ -51,6 +51,7 @@ TEST(BoxedTest, CopiesAreDeepAndCompareByValue) {
 TEST(BoxedTest, IsOnePointer) {
   EXPECT_EQ(sizeof(Boxed<std::vector<int>>), sizeof(void*));
   EXPECT_EQ(sizeof(RareString), sizeof(void*));
+  EXPECT_EQ(sizeof(RareVector<int>), sizeof(void*));
 }
 
 TEST(RareStringTest, ReadsAsAString) {
@@ -81,6 +82,48 @@ TEST(RareStringTest, CopiesAreDeep) {
   EXPECT_EQ(b, "ai.onnx");
   RareString c(std::move(a));
   EXPECT_EQ(c, "ai.onnx");
+}
+
+TEST(RareVectorTest, ReadsAsAVector) {
+  RareVector<int> empty;
+  EXPECT_TRUE(empty.empty());
+  EXPECT_EQ(empty.size(), 0u);
+  EXPECT_EQ(empty.begin(), empty.end());
+  EXPECT_TRUE(empty.vec().empty());
+
+  RareVector<int> list;
+  list.push_back(4);
+  list.push_back(5);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0], 4);
+  list[1] = 6;
+  int sum = 0;
+  for (int x : list) sum += x;
+  EXPECT_EQ(sum, 10);
+  const std::vector<int>& as_vector = list;  // a function taking the vector takes it
+  EXPECT_EQ(as_vector, (std::vector<int>{4, 6}));
+
+  list.clear();
+  EXPECT_TRUE(list.empty());
+  RareVector<int> from_vector = std::vector<int>{};  // an empty vector leaves it empty
+  EXPECT_TRUE(from_vector.empty());
+  from_vector = std::vector<int>{1};
+  EXPECT_EQ(from_vector.size(), 1u);
+}
+
+TEST(RareVectorTest, CopiesAreDeepAndCompareByValue) {
+  RareVector<int> a = {1, 2};
+  RareVector<int> b = a;
+  EXPECT_EQ(a, b);
+  b.push_back(3);
+  EXPECT_EQ(a.size(), 2u);
+  EXPECT_NE(a, b);
+  b = a;
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, RareVector<int>());
+  EXPECT_EQ(RareVector<int>(), RareVector<int>{});
+  RareVector<int> moved = std::move(a);
+  EXPECT_EQ(moved, (RareVector<int>{1, 2}));
 }
 
 }  // namespace

@@ -59,18 +59,21 @@ bool IsOutput(const Graph& g, ValueId v) {
 }
 
 // Ops from a value's producer to its last reader (0 for graph inputs and unread values).
-int Span(const Value& v) {
-  if (v.producer == kNone || v.consumers.empty()) return 0;
-  return v.consumers.back() - v.producer;
+int Span(const Graph& g, ValueId id) {
+  const absl::Span<const OpId> readers = g.consumers(id);
+  if (g.value(id).producer == kNone || readers.empty()) return 0;
+  return readers.back() - g.value(id).producer;
 }
 
 // The most activations written and still to be read at one op: how wide the DAG runs.
 int MaxLiveActivations(const Graph& g) {
   std::vector<int> delta(g.num_ops() + 1, 0);
-  for (const Value& v : g.values()) {
-    if (v.role != Role::kActivation || v.producer == kNone || v.consumers.empty()) continue;
+  for (ValueId id = 0; id < g.num_values(); ++id) {
+    const Value& v = g.value(id);
+    const absl::Span<const OpId> readers = g.consumers(id);
+    if (v.role != Role::kActivation || v.producer == kNone || readers.empty()) continue;
     ++delta[v.producer];
-    --delta[v.consumers.back()];
+    --delta[readers.back()];
   }
   int live = 0, most = 0;
   for (int d : delta) most = std::max(most, live += d);
@@ -286,9 +289,9 @@ TEST(RandomWorkloadTest, HasTheStructureOfRealNets) {
   for (ValueId id = 0; id < g.num_values(); ++id) {
     const Value& v = g.value(id);
     in_place += v.inplace_of != kNone;
-    dead += v.producer != kNone && v.consumers.empty() && !IsOutput(g, id);
-    fan_out += v.role == Role::kActivation && v.consumers.size() >= 3;
-    long_lived += Span(v) >= 200;
+    dead += v.producer != kNone && g.consumers(id).empty() && !IsOutput(g, id);
+    fan_out += v.role == Role::kActivation && g.consumers(id).size() >= 3;
+    long_lived += Span(g, id) >= 200;
   }
   for (const Op& op : g.ops()) {
     views += op.view;
@@ -363,7 +366,7 @@ TEST(RandomWorkloadTest, KnobsChangeTheNet) {
 
   auto longest = [](const Graph& g) {
     int most = 0;
-    for (const Value& v : g.values()) most = std::max(most, Span(v));
+    for (ValueId id = 0; id < g.num_values(); ++id) most = std::max(most, Span(g, id));
     return most;
   };
   EXPECT_LT(longest(MustBuild(base + ",reach=4,branches=1")),

@@ -265,7 +265,9 @@ class RandomSymbolicNet {
     if (!g.ok()) return g.status();
     for (const auto& [name, dims] : declared) {
       for (graph::ValueId id : g->FindVersions(name)) {
-        if (g->value(id).producer == graph::kNone) g->mutable_value(id).declared.dims = dims;
+        if (g->value(id).producer == graph::kNone) {
+          g->mutable_value(id).declared.dims = graph::DeclaredDims(dims.begin(), dims.end());
+        }
       }
     }
     return g;
