@@ -89,7 +89,9 @@ Graph& Graph::operator=(const Graph& other) {
 
 void Graph::IndexConsumers() {
   // Two passes over the inputs, ops ascending: count each value's readers, then list them. An op
-  // that reads a value twice is its last reader so far when it comes to the second read.
+  // that reads a value twice is its last reader so far when it comes to the second read. The
+  // reads fit int32 offsets: each is an input name of a file under the 2 GiB input limit (a
+  // generated workload has a few per op, at most 2^22 ops).
   const size_t n = values_.size();
   std::vector<OpId> last_reader(n, kNone);
   consumer_starts_.assign(n + 1, 0);

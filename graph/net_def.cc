@@ -276,6 +276,12 @@ absl::StatusOr<Graph> GraphFromNetDef(const proto::NetDef& net) {
   builder.ReserveOps(static_cast<size_t>(net.op_size()));
   for (const auto& name : net.external_input()) builder.AddExternalInput(name);
   for (const auto& name : net.external_output()) builder.AddExternalOutput(name);
+  // The net's device option (every op without its own runs there) is checked once, first.
+  absl::StatusOr<Device> net_device = DeviceFromProto(net.device_option());
+  if (!net_device.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the net's ", net_device.status().message()));
+  }
   for (const proto::OperatorDef& op_def : net.op()) {
     OpSpec op;
     op.name = op_def.name();
@@ -286,8 +292,8 @@ absl::StatusOr<Graph> GraphFromNetDef(const proto::NetDef& net) {
     op.control_inputs.assign(op_def.control_input().begin(), op_def.control_input().end());
     for (const proto::Argument& arg : op_def.arg()) op.attrs.push_back(AttributeFromProto(arg));
     // An op without its own device option runs where the net says.
-    absl::StatusOr<Device> device = DeviceFromProto(
-        op_def.has_device_option() ? op_def.device_option() : net.device_option());
+    absl::StatusOr<Device> device =
+        op_def.has_device_option() ? DeviceFromProto(op_def.device_option()) : net_device;
     if (!device.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           util::Quote(op_def.type()), " op '", util::Quote(op_def.name()),

@@ -274,7 +274,7 @@ absl::StatusOr<Graph> GraphFromRecords(const std::vector<UsageRecord>& records,
   }
   for (size_t k = 1; k < outputs_at.size(); ++k) outputs_at[k] += outputs_at[k - 1];
   // record_of[v]: the record of value v. The values are filled in their own order, so that
-  // their heap parts (shapes, consumer lists) lie in the order later passes read them.
+  // their heap parts (shapes, declarations) lie in the order later passes read them.
   std::vector<int32_t> record_of(n);
   {
     std::vector<int32_t> next(outputs_at.begin(), outputs_at.end() - 1);

@@ -5,7 +5,7 @@
 // but a few. `Boxed<T>` is an optional T kept on the heap: 8 bytes where std::optional of a
 // vector takes 32; `RareString` is a string that is 8 bytes while empty (std::string: 32);
 // `RareVector` a vector that is 8 bytes while empty (an inline list of ids: 24).
-// Both copy deeply and compare by value, so the structs holding them stay plain values.
+// All three copy deeply and compare by value, so the structs holding them stay plain values.
 #ifndef MEMONGER_UTIL_BOXED_H_
 #define MEMONGER_UTIL_BOXED_H_
 
@@ -137,6 +137,7 @@ class RareVector {
 
   bool empty() const { return items_ == nullptr; }
   size_t size() const { return items_ ? items_->size() : 0; }
+  // While empty, a shared empty vector: a reference taken then does not see a later push_back.
   const std::vector<T>& vec() const { return items_ ? *items_ : Empty(); }
   operator const std::vector<T>&() const { return vec(); }  // NOLINT: reads as a vector
   // Null while empty: a range over nothing.

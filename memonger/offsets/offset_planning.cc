@@ -195,8 +195,8 @@ absl::StatusOr<OffsetProblem> OffsetProblemFromRecords(
 }
 
 absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liveness,
-                                  std::vector<DeviceOffsetProblem> problems,
-                                  std::vector<OffsetSolution> solutions, Plan& plan) {
+                                  std::vector<DeviceOffsetProblem>&& problems,
+                                  std::vector<OffsetSolution>&& solutions, Plan& plan) {
   const int n = graph.num_values();
   MG_CHECK(static_cast<int>(plan.buffer_of_value.size()) == n);
   MG_CHECK(problems.size() == solutions.size());

@@ -89,8 +89,8 @@ absl::StatusOr<std::vector<DeviceOffsetProblem>> OffsetProblemsFor(const graph::
 // REQUIRES: plan initialised by InitPlan; `problems` from OffsetProblemsFor for this graph and
 // liveness; one solution per problem.
 absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liveness,
-                                  std::vector<DeviceOffsetProblem> problems,
-                                  std::vector<OffsetSolution> solutions, Plan& plan);
+                                  std::vector<DeviceOffsetProblem>&& problems,
+                                  std::vector<OffsetSolution>&& solutions, Plan& plan);
 
 // A raw problem straight from usage records (graph/records.h), without building a graph: item i
 // is records[i], its steps compressed to the ranks of the sorted distinct first_step and
@@ -116,8 +116,10 @@ absl::StatusOr<std::vector<OffsetSolution>> SolveOffsetProblems(
     const OffsetSolveOptions& options);
 
 // OffsetProblemsFor, SolveOffsetProblems (with options.time_limit_seconds and
-// options.exact_progress), then ApplyOffsetSolutions. InvalidArgument for the parallel execution model: the items carry serial
-// lifetimes, and disjoint serial lifetimes do not order two values under a parallel executor.
+// options.exact_progress), then ApplyOffsetSolutions. InvalidArgument for the parallel
+// execution model: the items carry serial lifetimes, and disjoint serial lifetimes do not
+// order two values under a parallel executor. The offsets per value are released at the start
+// (FinishPlan sets them at the end): after an error the plan is not usable.
 // REQUIRES: plan initialised by InitPlan.
 absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,
                           const PlanOptions& options, OffsetStrategy strategy, Plan& plan);

@@ -291,7 +291,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadNetCase{"net_device_type_negative", "net_device.pbtxt",
                    "device_option { device_type: -1 } external_input: \"x\" "
                    "op { type: \"Relu\" input: \"x\" output: \"y\" }",
-                   "device_type -1 is out of range"}),
+                   "the net's device_option device_type -1 is out of range"}),
     [](const ::testing::TestParamInfo<BadNetCase>& info) { return info.param.label; });
 
 }  // namespace
