@@ -73,9 +73,8 @@ std::string DeviceToString(const Device& device);  // "cpu", "cuda:1"
 
 // A dimension as declared by a net: a number, or a symbol bound later. The symbol may be an
 // expression of symbols in graph/dim_expr.h's grammar ("n + 1"); text that is neither is one
-// opaque symbol, as an ONNX dim_param may be anything.
-// Every parameter of a big net declares its shape: the symbol, empty on almost all of them, is
-// a RareString (a dim takes 16 bytes, not 40).
+// opaque symbol, as an ONNX dim_param may be anything. Every parameter of a big net declares
+// its shape, and the symbol is empty on almost all: a RareString (a dim takes 16 bytes, not 40).
 struct DeclaredDim {
   DeclaredDim() = default;
   DeclaredDim(int64_t size, std::string symbol) : size(size), symbol(std::move(symbol)) {}

@@ -666,9 +666,10 @@ absl::StatusOr<SymbolicShapes> InferSymbolicShapes(const Graph& graph,
           dims.push_back(DimExpr::Constant(d.size));
           continue;
         }
-        absl::StatusOr<DimExpr> e = IsSymbolName(d.symbol.str())
-                                        ? absl::StatusOr<DimExpr>(DimExpr::Symbol(d.symbol.str()))
-                                        : ParseDimExpr(d.symbol.str());
+        const std::string& symbol = d.symbol;
+        absl::StatusOr<DimExpr> e = IsSymbolName(symbol)
+                                        ? absl::StatusOr<DimExpr>(DimExpr::Symbol(symbol))
+                                        : ParseDimExpr(symbol);
         if (!e.ok()) {  // an opaque name: bound by a plain --dim, or an error already
           dims.push_back(DimExpr::Constant(v.type->dims[dims.size()]));
           continue;

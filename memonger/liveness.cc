@@ -83,7 +83,7 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, Schedule&& schedule
   live.options = options;
   live.schedule.order = schedule.order;
   live.schedule.ops = std::move(schedule.ops);
-  schedule = Schedule();
+  schedule = Schedule();  // the caller's step_of_op too: made again below
   live.schedule.step_of_op.assign(graph.num_ops(), 0);
   for (int step = 0; step < graph.num_ops(); ++step) {
     live.schedule.step_of_op[live.schedule.ops[step]] = step;
@@ -155,8 +155,7 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, Schedule&& schedule
     } else if (!readers.empty()) {
       // The first reader in the net's own order, not the schedule's: a value's device (and
       // so its alias classes) must not depend on the order the ops run in.
-      live.device[id] =
-          graph.op(readers.front()).device;
+      live.device[id] = graph.op(readers.front()).device;
     }
     if (is_static) {
       own[id] = Lifetime{0, last};

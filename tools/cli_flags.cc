@@ -13,10 +13,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "memonger/planner.h"
-#include "workloads/workload_spec.h"
 #include "util/bytes.h"
 #include "util/file_io.h"
 #include "util/status_macros.h"
+#include "workloads/workload_spec.h"
 
 namespace memonger::tools {
 namespace {

@@ -107,9 +107,8 @@ class RareString {
 };
 
 // A vector that costs one pointer while empty: the subset of std::vector's interface the graph
-// uses (an op's control inputs, which almost no op of a big net has). It converts to a
-// std::vector (and is assigned one), so a function taking the vector takes it. A non-empty one
-// costs a heap vector besides its items: for lists most objects have, a plain vector is smaller.
+// uses (an op's control inputs, which almost no op of a big net has). A non-empty one costs a
+// heap vector besides its items: for lists most objects have, a plain vector is smaller.
 template <typename T>
 class RareVector {
  public:
@@ -120,9 +119,6 @@ class RareVector {
   RareVector() = default;
   RareVector(std::initializer_list<T> items) {  // NOLINT: as std::vector
     if (items.size() > 0) items_ = std::make_unique<std::vector<T>>(items);
-  }
-  RareVector(std::vector<T> items) {  // NOLINT: assigned like a vector
-    if (!items.empty()) items_ = std::make_unique<std::vector<T>>(std::move(items));
   }
   RareVector(const RareVector& other)
       : items_(other.items_ ? std::make_unique<std::vector<T>>(*other.items_) : nullptr) {}
@@ -137,9 +133,6 @@ class RareVector {
 
   bool empty() const { return items_ == nullptr; }
   size_t size() const { return items_ ? items_->size() : 0; }
-  // While empty, a shared empty vector: a reference taken then does not see a later push_back.
-  const std::vector<T>& vec() const { return items_ ? *items_ : Empty(); }
-  operator const std::vector<T>&() const { return vec(); }  // NOLINT: reads as a vector
   // Null while empty: a range over nothing.
   const T* begin() const { return items_ ? items_->data() : nullptr; }
   const T* end() const { return items_ ? items_->data() + items_->size() : nullptr; }
@@ -161,10 +154,6 @@ class RareVector {
   friend bool operator!=(const RareVector& a, const RareVector& b) { return !(a == b); }
 
  private:
-  static const std::vector<T>& Empty() {
-    static const std::vector<T>* const kEmpty = new std::vector<T>();
-    return *kEmpty;
-  }
   std::unique_ptr<std::vector<T>> items_;  // null while empty; never points at an empty vector
 };
 
