@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 #include "memonger/offsets/interval_index.h"
@@ -62,6 +63,29 @@ Sections ToSections(const OffsetProblem& problem) {
   return s;
 }
 
+// A range of sections [from, to], grown to cover others (empty while from > to). Why a search
+// node failed: any state equal to the failing one on these sections fails too.
+struct Region {
+  int from = std::numeric_limits<int>::max();
+  int to = std::numeric_limits<int>::min();
+  void Add(const Region& r) {
+    from = std::min(from, r.from);
+    to = std::max(to, r.to);
+  }
+  bool Meets(int a, int e) const { return from <= e && a <= to; }
+};
+
+// A part's state, as Search::KeyOf hashes it.
+struct StateKey {
+  uint64_t a = 0;
+  uint64_t b = 0;
+  friend bool operator==(const StateKey& x, const StateKey& y) { return x.a == y.a && x.b == y.b; }
+  template <typename H>
+  friend H AbslHashValue(H h, const StateKey& k) {
+    return H::combine(std::move(h), k.a, k.b);
+  }
+};
+
 // One round of the search (the header describes it). Recursive: Solve() places one item and
 // calls itself, so a round needs a stack of kStackBytesPerItem per item.
 class Search {
@@ -73,12 +97,15 @@ class Search {
          std::optional<Clock::time_point> deadline, int64_t node_limit, int round,
          const util::RaceStop* stop)
       : items_(problem.items), sec_(sections), height_(height), deadline_(deadline),
-        node_limit_(node_limit), stop_(stop),
+        node_limit_(node_limit), flush_first_(round % 4 >= 2), stop_(stop),
         clock_stride_(std::clamp<int64_t>((int64_t{1} << 20) / (sections.count + 1), 1, 1024)),
         skyline_(sections.count, 0),
         offsets_(problem.items.size(), 0), placed_(problem.items.size(), false),
         starting_(sections.count), ending_(sections.count),
-        crossing_(std::max(0, sections.count - 1), 0) {
+        crossing_(std::max(0, sections.count - 1), 0), code_(problem.items.size()),
+        started_code_(sections.count) {
+    util::SplitMix64 codes(0x5eedc0de);
+    for (StateKey& code : code_) code = {codes.Next(), codes.Next()};
     for (size_t i = 0; i < items_.size(); ++i) {
       if (items_[i].bytes == 0) continue;
       starting_[sec_.first[i]].push_back(static_cast<int>(i));
@@ -107,7 +134,8 @@ class Search {
     PerfectPacking result;
     // The empty skyline: every run between walls is a well.
     for (int s = 0; s < sec_.count; ++s) {
-      if (!Wall(s) && Separated(s - 1) && !WellOk(s)) {
+      Region unused;
+      if (!Wall(s) && Separated(s - 1) && !WellOk(s, unused)) {
         result.outcome = PerfectPacking::kInfeasible;
         return result;
       }
@@ -116,8 +144,11 @@ class Search {
     for (int b = 0; b + 1 < sec_.count; ++b) {
       if (crossing_[b] == 0) cuts.push_back(b);
     }
-    const Result r = SolveParts(0, sec_.count - 1, cuts);
+    Region why;
+    const Result r = SolveParts(0, sec_.count - 1, cuts, why);
     result.nodes = nodes_;
+    result.repeats = repeats_;
+    result.jumps = jumps_;
     result.outcome = r == Result::kSolved   ? PerfectPacking::kFound
                      : r == Result::kFailed ? PerfectPacking::kInfeasible
                                             : PerfectPacking::kStopped;
@@ -142,26 +173,71 @@ class Search {
   // at a time, at the cell where the fewest items can go (FewestChoices). Where a placement
   // leaves no unplaced item crossing some boundary, the two sides are independent: each is
   // solved on its own, and a side that fails fails the placement without retrying the other
-  // side's choices. On kSolved the items stay placed.
-  Result Solve(int lo, int hi) {
+  // side's choices. On kSolved the items stay placed; on kFailed, `why` holds the failure's
+  // region (the header's backjumping), and the part's state is remembered as failed.
+  Result Solve(int lo, int hi, Region& why) {
     if (!Tick()) return Result::kStopped;
+    const StateKey key = KeyOf(lo, hi);
+    if (const auto hit = failed_.find(key); hit != failed_.end()) {
+      ++repeats_;
+      why = hit->second;
+      return Result::kFailed;
+    }
     std::vector<int> choices;
-    if (!FewestChoices(lo, hi, choices)) return Result::kSolved;
+    Region well;
+    std::pair<int, int> well_sections;
+    if (!FewestChoices(lo, hi, choices, well, well_sections)) return Result::kSolved;
+    why = well;
     std::vector<int> cuts;
     for (const int c : choices) {
       Place(c, skyline_[sec_.first[c]], cuts);
       Result r = Result::kFailed;
-      if (WellsAround(c)) r = cuts.empty() ? Solve(lo, hi) : SolveParts(lo, hi, cuts);
+      Region child;
+      if (WellsAround(c, child)) {
+        r = cuts.empty() ? Solve(lo, hi, child) : SolveParts(lo, hi, cuts, child);
+      }
       if (r == Result::kSolved) return r;
       Unplace(c);
       if (r == Result::kStopped) return r;
+      // Every choice here lies inside the well: one whose failure was decided elsewhere would
+      // fail the same way with any of them.
+      if (!child.Meets(well_sections.first, well_sections.second)) {
+        why = child;
+        ++jumps_;
+        break;
+      }
+      why.Add(child);
+    }
+    if (static_cast<int64_t>(failed_.size()) < kMaxPerfectPackingFailedStates) {
+      failed_.emplace(key, why);
     }
     return Result::kFailed;
   }
 
+  // The state of part [lo, hi], which no unplaced item crosses out of: which of the items
+  // starting in it are placed. That decides the rest: the items crossing in from before lo
+  // are all placed, and with no hole below the skyline, each section's height is the bytes of
+  // the placed items living there. Two 64-bit words of XORed random codes per item (Zobrist
+  // hashing): two different states share a key with probability about 2^-128 per pair.
+  StateKey KeyOf(int lo, int hi) const {
+    StateKey key = {Mix(static_cast<uint64_t>(lo) << 32 | static_cast<uint32_t>(hi)),
+                    Mix((static_cast<uint64_t>(hi) << 32 | static_cast<uint32_t>(lo)) ^ 1)};
+    for (int s = lo; s <= hi; ++s) {
+      key.a ^= started_code_[s].a;
+      key.b ^= started_code_[s].b;
+    }
+    return key;
+  }
+
+  static uint64_t Mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+
   // Solve() on each part of [lo, hi] between `cuts` (ascending boundaries: a cut b separates
   // sections b and b + 1), and on the parts of [lo, hi] no unplaced item joins.
-  Result SolveParts(int lo, int hi, const std::vector<int>& cuts) {
+  Result SolveParts(int lo, int hi, const std::vector<int>& cuts, Region& why) {
     std::vector<std::pair<int, int>> parts;
     int from = lo;
     for (const int b : cuts) {
@@ -173,7 +249,7 @@ class Search {
     // If a later part fails, the items the earlier ones placed are taken back.
     const size_t mark = trail_.size();
     for (const auto& [a, e] : parts) {
-      const Result r = Solve(a, e);
+      const Result r = Solve(a, e, why);
       if (r != Result::kSolved) {
         while (trail_.size() > mark) Unplace(trail_.back());
         return r;
@@ -213,10 +289,17 @@ class Search {
   // first section; with such a right side, some item that fits ends at its last; with both (a
   // well), the items inside it must partition it, checked by a reachability pass over the
   // items starting in it.
-  bool WellOk(int s) const {
+  bool WellOk(int s, Region& why) const {
     if (Wall(s) || skyline_[s] >= height_) return true;
     const auto [a, e] = RunAround(s);
-    const int64_t h = skyline_[s];
+    if (RunOk(a, e)) return true;
+    why = RunRegion(a, e);
+    return false;
+  }
+
+  // Whether run [a, e] can still be covered (WellOk's test).
+  bool RunOk(int a, int e) const {
+    const int64_t h = skyline_[a];
     const bool left_closed = LeftClosed(a, h);
     const bool right_closed = RightClosed(e, h);
     if (left_closed && !right_closed) {
@@ -238,10 +321,17 @@ class Search {
     return reach_[e - a + 1];
   }
 
+  // The sections whose state decides what RunOk and Candidates say of run [a, e]: the run, and
+  // each neighbour whose height was read (beside a separated boundary, none is).
+  Region RunRegion(int a, int e) const {
+    return Region{Separated(a - 1) ? a : a - 1, Separated(e) ? e : e + 1};
+  }
+
   // After item i rose over its sections: the wells it may have made or changed, at its run and
-  // at the runs beside it.
-  bool WellsAround(int i) const {
-    return WellOk(sec_.first[i]) && WellOk(sec_.first[i] - 1) && WellOk(sec_.last[i] + 1);
+  // at the runs beside it. On false, `why` holds the failing run's region.
+  bool WellsAround(int i, Region& why) const {
+    return WellOk(sec_.first[i], why) && WellOk(sec_.first[i] - 1, why) &&
+           WellOk(sec_.last[i] + 1, why);
   }
 
   // The well of [lo, hi] (a run whose sides are closed) with the fewest items that can cover
@@ -250,7 +340,9 @@ class Search {
   // cell by one that ends there), so branching on any one well's end is complete; the fewest
   // choices fail first. Ties go to the lowest well, then the leftmost (the lowest run is always
   // a well). False when [lo, hi] is full.
-  bool FewestChoices(int lo, int hi, std::vector<int>& out) const {
+  // `region` receives the well's region and `sections` its sections.
+  bool FewestChoices(int lo, int hi, std::vector<int>& out, Region& region,
+                     std::pair<int, int>& sections) const {
     bool any = false;
     int64_t best_height = 0;
     for (int s = lo; s <= hi;) {
@@ -269,6 +361,8 @@ class Search {
           out = std::move(candidates);
           best_height = h;
           any = true;
+          region = RunRegion(a, e);
+          sections = {a, e};
           if (out.size() <= 1) return true;  // none (a dead end) or forced
         }
       }
@@ -293,8 +387,29 @@ class Search {
       });
       if (!seen) out.push_back(i);
     }
-    std::stable_partition(out.begin(), out.end(),
-                          [&](int i) { return sec_.first[i] == a && sec_.last[i] == e; });
+    if (!flush_first_) {
+      std::stable_partition(out.begin(), out.end(),
+                            [&](int i) { return sec_.first[i] == a && sec_.last[i] == e; });
+      return out;
+    }
+    // Spanning the well counts most; then each side whose top would be flush with its
+    // neighbour's, or with the target beside a separated boundary.
+    const auto flush = [&](int i) {
+      const int64_t top = floor + items_[i].bytes;
+      const int before = sec_.first[i] - 1;
+      const int after = sec_.last[i] + 1;
+      int score = sec_.first[i] == a && sec_.last[i] == e ? 4 : 0;
+      if (!Separated(before) && skyline_[before] == top) ++score;
+      if (!Separated(after - 1) && skyline_[after] == top) ++score;
+      if (Separated(before) && top == height_) ++score;
+      return score;
+    };
+    std::vector<std::pair<int, int>> scored;  // (-score, position): a stable order
+    scored.reserve(out.size());
+    for (size_t k = 0; k < out.size(); ++k) scored.emplace_back(-flush(out[k]), out[k]);
+    std::stable_sort(scored.begin(), scored.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (size_t k = 0; k < out.size(); ++k) out[k] = scored[k].second;
     return out;
   }
 
@@ -304,6 +419,8 @@ class Search {
     placed_[i] = true;
     offsets_[i] = offset;
     trail_.push_back(i);
+    started_code_[sec_.first[i]].a ^= code_[i].a;
+    started_code_[sec_.first[i]].b ^= code_[i].b;
     cuts.clear();
     for (int s = sec_.first[i]; s <= sec_.last[i]; ++s) skyline_[s] += items_[i].bytes;
     for (int b = sec_.first[i]; b < sec_.last[i]; ++b) {
@@ -316,6 +433,8 @@ class Search {
     MG_CHECK(!trail_.empty() && trail_.back() == i);
     trail_.pop_back();
     placed_[i] = false;
+    started_code_[sec_.first[i]].a ^= code_[i].a;
+    started_code_[sec_.first[i]].b ^= code_[i].b;
     for (int s = sec_.first[i]; s <= sec_.last[i]; ++s) skyline_[s] -= items_[i].bytes;
     for (int b = sec_.first[i]; b < sec_.last[i]; ++b) ++crossing_[b];
   }
@@ -325,6 +444,7 @@ class Search {
   const int64_t height_;
   const std::optional<Clock::time_point> deadline_;
   const int64_t node_limit_;
+  const bool flush_first_;
   const util::RaceStop* const stop_;
   const int64_t clock_stride_ = 1;
   int64_t nodes_ = 0;
@@ -336,6 +456,12 @@ class Search {
   std::vector<int> crossing_;               // per boundary b: unplaced items in b and b + 1
   std::vector<int> trail_;                  // the placed items, in order
   mutable std::vector<bool> reach_;         // WellOk's scratch
+  std::vector<StateKey> code_;              // per item, its random code
+  std::vector<StateKey> started_code_;      // per section, the codes of placed items starting there
+  // Parts proven unfillable in this round, by state, each with its failure's region.
+  absl::flat_hash_map<StateKey, Region> failed_;
+  int64_t repeats_ = 0;  // nodes answered by failed_
+  int64_t jumps_ = 0;    // nodes left with choices untried (backjumps)
 };
 
 // A round recurses once per placement (Solve, and SolveParts where the problem splits: about 450
@@ -438,6 +564,8 @@ absl::StatusOr<PerfectPacking> SolvePerfectPacking(const OffsetProblem& problem,
   for (auto& [round, result] : results) {
     if (round > last) break;
     answer.nodes += result.nodes;
+    answer.repeats += result.repeats;
+    answer.jumps += result.jumps;
     if (round == last) {
       answer.outcome = result.outcome;
       answer.offsets = std::move(result.offsets);

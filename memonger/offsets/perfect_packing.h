@@ -36,14 +36,30 @@
 // other side's alternatives. Guillotine-cut instances split this way again and again, which is
 // what keeps their search from thrashing between independent parts.
 //
+// Backjumping: a failure carries its region, the sections whose state decided it (the well and
+// the neighbours whose heights were read; a node's region spans its well's and its children's).
+// Every choice at a node lies inside its well, so where a child's failure region misses the
+// well, no other choice there can change it: the node fails at once with that region, and the
+// search backs up past placements made elsewhere, to the first one the failure depends on.
+// Without this, a dead end in one place is re-proved under every combination of the choices
+// made in other places since (thrashing).
+//
+// Failed states: a part whose state (which of the items starting in it are placed: that
+// decides its skyline and its unplaced items) has failed fails again, wherever the search
+// meets it, as when two items trade places below it. Each round remembers up to
+// kMaxPerfectPackingFailedStates of them by a 128-bit Zobrist key (a false match, which would drop a state
+// that has a plan, has a probability of about 2^-128 per pair of states).
+//
 // Restarts: a round searches with a node limit; rounds alternate forwards and backwards in time
 // (a plan serves both ways) and candidate orders (largest first, longest first, then seeded
-// shuffles), with node limits of 4n times the Luby sequence (1 1 2 1 1 2 4 ..., a pair of
-// rounds per term). `threads` run rounds side by side (util/ordered_race.h); the answer is the
+// shuffles, every other pair of these with the candidates whose tops would lie flush with their
+// neighbours' first), with node limits of 4n times the Luby sequence (1 1 2 1 1 2 4 ..., a pair
+// of rounds per term). `threads` run rounds side by side (util/ordered_race.h); the answer is the
 // first decisive round's, as on one thread.
 //
 // Complexity: per node O(sections + the candidates at the wells' ends); exponential in the
-// worst case, bounded by the deadline and the node limit. Memory O(n + sections) per round and
+// worst case, bounded by the deadline and the node limit. Memory O(n + sections) per round, the
+// failed states (at most kMaxPerfectPackingFailedStates, 24 bytes each plus the table's overhead) and
 // a stack of 2 KiB per item (the search recurses once per placement): problems above
 // kMaxPerfectPackingItems items are not searched. Deterministic: the same problem gives the
 // same plan for any thread count, except where the deadline stops the search.
@@ -65,6 +81,10 @@ namespace memonger {
 // stack per item (128 MiB at this limit; only the depth reached is touched).
 inline constexpr int64_t kMaxPerfectPackingItems = int64_t{1} << 16;
 
+// Failed states a round remembers (at most about 13 MiB each round; a thread runs one round at
+// a time).
+inline constexpr int64_t kMaxPerfectPackingFailedStates = int64_t{1} << 18;
+
 struct PerfectPacking {
   enum Outcome {
     kNotApplicable,  // some step with a live item has fewer than LB bytes live
@@ -75,7 +95,12 @@ struct PerfectPacking {
   };
   Outcome outcome = kNotApplicable;
   std::vector<int64_t> offsets;  // kFound only; zero-byte items at 0
-  int64_t nodes = 0;  // of the rounds up to the one answering, counted as on one thread
+  // Of the rounds up to the one answering, counted as on one thread: nodes searched; of those,
+  // nodes a round had already seen fail (repeats), and nodes left with choices untried because
+  // no choice there could change what failed below (jumps).
+  int64_t nodes = 0;
+  int64_t repeats = 0;
+  int64_t jumps = 0;
 };
 
 // The search restarts in rounds (other candidate orders, backwards in time, node limits that
