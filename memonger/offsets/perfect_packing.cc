@@ -193,7 +193,7 @@ class Search {
       Place(c, skyline_[sec_.first[c]], cuts);
       Result r = Result::kFailed;
       Region child;
-      if (WellsAround(c, child)) {
+      if (WellsAround(c, lo, hi, child)) {
         r = cuts.empty() ? Solve(lo, hi, child) : SolveParts(lo, hi, cuts, child);
       }
       if (r == Result::kSolved) return r;
@@ -208,7 +208,10 @@ class Search {
       }
       why.Add(child);
     }
-    if (static_cast<int64_t>(failed_.size()) < kMaxPerfectPackingFailedStates) {
+    // The key holds the part's state only, so only a failure decided inside the part is the
+    // part's (regions do not reach past a separated boundary, so this holds by construction).
+    if (lo <= why.from && why.to <= hi &&
+        static_cast<int64_t>(failed_.size()) < kMaxPerfectPackingFailedStates) {
       failed_.emplace(key, why);
     }
     return Result::kFailed;
@@ -327,11 +330,12 @@ class Search {
     return Region{Separated(a - 1) ? a : a - 1, Separated(e) ? e : e + 1};
   }
 
-  // After item i rose over its sections: the wells it may have made or changed, at its run and
-  // at the runs beside it. On false, `why` holds the failing run's region.
-  bool WellsAround(int i, Region& why) const {
-    return WellOk(sec_.first[i], why) && WellOk(sec_.first[i] - 1, why) &&
-           WellOk(sec_.last[i] + 1, why);
+  // After item i rose over its sections in part [lo, hi]: the wells it may have made or changed,
+  // at its run and at the runs beside it in the part (beyond the part's ends nothing changed:
+  // no unplaced item crosses them). On false, `why` holds the failing run's region.
+  bool WellsAround(int i, int lo, int hi, Region& why) const {
+    const auto ok = [&](int s) { return s < lo || s > hi || WellOk(s, why); };
+    return ok(sec_.first[i]) && ok(sec_.first[i] - 1) && ok(sec_.last[i] + 1);
   }
 
   // The well of [lo, hi] (a run whose sides are closed) with the fewest items that can cover
