@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -16,6 +17,7 @@
 #include "tests/offset_support.h"
 #include "tests/random_graphs.h"
 #include "tests/test_support.h"
+#include "workloads/workload_guillotine.h"
 
 namespace memonger {
 namespace {
@@ -61,6 +63,48 @@ TEST(OffsetPlanningRecordsTest, ExactAndAutoProveTheDpCounterexample) {
     EXPECT_EQ(plan->arena_bytes, 16);
     EXPECT_EQ(plan->lower_bound_bytes, 16);
     EXPECT_TRUE(plan->proven_optimal);
+  }
+}
+
+// A problem with no slack at the bound (every step has exactly 5 bytes live) and no plan there:
+// auto's perfect-packing search proves the bound unreachable, and the branch and bound proves 6.
+TEST(OffsetPlanningAutoTest, NoSlackWithoutAPlanAtTheBoundIsProvenAbove) {
+  OffsetProblem p;
+  p.num_steps = 6;
+  for (const auto& [first, last, bytes] :
+       std::vector<std::tuple<int, int, int64_t>>{{0, 3, 2}, {0, 0, 3}, {1, 1, 3}, {2, 4, 1},
+                                                  {2, 2, 2}, {3, 3, 1}, {3, 5, 1}, {4, 4, 3},
+                                                  {5, 5, 4}}) {
+    p.items.push_back(testing::Item(first, last, bytes));
+  }
+  ASSERT_EQ(OffsetLowerBound(p), 5);
+  OffsetSolveOptions options;
+  options.time_limit_seconds = 60;
+  absl::StatusOr<OffsetSolution> s = SolveOffsetProblem(p, OffsetStrategy::kAuto, options);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(CheckOffsetSolution(p, s->offsets).ok());
+  EXPECT_EQ(s->height, 6);
+  EXPECT_TRUE(s->proven_optimal);
+}
+
+// Guillotine instances (no slack; optimum = lower bound by construction): auto's plan is the
+// perfect-packing search's, at the bound and proven so.
+TEST(OffsetPlanningAutoTest, NoSlackPlansAtTheBoundAreProven) {
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(seed);
+    graph::GuillotineWorkload w;
+    w.records = 300;
+    w.seed = seed;
+    absl::StatusOr<OffsetProblem> p =
+        OffsetProblemFromRecords(graph::MakeGuillotineInstance(w).records, /*alignment=*/1);
+    ASSERT_TRUE(p.ok()) << p.status();
+    OffsetSolveOptions options;
+    options.time_limit_seconds = 60;
+    absl::StatusOr<OffsetSolution> s = SolveOffsetProblem(*p, OffsetStrategy::kAuto, options);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE(CheckOffsetSolution(*p, s->offsets).ok());
+    EXPECT_EQ(s->height, OffsetLowerBound(*p));
+    EXPECT_TRUE(s->proven_optimal);
   }
 }
 
