@@ -45,10 +45,11 @@
 // made in other places since (thrashing).
 //
 // Failed states: a part whose state (which of the items starting in it are placed: that
-// decides its skyline and its unplaced items) has failed fails again, wherever the search
-// meets it, as when two items trade places below it. Each round remembers up to
-// kMaxPerfectPackingFailedStates of them by a 128-bit Zobrist key (a false match, which would drop a state
-// that has a plan, has a probability of about 2^-128 per pair of states).
+// decides its skyline and its unplaced items) has failed, for a reason inside the part, fails
+// again wherever the round meets it, as when two items trade places below it. Each round
+// remembers up to kMaxPerfectPackingFailedStates of them by a 128-bit Zobrist key (a false
+// match, which would drop a state that has a plan, has a probability of about 2^-128 per pair
+// of states).
 //
 // Restarts: a round searches with a node limit; rounds alternate forwards and backwards in time
 // (a plan serves both ways) and candidate orders (largest first, longest first, then seeded
@@ -58,9 +59,9 @@
 // first decisive round's, as on one thread.
 //
 // Complexity: per node O(sections + the candidates at the wells' ends); exponential in the
-// worst case, bounded by the deadline and the node limit. Memory O(n + sections) per round, the
-// failed states (at most kMaxPerfectPackingFailedStates, 24 bytes each plus the table's overhead) and
-// a stack of 2 KiB per item (the search recurses once per placement): problems above
+// worst case, bounded by the deadline and the node limit. Memory O(n + sections) per round, its
+// failed states (at most kMaxPerfectPackingFailedStates of 24 bytes plus the table's overhead)
+// and a stack of 2 KiB per item (the search recurses once per placement): problems above
 // kMaxPerfectPackingItems items are not searched. Deterministic: the same problem gives the
 // same plan for any thread count, except where the deadline stops the search.
 #ifndef MEMONGER_MEMONGER_OFFSETS_PERFECT_PACKING_H_

@@ -293,7 +293,9 @@ TEST(PerfectPackingTest, BackjumpsAndRepeatsAgreeWithBruteForce) {
         const auto& [height, items] = unreachable[rng() % 2 == 0 ? 0 : 2];
         ASSERT_EQ(height, kHeight);
         part.num_steps = 6;
-        for (const auto& [first, last, bytes] : items) part.items.push_back(Item(first, last, bytes));
+        for (const auto& [first, last, bytes] : items) {
+          part.items.push_back(Item(first, last, bytes));
+        }
       } else {
         part.num_steps = 4 + static_cast<int>(rng() % 3);
         std::vector<int64_t> load(part.num_steps, 0);
