@@ -37,7 +37,8 @@
 // what keeps their search from thrashing between independent parts.
 //
 // Backjumping: a failure carries its region, the sections whose state decided it (the well and
-// the neighbours whose heights were read; a node's region spans its well's and its children's).
+// the neighbours whose heights were read; a node's region spans its well's and its children's,
+// or after a backjump only the failed child's).
 // Every choice at a node lies inside its well, so where a child's failure region misses the
 // well, no other choice there can change it: the node fails at once with that region, and the
 // search backs up past placements made elsewhere, to the first one the failure depends on.
