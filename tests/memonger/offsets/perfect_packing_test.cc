@@ -71,6 +71,41 @@ OffsetProblem NoSlackProblem(uint64_t seed, int steps, int64_t alignment) {
   return p;
 }
 
+// A problem over `steps` steps with no slack at `height`: up to `tries` random items of 1 to
+// `max_bytes` bytes, each kept where it fits under `height` at every step it lives, then at
+// each step one filler of the bytes left there (which may lie in two holes, so not every such
+// problem has a plan at the bound).
+OffsetProblem RandomNoSlackPart(std::mt19937_64& rng, int steps, int tries, int64_t max_bytes,
+                                int64_t height) {
+  OffsetProblem part;
+  part.num_steps = steps;
+  std::vector<int64_t> load(steps, 0);
+  for (int k = 0; k < tries; ++k) {
+    const int first = static_cast<int>(rng() % steps);
+    const int last = first + static_cast<int>(rng() % (steps - first));
+    const int64_t bytes = 1 + static_cast<int64_t>(rng() % max_bytes);
+    bool room = true;
+    for (int t = first; t <= last; ++t) room = room && load[t] + bytes <= height;
+    if (!room) continue;
+    for (int t = first; t <= last; ++t) load[t] += bytes;
+    part.items.push_back(Item(first, last, bytes));
+  }
+  for (int t = 0; t < steps; ++t) {
+    if (load[t] < height) part.items.push_back(Item(t, t, height - load[t]));
+  }
+  return part;
+}
+
+// Appends `part`'s items to `whole`, moved `step` steps later; the step after them.
+int AppendPart(const OffsetProblem& part, int step, OffsetProblem& whole) {
+  for (OffsetItem item : part.items) {
+    item.first_step += step;
+    item.last_step += step;
+    whole.items.push_back(item);
+  }
+  return step + part.num_steps;
+}
+
 // Problems with no slack, yet no plan at the bound (found by a brute-force search over random
 // problems of NoSlackProblem's kind): the height and each item's first step, last step, bytes.
 using Triple = std::tuple<int, int, int64_t>;
@@ -161,31 +196,11 @@ TEST(PerfectPackingTest, IndependentPartsAgreeWithBruteForceOnEachPart) {
         continue;
       }
       const int steps = 2 + static_cast<int>(rng() % 3);
-      OffsetProblem part;
-      part.num_steps = steps;
-      std::vector<int64_t> load(steps, 0);
-      for (int tries = 0; tries < 5; ++tries) {
-        const int first = static_cast<int>(rng() % steps);
-        const int last = first + static_cast<int>(rng() % (steps - first));
-        const int64_t bytes = 1 + static_cast<int64_t>(rng() % 4);
-        bool room = true;
-        for (int t = first; t <= last; ++t) room = room && load[t] + bytes <= kHeight;
-        if (!room) continue;
-        for (int t = first; t <= last; ++t) load[t] += bytes;
-        part.items.push_back(Item(first, last, bytes));
-      }
-      // Fillers: at each step one item of the bytes left there (which may lie in two holes).
-      for (int t = 0; t < steps; ++t) {
-        if (load[t] < kHeight) part.items.push_back(Item(t, t, kHeight - load[t]));
-      }
+      const OffsetProblem part =
+          RandomNoSlackPart(rng, steps, /*tries=*/5, /*max_bytes=*/4, kHeight);
       ASSERT_LE(part.items.size(), 12u);
       every_part_fits = every_part_fits && BruteForceFits(part, kHeight);
-      for (OffsetItem item : part.items) {
-        item.first_step += step;
-        item.last_step += step;
-        whole.items.push_back(item);
-      }
-      step += steps;
+      step = AppendPart(part, step, whole);
     }
     whole.num_steps = step;
     ASSERT_EQ(OffsetLowerBound(whole), kHeight);
@@ -297,33 +312,15 @@ TEST(PerfectPackingTest, BackjumpsAndRepeatsAgreeWithBruteForce) {
           part.items.push_back(Item(first, last, bytes));
         }
       } else {
-        part.num_steps = 4 + static_cast<int>(rng() % 3);
-        std::vector<int64_t> load(part.num_steps, 0);
-        for (int tries = 0; tries < 9; ++tries) {
-          const int first = static_cast<int>(rng() % part.num_steps);
-          const int last = first + static_cast<int>(rng() % (part.num_steps - first));
-          const int64_t bytes = 1 + static_cast<int64_t>(rng() % 3);
-          bool room = true;
-          for (int t = first; t <= last; ++t) room = room && load[t] + bytes <= kHeight;
-          if (!room) continue;
-          for (int t = first; t <= last; ++t) load[t] += bytes;
-          part.items.push_back(Item(first, last, bytes));
-        }
-        for (int t = 0; t < part.num_steps; ++t) {
-          if (load[t] < kHeight) part.items.push_back(Item(t, t, kHeight - load[t]));
-        }
+        const int steps = 4 + static_cast<int>(rng() % 3);
+        part = RandomNoSlackPart(rng, steps, /*tries=*/9, /*max_bytes=*/3, kHeight);
       }
       if (part.items.size() > 13) {  // keep the brute force quick: draw this part again
         --k;
         continue;
       }
       every_part_fits = every_part_fits && BruteForceFits(part, kHeight);
-      for (OffsetItem item : part.items) {
-        item.first_step += step;
-        item.last_step += step;
-        whole.items.push_back(item);
-      }
-      step += part.num_steps;
+      step = AppendPart(part, step, whole);
     }
     whole.num_steps = step;
     whole.items.push_back(Item(0, step - 1, 1));  // the band
