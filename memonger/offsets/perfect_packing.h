@@ -83,9 +83,11 @@ namespace memonger {
 // stack per item (128 MiB at this limit; only the depth reached is touched).
 inline constexpr int64_t kMaxPerfectPackingItems = int64_t{1} << 16;
 
-// Failed states a round remembers (at most about 13 MiB each round; a thread runs one round at
-// a time).
-inline constexpr int64_t kMaxPerfectPackingFailedStates = int64_t{1} << 18;
+// Failed states a round remembers: at most about 3.3 MiB each round, and a thread runs one round
+// at a time, so even 256 threads stay under 1 GiB. It must not depend on the thread count (it
+// changes which nodes are searched, so the plan would). 2^18 found no plan sooner on guillotine
+// instances of 500 to 1,000 pieces.
+inline constexpr int64_t kMaxPerfectPackingFailedStates = int64_t{1} << 16;
 
 struct PerfectPacking {
   enum Outcome {
