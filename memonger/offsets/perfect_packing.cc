@@ -186,10 +186,9 @@ class Search {
       return Result::kFailed;
     }
     std::vector<int> choices;
-    Region well;
     std::pair<int, int> well_sections;
-    if (!FewestChoices(lo, hi, choices, well, well_sections)) return Result::kSolved;
-    why = well;
+    if (!FewestChoices(lo, hi, choices, well_sections)) return Result::kSolved;
+    why = RunRegion(well_sections.first, well_sections.second);
     std::vector<int> cuts;
     for (const int c : choices) {
       Place(c, skyline_[sec_.first[c]], cuts);
@@ -346,9 +345,8 @@ class Search {
   // cell by one that ends there), so branching on any one well's end is complete; the fewest
   // choices fail first. Ties go to the lowest well, then the leftmost (the lowest run is always
   // a well). False when [lo, hi] is full.
-  // `region` receives the well's region and `sections` its sections.
-  bool FewestChoices(int lo, int hi, std::vector<int>& out, Region& region,
-                     std::pair<int, int>& sections) const {
+  // `sections` receives the well's sections.
+  bool FewestChoices(int lo, int hi, std::vector<int>& out, std::pair<int, int>& sections) const {
     bool any = false;
     int64_t best_height = 0;
     for (int s = lo; s <= hi;) {
@@ -367,7 +365,6 @@ class Search {
           out = std::move(candidates);
           best_height = h;
           any = true;
-          region = RunRegion(a, e);
           sections = {a, e};
           if (out.size() <= 1) return true;  // none (a dead end) or forced
         }
