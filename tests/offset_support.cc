@@ -1,6 +1,8 @@
 #include "tests/offset_support.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "memonger/schedule.h"
 
@@ -22,6 +24,44 @@ absl::StatusOr<Plan> PlanWithOffsetStrategy(const graph::Graph& g, const PlanOpt
   if (!placed.ok()) return placed;
   if (liveness_out != nullptr) *liveness_out = *std::move(liveness);
   return plan;
+}
+
+namespace {
+
+bool ShareAStep(const OffsetItem& a, const OffsetItem& b) {
+  return a.first_step <= b.last_step && b.first_step <= a.last_step;
+}
+
+void EnumerateGrid(const OffsetProblem& problem, int k, int64_t height,
+                   std::vector<int64_t>& offsets, int64_t& best) {
+  const int n = static_cast<int>(problem.items.size());
+  if (height >= best) return;
+  if (k == n) {
+    best = height;
+    return;
+  }
+  const OffsetItem& item = problem.items[k];
+  for (int64_t offset = 0; offset + item.bytes < best; offset += item.alignment) {
+    bool free = true;
+    for (int j = 0; j < k && free; ++j) {
+      const OffsetItem& other = problem.items[j];
+      free = !ShareAStep(item, other) || item.bytes == 0 || other.bytes == 0 ||
+             offset + item.bytes <= offsets[j] || offsets[j] + other.bytes <= offset;
+    }
+    if (!free) continue;
+    offsets[k] = offset;
+    EnumerateGrid(problem, k + 1, std::max(height, offset + item.bytes), offsets, best);
+  }
+}
+
+}  // namespace
+
+int64_t OptimumByGrid(const OffsetProblem& problem) {
+  std::vector<int64_t> offsets(problem.items.size(), 0);
+  int64_t best = 1;
+  for (const OffsetItem& item : problem.items) best += item.bytes + item.alignment;
+  EnumerateGrid(problem, 0, 0, offsets, best);
+  return best;
 }
 
 OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment) {

@@ -19,6 +19,11 @@ namespace memonger::testing {
 // An offset item of the raw problem (memonger/offsets/offset_problem.h): steps inclusive.
 OffsetItem Item(int first, int last, int64_t bytes, int64_t alignment = 1);
 
+// The optimum of a small problem by exhaustive search, independent of any compaction argument:
+// every aligned offset of every item below the best height so far, depth first (exponential:
+// a handful of items only).
+int64_t OptimumByGrid(const OffsetProblem& problem);
+
 // Uses options.order, execution, alignment, plan_static, views and time_limit_seconds;
 // `liveness_out`, when given, receives the liveness the plan was made from.
 absl::StatusOr<Plan> PlanWithOffsetStrategy(const graph::Graph& g, const PlanOptions& options,

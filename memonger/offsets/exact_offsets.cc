@@ -737,7 +737,7 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
   best.height = HeightOf(problem, best.offsets);
   const int64_t lower_bound = OffsetLowerBound(problem);
   MG_CHECK(best.height >= lower_bound);
-  if (best.height == lower_bound) {
+  if (best.height <= std::max(lower_bound, options.proven_lower_bound)) {
     best.proven_optimal = true;
     return best;
   }
@@ -785,6 +785,8 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
   // every step, so only where the time limit cuts depends on the machine.
   Budget budget(options, start);
   int64_t low = bound_unreachable ? lower_bound + granule : lower_bound;
+  // Every height the search probes is a multiple of the granule, and so is the optimum.
+  low = std::max(low, (options.proven_lower_bound + granule - 1) / granule * granule);
   int64_t high = (best.height - 1) / granule * granule;  // the highest height worth probing
   int64_t node_limit = 2 * static_cast<int64_t>(prepared.original.size());
   // The search recurses once per placement (and once more per split): it runs on a stack of

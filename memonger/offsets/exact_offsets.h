@@ -129,6 +129,9 @@ struct ExactOffsetsOptions {
   // Called from the search at most about once per second (and never after PlaceExact returns),
   // on one of the search's threads, never on two at once.
   std::function<void(const ExactProgress&)> progress;
+  // A lower bound proven by the caller (peak_window.h's window optima); the search starts
+  // there instead of at OffsetLowerBound where it is higher, and an incumbent at it is optimal.
+  int64_t proven_lower_bound = 0;
 };
 
 // Returns a placement no higher than `incumbent` (which must be valid for `problem`; an empty

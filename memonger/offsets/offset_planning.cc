@@ -13,6 +13,7 @@
 #include "memonger/offsets/best_fit.h"
 #include "memonger/offsets/greedy_by_size.h"
 #include "memonger/offsets/local_search.h"
+#include "memonger/offsets/peak_window.h"
 #include "util/check.h"
 #include "util/checked_math.h"
 #include "util/status_macros.h"
@@ -51,22 +52,43 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
       break;
   }
   OffsetSolution incumbent;
+  const auto searched = std::count_if(problem.items.begin(), problem.items.end(),
+                                      [](const OffsetItem& item) { return item.bytes > 0; });
+  // What follows the heuristic plan: the branch and bound searches up to kMaxExactItems items;
+  // peak windows (peak_window.h) up to kMaxPeakWindowProblemItems.
+  const bool branch_and_bound = searched <= kMaxExactItems;
+  const bool windows = searched <= kMaxPeakWindowProblemItems;
   if (strategy == OffsetStrategy::kExact) {
     MG_ASSIGN_OR_RETURN(incumbent, PlanBestFit(problem, options.threads));
   } else {
-    // Half the limit, or all of it where the branch and bound would not search (too many
-    // items): it then returns the incumbent at once.
-    const auto searched = std::count_if(problem.items.begin(), problem.items.end(),
-                                        [](const OffsetItem& item) { return item.bytes > 0; });
+    // Half the limit, or all of it where nothing exact would search (too many items).
     local.threads = options.threads;
-    local.time_limit_seconds = searched <= kMaxExactItems ? options.time_limit_seconds / 2
-                                                          : options.time_limit_seconds;
+    local.time_limit_seconds = windows ? options.time_limit_seconds / 2
+                                       : options.time_limit_seconds;
     MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local));
   }
   // A cut first pass means the limit is spent: the exact search would only check the incumbent
   // again (O(n log n), a tenth of a second on a million items) and return it.
   if (incumbent.proven_optimal || incumbent.cut_pass_seconds_short > 0) return incumbent;
   ExactOffsetsOptions exact;
+  // The stretch around the busiest step, solved exactly on its own: the far slacker steps
+  // elsewhere often take the rest greedily. With half of the time left where the branch and
+  // bound follows (windows give up early where one is not solved at the bound, leaving it the
+  // time), else with all of it.
+  if (windows) {
+    PeakWindowOptions window_options;
+    window_options.threads = options.threads;
+    const double left = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
+    window_options.deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(branch_and_bound ? left / 2 : left));
+    MG_ASSIGN_OR_RETURN(PeakWindowResult windowed,
+                        PlacePeakWindows(problem, incumbent, window_options));
+    if (windowed.solution.proven_optimal) return windowed.solution;
+    incumbent = std::move(windowed.solution);
+    exact.proven_lower_bound = windowed.lower_bound;
+  }
   exact.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
   exact.threads = options.threads;
   exact.progress = options.exact_progress;

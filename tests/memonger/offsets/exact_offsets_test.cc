@@ -24,6 +24,7 @@ namespace {
 using ::testing::HasSubstr;
 
 using ::memonger::testing::Item;
+using ::memonger::testing::OptimumByGrid;
 
 OffsetProblem Problem(std::vector<OffsetItem> items) {
   OffsetProblem problem;
@@ -80,38 +81,6 @@ int64_t OptimumByOrders(const OffsetProblem& problem) {
     }
     best = std::min(best, height);
   } while (std::next_permutation(order.begin(), order.end()));
-  return best;
-}
-
-// Oracle 2, independent of any compaction argument: every aligned offset of every item below
-// the best height so far, depth first.
-void EnumerateGrid(const OffsetProblem& problem, int k, int64_t height,
-                   std::vector<int64_t>& offsets, int64_t& best) {
-  const int n = static_cast<int>(problem.items.size());
-  if (height >= best) return;
-  if (k == n) {
-    best = height;
-    return;
-  }
-  const OffsetItem& item = problem.items[k];
-  for (int64_t offset = 0; offset + item.bytes < best; offset += item.alignment) {
-    bool free = true;
-    for (int j = 0; j < k && free; ++j) {
-      const OffsetItem& other = problem.items[j];
-      free = !ShareAStep(item, other) || item.bytes == 0 || other.bytes == 0 ||
-             offset + item.bytes <= offsets[j] || offsets[j] + other.bytes <= offset;
-    }
-    if (!free) continue;
-    offsets[k] = offset;
-    EnumerateGrid(problem, k + 1, std::max(height, offset + item.bytes), offsets, best);
-  }
-}
-
-int64_t OptimumByGrid(const OffsetProblem& problem) {
-  std::vector<int64_t> offsets(problem.items.size(), 0);
-  int64_t best = 1;
-  for (const OffsetItem& item : problem.items) best += item.bytes + item.alignment;
-  EnumerateGrid(problem, 0, 0, offsets, best);
   return best;
 }
 
@@ -306,6 +275,32 @@ TEST_P(ExactOffsetsGapTest, ProvesTheOptimumAboveTheBound) {
   ExpectValid(problem, *exact);
   EXPECT_EQ(exact->height, c.optimum);
   EXPECT_TRUE(exact->proven_optimal);
+}
+
+// A lower bound proven by the caller (a window's optimum, peak_window.h): an incumbent at it is
+// optimal at once, and the search starts there. One below the most live bytes changes nothing.
+TEST_P(ExactOffsetsGapTest, StartsFromAProvenLowerBound) {
+  const GapCase& c = GetParam();
+  const OffsetProblem problem = Problem(c.items);
+  ExactOffsetsOptions options = WithLimit(10);
+  options.proven_lower_bound = c.optimum;
+  absl::StatusOr<OffsetSolution> exact = PlaceExact(problem, NoIncumbent(), options);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  ExpectValid(problem, *exact);
+  EXPECT_EQ(exact->height, c.optimum);
+  EXPECT_TRUE(exact->proven_optimal);
+  // Given the optimal plan and the bound, it returns that plan, proven, without searching.
+  options.time_limit_seconds = 0;
+  absl::StatusOr<OffsetSolution> again = PlaceExact(problem, *exact, options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->offsets, exact->offsets);
+  EXPECT_TRUE(again->proven_optimal);
+  options.proven_lower_bound = c.lower_bound - 1;
+  options.time_limit_seconds = 10;
+  absl::StatusOr<OffsetSolution> loose = PlaceExact(problem, NoIncumbent(), options);
+  ASSERT_TRUE(loose.ok()) << loose.status();
+  EXPECT_EQ(loose->height, c.optimum);
+  EXPECT_TRUE(loose->proven_optimal);
 }
 
 INSTANTIATE_TEST_SUITE_P(
