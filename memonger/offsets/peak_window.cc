@@ -118,8 +118,7 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
 
     ExactOffsetsOptions exact;
     exact.threads = options.threads;
-    exact.time_limit_seconds =
-        options.deadline.has_value() ? SecondsUntil(*options.deadline) / 2 : 1e9;
+    exact.time_limit_seconds = options.deadline.has_value() ? SecondsUntil(*options.deadline) : 1e9;
     MG_ASSIGN_OR_RETURN(const OffsetSolution solved,
                         PlaceExact(window.problem, OffsetSolution{}, exact));
     ++result.windows_solved;

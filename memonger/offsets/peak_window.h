@@ -31,8 +31,7 @@
 //   4. A window the branch and bound left above T without a proof ends the widening (a wider
 //      window is no easier). So does a window of more than max_window_items items or
 //      max_window_share of the problem's (the branch and bound on the whole is then the better
-//      search). Each window's branch and bound gets at most half of the time left, so that one
-//      hard window cannot take it all.
+//      search).
 // Skipped where no step has slack (every step with a live item has T bytes live): a window is
 // then a no-slack problem itself, and perfect packing (perfect_packing.h) searches the whole.
 //
