@@ -29,18 +29,29 @@ std::vector<int64_t> StepLoads(const OffsetProblem& problem) {
   return load;
 }
 
-// The items with bytes live at a step of [lo, hi], and the problem of them with their lifetimes
-// clipped to [lo, hi] (steps renumbered from lo).
+// A window: sorted, disjoint ranges of steps [first, second]. Its problem holds every item with
+// bytes that meets one of the ranges, its lifetime clipped to the ranges' hull (steps
+// renumbered from the hull's first). Clipping every item to one interval keeps every overlap
+// between them: two lifetimes that meet the hull and each other meet inside it.
+using StepRange = std::pair<int, int>;
+
 struct Window {
   std::vector<int> items;  // indices into the whole problem, ascending
   OffsetProblem problem;
 };
 
-Window CollectWindow(const OffsetProblem& problem, int lo, int hi) {
+Window CollectWindow(const OffsetProblem& problem, const std::vector<StepRange>& ranges) {
+  const int lo = ranges.front().first;
+  const int hi = ranges.back().second;
   Window window;
   for (int i = 0; i < static_cast<int>(problem.items.size()); ++i) {
     const OffsetItem& item = problem.items[i];
     if (item.bytes == 0 || item.first_step > hi || item.last_step < lo) continue;
+    // The first range that ends at or after the item's first step must begin by its last.
+    const auto range =
+        std::lower_bound(ranges.begin(), ranges.end(), item.first_step,
+                         [](const StepRange& r, int step) { return r.second < step; });
+    if (range == ranges.end() || range->first > item.last_step) continue;
     window.items.push_back(i);
     OffsetItem clipped = item;
     clipped.first_step = std::max(item.first_step, lo) - lo;
@@ -53,6 +64,29 @@ Window CollectWindow(const OffsetProblem& problem, int lo, int hi) {
                                      problem.step_times.begin() + hi + 1);
   }
   return window;
+}
+
+// Adds [step - margin, step + margin] (within the problem) to `ranges`, merging ranges that
+// overlap or touch.
+void AddRange(const OffsetProblem& problem, int step, int margin, std::vector<StepRange>& ranges) {
+  ranges.emplace_back(std::max(0, step - margin), std::min(problem.num_steps - 1, step + margin));
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<StepRange> merged;
+  for (const StepRange& range : ranges) {
+    if (!merged.empty() && range.first <= merged.back().second + 1) {
+      merged.back().second = std::max(merged.back().second, range.second);
+    } else {
+      merged.push_back(range);
+    }
+  }
+  ranges = std::move(merged);
+}
+
+// The busiest step of the item's lifetime (the first of equals).
+int BusiestStep(const std::vector<int64_t>& load, const OffsetItem& item) {
+  return static_cast<int>(std::max_element(load.begin() + item.first_step,
+                                           load.begin() + item.last_step + 1) -
+                          load.begin());
 }
 
 double SecondsUntil(Clock::time_point deadline) {
@@ -105,17 +139,15 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
   std::vector<std::vector<int>> orders;
   GreedyPlacer placer(problem);
   std::vector<char> in_window(problem.items.size(), 0);
-  const int last_step = problem.num_steps - 1;
-  for (int64_t margin = options.first_margin; !out_of_time(); margin *= 4) {
-    const int lo = static_cast<int>(std::max<int64_t>(0, peak - margin));
-    const int hi = static_cast<int>(std::min<int64_t>(last_step, peak + margin));
-    if (lo == 0 && hi == last_step) break;
-    Window window = CollectWindow(problem, lo, hi);
+  std::vector<StepRange> ranges;
+  AddRange(problem, peak, options.first_margin, ranges);
+  while (!out_of_time()) {
+    Window window = CollectWindow(problem, ranges);
     if (static_cast<int>(window.items.size()) > options.max_window_items ||
-        static_cast<double>(window.items.size()) > options.max_window_share * searched) {
+        static_cast<double>(window.items.size()) > options.max_window_share * searched ||
+        static_cast<int64_t>(window.items.size()) == searched) {  // the whole problem
       break;
     }
-
     ExactOffsetsOptions exact;
     exact.threads = options.threads;
     exact.time_limit_seconds = options.deadline.has_value() ? SecondsUntil(*options.deadline) : 1e9;
@@ -123,8 +155,11 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
                         PlaceExact(window.problem, OffsetSolution{}, exact));
     ++result.windows_solved;
     if (solved.proven_optimal) result.lower_bound = std::max(result.lower_bound, solved.height);
-    if (proven()) break;  // the window proved the incumbent optimal
-
+    if (proven()) break;  // the window's optimum meets the incumbent
+    // Left above the bound unproven: its plan may still be filled, but a larger window is no
+    // easier to solve.
+    const bool unsettled = !solved.proven_optimal && solved.height > result.lower_bound;
+    int worst = -1;  // the item the first fill leaves highest, where it fails
     if (solved.height < result.solution.height) {
       std::vector<int64_t> offsets(problem.items.size(), 0);
       std::fill(in_window.begin(), in_window.end(), 0);
@@ -137,23 +172,44 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
           orders.push_back(PortfolioItemOrder(problem, kind));
         }
       }
-      for (const std::vector<int>& base : orders) {
+      // The first fill (peak order, best fit) runs to the end whatever its height, to say
+      // where the window must grow; the others give up above the window's height.
+      int tried = 0;
+      bool filled_at_window = false;
+      for (size_t o = 0; o < orders.size() && !filled_at_window; ++o) {
         std::vector<int> order = window.items;
-        for (int i : base) {
+        for (int i : orders[o]) {
           if (!in_window[i]) order.push_back(i);
         }
         for (FitRule rule : {FitRule::kBestFit, FitRule::kLowestOffset}) {
-          if (out_of_time() || proven()) break;
+          if (out_of_time() || filled_at_window) break;
+          const bool diagnose = tried++ == 0;
           ++result.fills;
-          std::optional<OffsetSolution> filled =
-              placer.PlaceFrom(order, rule, static_cast<int>(window.items.size()), offsets,
-                               solved.height, options.deadline);
-          if (filled.has_value()) result.solution = *std::move(filled);
+          std::optional<OffsetSolution> filled = placer.PlaceFrom(
+              order, rule, static_cast<int>(window.items.size()), offsets,
+              diagnose ? std::numeric_limits<int64_t>::max() : solved.height, options.deadline);
+          if (!filled.has_value()) continue;
+          if (filled->height > solved.height) {  // the diagnosing fill only
+            int64_t highest = solved.height;
+            for (size_t i = 0; i < problem.items.size(); ++i) {
+              const int64_t top = filled->offsets[i] + problem.items[i].bytes;
+              if (problem.items[i].bytes > 0 && top > highest) {
+                highest = top;
+                worst = static_cast<int>(i);
+              }
+            }
+            continue;
+          }
+          result.solution = *std::move(filled);  // no plan holding the window's is lower
+          filled_at_window = true;
         }
       }
+      if (filled_at_window) worst = -1;
     }
-    // A window left above the bound unproven: a wider one is no easier.
-    if (proven() || (!solved.proven_optimal && solved.height > result.lower_bound)) break;
+    if (proven() || unsettled || worst < 0) break;
+    // The item the fill left highest lies outside every range (the window's items stay at or
+    // below its height): a range around its busiest step joins the window.
+    AddRange(problem, BusiestStep(load, problem.items[worst]), options.first_margin, ranges);
   }
   result.solution.proven_optimal = proven();
   return result;

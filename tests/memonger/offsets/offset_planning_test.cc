@@ -10,6 +10,7 @@
 #include "graph/shape_inference.h"
 #include "gtest/gtest.h"
 #include "memonger/liveness.h"
+#include "memonger/offsets/exact_offsets.h"
 #include "memonger/plan.h"
 #include "memonger/planner.h"
 #include "memonger/schedule.h"
@@ -104,6 +105,29 @@ TEST(OffsetPlanningAutoTest, NoSlackPlansAtTheBoundAreProven) {
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(CheckOffsetSolution(*p, s->offsets).ok());
     EXPECT_EQ(s->height, OffsetLowerBound(*p));
+    EXPECT_TRUE(s->proven_optimal);
+  }
+}
+
+// Too many items for the branch and bound (20,000 one-byte items over later steps), and an
+// optimum above the most live bytes at the start: 5 unaligned bytes and 2 aligned to 2 fit in 7
+// at step 1 only as [0,2) + [2,7), so the 4-byte item aligned to 4 of steps 2-3 needs [4,8).
+// The window around the peak proves 8, and auto and exact say so.
+TEST(OffsetPlanningAutoTest, PeakWindowProvesAnOptimumAboveTheBoundOfALargeProblem) {
+  OffsetProblem p;
+  p.items = {testing::Item(0, 1, 5, 1), testing::Item(1, 4, 2, 2), testing::Item(2, 3, 4, 4)};
+  for (int k = 0; k < 20000; ++k) p.items.push_back(testing::Item(10 + k / 4, 10 + k / 4, 1));
+  p.num_steps = 10 + 5000;
+  ASSERT_GT(static_cast<int>(p.items.size()), kMaxExactItems);
+  ASSERT_EQ(OffsetLowerBound(p), 7);
+  for (OffsetStrategy strategy : {OffsetStrategy::kAuto, OffsetStrategy::kExact}) {
+    SCOPED_TRACE(OffsetStrategyName(strategy));
+    OffsetSolveOptions options;
+    options.time_limit_seconds = 60;
+    absl::StatusOr<OffsetSolution> s = SolveOffsetProblem(p, strategy, options);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE(CheckOffsetSolution(p, s->offsets).ok());
+    EXPECT_EQ(s->height, 8);
     EXPECT_TRUE(s->proven_optimal);
   }
 }
