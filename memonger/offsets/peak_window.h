@@ -1,5 +1,5 @@
-// Peak windows: a lower plan, or a higher lower bound, from the stretch of time around the
-// busiest step, solved exactly on its own.
+// Peak windows: a lower plan, or a higher lower bound, from the steps around the busiest one
+// (and around wherever placing the rest fails), solved exactly on their own.
 //
 //   MG_ASSIGN_OR_RETURN(PeakWindowResult r, PlacePeakWindows(problem, incumbent, options));
 //   // r.solution: valid, no higher than the incumbent; r.lower_bound: no plan is lower
@@ -13,35 +13,42 @@
 // peak it does in a tenth of a second, and the far slacker steps elsewhere take the rest
 // greedily.
 //
-// Algorithm. Let p be the busiest step (the first of equals) and T the lower bound
-// (OffsetLowerBound). For margins m = 8, 32, 128, ... steps, the window W = [p - m, p + m]
-// (within the problem's steps):
-//   1. The window problem: every item with bytes live at a step of W, its lifetime clipped to W.
-//      It is a restriction of the problem: two lifetimes that each meet W and meet each other
-//      meet inside W, so every placement of the problem places the window problem validly, and
-//      the window's optimum is a lower bound of the problem's.
-//   2. PlaceExact (exact_offsets.h) solves it from scratch (the incumbent's
-//      placement of these items is the one that failed). Proven optimal above T: T rises to that
-//      height, a lower bound beyond the most bytes live at one step.
+// Algorithm. T is the lower bound (OffsetLowerBound). A window is a set of disjoint ranges of
+// steps; the first is [p - m, p + m] around the busiest step p (the first of equals), m =
+// first_margin.
+//   1. The window problem: every item with bytes that meets a range, its lifetime clipped to
+//      the ranges' hull H. It is a restriction of the problem: a subset of its items, on parts
+//      of their lifetimes. So every placement of the problem places it validly, and its optimum
+//      is a lower bound of the problem's. Conversely, a placement of it is valid for those items'
+//      whole lifetimes: two lifetimes that each meet H and meet each other meet inside H.
+//   2. PlaceExact (exact_offsets.h) solves it from scratch (the incumbent's placement of these
+//      items is the one that failed). Proven optimal above T: T rises to that height, a lower
+//      bound beyond the most bytes live at one step.
 //   3. Its offsets are held fixed and every other item is placed greedily around them, in the
-//      portfolio's orders (best_fit.h) with best fit and lowest offset each
-//      (GreedyPlacer::PlaceFrom, which gives up as soon as the height passes the window's: no
-//      plan holding the window's offsets is lower, and most failures show early). A plan at the
-//      window's height replaces the incumbent; at T it is optimal, and the search ends.
-//   4. A window the branch and bound left above T without a proof ends the widening (a wider
-//      window is no easier). So does a window of more than max_window_items items or
-//      max_window_share of the problem's (the branch and bound on the whole is then the better
-//      search).
+//      portfolio's orders (best_fit.h) with best fit and lowest offset each. A plan at the
+//      window's height (no plan holding the window's offsets is lower) replaces the incumbent;
+//      at T it is optimal, and the search ends. Every fill but the first gives up as soon as it
+//      passes that height (GreedyPlacer::PlaceFrom).
+//   4. The first fill (peak order, best fit) runs to the end. Where it fails, the item it left
+//      highest lies outside every range (the window's items stay at or below its height): a
+//      range [s - m, s + m] around its busiest step s joins the window (merged with any it
+//      touches), and the search goes back to 1. On S_1 the window around the peak is solved at
+//      the bound, but 256 MB items 15,000 steps earlier then find no room between long-lived
+//      items the window had placed; a second range around them settles both.
+//   5. It ends at a window the branch and bound leaves above T without a proof (a larger one
+//      is no easier), or one of more than max_window_items items or max_window_share of the
+//      problem's (the branch and bound on the whole is then the better search), or the deadline.
 // Skipped where no step has slack (every step with a live item has T bytes live): a window is
 // then a no-slack problem itself, and perfect packing (perfect_packing.h) searches the whole.
 //
-// Complexity: O(n + steps) for the peak; per window O(n) to collect its items, the branch and
-// bound's time (bounded by the deadline), and up to twelve greedy passes of O(n log n) (the
-// six orders are built once, O(n log n) each).
-// Not guaranteed: a lower plan. The fill around the window is greedy, so slack that is scarce
-// far from the peak can defeat it, and only the first busiest step is windowed (a second
-// region as tight, elsewhere in time, is not). Deterministic for a given problem and incumbent,
-// except where the deadline cuts the search (PlaceExact's threads do not change its answer).
+// Complexity: O(n + steps) for the loads; per window O(n log r) to collect its items (r ranges),
+// the branch and bound's time (bounded by the deadline), and up to twelve greedy passes of
+// O(n log n) (the six orders are built once, O(n log n) each). Each round adds at least one item
+// (the one that failed), so the share limit bounds the rounds.
+// Not guaranteed: a lower plan. The fill is greedy, and a range is added only where it fails
+// worst, so a problem whose slack is scarce in many places may exhaust the limits first.
+// Deterministic for a given problem and incumbent, except where the deadline cuts the search
+// (PlaceExact's threads do not change its answer).
 #ifndef MEMONGER_MEMONGER_OFFSETS_PEAK_WINDOW_H_
 #define MEMONGER_MEMONGER_OFFSETS_PEAK_WINDOW_H_
 
@@ -60,14 +67,14 @@ namespace memonger {
 inline constexpr int kMaxPeakWindowProblemItems = 65536;
 
 struct PeakWindowOptions {
-  // Items (with bytes) in the widest window solved. On bert_large and bert_nezha the window
-  // that works holds about 1,500 items, on S_1 5,221 (its branch and bound takes 3.4 s).
+  // Items (with bytes) in the largest window solved. The windows that reach the bound hold
+  // 1,485 items on bert_large, 1,640 on bert_nezha and 2,682 on S_1 (three ranges).
   int max_window_items = 8192;
   // Nor a window holding more than this share of the problem's items (with bytes): the branch
   // and bound on the whole is then the better search, its bounds seeing every item. On mm_H a
   // window of 264 of its 316 items ran 5 s unsolved; the whole is solved in 0.1 s.
   double max_window_share = 0.25;
-  int first_margin = 8;  // steps on each side of the peak in the first window; then 4-fold
+  int first_margin = 8;  // steps on each side of the busiest step in each range
   std::optional<std::chrono::steady_clock::time_point> deadline;
   int threads = 1;  // of each window's branch and bound
 };
