@@ -12,11 +12,14 @@
 
 #include "absl/strings/str_format.h"
 #include "graph/records.h"
+#include "graph/shape_inference.h"
 #include "gtest/gtest.h"
 #include "memonger/offsets/best_fit.h"
 #include "memonger/offsets/greedy_by_size.h"
 #include "memonger/offsets/offset_planning.h"
 #include "memonger/offsets/offset_problem.h"
+#include "memonger/verify_plan.h"
+#include "tests/offset_support.h"
 #include "tests/test_support.h"
 
 namespace memonger {
@@ -148,6 +151,30 @@ TEST(OffsetCorpusTest, BertTracesAreProvenAtTheBound) {
       EXPECT_EQ(exact->height, best->lower_bound);
       EXPECT_TRUE(exact->proven_optimal);
     }
+  }
+}
+
+// The same through the whole planning path, checked by the independent verifier: the traces as
+// records graphs, planned by exact at the CLI's alignment. S_1's window has three ranges of
+// steps, 15,000 steps apart.
+TEST(OffsetCorpusTest, WindowedPlansOfRealTracesVerify) {
+  for (const char* name : {"bert_large", "S_1"}) {
+    SCOPED_TRACE(name);
+    const fs::path path =
+        testing::SourcePath(std::string("../shared/corpus/traces/") + name + ".csv");
+    if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
+    absl::StatusOr<graph::Graph> g = graph::GraphFromRecords(ReadTrace(path), name);
+    ASSERT_TRUE(g.ok()) << g.status();
+    ASSERT_TRUE(graph::InferShapes(*g, {}).ok());
+    PlanOptions options;
+    options.alignment = 256;
+    options.time_limit_seconds = 60;
+    absl::StatusOr<Plan> plan =
+        testing::PlanWithOffsetStrategy(*g, options, OffsetStrategy::kExact);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);
+    EXPECT_EQ(plan->arena_bytes, plan->lower_bound_bytes);
+    EXPECT_TRUE(plan->proven_optimal);
   }
 }
 
