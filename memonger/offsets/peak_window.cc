@@ -135,8 +135,8 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
     return options.deadline.has_value() && Clock::now() >= *options.deadline;
   };
 
-  // The fill's orders, made once: the window's items go first whatever the order.
-  std::vector<std::vector<int>> orders;
+  // The fill's order, made once: the window's items go first, then the rest in peak order.
+  std::vector<int> peak_order;
   GreedyPlacer placer(problem);
   std::vector<char> in_window(problem.items.size(), 0);
   std::vector<StepRange> ranges;
@@ -155,60 +155,43 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
                         PlaceExact(window.problem, OffsetSolution{}, exact));
     ++result.windows_solved;
     if (solved.proven_optimal) result.lower_bound = std::max(result.lower_bound, solved.height);
-    if (proven()) break;  // the window's optimum meets the incumbent
-    // Left above the bound unproven: its plan may still be filled, but a larger window is no
-    // easier to solve.
-    const bool unsettled = !solved.proven_optimal && solved.height > result.lower_bound;
-    int worst = -1;  // the item the first fill leaves highest, where it fails
-    if (solved.height < result.solution.height) {
-      std::vector<int64_t> offsets(problem.items.size(), 0);
-      std::fill(in_window.begin(), in_window.end(), 0);
-      for (size_t k = 0; k < window.items.size(); ++k) {
-        offsets[window.items[k]] = solved.offsets[k];
-        in_window[window.items[k]] = 1;
-      }
-      if (orders.empty()) {
-        for (PortfolioOrder kind : kPortfolioOrders) {
-          orders.push_back(PortfolioItemOrder(problem, kind));
-        }
-      }
-      // The first fill (peak order, best fit) runs to the end whatever its height, to say
-      // where the window must grow; the others give up above the window's height.
-      int tried = 0;
-      bool filled_at_window = false;
-      for (size_t o = 0; o < orders.size() && !filled_at_window; ++o) {
-        std::vector<int> order = window.items;
-        for (int i : orders[o]) {
-          if (!in_window[i]) order.push_back(i);
-        }
-        for (FitRule rule : {FitRule::kBestFit, FitRule::kLowestOffset}) {
-          if (out_of_time() || filled_at_window) break;
-          const bool diagnose = tried++ == 0;
-          ++result.fills;
-          std::optional<OffsetSolution> filled = placer.PlaceFrom(
-              order, rule, static_cast<int>(window.items.size()), offsets,
-              diagnose ? std::numeric_limits<int64_t>::max() : solved.height, options.deadline);
-          if (!filled.has_value()) continue;
-          if (filled->height > solved.height) {  // the diagnosing fill only
-            int64_t highest = solved.height;
-            for (size_t i = 0; i < problem.items.size(); ++i) {
-              const int64_t top = filled->offsets[i] + problem.items[i].bytes;
-              if (problem.items[i].bytes > 0 && top > highest) {
-                highest = top;
-                worst = static_cast<int>(i);
-              }
-            }
-            continue;
-          }
-          result.solution = *std::move(filled);  // no plan holding the window's is lower
-          filled_at_window = true;
-        }
-      }
-      if (filled_at_window) worst = -1;
+    // Proven: the window's optimum meets the incumbent. Left above the bound unproven: a larger
+    // window is no easier to solve, and a fill could not beat the incumbent.
+    if (proven() || solved.height >= result.solution.height) break;
+
+    std::vector<int64_t> offsets(problem.items.size(), 0);
+    std::fill(in_window.begin(), in_window.end(), 0);
+    for (size_t k = 0; k < window.items.size(); ++k) {
+      offsets[window.items[k]] = solved.offsets[k];
+      in_window[window.items[k]] = 1;
     }
+    if (peak_order.empty()) peak_order = PortfolioItemOrder(problem, PortfolioOrder::kPeak);
+    std::vector<int> order = window.items;
+    for (int i : peak_order) {
+      if (!in_window[i]) order.push_back(i);
+    }
+    ++result.fills;
+    std::optional<OffsetSolution> filled =
+        placer.PlaceFrom(order, FitRule::kBestFit, static_cast<int>(window.items.size()),
+                         std::move(offsets), std::numeric_limits<int64_t>::max(),
+                         options.deadline);
+    if (!filled.has_value()) break;  // the deadline
+    // The item the fill leaves highest, where it fails.
+    int worst = -1;
+    int64_t highest = solved.height;
+    for (size_t i = 0; i < problem.items.size(); ++i) {
+      const int64_t top = filled->offsets[i] + problem.items[i].bytes;
+      if (problem.items[i].bytes > 0 && top > highest) {
+        highest = top;
+        worst = static_cast<int>(i);
+      }
+    }
+    // Above the window's height the fill may still beat the incumbent.
+    if (filled->height < result.solution.height) result.solution = *std::move(filled);
+    const bool unsettled = !solved.proven_optimal && solved.height > result.lower_bound;
     if (proven() || unsettled || worst < 0) break;
-    // The item the fill left highest lies outside every range (the window's items stay at or
-    // below its height): a range around its busiest step joins the window.
+    // That item lies outside every range (the window's items stay at or below its height): a
+    // range around its busiest step joins the window.
     AddRange(problem, BusiestStep(load, problem.items[worst]), options.first_margin, ranges);
   }
   result.solution.proven_optimal = proven();

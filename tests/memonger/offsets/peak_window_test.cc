@@ -92,7 +92,7 @@ TEST(PeakWindowTest, PlansAndBoundsAgreeWithExhaustiveSearch) {
     EXPECT_LE(r->lower_bound, optimum);
     EXPECT_GE(r->solution.height, optimum);
     EXPECT_EQ(r->solution.proven_optimal, r->solution.height == r->lower_bound);
-    EXPECT_LE(r->fills, 12 * r->windows_solved);
+    EXPECT_LE(r->fills, r->windows_solved);  // one fill per window solved below the incumbent
     improved += r->solution.height < c.incumbent.height;
     bound_raised += r->lower_bound > max_live;
     proven_above_bound += r->solution.proven_optimal && r->solution.height > max_live;
