@@ -150,7 +150,10 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
     }
     ExactOffsetsOptions exact;
     exact.threads = options.threads;
-    exact.time_limit_seconds = options.deadline.has_value() ? SecondsUntil(*options.deadline) : 1e9;
+    // At most half of the time left: a window the branch and bound cannot settle must leave
+    // time for what follows (the next phase's search, or a plan from elsewhere).
+    exact.time_limit_seconds =
+        options.deadline.has_value() ? SecondsUntil(*options.deadline) / 2 : 1e9;
     MG_ASSIGN_OR_RETURN(const OffsetSolution solved,
                         PlaceExact(window.problem, OffsetSolution{}, exact));
     ++result.windows_solved;

@@ -22,8 +22,8 @@
 //      is a lower bound of the problem's. Conversely, a placement of it is valid for those items'
 //      whole lifetimes: two lifetimes that each meet H and meet each other meet inside H.
 //   2. PlaceExact (exact_offsets.h) solves it from scratch (the incumbent's placement of these
-//      items is the one that failed). Proven optimal above T: T rises to that height, a lower
-//      bound beyond the most bytes live at one step.
+//      items is the one that failed), with at most half of the time left. Proven optimal above
+//      T: T rises to that height, a lower bound beyond the most bytes live at one step.
 //   3. Its offsets are held fixed and every other item is placed greedily around them: the
 //      portfolio's peak order (best_fit.h), best fit (GreedyPlacer::PlaceFrom). The fill
 //      replaces the incumbent where it is lower. At the window's height (no plan holding the
