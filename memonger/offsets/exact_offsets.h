@@ -10,8 +10,9 @@
 // The outer loop searches the arena height H between the lower bound LB (OffsetLowerBound: the
 // most bytes live at one step) and the incumbent's height. Each probe asks a decision question,
 // "is there a placement within H?", with a node limit:
-//   1. Probe H = LB first: most real and benchmark problems have an optimum equal to LB, and a
-//      plan that reaches LB is optimal, so the search stops there.
+//   1. Probe H = LB first (or the caller's proven bound, ExactOffsetsOptions::
+//      proven_lower_bound, where it is higher): most real and benchmark problems have an optimum
+//      equal to LB, and a plan that reaches it is optimal, so the search stops there.
 //   2. If that probe runs out of nodes, binary search the heights above it with a smaller
 //      limit (an unsettled probe counts as infeasible for the rest of the round): plans found
 //      there lower the upper end early, so a time limit still returns a good plan.
@@ -110,7 +111,8 @@ inline constexpr int kMaxExactItems = 16384;
 inline constexpr int64_t kMaxExactOverlaps = int64_t{16} << 20;
 
 struct ExactProgress {
-  int64_t lower_bound = 0;     // proven: no placement is lower (LB, raised by infeasible probes)
+  int64_t lower_bound = 0;     // proven: no placement is lower (LB or the caller's bound, raised
+                               // by infeasible probes)
   int64_t best_height = 0;     // the lowest plan found so far
   int64_t probing_height = 0;  // the height H being decided now
   double seconds = 0;          // since PlaceExact started
@@ -136,7 +138,8 @@ struct ExactOffsetsOptions {
 
 // Returns a placement no higher than `incumbent` (which must be valid for `problem`; an empty
 // `incumbent.offsets` means "none": items stacked in input order). proven_optimal is set when
-// the search proved that no placement is lower. Zero-byte items get offset 0.
+// the search proved that no placement is lower, or the plan meets LB or the caller's
+// proven_lower_bound. Zero-byte items get offset 0.
 // InvalidArgument: an item with last_step < first_step, negative bytes, an alignment that is not
 // a power of two, bytes not a multiple of the alignment; an incumbent with the wrong number of
 // offsets or that fails CheckOffsetSolution; a negative time limit; threads < 1.

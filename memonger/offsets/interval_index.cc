@@ -83,6 +83,11 @@ absl::Status ValidateOffsetProblem(const OffsetProblem& problem) {
           "offset problem: item ", i, " has alignment ", item.alignment,
           ", not a power of two >= 1"));
     }
+    if (item.bytes % item.alignment != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("offset problem: item ", i, " has ", item.bytes,
+                       " bytes, not a multiple of its alignment ", item.alignment));
+    }
     const auto padded = util::CheckedAdd(item.bytes, item.alignment - 1);
     const auto sum = padded ? util::CheckedAdd(worst, *padded) : std::nullopt;
     if (!sum) {

@@ -147,7 +147,8 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   // The searches end a twentieth of the limit early: what follows them (applying the offsets
   // and checking them) is O(n log n) work that takes about that long on a million items, so
   // the whole call keeps to the limit.
-  const Clock::time_point deadline = DeadlineAfter(now, options.time_limit_seconds * 0.95);
+  const Clock::time_point deadline =
+      DeadlineAfter(now, options.time_limit_seconds * kSearchShareOfLimit);
   // The portfolio starts no run after a quarter of the limit: on a large problem one greedy
   // pass takes about that long, and window repair does more with the time than another order.
   // Its first pass stops at the deadline (GreedyPlacer::PlaceUntil completes it quickly), unless

@@ -38,6 +38,10 @@
 
 namespace memonger {
 
+// The share of a time limit that searches ending in a plan may use: what follows them (applying
+// the offsets and checking them, O(n log n)) takes about the rest on a million items.
+inline constexpr double kSearchShareOfLimit = 0.95;
+
 struct LocalSearchOptions {
   int max_iterations = 1000;
   uint64_t seed = 1;

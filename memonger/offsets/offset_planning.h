@@ -47,11 +47,14 @@ enum class OffsetStrategy {
   kGreedyBySize,             // PlanGreedyBySize
   kBestFit,                  // PlanBestFit (the portfolio)
   kBestFitWithLocalSearch,   // PlanBestFitWithLocalSearch
-  kExact,                    // PlanBestFit, then PlaceExact from it with the whole time limit
-  kAuto,                     // PlanBestFitWithLocalSearch with half the time limit, then
-                             // PlaceExact from it with what is left, unless already optimal
-                             // (the whole limit where PlaceExact would not search: more than
-                             // kMaxExactItems items)
+  kExact,                    // PlanBestFit, then PlacePeakWindows with half of what is left
+                             // (all of it above kMaxExactItems items), then PlaceExact from the
+                             // best plan with the rest
+  kAuto,                     // PlanBestFitWithLocalSearch with a quarter of the time limit,
+                             // then as kExact; above kMaxExactItems items window repair gets
+                             // the time windows leave, and above kMaxPeakWindowProblemItems
+                             // local search gets the whole limit. Each step is skipped once the
+                             // plan is proven optimal
 };
 absl::string_view OffsetStrategyName(OffsetStrategy strategy);  // "greedy-by-size", ...
 

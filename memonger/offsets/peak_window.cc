@@ -9,7 +9,6 @@
 #include "memonger/offsets/best_fit.h"
 #include "memonger/offsets/exact_offsets.h"
 #include "memonger/offsets/interval_index.h"
-#include "util/check.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -69,7 +68,9 @@ Window CollectWindow(const OffsetProblem& problem, const std::vector<StepRange>&
 // Adds [step - margin, step + margin] (within the problem) to `ranges`, merging ranges that
 // overlap or touch.
 void AddRange(const OffsetProblem& problem, int step, int margin, std::vector<StepRange>& ranges) {
-  ranges.emplace_back(std::max(0, step - margin), std::min(problem.num_steps - 1, step + margin));
+  ranges.emplace_back(static_cast<int>(std::max<int64_t>(0, int64_t{step} - margin)),
+                      static_cast<int>(std::min<int64_t>(problem.num_steps - 1,
+                                                         int64_t{step} + margin)));
   std::sort(ranges.begin(), ranges.end());
   std::vector<StepRange> merged;
   for (const StepRange& range : ranges) {
@@ -118,7 +119,17 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
   PeakWindowResult result;
   result.solution = incumbent;
   result.lower_bound = OffsetLowerBound(problem);
+  // The height is computed, not taken from the caller.
+  result.solution.height = 0;
+  for (size_t i = 0; i < problem.items.size(); ++i) {
+    if (problem.items[i].bytes > 0) {
+      result.solution.height =
+          std::max(result.solution.height, incumbent.offsets[i] + problem.items[i].bytes);
+    }
+  }
   auto proven = [&] { return result.solution.height <= result.lower_bound; };
+  // Proven by the caller (perhaps above the most live bytes): nothing to lower.
+  if (incumbent.proven_optimal) return result;
   if (proven()) {
     result.solution.proven_optimal = true;
     return result;
@@ -137,7 +148,7 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
 
   // The fill's order, made once: the window's items go first, then the rest in peak order.
   std::vector<int> peak_order;
-  GreedyPlacer placer(problem);
+  std::optional<GreedyPlacer> placer;  // built for the first fill
   std::vector<char> in_window(problem.items.size(), 0);
   std::vector<StepRange> ranges;
   AddRange(problem, peak, options.first_margin, ranges);
@@ -168,14 +179,17 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
       offsets[window.items[k]] = solved.offsets[k];
       in_window[window.items[k]] = 1;
     }
-    if (peak_order.empty()) peak_order = PortfolioItemOrder(problem, PortfolioOrder::kPeak);
+    if (!placer.has_value()) {
+      placer.emplace(problem);
+      peak_order = PortfolioItemOrder(problem, PortfolioOrder::kPeak);
+    }
     std::vector<int> order = window.items;
     for (int i : peak_order) {
       if (!in_window[i]) order.push_back(i);
     }
     ++result.fills;
     std::optional<OffsetSolution> filled =
-        placer.PlaceFrom(order, FitRule::kBestFit, static_cast<int>(window.items.size()),
+        placer->PlaceFrom(order, FitRule::kBestFit, static_cast<int>(window.items.size()),
                          std::move(offsets), std::numeric_limits<int64_t>::max(),
                          options.deadline);
     if (!filled.has_value()) break;  // the deadline

@@ -34,9 +34,11 @@
 //      goes back to 1. On S_1 the window around the peak is solved at the bound, but 256 MB
 //      items 15,000 steps earlier then find no room between long-lived items the window had
 //      placed; a second range around them settles both.
-//   5. It ends at a window the branch and bound leaves above T without a proof (a larger one
-//      is no easier), or one of more than max_window_items items or max_window_share of the
-//      problem's (the branch and bound on the whole is then the better search), or the deadline.
+//   5. It ends at a plan at the window's height (optimal where the window was proven); at a
+//      window the branch and bound leaves above T without a proof (a larger one is no easier);
+//      at a window of more than max_window_items items or max_window_share of the problem's, or
+//      of all of them (the branch and bound on the whole is then the better search); or at the
+//      deadline, which may cut a fill short (it is then dropped).
 //   One fill per window, in one order: wherever a window worked (the corpus, random graphs),
 //   this fill was the one at its height, and the portfolio's other eleven orders and fit rules
 //   only took time from the next window. With twelve fills a window,
@@ -79,6 +81,8 @@ struct PeakWindowOptions {
   // window of 264 of its 316 items ran 5 s unsolved; the whole is solved in 0.1 s.
   double max_window_share = 0.25;
   int first_margin = 8;  // steps on each side of the busiest step in each range
+  // Without one, nothing bounds a window's branch and bound: the search may run for as long as
+  // an exact proof takes.
   std::optional<std::chrono::steady_clock::time_point> deadline;
   int threads = 1;  // of each window's branch and bound
 };
@@ -92,8 +96,10 @@ struct PeakWindowResult {
   int fills = 0;           // greedy placements around a solved window (at most one each)
 };
 
-// InvalidArgument for a malformed problem (ValidateOffsetProblem) or an incumbent that is not
-// a valid placement of it (CheckOffsetSolution).
+// InvalidArgument for a malformed problem (ValidateOffsetProblem), an incumbent that is not a
+// valid placement of it (CheckOffsetSolution; its height is computed from the offsets, never
+// taken from the caller), or options out of range. An incumbent marked proven_optimal is
+// returned as it is.
 absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
                                                   const OffsetSolution& incumbent,
                                                   const PeakWindowOptions& options = {});

@@ -196,6 +196,9 @@ TEST(OffsetValidateProblemTest, NamesTheBadItem) {
   EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()), HasSubstr("negative bytes"));
   p.items[1] = Item(0, 1, 12, 12);
   EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()), HasSubstr("alignment 12"));
+  p.items[1] = Item(0, 1, 3, 2);  // bytes are rounded up to the alignment before planning
+  EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()),
+              HasSubstr("item 1 has 3 bytes, not a multiple of its alignment 2"));
   p.items[1] = Item(0, 1, INT64_MAX - 4);
   EXPECT_THAT(std::string(ValidateOffsetProblem(p).message()), HasSubstr("2^63"));
   p.items[1] = Item(0, 3, 8);

@@ -159,6 +159,24 @@ TEST(PeakWindowTest, NoSlackAndProvenPlansAreLeftAlone) {
   }
 }
 
+// The incumbent's height is computed from its offsets: a caller's wrong height proves nothing.
+TEST(PeakWindowTest, TheIncumbentsHeightIsComputed) {
+  OffsetProblem problem;
+  problem.num_steps = 4;
+  problem.items = {Item(0, 0, 4), Item(1, 1, 4), Item(2, 2, 4), Item(3, 3, 1)};
+  OffsetSolution claimed;
+  claimed.offsets = {0, 4, 8, 0};
+  claimed.height = 0;  // the real height is 12
+  absl::StatusOr<PeakWindowResult> r = PlacePeakWindows(problem, claimed);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->solution.height, HeightOf(problem, r->solution.offsets));
+  EXPECT_GE(r->solution.height, 4);
+  EXPECT_EQ(r->solution.proven_optimal, r->solution.height == 4);
+  // Unaligned bytes are refused up front (ValidateOffsetProblem), not deep in a window.
+  problem.items[0] = Item(0, 0, 3, 2);
+  EXPECT_FALSE(PlacePeakWindows(problem, claimed).ok());
+}
+
 TEST(PeakWindowTest, RefusesAnInvalidIncumbent) {
   OffsetProblem problem;
   problem.num_steps = 3;
