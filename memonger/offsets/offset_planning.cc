@@ -68,6 +68,8 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
     local.threads = options.threads;
     local.time_limit_seconds = windows ? options.time_limit_seconds / 4
                                        : options.time_limit_seconds;
+    // The portfolio keeps the quarter of the whole limit it has without windows.
+    if (windows) local.portfolio_share = 1;
     MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local));
   }
   // A cut first pass means the limit is spent: the exact search would only check the incumbent
@@ -75,9 +77,10 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   if (incumbent.proven_optimal || incumbent.cut_pass_seconds_short > 0) return incumbent;
   ExactOffsetsOptions exact;
   // The stretch around the busiest step, solved exactly on its own: the far slacker steps
-  // elsewhere often take the rest greedily. With half of the time left; the other half goes to
-  // the branch and bound, or above kMaxExactItems (auto) to window repair. Windows give up early
-  // where one is not solved at the bound, leaving the time to what follows.
+  // elsewhere often take the rest greedily. With half of the time left where the branch and
+  // bound follows, else with all of it (S_1 needs 1 s of auto's 2). A window the branch and
+  // bound cannot settle ends them with half of their time left at least (peak_window.h): the
+  // branch and bound, or above kMaxExactItems (auto) window repair, gets what they leave.
   if (windows) {
     using Clock = std::chrono::steady_clock;
     const Clock::time_point searches_end =
@@ -87,7 +90,8 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
     const Clock::time_point now = Clock::now();
     PeakWindowOptions window_options;
     window_options.threads = options.threads;
-    window_options.deadline = now + std::max(Clock::duration::zero(), (searches_end - now) / 2);
+    const Clock::duration left = std::max(Clock::duration::zero(), searches_end - now);
+    window_options.deadline = now + (branch_and_bound ? left / 2 : left);
     MG_ASSIGN_OR_RETURN(PeakWindowResult windowed,
                         PlacePeakWindows(problem, incumbent, window_options));
     if (windowed.solution.proven_optimal) return windowed.solution;

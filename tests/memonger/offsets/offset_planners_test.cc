@@ -450,6 +450,12 @@ TEST(OffsetLocalSearchTest, RejectsBadInput) {
   negative.max_iterations = -1;
   EXPECT_EQ(PlanBestFitWithLocalSearch(p, negative).status().code(),
             absl::StatusCode::kInvalidArgument);
+  for (double share : {0.0, -0.5, 1.5}) {
+    LocalSearchOptions bad_share;
+    bad_share.portfolio_share = share;
+    EXPECT_EQ(PlanBestFitWithLocalSearch(p, bad_share).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
 }
 
 TEST(OffsetLocalSearchTest, ImprovesAHardTraceWithinItsIterationCap) {
