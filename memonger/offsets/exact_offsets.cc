@@ -91,14 +91,6 @@ absl::Status ValidateProblem(const OffsetProblem& problem) {
   return absl::OkStatus();
 }
 
-int64_t HeightOf(const OffsetProblem& problem, const std::vector<int64_t>& offsets) {
-  int64_t height = 0;
-  for (size_t i = 0; i < offsets.size(); ++i) {
-    height = std::max(height, offsets[i] + problem.items[i].bytes);
-  }
-  return height;
-}
-
 // Items stacked in input order, each at the aligned top of the previous one.
 std::vector<int64_t> StackedOffsets(const OffsetProblem& problem) {
   std::vector<int64_t> offsets(problem.items.size(), 0);
@@ -734,7 +726,7 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
   for (size_t i = 0; i < problem.items.size(); ++i) {
     if (problem.items[i].bytes == 0) best.offsets[i] = 0;
   }
-  best.height = HeightOf(problem, best.offsets);
+  best.height = OffsetHeight(problem, best.offsets);
   const int64_t lower_bound = OffsetLowerBound(problem);
   MG_CHECK(best.height >= lower_bound);
   if (best.height <= std::max(lower_bound, options.proven_lower_bound)) {
@@ -762,7 +754,7 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
     if (!perfect.ok() && !absl::IsResourceExhausted(perfect.status())) return perfect.status();
     if (perfect.ok() && perfect->outcome == PerfectPacking::kFound) {
       best.offsets = std::move(perfect->offsets);
-      best.height = HeightOf(problem, best.offsets);
+      best.height = OffsetHeight(problem, best.offsets);
       MG_CHECK(best.height == lower_bound);
       best.proven_optimal = true;
       return best;
@@ -837,7 +829,7 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
         MG_CHECK(found[k] != kNoOffset);
         offsets[prepared.original[k]] = found[k];
       }
-      const int64_t height = HeightOf(problem, offsets);
+      const int64_t height = OffsetHeight(problem, offsets);
       MG_CHECK(height <= capacity);
       best.offsets = std::move(offsets);
       best.height = height;

@@ -6,6 +6,7 @@
 
 #include "absl/container/btree_set.h"
 #include "absl/strings/str_cat.h"
+#include "util/check.h"
 #include "util/checked_math.h"
 
 namespace memonger {
@@ -59,6 +60,15 @@ std::vector<int32_t> OrderByStep(size_t n, StepOf step) {
 int64_t Duration(const OffsetProblem& problem, const OffsetItem& item) {
   if (problem.step_times.empty()) return int64_t{item.last_step} - item.first_step + 1;
   return problem.step_times[item.last_step] - problem.step_times[item.first_step] + 1;
+}
+
+int64_t OffsetHeight(const OffsetProblem& problem, const std::vector<int64_t>& offsets) {
+  MG_CHECK(offsets.size() == problem.items.size());
+  int64_t height = 0;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    if (problem.items[i].bytes > 0) height = std::max(height, offsets[i] + problem.items[i].bytes);
+  }
+  return height;
 }
 
 int64_t OffsetLowerBound(const OffsetProblem& problem) {

@@ -57,6 +57,10 @@ struct OffsetSolution {
 // The most bytes live at one step: no placement is lower. O(n + steps).
 int64_t OffsetLowerBound(const OffsetProblem& problem);
 
+// The height of a placement: the highest top (offset + bytes) of an item with bytes; zero-byte
+// items occupy nothing, wherever they are. REQUIRES: one offset per item. O(n).
+int64_t OffsetHeight(const OffsetProblem& problem, const std::vector<int64_t>& offsets);
+
 // Recomputes the height of `offsets`; InvalidArgument naming two items whose lifetimes intersect
 // while their byte ranges [offset, offset + bytes) overlap, or a misaligned or negative offset.
 // O(n log n + k) with k overlapping pairs. Independent of every planner.

@@ -119,14 +119,7 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
   PeakWindowResult result;
   result.solution = incumbent;
   result.lower_bound = OffsetLowerBound(problem);
-  // The height is computed, not taken from the caller.
-  result.solution.height = 0;
-  for (size_t i = 0; i < problem.items.size(); ++i) {
-    if (problem.items[i].bytes > 0) {
-      result.solution.height =
-          std::max(result.solution.height, incumbent.offsets[i] + problem.items[i].bytes);
-    }
-  }
+  result.solution.height = OffsetHeight(problem, incumbent.offsets);  // not the caller's word
   auto proven = [&] { return result.solution.height <= result.lower_bound; };
   // Proven by the caller (perhaps above the most live bytes): nothing to lower.
   if (incumbent.proven_optimal) return result;

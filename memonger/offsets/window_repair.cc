@@ -254,16 +254,6 @@ class Repairer {
   std::vector<int> fixed_;
 };
 
-int64_t HeightOf(const OffsetProblem& problem, const std::vector<int64_t>& offsets) {
-  int64_t height = 0;
-  for (size_t i = 0; i < problem.items.size(); ++i) {
-    if (problem.items[i].bytes > 0) {
-      height = std::max(height, offsets[i] + problem.items[i].bytes);
-    }
-  }
-  return height;
-}
-
 }  // namespace
 
 absl::StatusOr<RepairResult> RepairWindows(const OffsetProblem& problem,
@@ -276,7 +266,7 @@ absl::StatusOr<RepairResult> RepairWindows(const OffsetProblem& problem,
   if (options.check_input) MG_RETURN_IF_ERROR(CheckOffsetSolution(problem, solution.offsets));
   RepairResult result;
   result.solution = solution;
-  result.solution.height = HeightOf(problem, solution.offsets);
+  result.solution.height = OffsetHeight(problem, solution.offsets);
   const int64_t lower_bound = OffsetLowerBound(problem);
   if (result.solution.height <= lower_bound || options.max_window_items < 1) {
     result.solution.proven_optimal = result.solution.height == lower_bound;
@@ -330,13 +320,13 @@ absl::StatusOr<RepairResult> RepairWindows(const OffsetProblem& problem,
     }
     if (stuck) break;
   }
-  const int64_t height = HeightOf(problem, offsets);
+  const int64_t height = OffsetHeight(problem, offsets);
   MG_CHECK(height <= result.solution.height);  // windows only accept tops below a higher one
   // Valid by construction (see the header); not checked again here: every offset solution is
   // checked where it is applied to a plan (ApplyOffsetSolutions), and a second O(n log n) check
   // after the deadline kept a million-item run over its time limit.
   result.solution.offsets = offsets;
-  result.solution.height = HeightOf(problem, result.solution.offsets);
+  result.solution.height = OffsetHeight(problem, result.solution.offsets);
   result.solution.proven_optimal = result.solution.height == lower_bound;
   return result;
 }

@@ -57,16 +57,6 @@ Case RandomCase(uint32_t seed) {
   return c;
 }
 
-int64_t HeightOf(const OffsetProblem& problem, const std::vector<int64_t>& offsets) {
-  int64_t height = 0;
-  for (size_t i = 0; i < problem.items.size(); ++i) {
-    if (problem.items[i].bytes > 0) {
-      height = std::max(height, offsets[i] + problem.items[i].bytes);
-    }
-  }
-  return height;
-}
-
 // Against an exhaustive search: the plan is valid and never above the incumbent, the lower
 // bound is never above the optimum (a window is a restriction of the problem), and "proven"
 // means at the optimum. Narrow first windows, so that a window is often a part of the problem.
@@ -84,7 +74,7 @@ TEST(PeakWindowTest, PlansAndBoundsAgreeWithExhaustiveSearch) {
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_TRUE(CheckOffsetSolution(c.problem, r->solution.offsets).ok())
         << CheckOffsetSolution(c.problem, r->solution.offsets);
-    EXPECT_EQ(r->solution.height, HeightOf(c.problem, r->solution.offsets));
+    EXPECT_EQ(r->solution.height, OffsetHeight(c.problem, r->solution.offsets));
     EXPECT_LE(r->solution.height, c.incumbent.height);
     const int64_t max_live = OffsetLowerBound(c.problem);
     const int64_t optimum = OptimumByGrid(c.problem);
@@ -169,7 +159,7 @@ TEST(PeakWindowTest, TheIncumbentsHeightIsComputed) {
   claimed.height = 0;  // the real height is 12
   absl::StatusOr<PeakWindowResult> r = PlacePeakWindows(problem, claimed);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->solution.height, HeightOf(problem, r->solution.offsets));
+  EXPECT_EQ(r->solution.height, OffsetHeight(problem, r->solution.offsets));
   EXPECT_GE(r->solution.height, 4);
   EXPECT_EQ(r->solution.proven_optimal, r->solution.height == 4);
   // Unaligned bytes are refused up front (ValidateOffsetProblem), not deep in a window.

@@ -40,14 +40,6 @@ OffsetProblem RandomProblem(uint64_t seed, int items) {
   return p;
 }
 
-int64_t HeightOf(const OffsetProblem& p, const std::vector<int64_t>& offsets) {
-  int64_t height = 0;
-  for (size_t i = 0; i < p.items.size(); ++i) {
-    height = std::max(height, offsets[i] + p.items[i].bytes);
-  }
-  return height;
-}
-
 std::vector<int> PeakOrder(const OffsetProblem& p) {
   return PortfolioItemOrder(p, PortfolioOrder::kPeak);
 }
@@ -135,7 +127,7 @@ TEST(PlaceSplitTest, ValidAndTheSameForEveryThreadCount) {
         const SplitPassResult r = PlaceSplit(p, *split, rule, options);
         ASSERT_TRUE(CheckOffsetSolution(p, r.solution.offsets).ok())
             << CheckOffsetSolution(p, r.solution.offsets);
-        EXPECT_EQ(r.solution.height, HeightOf(p, r.solution.offsets));
+        EXPECT_EQ(r.solution.height, OffsetHeight(p, r.solution.offsets));
         EXPECT_GE(r.solution.height, OffsetLowerBound(p));
         EXPECT_EQ(r.placed_greedily, static_cast<int>(p.items.size()));
         if (!first.has_value()) {
@@ -162,7 +154,7 @@ TEST(PlaceSplitTest, APassedDeadlineStillGivesAValidPlacement) {
     const SplitPassResult r = PlaceSplit(p, *split, FitRule::kBestFit, options);
     ASSERT_TRUE(CheckOffsetSolution(p, r.solution.offsets).ok())
         << CheckOffsetSolution(p, r.solution.offsets);
-    EXPECT_EQ(r.solution.height, HeightOf(p, r.solution.offsets));
+    EXPECT_EQ(r.solution.height, OffsetHeight(p, r.solution.offsets));
     EXPECT_LT(r.placed_greedily, static_cast<int>(p.items.size()));
   }
 }
