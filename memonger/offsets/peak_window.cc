@@ -183,8 +183,8 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
     ++result.fills;
     std::optional<OffsetSolution> filled =
         placer->PlaceFrom(order, FitRule::kBestFit, static_cast<int>(window.items.size()),
-                         std::move(offsets), std::numeric_limits<int64_t>::max(),
-                         options.deadline);
+                          std::move(offsets), std::numeric_limits<int64_t>::max(),
+                          options.deadline);
     if (!filled.has_value()) break;  // the deadline
     // The item the fill leaves highest, where it fails.
     int worst = -1;

@@ -9,9 +9,9 @@
 // the live items tile [0, LB) exactly; twenty steps later, where five alignment units are free,
 // the items born since must fit the holes left by those that died. Which tiling of the peak
 // leaves the right holes is a question no greedy order asks, and the branch and bound on the
-// whole problem (10-12k items) does not settle it in 10 s; on the 1.5k items live around the
-// peak it does in a tenth of a second, and the far slacker steps elsewhere take the rest
-// greedily.
+// whole problem (10-12k items; S_1, 28k, is too large for it) does not settle it in 10 s; on
+// the 1.5k items live around the peak it does in a tenth of a second, and the far slacker steps
+// elsewhere take the rest greedily.
 //
 // Algorithm. T is the lower bound (OffsetLowerBound). A window is a set of disjoint ranges of
 // steps; the first is [p - m, p + m] around the busiest step p (the first of equals), m =
