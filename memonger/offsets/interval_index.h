@@ -65,9 +65,8 @@ namespace memonger {
 // InvalidArgument naming the first bad item: steps outside [0, num_steps) or last < first,
 // negative bytes, an alignment that is not a power of two >= 1, bytes that are not a multiple of
 // the alignment (OffsetItem: already rounded up; the exact search relies on it), or a problem
-// whose stacked
-// worst case (sum of bytes + alignment - 1) does not fit in int64. Every planner of this family
-// calls it first; its planners and checkers need no other precondition.
+// whose stacked worst case (sum of bytes + alignment - 1) does not fit in int64. Every planner
+// of this family calls it first; its planners and checkers need no other precondition.
 absl::Status ValidateOffsetProblem(const OffsetProblem& problem);
 
 // A byte range [begin, end).

@@ -37,9 +37,11 @@ absl::Status ValidateOptions(const LocalSearchOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "local search: time limit ", options.time_limit_seconds, " s is not >= 0"));
   }
-  if (!(options.portfolio_share > 0 && options.portfolio_share <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "local search: portfolio share ", options.portfolio_share, " is not in (0, 1]"));
+  if (options.portfolio_time_limit_seconds.has_value() &&
+      !(*options.portfolio_time_limit_seconds >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("local search: portfolio time limit ",
+                                                   *options.portfolio_time_limit_seconds,
+                                                   " s is not >= 0"));
   }
   return absl::OkStatus();
 }
@@ -153,18 +155,19 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   // the whole call keeps to the limit.
   const Clock::time_point deadline =
       DeadlineAfter(now, options.time_limit_seconds * kSearchShareOfLimit);
-  // The portfolio starts no run after a quarter of the limit (portfolio_share): on a large
-  // problem one greedy pass takes about that long, and window repair does more with the time
-  // than another order.
-  // Its first pass stops at the deadline (GreedyPlacer::PlaceUntil completes it quickly), unless
-  // it is on course to end within a tenth past the limit: a pass that nearly fits is worth far
-  // more than the quick completion.
-  MG_ASSIGN_OR_RETURN(BestFitResult start,
-                      RunBestFitPortfolio(problem,
-                                          DeadlineAfter(now, options.time_limit_seconds *
-                                                                 options.portfolio_share),
-                                          options.threads, deadline,
-                                          DeadlineAfter(now, options.time_limit_seconds * 1.1)));
+  // The portfolio starts no run after a quarter of the limit (portfolio_time_limit_seconds
+  // where given): on a large problem one greedy pass takes about that long, and window repair
+  // does more with the time than another order. Its first pass stops at that limit's search
+  // deadline (GreedyPlacer::PlaceUntil completes it quickly), unless it is on course to end
+  // within a tenth past the limit: a pass that nearly fits is worth far more than the quick
+  // completion.
+  const double portfolio_limit =
+      options.portfolio_time_limit_seconds.value_or(options.time_limit_seconds);
+  MG_ASSIGN_OR_RETURN(
+      BestFitResult start,
+      RunBestFitPortfolio(problem, DeadlineAfter(now, portfolio_limit / 4), options.threads,
+                          DeadlineAfter(now, portfolio_limit * kSearchShareOfLimit),
+                          DeadlineAfter(now, portfolio_limit * 1.1)));
   if (start.solution.proven_optimal || start.first_run_cut || Clock::now() >= deadline) {
     return std::move(start.solution);
   }

@@ -30,6 +30,7 @@
 #define MEMONGER_MEMONGER_OFFSETS_LOCAL_SEARCH_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -47,11 +48,13 @@ struct LocalSearchOptions {
   uint64_t seed = 1;
   double time_limit_seconds = 10;  // wall clock, for the whole call (portfolio included)
   int threads = 1;                 // the portfolio's (RunBestFitPortfolio); the rest is serial
-  // PlanBestFitWithLocalSearch's portfolio starts no run after this share of the limit. A
-  // caller that gives this call only a part of its own limit (auto: a quarter) raises it, so
-  // that the portfolio keeps the time it has under the whole limit: on S_1 (28,526 items) a
-  // portfolio cut at a sixteenth of 2 s left the plan at 1.016 instead of 1.0012.
-  double portfolio_share = 0.25;
+  // PlanBestFitWithLocalSearch's portfolio behaves as under this limit (unset: the call's own):
+  // it starts no run after a quarter of it, and its first run may take it whole. A caller that
+  // gives this call only a part of its own limit (auto: a quarter, where peak windows follow)
+  // passes its whole limit here, so that the portfolio and its first pass keep the time they
+  // have without windows: cut at a sixteenth of 2 s, S_1's portfolio left 1.016 instead of
+  // 1.0012, and a first pass cut at a quarter of a short limit is far above the bound.
+  std::optional<double> portfolio_time_limit_seconds;
 };
 
 struct LocalSearchResult {
@@ -67,8 +70,9 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
                                                        std::vector<int> order, FitRule rule,
                                                        const LocalSearchOptions& options);
 
-// RunBestFitPortfolio (no run started after a quarter of the time limit; the first runs until
-// the whole limit at most, stacking what it has not placed by then in lanes), then
+// RunBestFitPortfolio (no run started after a quarter of the time limit, or of
+// portfolio_time_limit_seconds where given; the first runs until that whole limit at most,
+// stacking what it has not placed by then in lanes), then
 // ImproveByLocalSearch from its winner (same order and fit rule) for at most half of what is
 // left (skipped when half a greedy pass of the portfolio took longer than that: no climbing
 // step would finish), then RepairWindows (window_repair.h) on the result for the rest. Returns

@@ -68,8 +68,8 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
     local.threads = options.threads;
     local.time_limit_seconds = windows ? options.time_limit_seconds / 4
                                        : options.time_limit_seconds;
-    // The portfolio keeps the quarter of the whole limit it has without windows.
-    if (windows) local.portfolio_share = 1;
+    // The portfolio and its first pass keep the time they have without windows.
+    if (windows) local.portfolio_time_limit_seconds = options.time_limit_seconds;
     MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local));
   }
   // A cut first pass means the limit is spent: the exact search would only check the incumbent
@@ -78,9 +78,10 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   ExactOffsetsOptions exact;
   // The stretch around the busiest step, solved exactly on its own: the far slacker steps
   // elsewhere often take the rest greedily. With half of the time left where the branch and
-  // bound follows, else with all of it (S_1 needs 1 s of auto's 2). A window the branch and
-  // bound cannot settle ends them with half of their time left at least (peak_window.h): the
-  // branch and bound, or above kMaxExactItems (auto) window repair, gets what they leave.
+  // bound follows, else with all of it (S_1 needs 1 s of auto's 2). A window's branch and bound
+  // gets half of what is left when it starts (peak_window.h), so one it cannot settle ends them
+  // with time to spare: the branch and bound, or above kMaxExactItems (auto) window repair,
+  // gets what they leave.
   if (windows) {
     using Clock = std::chrono::steady_clock;
     const Clock::time_point searches_end =

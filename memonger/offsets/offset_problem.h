@@ -46,7 +46,7 @@ int64_t Duration(const OffsetProblem& problem, const OffsetItem& item);
 
 struct OffsetSolution {
   std::vector<int64_t> offsets;  // per item
-  int64_t height = 0;            // max over items of offset + bytes
+  int64_t height = 0;            // OffsetHeight: max over items with bytes of offset + bytes
   bool proven_optimal = false;   // height equals the optimum (for example the lower bound)
   // > 0: a time limit cut the first greedy pass short (the items it had not reached were
   // placed by a quick rule); about this many seconds more would have let the pass finish

@@ -7,6 +7,7 @@
 // planner stops at its time limit with a valid plan; plus hand cases with known answers.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -450,10 +451,10 @@ TEST(OffsetLocalSearchTest, RejectsBadInput) {
   negative.max_iterations = -1;
   EXPECT_EQ(PlanBestFitWithLocalSearch(p, negative).status().code(),
             absl::StatusCode::kInvalidArgument);
-  for (double share : {0.0, -0.5, 1.5}) {
-    LocalSearchOptions bad_share;
-    bad_share.portfolio_share = share;
-    EXPECT_EQ(PlanBestFitWithLocalSearch(p, bad_share).status().code(),
+  for (double seconds : {-0.5, std::nan("")}) {
+    LocalSearchOptions bad_limit;
+    bad_limit.portfolio_time_limit_seconds = seconds;
+    EXPECT_EQ(PlanBestFitWithLocalSearch(p, bad_limit).status().code(),
               absl::StatusCode::kInvalidArgument);
   }
 }
