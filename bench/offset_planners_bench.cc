@@ -44,7 +44,7 @@ struct PlannerCase {
 
 constexpr PlannerCase kPlanners[] = {
     {"greedy-by-size", OffsetStrategy::kGreedyBySize, 0},
-    {"best-fit", OffsetStrategy::kBestFit, 0},
+    {"best-fit", OffsetStrategy::kBestFit, 10},  // the whole portfolio on every trace
     {"best-fit+local-search", OffsetStrategy::kBestFitWithLocalSearch, 10},
     {"exact", OffsetStrategy::kExact, 10},
     {"auto", OffsetStrategy::kAuto, 2},
