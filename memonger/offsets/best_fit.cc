@@ -81,12 +81,7 @@ std::vector<int64_t> PeakLoads(const OffsetProblem& problem) {
   // last; one inside a block is scanned (at most kBlock steps). A sparse table over the steps
   // themselves held steps x log2(steps) words: 285 MB for a million-record trace.
   constexpr int kBlock = 64;
-  std::vector<int64_t> load(static_cast<size_t>(steps) + 1, 0);
-  for (const OffsetItem& item : problem.items) {
-    load[item.first_step] += item.bytes;
-    load[item.last_step + 1] -= item.bytes;
-  }
-  for (int s = 1; s <= steps; ++s) load[s] += load[s - 1];
+  const std::vector<int64_t> load = StepLoads(problem);
   std::vector<int64_t> prefix(steps);
   std::vector<int64_t> suffix(steps);
   const int blocks = (steps + kBlock - 1) / kBlock;

@@ -32,16 +32,20 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 // `start_share` of it, and every run but the first gives up then; the first is cut at the
 // searches' deadline (and completed quickly) unless on course to end within a tenth past the
 // limit. On a million items the whole portfolio takes seconds (12 greedy passes).
+std::chrono::steady_clock::time_point DeadlineAfter(std::chrono::steady_clock::time_point start,
+                                                    double seconds) {
+  return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(std::min(seconds, 1e9)));
+}
+
 absl::StatusOr<OffsetSolution> PortfolioWithin(const OffsetProblem& problem,
                                                std::chrono::steady_clock::time_point start,
                                                double limit, double start_share, int threads) {
-  auto at = [&](double seconds) {
-    return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                       std::chrono::duration<double>(std::min(seconds, 1e9)));
-  };
-  MG_ASSIGN_OR_RETURN(BestFitResult result,
-                      RunBestFitPortfolio(problem, at(limit * start_share), threads,
-                                          at(limit * kSearchShareOfLimit), at(limit * 1.1)));
+  MG_ASSIGN_OR_RETURN(
+      BestFitResult result,
+      RunBestFitPortfolio(problem, DeadlineAfter(start, limit * start_share), threads,
+                          DeadlineAfter(start, limit * kSearchShareOfLimit),
+                          DeadlineAfter(start, limit * 1.1)));
   return std::move(result.solution);
 }
 
@@ -107,9 +111,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   if (windows) {
     using Clock = std::chrono::steady_clock;
     const Clock::time_point searches_end =
-        start + std::chrono::duration_cast<Clock::duration>(
-                    std::chrono::duration<double>(options.time_limit_seconds *
-                                                  kSearchShareOfLimit));
+        DeadlineAfter(start, options.time_limit_seconds * kSearchShareOfLimit);
     const Clock::time_point now = Clock::now();
     PeakWindowOptions window_options;
     window_options.threads = options.threads;

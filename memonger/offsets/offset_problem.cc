@@ -62,6 +62,17 @@ int64_t Duration(const OffsetProblem& problem, const OffsetItem& item) {
   return problem.step_times[item.last_step] - problem.step_times[item.first_step] + 1;
 }
 
+std::vector<int64_t> StepLoads(const OffsetProblem& problem) {
+  std::vector<int64_t> load(static_cast<size_t>(problem.num_steps) + 1, 0);
+  for (const OffsetItem& item : problem.items) {
+    load[item.first_step] += item.bytes;
+    load[item.last_step + 1] -= item.bytes;
+  }
+  for (int s = 1; s <= problem.num_steps; ++s) load[s] += load[s - 1];
+  load.pop_back();
+  return load;
+}
+
 int64_t OffsetHeight(const OffsetProblem& problem, const std::vector<int64_t>& offsets) {
   MG_CHECK(offsets.size() == problem.items.size());
   int64_t height = 0;

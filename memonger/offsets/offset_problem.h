@@ -57,6 +57,10 @@ struct OffsetSolution {
 // The most bytes live at one step: no placement is lower. O(n + steps).
 int64_t OffsetLowerBound(const OffsetProblem& problem);
 
+// Bytes live at each step, by a difference array: O(n + steps). REQUIRES: every item inside
+// [0, num_steps) with first <= last (ValidateOffsetProblem), sums within int64.
+std::vector<int64_t> StepLoads(const OffsetProblem& problem);
+
 // The height of a placement: the highest top (offset + bytes) of an item with bytes; zero-byte
 // items occupy nothing, wherever they are. REQUIRES: one offset per item. O(n).
 int64_t OffsetHeight(const OffsetProblem& problem, const std::vector<int64_t>& offsets);

@@ -16,18 +16,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Bytes live at each step: a difference array, O(n + steps).
-std::vector<int64_t> StepLoads(const OffsetProblem& problem) {
-  std::vector<int64_t> load(static_cast<size_t>(problem.num_steps) + 1, 0);
-  for (const OffsetItem& item : problem.items) {
-    load[item.first_step] += item.bytes;
-    load[item.last_step + 1] -= item.bytes;
-  }
-  for (int s = 1; s <= problem.num_steps; ++s) load[s] += load[s - 1];
-  load.pop_back();
-  return load;
-}
-
 // A window: sorted, disjoint ranges of steps [first, second]. Its problem holds every item with
 // bytes that meets one of the ranges, its lifetime clipped to the ranges' hull (steps
 // renumbered from the hull's first). Clipping every item to one interval keeps every overlap

@@ -326,7 +326,7 @@ absl::StatusOr<RepairResult> RepairWindows(const OffsetProblem& problem,
   // checked where it is applied to a plan (ApplyOffsetSolutions), and a second O(n log n) check
   // after the deadline kept a million-item run over its time limit.
   result.solution.offsets = offsets;
-  result.solution.height = OffsetHeight(problem, result.solution.offsets);
+  result.solution.height = height;
   result.solution.proven_optimal = result.solution.height == lower_bound;
   return result;
 }
