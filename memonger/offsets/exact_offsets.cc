@@ -124,7 +124,7 @@ struct Prepared {
   std::vector<int64_t> section_total;  // bytes live in each section
   std::vector<int> cuts;               // per boundary b: items live in sections b and b + 1
   int64_t max_total = 0;               // the lower bound
-  int64_t granule = 0;                 // gcd of every size and alignment
+  int64_t granule = 0;                 // every offset of a compacted plan is a multiple
 };
 
 // False when the problem exceeds kMaxExactItems or kMaxExactOverlaps (not searched).
@@ -158,9 +158,19 @@ bool Prepare(const OffsetProblem& problem, Prepared& p) {
     p.section_begin.push_back(point_index(item.first_step));
     p.section_end.push_back(point_index(int64_t{item.last_step} + 1));
     memberships += p.section_end.back() - p.section_begin.back();
-    p.granule = std::gcd(p.granule, std::gcd(item.bytes, item.alignment));
+    p.granule = std::gcd(p.granule, item.bytes);
   }
   if (memberships > kMaxExactOverlaps) return false;
+  // A compacted plan's offsets are 0 or tops of items rounded up to an alignment. Tops are
+  // sums of sizes, multiples of their gcd; rounding keeps a multiple of the gcd where the
+  // alignment divides it, and gives a multiple of the alignment otherwise. Alignments are
+  // powers of two, so after the first one that does not divide it the granule is a power of two
+  // that every larger alignment is a multiple of. An alignment of 1 (or 256 under sizes in KiB)
+  // thus leaves the granule at the sizes' gcd instead of cutting it to the alignment.
+  for (int i : p.original) {
+    const int64_t alignment = problem.items[i].alignment;
+    if (p.granule % alignment != 0) p.granule = std::gcd(p.granule, alignment);
+  }
 
   // Overlapping pairs: in order of first section, every later item that starts before i ends.
   std::vector<int> by_begin(n);

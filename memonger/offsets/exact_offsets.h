@@ -18,9 +18,10 @@
 //      there lower the upper end early, so a time limit still returns a good plan.
 //   3. Double the node limit and repeat. A plan found within H of height h lowers the upper
 //      end to h - g; a probe whose search finishes without a plan proves optimum > H and
-//      raises the lower end to H + g. g is the gcd of every size and alignment: the offsets the
-//      search produces are sums of sizes rounded up to alignments, hence multiples of g, so
-//      the optimum is one too.
+//      raises the lower end to H + g. g is the granule: the gcd of every size, cut to an
+//      alignment that does not divide it. The offsets the search produces are sums of sizes
+//      rounded up to alignments, hence multiples of g, so the optimum is one too (with sizes
+//      in KiB, g is 1 KiB at alignment 1 or 256, not 1 or 256 bytes).
 //   4. When the range is empty the best plan is optimal. When the time limit cuts a probe, the
 //      best plan so far is returned (possibly the incumbent) with proven_optimal = false.
 //

@@ -307,6 +307,40 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, ExactOffsetsGapTest, ::testing::ValuesIn(GapCases()),
     [](const ::testing::TestParamInfo<GapCase>& info) { return info.param.label; });
 
+// The gap cases with every size multiplied by k and every alignment by a (a divides k), so that
+// the sizes share factors the alignments may lack. With k = 12, a = 4 the sizes' gcd is 12 and
+// the alignments are 4 and 32: offsets move in steps of 4 (an item aligned to 32 above one of
+// 12 bytes starts at 32), and the search steps its heights by 4. Each answer must still be the
+// optimum, proven. (A search stepping by 12 here passes too: its probes happen to find the
+// lowest plans. The granule's argument is in exact_offsets.cc.)
+TEST(ExactOffsetsTest, HeightsStepByTheGranuleOfSizesAndAlignments) {
+  struct Scale {
+    int64_t size_factor;
+    int64_t alignment_factor;
+  };
+  int above_lower_bound = 0;
+  for (const GapCase& c : GapCases()) {
+    for (Scale scale : {Scale{12, 4}, Scale{6, 2}, Scale{3, 1}, Scale{4, 4}, Scale{10, 1}}) {
+      SCOPED_TRACE(c.label + " x" + std::to_string(scale.size_factor) + " align x" +
+                   std::to_string(scale.alignment_factor));
+      std::vector<OffsetItem> items = c.items;
+      for (OffsetItem& item : items) {
+        item.bytes *= scale.size_factor;
+        item.alignment *= scale.alignment_factor;
+      }
+      const OffsetProblem problem = Problem(items);
+      absl::StatusOr<OffsetSolution> exact = PlaceExact(problem, NoIncumbent(), WithLimit(10));
+      ASSERT_TRUE(exact.ok()) << exact.status();
+      ExpectValid(problem, *exact);
+      const int64_t optimum = OptimumByOrders(problem);
+      EXPECT_EQ(exact->height, optimum);
+      EXPECT_TRUE(exact->proven_optimal);
+      if (optimum > OffsetLowerBound(problem)) ++above_lower_bound;
+    }
+  }
+  EXPECT_GE(above_lower_bound, 8);  // the gaps are where a wrong step would show
+}
+
 // Preorders side by side (on every probe: no node threshold) give the plan and the proof of one
 // thread: small problems of every kind, a few with their optimum above the lower bound.
 TEST(ExactOffsetsTest, ThreadsGiveTheSerialPlanAndProof) {
