@@ -17,16 +17,19 @@ namespace {
 // offset a planner computes by the stacked worst case).
 int64_t AlignUp(int64_t x, int64_t alignment) { return (x + alignment - 1) & ~(alignment - 1); }
 
-// Adds `r` to a sorted list of disjoint, non-touching ranges, merging what it meets or touches.
-void AddRange(std::vector<ByteRange>& list, ByteRange r) {
+// Adds `r` to a sorted list of disjoint, non-touching ranges, merging what it meets or touches;
+// returns how many bytes the list covers more.
+int64_t AddRange(std::vector<ByteRange>& list, ByteRange r) {
   if (list.empty() || list.back().end < r.begin) {  // the common case: on top
     list.push_back(r);
-    return;
+    return r.end - r.begin;
   }
   auto first = std::lower_bound(list.begin(), list.end(), r.begin,
                                 [](const ByteRange& x, int64_t v) { return x.end < v; });
   auto last = first;
+  int64_t covered_before = 0;
   while (last != list.end() && last->begin <= r.end) {
+    covered_before += last->end - last->begin;
     r.begin = std::min(r.begin, last->begin);
     r.end = std::max(r.end, last->end);
     ++last;
@@ -37,6 +40,7 @@ void AddRange(std::vector<ByteRange>& list, ByteRange r) {
     *first = r;
     list.erase(first + 1, last);
   }
+  return r.end - r.begin - covered_before;
 }
 
 }  // namespace
@@ -164,22 +168,24 @@ IntervalIndex::IntervalIndex(const OffsetProblem& problem, int path_depth, int b
 
 void IntervalIndex::Clear() {
   for (int node : touched_) {
-    nodes_[node].cover.clear();
-    nodes_[node].below.clear();
-    nodes_[node].path.clear();
+    for (RangeList* list : {&nodes_[node].cover, &nodes_[node].below, &nodes_[node].path}) {
+      list->ranges.clear();
+      list->covered = 0;
+    }
     nodes_[node].touched = false;
     if (node >= first_leaf_) entries_[node - first_leaf_].clear();
   }
   touched_.clear();
 }
 
-void IntervalIndex::Add(int node, std::vector<ByteRange> Node::*list, ByteRange range) {
+void IntervalIndex::Add(int node, RangeList Node::*list, ByteRange range) {
   Node& n = nodes_[node];
   if (!n.touched) {
     n.touched = true;
     touched_.push_back(node);
   }
-  AddRange(n.*list, range);
+  RangeList& l = n.*list;
+  l.covered += AddRange(l.ranges, range);
 }
 
 IntervalIndex::BucketSpan IntervalIndex::SpanOf(int item) const {
@@ -231,26 +237,46 @@ void IntervalIndex::InsertAt(int node, int lo, int hi, int depth, const BucketSp
   if (span.last_bucket > mid) InsertAt(2 * node + 1, mid + 1, hi, depth + 1, span, range);
 }
 
-void IntervalIndex::OccupiedDuring(int item, std::vector<ByteRange>& out) const {
+// A query whose lists hold at most this many ranges in all merges them.
+constexpr size_t kFewRanges = 64;
+
+// Writes the union of two sorted lists of disjoint ranges to `out` (room for both), uniting
+// ranges that meet or touch; returns how many it wrote.
+size_t UniteSorted(const ByteRange* a, const ByteRange* a_end, const ByteRange* b,
+                   const ByteRange* b_end, ByteRange* out) {
+  ByteRange* w = out;
+  while (a != a_end || b != b_end) {
+    const ByteRange& next = b == b_end || (a != a_end && a->begin <= b->begin) ? *a++ : *b++;
+    if (w != out && next.begin <= w[-1].end) {
+      w[-1].end = std::max(w[-1].end, next.end);
+    } else {
+      *w++ = next;
+    }
+  }
+  return static_cast<size_t>(w - out);
+}
+
+void IntervalIndex::OccupiedDuring(int item, std::vector<ByteRange>& out, int64_t min_gap) const {
   const BucketSpan span = SpanOf(item);
   spans_.clear();
-  total_ranges_ = 0;
   entry_ranges_.clear();
   entry_runs_.clear();
   CollectAt(1, 0, first_leaf_ - 1, 0, span);
   // Each partially covered bucket gave one run of its entries met, sorted by offset (the
-  // bucket keeps them so): united where they meet, each run is one more list to merge.
+  // bucket keeps them so): united where they meet, each run is one more list.
   for (auto [begin, end] : entry_runs_) {
     size_t w = begin;
+    int64_t covered = 0;
     for (size_t r = begin + 1; r < end; ++r) {
       if (entry_ranges_[r].begin <= entry_ranges_[w].end) {
         entry_ranges_[w].end = std::max(entry_ranges_[w].end, entry_ranges_[r].end);
       } else {
+        covered += entry_ranges_[w].end - entry_ranges_[w].begin;
         entry_ranges_[++w] = entry_ranges_[r];
       }
     }
-    spans_.emplace_back(entry_ranges_.data() + begin, entry_ranges_.data() + w + 1);
-    total_ranges_ += w + 1 - begin;
+    covered += entry_ranges_[w].end - entry_ranges_[w].begin;
+    spans_.push_back({entry_ranges_.data() + begin, entry_ranges_.data() + w + 1, covered});
   }
   out.clear();
   if (spans_.empty()) return;
@@ -258,74 +284,74 @@ void IntervalIndex::OccupiedDuring(int item, std::vector<ByteRange>& out) const 
     out.assign(spans_[0].first, spans_[0].second);
     return;
   }
-  // Every list read is sorted and merged. Merge them two at a time, the two shortest first
-  // (Huffman's order, with two queues: the lists by length, then the merged runs in the order
-  // made), so that long lists are copied least often; ranges that meet or touch unite.
+  // A few ranges (the common case: on a million-value graph a query reads ~5 lists of ~3): the
+  // lists merged into the union one after another, cheaper than cutting holes list by list.
+  size_t total = 0;
+  for (const Span& list : spans_) total += static_cast<size_t>(list.second - list.first);
+  if (total <= kFewRanges) {
+    out.assign(spans_[0].first, spans_[0].second);
+    for (size_t k = 1; k < spans_.size(); ++k) {
+      gaps_.resize(out.size() + static_cast<size_t>(spans_[k].second - spans_[k].first));
+      gaps_.resize(UniteSorted(out.data(), out.data() + out.size(), spans_[k].first,
+                               spans_[k].second, gaps_.data()));
+      out.swap(gaps_);
+    }
+    return;
+  }
+  // The holes of the union are the ranges free in every list: start from the holes of the list
+  // that covers the most bytes (those of at least min_gap bytes, and the unbounded top) and cut
+  // them by each other list in turn, in order of the bytes they cover, dropping pieces under
+  // min_gap. A list costs a galloping search per hole plus its ranges that fall inside the
+  // holes, not its length. Long-lived items read lists that are each fragmented at their own
+  // time scale but whose union has few holes: on 60,000 items living 1,000-30,000 steps a query
+  // read 6,662 ranges in 15 lists for a union of 65, and merging the lists two at a time took
+  // 80% of a greedy pass. Each hole kept is a whole hole of the union (the intersection of the
+  // holes, one per list, that contain it).
   std::sort(spans_.begin(), spans_.end(), [](const Span& a, const Span& b) {
-    return a.second - a.first < b.second - b.first;
+    return a.covered != b.covered ? a.covered > b.covered
+                                  : a.second - a.first < b.second - b.first;
   });
-  size_t pool_used = 0;  // pool_'s size is its capacity; [0, pool_used) holds merged runs
-  merged_runs_.clear();
-  size_t next_list = 0;
-  size_t next_run = 0;
-  auto take_shortest = [&]() -> Span {
-    const bool have_list = next_list < spans_.size();
-    const bool have_run = next_run < merged_runs_.size();
-    if (have_run) {
-      const auto [begin, end] = merged_runs_[next_run];
-      if (!have_list || end - begin <= static_cast<size_t>(spans_[next_list].second -
-                                                           spans_[next_list].first)) {
-        ++next_run;
-        return Span{pool_.data() + begin, pool_.data() + end};
+  constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+  gaps_.clear();
+  int64_t from = 0;
+  for (const ByteRange* r = spans_[0].first; r != spans_[0].second; ++r) {
+    if (r->begin - from >= min_gap) gaps_.push_back({from, r->begin});
+    from = r->end;
+  }
+  gaps_.push_back({from, kUnbounded});
+  for (size_t k = 1; k < spans_.size(); ++k) {
+    const ByteRange* p = spans_[k].first;
+    const ByteRange* const end = spans_[k].second;
+    cut_gaps_.clear();
+    for (const ByteRange& gap : gaps_) {
+      // Skip to the list's first range that ends after the hole begins (ends rise along a list):
+      // steps doubling from p, then a binary search in the last step.
+      const auto before = [&](const ByteRange& r) { return r.end <= gap.begin; };
+      std::ptrdiff_t step = 1;
+      while (step <= end - p && before(p[step - 1])) step *= 2;
+      p = std::partition_point(p + step / 2, p + std::min<std::ptrdiff_t>(step, end - p), before);
+      int64_t piece = gap.begin;
+      for (; p != end && p->begin < gap.end; ++p) {
+        if (p->begin - piece >= min_gap) cut_gaps_.push_back({piece, p->begin});
+        piece = p->end;
+        if (piece >= gap.end) break;  // it may reach into the next hole too: keep it
       }
+      if (piece < gap.end && gap.end - piece >= min_gap) cut_gaps_.push_back({piece, gap.end});
     }
-    return spans_[next_list++];
-  };
-  for (size_t left = spans_.size(); left > 1; --left) {
-    // Room first (no merge writes more than total_ranges_), so that the pool does not move while
-    // runs in it are read and appended to.
-    if (pool_used + total_ranges_ > pool_.size()) {
-      pool_.resize(std::max(pool_used + total_ranges_, 2 * pool_.size()));
-    }
-    const Span a = take_shortest();
-    const Span b = take_shortest();
-    const size_t begin = pool_used;
-    pool_used += MergeRuns(a.first, a.second, b.first, b.second, pool_.data() + begin);
-    merged_runs_.emplace_back(begin, pool_used);
+    gaps_.swap(cut_gaps_);
   }
-  const Span last = take_shortest();
-  out.assign(last.first, last.second);
+  // The union with every hole under min_gap filled: the ranges between the holes kept (the last
+  // hole is the unbounded top).
+  from = 0;
+  for (const ByteRange& gap : gaps_) {
+    if (gap.begin > from) out.push_back({from, gap.begin});
+    from = gap.end;
+  }
 }
 
-size_t IntervalIndex::MergeRuns(const ByteRange* a, const ByteRange* a_end, const ByteRange* b,
-                                const ByteRange* b_end, ByteRange* out) {
-  ByteRange* w = out;
-  ByteRange current = (b == b_end || (a != a_end && a->begin <= b->begin)) ? *a++ : *b++;
-  while (a != a_end && b != b_end) {
-    const ByteRange& next = a->begin <= b->begin ? *a++ : *b++;
-    if (next.begin <= current.end) {
-      current.end = std::max(current.end, next.end);
-    } else {
-      *w++ = current;
-      current = next;
-    }
-  }
-  // One run is left; it is merged already, so after the ranges that meet `current` it copies.
-  const ByteRange* rest = a != a_end ? a : b;
-  const ByteRange* rest_end = a != a_end ? a_end : b_end;
-  while (rest != rest_end && rest->begin <= current.end) {
-    current.end = std::max(current.end, rest->end);
-    ++rest;
-  }
-  *w++ = current;
-  w = std::copy(rest, rest_end, w);
-  return static_cast<size_t>(w - out);
-}
-
-void IntervalIndex::Read(const std::vector<ByteRange>& list) const {
-  if (list.empty()) return;
-  spans_.emplace_back(list.data(), list.data() + list.size());
-  total_ranges_ += list.size();
+void IntervalIndex::Read(const RangeList& list) const {
+  if (list.ranges.empty()) return;
+  spans_.push_back({list.ranges.data(), list.ranges.data() + list.ranges.size(), list.covered});
 }
 
 void IntervalIndex::CollectAt(int node, int lo, int hi, int depth,
@@ -338,7 +364,7 @@ void IntervalIndex::CollectAt(int node, int lo, int hi, int depth,
   // A partial node: the items covering it meet the query. Down to path_depth_ they are read
   // once, from the path list of the deepest partial node; below, from each node's cover.
   if (depth > path_depth_) {
-    if (n.below.empty()) return;  // nothing stored in this subtree
+    if (n.below.ranges.empty()) return;  // nothing stored in this subtree
     Read(n.cover);
   }
   if (lo == hi) {  // a bucket the query covers in part: its entries whose segments meet it
@@ -486,7 +512,7 @@ GreedyPlacer::Stop GreedyPlacer::PlaceItems(
         offsets[i] = 0;
         continue;
       }
-      index_.OccupiedDuring(i, scratch_);
+      index_.OccupiedDuring(i, scratch_, item.bytes);
       offsets[i] = ChooseOffset(scratch_, item.bytes, item.alignment, rule);
     }
     index_.Insert(i, offsets[i], item.bytes);

@@ -93,15 +93,25 @@ class IntervalIndex {
   void Insert(int item, int64_t offset, int64_t bytes);
 
   // The union of the byte ranges of the inserted items whose lifetime intersects `item`'s, as
-  // sorted, disjoint, non-touching ranges. `out` is overwritten.
-  void OccupiedDuring(int item, std::vector<ByteRange>& out) const;
+  // sorted, disjoint, non-touching ranges, except that holes of fewer than `min_gap` bytes
+  // (between the ranges, or below the lowest) may be filled, taken as occupied: a caller placing
+  // an item of b bytes passes b, as no smaller hole can hold it, and the query then skips the
+  // ranges inside such holes. The top (the end of the highest range) is exact. `out` is
+  // overwritten.
+  void OccupiedDuring(int item, std::vector<ByteRange>& out, int64_t min_gap = 1) const;
 
  private:
+  // Sorted, disjoint, non-touching ranges, and how many bytes they cover (which orders a
+  // query's lists: OccupiedDuring).
+  struct RangeList {
+    std::vector<ByteRange> ranges;
+    int64_t covered = 0;
+  };
   struct Node {
-    std::vector<ByteRange> cover;
-    std::vector<ByteRange> below;
-    std::vector<ByteRange> path;  // depth <= path_depth_ only
-    bool touched = false;         // some list is not empty
+    RangeList cover;
+    RangeList below;
+    RangeList path;       // depth <= path_depth_ only
+    bool touched = false;  // some list is not empty
   };
   // An item covering part of a bucket (a leaf): its segments and bytes.
   struct Entry {
@@ -117,14 +127,10 @@ class IntervalIndex {
     int full_first, full_last;
   };
   BucketSpan SpanOf(int item) const;
-  void Add(int node, std::vector<ByteRange> Node::*list, ByteRange range);
+  void Add(int node, RangeList Node::*list, ByteRange range);
   void InsertAt(int node, int lo, int hi, int depth, const BucketSpan& span, ByteRange range);
   void CollectAt(int node, int lo, int hi, int depth, const BucketSpan& span) const;
-  void Read(const std::vector<ByteRange>& list) const;
-  // Writes the union of two sorted runs of ranges (not both empty) to `out`, uniting ranges that
-  // meet or touch; returns how many it wrote. `out` has room for both runs.
-  static size_t MergeRuns(const ByteRange* a, const ByteRange* a_end, const ByteRange* b,
-                          const ByteRange* b_end, ByteRange* out);
+  void Read(const RangeList& list) const;
 
   int num_segments_ = 0;
   int num_buckets_ = 0;
@@ -139,12 +145,17 @@ class IntervalIndex {
   int first_leaf_ = 1;
   std::vector<int> touched_;        // nodes with a non-empty list, for Clear()
   // Scratch of OccupiedDuring (so a const query allocates nothing; not thread-safe): the lists
-  // read, where each merged run starts, and the merge buffer.
-  using Span = std::pair<const ByteRange*, const ByteRange*>;
+  // read, and the free ranges of their union found so far and after the next list.
+  struct Span {
+    const ByteRange* first;
+    const ByteRange* second;
+    int64_t covered;
+  };
   mutable std::vector<Span> spans_;
-  mutable size_t total_ranges_ = 0;
-  mutable std::vector<std::pair<size_t, size_t>> merged_runs_;  // [begin, end) in pool_
-  mutable std::vector<ByteRange> pool_;
+  mutable std::vector<ByteRange> gaps_;
+  mutable std::vector<ByteRange> cut_gaps_;
+  mutable std::vector<std::pair<int64_t, size_t>> coverage_;
+  mutable std::vector<Span> sorted_spans_;
   mutable std::vector<ByteRange> entry_ranges_;  // the entries met, a run per bucket
   mutable std::vector<std::pair<size_t, size_t>> entry_runs_;  // [begin, end) in entry_ranges_
 };

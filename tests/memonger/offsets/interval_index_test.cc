@@ -98,6 +98,71 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{IntervalIndex::kDefaultBucketEntries,
                                 IntervalIndex::kDefaultPathDepth}));
 
+// Many long-lived items at scattered offsets: the lists a query reads hold hundreds of ranges
+// (more than the few the index merges directly), so holes are cut list by list. With min_gap,
+// holes of fewer bytes may be filled, and every hole of min_gap bytes or more must be exact.
+TEST_P(OffsetIntervalIndexShapesTest, LongListsAndMinimumGapsMatchBruteForce) {
+  const auto [bucket_entries, path_depth] = GetParam();
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE(seed);
+    std::mt19937_64 rng(seed);
+    OffsetProblem p;
+    p.num_steps = 400;
+    const int n = 600;
+    for (int i = 0; i < n; ++i) {
+      const int first = static_cast<int>(rng() % p.num_steps);
+      const int last = std::min(p.num_steps - 1, first + static_cast<int>(rng() % 300));
+      p.items.push_back(Item(first, last, 1 + static_cast<int64_t>(rng() % 12)));
+    }
+    IntervalIndex index(p, path_depth, bucket_entries);
+    std::vector<int64_t> offsets(n);
+    std::vector<int> placed;
+    std::vector<ByteRange> got;
+    for (int i = 0; i < n; ++i) {
+      offsets[i] = static_cast<int64_t>(rng() % 4000);
+      index.Insert(i, offsets[i], p.items[i].bytes);
+      placed.push_back(i);
+      if (i % 7 != 0) continue;
+      const int query = static_cast<int>(rng() % n);
+      const int64_t min_gap = 1 + static_cast<int64_t>(rng() % 16);
+      index.OccupiedDuring(query, got, min_gap);
+      const auto want = BruteForceOccupied(p, placed, offsets, query);
+      // The ranges got are sorted, disjoint and apart, end where the true union ends, and leave
+      // free only true holes (below the lowest range too), every one of min_gap bytes or more.
+      const auto holes_of = [](const auto& ranges, auto begin_of, auto end_of) {
+        std::vector<std::pair<int64_t, int64_t>> holes;
+        int64_t from = 0;
+        for (const auto& r : ranges) {
+          if (begin_of(r) > from) holes.emplace_back(from, begin_of(r));
+          from = end_of(r);
+        }
+        return holes;
+      };
+      for (size_t k = 0; k + 1 < got.size(); ++k) {
+        ASSERT_LT(got[k].end, got[k + 1].begin) << "query " << query << " after " << i;
+      }
+      const auto got_holes = holes_of(
+          got, [](const ByteRange& r) { return r.begin; }, [](const ByteRange& r) { return r.end; });
+      const auto all_holes = holes_of(
+          want, [](const auto& r) { return r.first; }, [](const auto& r) { return r.second; });
+      ASSERT_EQ(got.empty(), want.empty());
+      if (want.empty()) continue;
+      EXPECT_EQ(got.back().end, want.back().second) << "query " << query << " after " << i;
+      for (const auto& hole : got_holes) {  // holes under min_gap may be kept or filled
+        EXPECT_TRUE(std::find(all_holes.begin(), all_holes.end(), hole) != all_holes.end())
+            << "query " << query << " after " << i << ": hole " << hole.first << "-"
+            << hole.second << " is not free";
+      }
+      for (const auto& hole : all_holes) {
+        if (hole.second - hole.first < min_gap) continue;
+        EXPECT_TRUE(std::find(got_holes.begin(), got_holes.end(), hole) != got_holes.end())
+            << "query " << query << " after " << i << ": hole " << hole.first << "-"
+            << hole.second << " was filled";
+      }
+    }
+  }
+}
+
 TEST(OffsetIntervalIndexTest, SparseStepsAreCompressed) {
   OffsetProblem p;
   p.num_steps = 1 << 30;
