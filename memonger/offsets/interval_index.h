@@ -24,8 +24,11 @@
 // their segments meet. So a query reads `below` at its own canonical nodes, the `cover` of the
 // partial nodes above them (at most two root paths): from `path` at the deepest partial node
 // of each path down to depth 6, and node by node below; and filters the entries of the (at
-// most two) buckets it covers in part. It merges the lists read (shortest first) into the
-// union, whose gaps are the free byte ranges.
+// most two) buckets it covers in part. The union of the lists read is the answer, and its
+// holes are the free byte ranges: a few ranges in all are merged list after list; more are
+// found hole by hole, starting from the holes of the list covering the most bytes and cutting
+// them by each other list in turn (a galloping search per hole), where holes smaller than the
+// item being placed are dropped. Each list keeps the bytes it covers, for that order.
 //
 //   bucket ->  |-------- node [0, 7] --------|    query q = [2, 5]: canonical nodes [2, 3] and
 //              |-- [0, 3] --||-- [4, 7] --|       [4, 5] (read `below`); partial nodes [0, 7],
@@ -43,8 +46,9 @@
 // O(log s) nodes (O(log(s / b)) when boundaries are spread out), each a binary search plus a
 // vector splice, plus up to 2^6 path lists for an item with a canonical node near the root,
 // plus O(1) per bucket entry; query as many nodes, the entries of at most two buckets (O(b)),
-// plus merging the ranges read, O(k log k) in the worst case (a badly fragmented arena) and much
-// less in practice. Items are never removed: Clear() resets the index between runs in
+// plus uniting the r ranges read in l lists: O(r) where they are few; else O(r0 + l x h log r +
+// w), with r0 the most covering list's ranges, h the holes kept and w the ranges met inside
+// them; on 60,000 items living 1,000-30,000 steps a query reads 6,662 ranges for a union of 65. Items are never removed: Clear() resets the index between runs in
 // time proportional to the nodes touched. Not thread-safe: a query uses scratch buffers of the
 // index.
 #ifndef MEMONGER_MEMONGER_OFFSETS_INTERVAL_INDEX_H_
