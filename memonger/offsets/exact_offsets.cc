@@ -127,13 +127,25 @@ struct Prepared {
   int64_t granule = 0;                 // every offset of a compacted plan is a multiple
 };
 
-// False when the problem exceeds kMaxExactItems or kMaxExactOverlaps (not searched).
-bool Prepare(const OffsetProblem& problem, Prepared& p) {
+// Preparing a problem of a few thousand long-lived items walks tens of millions of (item,
+// section) memberships and overlapping pairs (0.2 s for bert_nezha): the loops read the clock
+// every kPrepareStepsPerClock steps and give up at the deadline, so that a short time limit
+// left by the phases before is kept.
+constexpr int64_t kPrepareStepsPerClock = int64_t{1} << 16;
+
+enum class Preparation { kReady, kTooLarge, kOutOfTime };
+
+// kTooLarge when the problem exceeds kMaxExactItems or kMaxExactOverlaps (not searched).
+Preparation Prepare(const OffsetProblem& problem, Clock::time_point deadline, Prepared& p) {
+  int64_t steps = 0;
+  const auto out_of_time = [&] {
+    return ++steps % kPrepareStepsPerClock == 0 && Clock::now() >= deadline;
+  };
   for (size_t i = 0; i < problem.items.size(); ++i) {
     if (problem.items[i].bytes > 0) p.original.push_back(static_cast<int>(i));
   }
   const int n = Size(p.original);
-  if (n > kMaxExactItems) return false;
+  if (n > kMaxExactItems) return Preparation::kTooLarge;
 
   // Sections lie between consecutive distinct lifetime boundaries (first_step, last_step + 1).
   std::vector<int64_t> points;
@@ -160,7 +172,7 @@ bool Prepare(const OffsetProblem& problem, Prepared& p) {
     memberships += p.section_end.back() - p.section_begin.back();
     p.granule = std::gcd(p.granule, item.bytes);
   }
-  if (memberships > kMaxExactOverlaps) return false;
+  if (memberships > kMaxExactOverlaps) return Preparation::kTooLarge;
   // A compacted plan's offsets are 0 or tops of items rounded up to an alignment. Tops are
   // sums of sizes, multiples of their gcd; rounding keeps a multiple of the gcd where the
   // alignment divides it, and gives a multiple of the alignment otherwise. Alignments are
@@ -184,7 +196,8 @@ bool Prepare(const OffsetProblem& problem, Prepared& p) {
     for (int b = a + 1; b < n && p.section_begin[by_begin[b]] < p.section_end[i]; ++b) {
       ++degree[i];
       ++degree[by_begin[b]];
-      if (++pairs > kMaxExactOverlaps) return false;
+      if (++pairs > kMaxExactOverlaps) return Preparation::kTooLarge;
+      if (out_of_time()) return Preparation::kOutOfTime;
     }
   }
   p.overlap_start.assign(n + 1, 0);
@@ -197,6 +210,7 @@ bool Prepare(const OffsetProblem& problem, Prepared& p) {
       const int j = by_begin[b];
       p.overlaps[fill[i]++] = j;
       p.overlaps[fill[j]++] = i;
+      if (out_of_time()) return Preparation::kOutOfTime;
     }
   }
 
@@ -207,6 +221,7 @@ bool Prepare(const OffsetProblem& problem, Prepared& p) {
     for (int s = p.section_begin[i]; s < p.section_end[i]; ++s) {
       ++p.members_start[s + 1];
       p.section_total[s] += p.bytes[i];
+      if (out_of_time()) return Preparation::kOutOfTime;
     }
   }
   for (int s = 0; s < p.num_sections; ++s) p.members_start[s + 1] += p.members_start[s];
@@ -229,6 +244,7 @@ bool Prepare(const OffsetProblem& problem, Prepared& p) {
     for (int s = p.section_begin[i]; s < p.section_end[i]; ++s) {
       p.member_position[p.membership_start[i] + s - p.section_begin[i]] = fill[s];
       p.members[fill[s]++] = i;
+      if (out_of_time()) return Preparation::kOutOfTime;
     }
   }
   for (int64_t total : p.section_total) p.max_total = std::max(p.max_total, total);
@@ -236,17 +252,22 @@ bool Prepare(const OffsetProblem& problem, Prepared& p) {
   for (int i = 0; i < n; ++i) {
     for (int b = p.section_begin[i]; b + 1 < p.section_end[i]; ++b) ++p.cuts[b];
   }
-  return true;
+  return Preparation::kReady;
 }
 
 // Time and node accounting shared by every probe and by the searches a probe runs side by side,
 // and the progress callback (called by one of them at a time).
 class Budget {
  public:
+  // The time limit as a point in time.
+  static Clock::time_point DeadlineOf(const ExactOffsetsOptions& options, Clock::time_point start) {
+    return start + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(options.time_limit_seconds));
+  }
+
   Budget(const ExactOffsetsOptions& options, Clock::time_point start)
       : start_(start),
-        deadline_(start + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>(options.time_limit_seconds))),
+        deadline_(DeadlineOf(options, start)),
         progress_(options.progress),
         next_report_(start + std::chrono::seconds(1)) {}
 
@@ -809,7 +830,10 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
   }
 
   Prepared prepared;
-  if (!Prepare(problem, prepared)) return best;  // too large to search
+  // Too large to search, or no time left to prepare the search: the plan so far.
+  if (Prepare(problem, Budget::DeadlineOf(options, start), prepared) != Preparation::kReady) {
+    return best;
+  }
   MG_CHECK(prepared.max_total == lower_bound);
   MG_CHECK(prepared.granule > 0 && lower_bound % prepared.granule == 0);
   const int64_t granule = prepared.granule;
