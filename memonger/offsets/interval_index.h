@@ -179,11 +179,14 @@ int64_t ChooseOffset(const std::vector<ByteRange>& occupied, int64_t bytes, int6
 
 // Places items greedily: each item, in the given order, at ChooseOffset among the items placed
 // before it. Zero-byte items get offset 0. Reusable across orders (one index, cleared per run).
-// Completes a pass cut after order[0, placed) (`solution` holds their offsets and height): the
-// rest of `order` get a quick placement, the lower of CompleteOnSkyline and StackInLanes, each
-// tried where it can win. O(n log n). The placed items stay where they are.
-void CompleteCutPass(const OffsetProblem& problem, const std::vector<int>& order, int placed,
-                     OffsetSolution& solution);
+// Completes a pass cut after order[0, placed) (`solution` holds their offsets and height), of
+// which order[0, keep) were placed by someone else and must stay: the rest of `order` get a
+// quick placement, the lowest of CompleteOnSkyline, StackInLanes above the placed items and
+// (where keep is 0 and `order` holds every item) StackInLanes of every item from 0, each tried
+// where it can win. O(n log n). The placed items stay where they are, except where every item
+// goes in lanes.
+void CompleteCutPass(const OffsetProblem& problem, const std::vector<int>& order, int keep,
+                     int placed, OffsetSolution& solution);
 
 class GreedyPlacer {
  public:

@@ -354,8 +354,9 @@ absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liv
     plan.notes.push_back(
         std::isinf(seconds_short)
             ? absl::StrCat(what, "; it left no time to place any item: raise --time-limit")
-            : absl::StrFormat("%s; it needed about %.1f s more: raise --time-limit by that much "
-                              "for a whole pass",
+            : absl::StrFormat("%s; at its rate so far it needed %.1f s more, and more where "
+                              "later items meet more placed ones: raise --time-limit by more "
+                              "than that for a whole pass",
                               what, seconds_short));
   }
   return absl::OkStatus();

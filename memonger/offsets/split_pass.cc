@@ -43,7 +43,7 @@ Part PlacePart(const OffsetProblem& problem, const std::vector<int>& items, int 
     for (int k = 0; k < keep; ++k) {
       s.height = std::max(s.height, s.offsets[k] + part.items[k].bytes);
     }
-    CompleteCutPass(part, order, keep, s);
+    CompleteCutPass(part, order, keep, keep, s);
     result.offsets = std::move(s.offsets);
     result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return result;

@@ -291,5 +291,32 @@ TEST(OffsetValidateProblemTest, DurationUsesStepTimes) {
   EXPECT_EQ(Duration(p, p.items[1]), 1);
 }
 
+// A cut pass whose first item sits high (as the busiest item of a peak order can): the lanes
+// above it would double the arena, so every item goes in lanes from 0, unless the placed items
+// must stay (a split pass's crossing items).
+TEST(CompleteCutPassTest, EveryItemInLanesWhereThePlacedPartSitsHigh) {
+  OffsetProblem p;
+  p.num_steps = 10;
+  for (int i = 0; i < 10; ++i) p.items.push_back(Item(0, 9, 8));
+  std::vector<int> order(10);
+  std::iota(order.begin(), order.end(), 0);
+  for (int keep : {0, 1}) {
+    SCOPED_TRACE(keep);
+    OffsetSolution s;
+    s.offsets.assign(10, 0);
+    s.offsets[0] = 1000;  // valid: the only item placed
+    s.height = 1008;
+    CompleteCutPass(p, order, keep, /*placed=*/1, s);
+    ASSERT_TRUE(CheckOffsetSolution(p, s.offsets).ok()) << CheckOffsetSolution(p, s.offsets);
+    EXPECT_EQ(s.height, OffsetHeight(p, s.offsets));
+    if (keep == 0) {
+      EXPECT_EQ(s.height, 80);  // ten lanes of 8 bytes from 0
+    } else {
+      EXPECT_EQ(s.offsets[0], 1000);  // kept where it was
+      EXPECT_EQ(s.height, 1008 + 72);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memonger
