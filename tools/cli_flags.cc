@@ -357,7 +357,8 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
       ->capture_default_str();
   app.add_option("--threads", numbers.threads,
                  "threads of the offset planners' portfolio (default: every core; the plan is "
-                 "the same for any count, unless --time-limit cuts a run)");
+                 "the same for any count, unless a clock cuts a search: --time-limit, or auto's "
+                 "local search, which stops at a quarter of it)");
   app.add_option("--max-input-bytes", numbers.max_input_bytes,
                  "the largest input file read (default 2GiB, protobuf's own limit; 512MiB, "
                  "4GiB, ...)");
