@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,7 @@
 #include "memonger/offsets/peak_window.h"
 #include "memonger/offsets/window_repair.h"
 #include "util/check.h"
+#include "util/bytes.h"
 #include "util/checked_math.h"
 #include "util/status_macros.h"
 
@@ -273,6 +275,11 @@ absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liv
   bool optimal = true;
   int64_t region_end = 0;
   std::vector<std::vector<int64_t>> item_bytes(problems.size());
+  // Values whose own alignment rounded their bytes beyond the plan's alignment: how many, the
+  // bytes added, and the largest such alignment (for the note below).
+  int64_t padded_values = 0;
+  int64_t padding_bytes = 0;
+  int64_t padding_alignment = 0;
   for (size_t r = 0; r < problems.size(); ++r) {
     DeviceOffsetProblem& p = problems[r];
     OffsetSolution& s = solutions[r];
@@ -305,8 +312,15 @@ absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liv
     item_bytes[r].reserve(p.roots.size());
     for (size_t i = 0; i < p.roots.size(); ++i) {
       const int64_t bytes = p.problem.items[i].bytes;
-      optimal = optimal &&
-                util::CheckedAlignUp(liveness.class_bytes[p.roots[i]], plan.alignment) == bytes;
+      const std::optional<int64_t> needed =
+          util::CheckedAlignUp(liveness.class_bytes[p.roots[i]], plan.alignment);
+      optimal = optimal && needed == bytes;
+      if (needed.has_value() && *needed < bytes) {
+        ++padded_values;
+        padding_bytes = util::CheckedAdd(padding_bytes, bytes - *needed)
+                            .value_or(std::numeric_limits<int64_t>::max());
+        padding_alignment = std::max(padding_alignment, p.problem.items[i].alignment);
+      }
       s.offsets[i] += *base;  // within the end checked above
       item_bytes[r].push_back(bytes);
     }
@@ -347,6 +361,14 @@ absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liv
   std::vector<std::vector<int64_t>>().swap(item_bytes);
   FinishPlan(plan);
   plan.proven_optimal = optimal;
+  if (padded_values > 0) {
+    plan.notes.push_back(absl::StrCat(
+        padded_values, " value(s) ask for an alignment above --alignment (up to ",
+        util::FormatBytes(padding_alignment),
+        ") and take whole multiples of it: ", util::FormatBytes(padding_bytes),
+        " more than their bytes in all, which the arena holds and the lower bound (most live "
+        "bytes) does not count; no plan is called optimal then"));
+  }
   if (seconds_short > 0) {
     const std::string what =
         "the time limit cut the first greedy placement short (the items it had not reached were "

@@ -211,13 +211,19 @@ TEST(OffsetPlanningRecordsTest, ValueAlignmentBeyondThePlansIsNeverProvenOptimal
     if (plan->arena_bytes > none->arena_bytes) {
       EXPECT_FALSE(plan->proven_optimal);
     }
+    // The user is told why the arena passes the lower bound: a's 59 bytes of padding.
+    ASSERT_EQ(plan->notes.size(), 1u);
+    EXPECT_THAT(plan->notes[0], ::testing::HasSubstr("1 value(s) ask for an alignment above"));
+    EXPECT_THAT(plan->notes[0], ::testing::HasSubstr("59 B more than their bytes"));
   }
-  // Aligned to the plan's own alignment, the same values are the real problem: proven.
+  // Aligned to the plan's own alignment, the same values are the real problem: proven, and no
+  // padding to speak of.
   options.alignment = 64;
   absl::StatusOr<Plan> exact = testing::PlanWithOffsetStrategy(*g, options, OffsetStrategy::kExact);
   ASSERT_TRUE(exact.ok()) << exact.status();
   EXPECT_EQ(exact->arena_bytes, 128);
   EXPECT_TRUE(exact->proven_optimal);
+  EXPECT_TRUE(exact->notes.empty());
 }
 
 // Found by fuzz/planners_fuzzer.cc (memonger-dp beat a "proven" exact arena by 512 bytes): the
