@@ -259,10 +259,11 @@ Preparation Prepare(const OffsetProblem& problem, Clock::time_point deadline, Pr
 // and the progress callback (called by one of them at a time).
 class Budget {
  public:
-  // The time limit as a point in time.
+  // The time limit as a point in time, the limit cut to 10^9 s: a larger one (10^10 s, or
+  // infinity) overflowed the clock's nanoseconds into the past, and the search gave up at once.
   static Clock::time_point DeadlineOf(const ExactOffsetsOptions& options, Clock::time_point start) {
     return start + std::chrono::duration_cast<Clock::duration>(
-                       std::chrono::duration<double>(options.time_limit_seconds));
+                       std::chrono::duration<double>(std::min(options.time_limit_seconds, 1e9)));
   }
 
   Budget(const ExactOffsetsOptions& options, Clock::time_point start)

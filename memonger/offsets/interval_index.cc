@@ -257,6 +257,7 @@ size_t UniteSorted(const ByteRange* a, const ByteRange* a_end, const ByteRange* 
 }
 
 void IntervalIndex::OccupiedDuring(int item, std::vector<ByteRange>& out, int64_t min_gap) const {
+  min_gap = std::max<int64_t>(min_gap, 1);  // an empty or inverted hole is no hole
   const BucketSpan span = SpanOf(item);
   spans_.clear();
   entry_ranges_.clear();

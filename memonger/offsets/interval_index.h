@@ -100,8 +100,8 @@ class IntervalIndex {
   // sorted, disjoint, non-touching ranges, except that holes of fewer than `min_gap` bytes
   // (between the ranges, or below the lowest) may be filled, taken as occupied: a caller placing
   // an item of b bytes passes b, as no smaller hole can hold it, and the query then skips the
-  // ranges inside such holes. The top (the end of the highest range) is exact. `out` is
-  // overwritten.
+  // ranges inside such holes. The top (the end of the highest range) is exact. A min_gap below
+  // 1 counts as 1. `out` is overwritten.
   void OccupiedDuring(int item, std::vector<ByteRange>& out, int64_t min_gap = 1) const;
 
  private:
@@ -158,8 +158,6 @@ class IntervalIndex {
   mutable std::vector<Span> spans_;
   mutable std::vector<ByteRange> gaps_;
   mutable std::vector<ByteRange> cut_gaps_;
-  mutable std::vector<std::pair<int64_t, size_t>> coverage_;
-  mutable std::vector<Span> sorted_spans_;
   mutable std::vector<ByteRange> entry_ranges_;  // the entries met, a run per bucket
   mutable std::vector<std::pair<size_t, size_t>> entry_runs_;  // [begin, end) in entry_ranges_
 };

@@ -312,6 +312,20 @@ TEST_P(ExactOffsetsGapTest, StartsFromAProvenLowerBound) {
   EXPECT_TRUE(loose->proven_optimal);
 }
 
+// A library caller's limit of 10^10 s or infinity is as good as none: it once overflowed the
+// clock into the past, and the search returned the stacked incumbent, unproven.
+TEST_P(ExactOffsetsGapTest, HugeTimeLimitsStillSearch) {
+  const GapCase& c = GetParam();
+  const OffsetProblem problem = Problem(c.items);
+  for (double seconds : {1e10, std::numeric_limits<double>::infinity()}) {
+    SCOPED_TRACE(seconds);
+    absl::StatusOr<OffsetSolution> exact = PlaceExact(problem, NoIncumbent(), WithLimit(seconds));
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    EXPECT_EQ(exact->height, c.optimum);
+    EXPECT_TRUE(exact->proven_optimal);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, ExactOffsetsGapTest, ::testing::ValuesIn(GapCases()),
     [](const ::testing::TestParamInfo<GapCase>& info) { return info.param.label; });
