@@ -251,6 +251,12 @@ absl::Status DeclareOutputs(const Flags& flags, util::OutputFiles& outputs) {
   return absl::OkStatus();
 }
 
+// An empty path (often an unset shell variable) would mean "not given" and write nothing
+// without a word: refused, as a usage error.
+const CLI::Validator kNonEmptyPath(
+    [](std::string& path) { return path.empty() ? std::string("an empty path") : std::string(); },
+    "PATH");
+
 std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std::ostream& out,
                                           std::ostream& err) {
   CLI::App app{
@@ -379,13 +385,17 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
                  "with --budget: the largest value of SYMBOL (a --dim symbol of the model, or a "
                  "workload key such as n or batch) whose plan fits, for the given and the "
                  "memory-aware order");
-  app.add_option("--plan-json", flags.plan_json, "write the plan (memonger.plan/v1) to FILE");
+  app.add_option("--plan-json", flags.plan_json, "write the plan (memonger.plan/v1) to FILE")
+      ->check(kNonEmptyPath);
   app.add_option("--plan-csv", flags.plan_csv,
-                 "write the plan as a MiniMalloc CSV (id,lower,upper,size,offset) to FILE");
+                 "write the plan as a MiniMalloc CSV (id,lower,upper,size,offset) to FILE")
+      ->check(kNonEmptyPath);
   app.add_option("--plan-in", flags.plan_in,
-                 "read a saved plan (memonger.plan/v1) instead of planning, and verify it");
+                 "read a saved plan (memonger.plan/v1) instead of planning, and verify it")
+      ->check(kNonEmptyPath);
   app.add_option("--net-out", flags.net_out,
-                 "write the rewritten net (shared values renamed) to FILE (.pb or .pbtxt)");
+                 "write the rewritten net (shared values renamed) to FILE (.pb or .pbtxt)")
+      ->check(kNonEmptyPath);
   app.add_option("--execute", flags.execute,
                  "none, host or cuda: run the net in the arena (host: the CPU kernels; "
                  "cuda: the CUDA kernels on the current device)")
@@ -395,14 +405,16 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
                "with --execute: verify mode (ops fill outputs with patterns, check inputs); "
                "without it, --execute runs the real kernels");
   app.add_option("--outputs-out", flags.outputs_out,
-                 "with --execute host|cuda: write every graph output as DIR/<name>.npy");
+                 "with --execute host|cuda: write every graph output as DIR/<name>.npy")
+      ->check(kNonEmptyPath);
   app.add_option(
          "--seed", flags.seed,
          "with --execute host|cuda: seed of the values given to inputs and params the model "
          "has no data for (uniform [-1, 1) per value name)")
       ->capture_default_str();
   app.add_option("--html", flags.html,
-                 "write a picture of the plan (steps x addresses, one HTML file) to FILE");
+                 "write a picture of the plan (steps x addresses, one HTML file) to FILE")
+      ->check(kNonEmptyPath);
   app.add_flag("--ascii", flags.ascii, "add a small time x address map to the text report");
   app.add_option("--format", flags.format, "text or json (the plan document)")
       ->check(CLI::IsMember({"text", "json"}))

@@ -204,6 +204,13 @@ TEST(OptimizeNetTest, HelpAndUsageErrors) {
   EXPECT_EQ(RunOptimizeNet("").exit_code, 2);                               // no model
   EXPECT_EQ(RunOptimizeNet(Example() + " --no-such-flag").exit_code, 2);  // unknown flag
   EXPECT_EQ(RunOptimizeNet(Example() + " --format yaml").exit_code, 2);   // bad choice
+  // An empty output path (an unset shell variable) is refused, not taken as "no file".
+  for (const char* flag : {"--plan-csv", "--plan-json", "--html", "--net-out"}) {
+    SCOPED_TRACE(flag);
+    auto r = RunOptimizeNet(Example() + " " + flag + " ''");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_THAT(r.err, HasSubstr("an empty path"));
+  }
 }
 
 // --execute host runs the CPU kernels; --outputs-out writes the outputs as .npy. The bytes
