@@ -239,6 +239,16 @@ std::string FlagNeedingOffsets(const Flags& flags) {
   return "";
 }
 
+namespace {
+
+// An empty path (often an unset shell variable) would mean "not given" and write nothing
+// without a word: refused, as a usage error.
+const CLI::Validator kNonEmptyPath(
+    [](std::string& path) { return path.empty() ? std::string("an empty path") : std::string(); },
+    "PATH");
+
+}  // namespace
+
 absl::Status DeclareOutputs(const Flags& flags, util::OutputFiles& outputs) {
   for (const auto& [flag, path] :
        {std::pair<const char*, const std::string*>{"--plan-json", &flags.plan_json},
@@ -250,12 +260,6 @@ absl::Status DeclareOutputs(const Flags& flags, util::OutputFiles& outputs) {
   }
   return absl::OkStatus();
 }
-
-// An empty path (often an unset shell variable) would mean "not given" and write nothing
-// without a word: refused, as a usage error.
-const CLI::Validator kNonEmptyPath(
-    [](std::string& path) { return path.empty() ? std::string("an empty path") : std::string(); },
-    "PATH");
 
 std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std::ostream& out,
                                           std::ostream& err) {

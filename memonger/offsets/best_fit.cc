@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "memonger/offsets/split_pass.h"
 #include "util/check.h"
+#include "util/deadline.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -309,6 +310,16 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   best.order = orders[best_run / 2];
   best.solution.proven_optimal = best.solution.height == lower_bound;
   return best;
+}
+
+absl::StatusOr<BestFitResult> RunBestFitPortfolioWithin(const OffsetProblem& problem,
+                                                        std::chrono::steady_clock::time_point start,
+                                                        double limit_seconds, double start_share,
+                                                        int threads) {
+  return RunBestFitPortfolio(problem, util::DeadlineAfter(start, limit_seconds * start_share),
+                             threads,
+                             util::DeadlineAfter(start, limit_seconds * kSearchShareOfLimit),
+                             util::DeadlineAfter(start, limit_seconds * 1.1));
 }
 
 absl::StatusOr<OffsetSolution> PlanBestFit(const OffsetProblem& problem, int threads) {

@@ -17,6 +17,7 @@
 #include "memonger/offsets/interval_index.h"
 #include "memonger/offsets/perfect_packing.h"
 #include "util/check.h"
+#include "util/deadline.h"
 #include "util/deep_stack.h"
 #include "util/ordered_race.h"
 #include "util/status_macros.h"
@@ -259,16 +260,9 @@ Preparation Prepare(const OffsetProblem& problem, Clock::time_point deadline, Pr
 // and the progress callback (called by one of them at a time).
 class Budget {
  public:
-  // The time limit as a point in time, the limit cut to 10^9 s: a larger one (10^10 s, or
-  // infinity) overflowed the clock's nanoseconds into the past, and the search gave up at once.
-  static Clock::time_point DeadlineOf(const ExactOffsetsOptions& options, Clock::time_point start) {
-    return start + std::chrono::duration_cast<Clock::duration>(
-                       std::chrono::duration<double>(std::min(options.time_limit_seconds, 1e9)));
-  }
-
   Budget(const ExactOffsetsOptions& options, Clock::time_point start)
       : start_(start),
-        deadline_(DeadlineOf(options, start)),
+        deadline_(util::DeadlineAfter(start, options.time_limit_seconds)),
         progress_(options.progress),
         next_report_(start + std::chrono::seconds(1)) {}
 
@@ -408,9 +402,10 @@ class DecisionSearch {
     int section_begin = 0;
     int section_end = 0;
   };
+  // A child of a node: an item at its minimum offset, with its rank in the group's preorder.
   struct Candidate {
-    int64_t offset;  // the item's minimum offset
-    int rank;        // its position in the group's preorder
+    int64_t offset;
+    int rank;
     int item;
   };
   // An undo stack of old values, newest last: Mark() before a change, RestoreTo(mark) to undo
@@ -517,17 +512,15 @@ class DecisionSearch {
       return a.item < b.item;
     };
     std::sort(keys.begin(), keys.end(), before);
-    std::vector<Candidate> ranked;  // an item's rank is its index here (children_ relies on it)
+    std::vector<int> ranked;  // the group's items in preorder: an item's rank is its index
     ranked.reserve(keys.size());
-    for (size_t r = 0; r < keys.size(); ++r) {
-      ranked.push_back({0, static_cast<int>(r), keys[r].item});
-    }
+    for (const Key& key : keys) ranked.push_back(key.item);
     return Search(group, ranked, /*last_offset=*/0, /*last_rank=*/-1, preorder);
   }
 
-  // One node: `ranked` holds the group's items with their ranks (placed ones are skipped);
+  // One node: `ranked` holds the group's items in preorder (placed ones are skipped);
   // (last_offset, last_rank) is the previous placement in this group.
-  Outcome Search(const Group& group, const std::vector<Candidate>& ranked, int64_t last_offset,
+  Outcome Search(const Group& group, const std::vector<int>& ranked, int64_t last_offset,
                  int last_rank, const char* preorder) {
     if (++ticks_ % kNodesPerTick == 0) {
       if (!budget_.Add(kNodesPerTick)) return Outcome::kTimeout;
@@ -537,10 +530,10 @@ class DecisionSearch {
 
     bool any_unplaced = false;
     int64_t lowest_top = kInfinity;  // min over unplaced k of m(k) + bytes(k)
-    for (const Candidate& c : ranked) {
-      if (offset_[c.item] != kNoOffset) continue;
+    for (int item : ranked) {
+      if (offset_[item] != kNoOffset) continue;
       any_unplaced = true;
-      lowest_top = std::min(lowest_top, min_offset_[c.item] + p_.bytes[c.item]);
+      lowest_top = std::min(lowest_top, min_offset_[item] + p_.bytes[item]);
     }
     if (!any_unplaced) return Outcome::kFeasible;
     // The children: only candidates below lowest_top (dominance: any other would leave a hole an
@@ -550,25 +543,26 @@ class DecisionSearch {
     // node held 16 and up to as much again in spare capacity (most of the search's memory on
     // windows of thousands of items, whose paths are thousands of nodes deep).
     const size_t begin = children_.size();
-    for (const Candidate& c : ranked) {
-      if (offset_[c.item] != kNoOffset) continue;
-      const int64_t m = min_offset_[c.item];
+    for (int rank = 0; rank < Size(ranked); ++rank) {
+      const int item = ranked[rank];
+      if (offset_[item] != kNoOffset) continue;
+      const int64_t m = min_offset_[item];
       if (m >= lowest_top) continue;
-      if (m < last_offset || (m == last_offset && c.rank < last_rank)) continue;
-      children_.push_back(c.rank);
+      if (m < last_offset || (m == last_offset && rank < last_rank)) continue;
+      children_.push_back(rank);
     }
     // Minimum offsets are restored after each child, so they order the list for the whole node.
     std::sort(children_.begin() + static_cast<std::ptrdiff_t>(begin), children_.end(),
               [&](int a, int b) {
-                const int64_t offset_a = min_offset_[ranked[a].item];
-                const int64_t offset_b = min_offset_[ranked[b].item];
+                const int64_t offset_a = min_offset_[ranked[a]];
+                const int64_t offset_b = min_offset_[ranked[b]];
                 return offset_a != offset_b ? offset_a < offset_b : a < b;
               });
     const size_t end = children_.size();
     const int64_t fullest = max_total_.Max(group.section_begin, group.section_end);
     Outcome outcome = Outcome::kInfeasible;
     for (size_t k = begin; k < end; ++k) {  // by index: children below may grow the vector
-      const int item = ranked[children_[k]].item;
+      const int item = ranked[children_[k]];
       const Candidate c{min_offset_[item], children_[k], item};
       // The fullest section's unplaced bytes would all lie above c.offset (in c.item's own
       // sections too: their floor becomes its top). Later candidates are no lower.
@@ -583,7 +577,7 @@ class DecisionSearch {
 
   // Places c.item at c.offset, propagates, recurses (splitting the group when a cut drops to
   // zero) and undoes everything before returning.
-  Outcome Place(const Group& group, const std::vector<Candidate>& ranked, const Candidate& c,
+  Outcome Place(const Group& group, const std::vector<int>& ranked, const Candidate& c,
                 const char* preorder) {
     const int item = c.item;
     const int64_t top = c.offset + p_.bytes[item];
@@ -711,7 +705,7 @@ class DecisionSearch {
   }
 
   // Continues after placing c.item: in the same group, or in each part the group split into.
-  Outcome Recurse(const Group& group, const std::vector<Candidate>& ranked, const Candidate& c,
+  Outcome Recurse(const Group& group, const std::vector<int>& ranked, const Candidate& c,
                   const char* preorder) {
     const int item = c.item;
     std::vector<int> cutpoints;
@@ -813,9 +807,7 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
   bool bound_unreachable = false;
   {
     const Clock::time_point now = Clock::now();
-    const Clock::duration left = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(std::min(options.time_limit_seconds, 1e9))) -
-        (now - start);
+    const Clock::duration left = util::DeadlineAfter(start, options.time_limit_seconds) - now;
     absl::StatusOr<PerfectPacking> perfect = SolvePerfectPacking(
         problem, now + left / 2, std::numeric_limits<int64_t>::max(), options.threads);
     // No thread with the stack it needs: the branch and bound below still runs.
@@ -832,7 +824,8 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
 
   Prepared prepared;
   // Too large to search, or no time left to prepare the search: the plan so far.
-  if (Prepare(problem, Budget::DeadlineOf(options, start), prepared) != Preparation::kReady) {
+  if (Prepare(problem, util::DeadlineAfter(start, options.time_limit_seconds), prepared) !=
+      Preparation::kReady) {
     return best;
   }
   MG_CHECK(prepared.max_total == lower_bound);

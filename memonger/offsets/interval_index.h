@@ -149,7 +149,8 @@ class IntervalIndex {
   int first_leaf_ = 1;
   std::vector<int> touched_;        // nodes with a non-empty list, for Clear()
   // Scratch of OccupiedDuring (so a const query allocates nothing; not thread-safe): the lists
-  // read, and the free ranges of their union found so far and after the next list.
+  // read, and the holes of their union found so far and after the next list (where the lists
+  // are few, gaps_ is the merge's buffer instead).
   struct Span {
     const ByteRange* first;
     const ByteRange* second;

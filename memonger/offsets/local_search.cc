@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "memonger/offsets/best_fit.h"
 #include "memonger/offsets/window_repair.h"
+#include "util/deadline.h"
 #include "util/splitmix64.h"
 #include "util/status_macros.h"
 
@@ -19,13 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 bool Intersect(const OffsetItem& a, const OffsetItem& b) {
   return a.first_step <= b.last_step && b.first_step <= a.last_step;
-}
-
-Clock::time_point DeadlineAfter(Clock::time_point start, double seconds) {
-  // Clamp so that huge limits do not overflow the clock's representation.
-  const double capped = std::min(seconds, 1e9);
-  return start + std::chrono::duration_cast<Clock::duration>(
-                     std::chrono::duration<double>(capped));
 }
 
 absl::Status ValidateOptions(const LocalSearchOptions& options) {
@@ -143,7 +137,7 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
                                                        const LocalSearchOptions& options) {
   MG_RETURN_IF_ERROR(ValidateOptions(options));
   return ImproveUntil(problem, std::move(order), rule, options,
-                      DeadlineAfter(Clock::now(), options.time_limit_seconds));
+                      util::DeadlineAfter(Clock::now(), options.time_limit_seconds));
 }
 
 absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
@@ -154,7 +148,7 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   // and checking them) is O(n log n) work that takes about that long on a million items, so
   // the whole call keeps to the limit.
   const Clock::time_point deadline =
-      DeadlineAfter(now, options.time_limit_seconds * kSearchShareOfLimit);
+      util::DeadlineAfter(now, options.time_limit_seconds * kSearchShareOfLimit);
   // The portfolio starts no run after a quarter of the limit (portfolio_time_limit_seconds
   // where given): on a large problem one greedy pass takes about that long, and window repair
   // does more with the time than another order. Its first pass stops at that limit's search
@@ -163,11 +157,8 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   // completion.
   const double portfolio_limit =
       options.portfolio_time_limit_seconds.value_or(options.time_limit_seconds);
-  MG_ASSIGN_OR_RETURN(
-      BestFitResult start,
-      RunBestFitPortfolio(problem, DeadlineAfter(now, portfolio_limit / 4), options.threads,
-                          DeadlineAfter(now, portfolio_limit * kSearchShareOfLimit),
-                          DeadlineAfter(now, portfolio_limit * 1.1)));
+  MG_ASSIGN_OR_RETURN(BestFitResult start, RunBestFitPortfolioWithin(problem, now, portfolio_limit,
+                                                                     0.25, options.threads));
   if (start.solution.proven_optimal || start.first_run_cut || Clock::now() >= deadline) {
     return std::move(start.solution);
   }

@@ -34,14 +34,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memonger/offsets/best_fit.h"  // kSearchShareOfLimit
 #include "memonger/offsets/interval_index.h"
 #include "memonger/offsets/offset_problem.h"
 
 namespace memonger {
-
-// The share of a time limit that searches ending in a plan may use: what follows them (applying
-// the offsets and checking them, O(n log n)) takes about the rest on a million items.
-inline constexpr double kSearchShareOfLimit = 0.95;
 
 struct LocalSearchOptions {
   int max_iterations = 1000;

@@ -19,6 +19,7 @@
 #include "util/check.h"
 #include "util/bytes.h"
 #include "util/checked_math.h"
+#include "util/deadline.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -28,27 +29,6 @@ bool IsPowerOfTwo(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// The best-fit portfolio (best_fit.h) within `limit` seconds from `start`: no run starts after
-// `start_share` of it, and every run but the first gives up then; the first is cut at the
-// searches' deadline (and completed quickly) unless on course to end within a tenth past the
-// limit. On a million items the whole portfolio takes seconds (12 greedy passes).
-std::chrono::steady_clock::time_point DeadlineAfter(std::chrono::steady_clock::time_point start,
-                                                    double seconds) {
-  return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                     std::chrono::duration<double>(std::min(seconds, 1e9)));
-}
-
-absl::StatusOr<OffsetSolution> PortfolioWithin(const OffsetProblem& problem,
-                                               std::chrono::steady_clock::time_point start,
-                                               double limit, double start_share, int threads) {
-  MG_ASSIGN_OR_RETURN(
-      BestFitResult result,
-      RunBestFitPortfolio(problem, DeadlineAfter(start, limit * start_share), threads,
-                          DeadlineAfter(start, limit * kSearchShareOfLimit),
-                          DeadlineAfter(start, limit * 1.1)));
-  return std::move(result.solution);
 }
 
 }  // namespace
@@ -65,9 +45,12 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   switch (strategy) {
     case OffsetStrategy::kGreedyBySize:
       return PlanGreedyBySize(problem);
-    case OffsetStrategy::kBestFit:
-      return PortfolioWithin(problem, start, options.time_limit_seconds, kSearchShareOfLimit,
-                             options.threads);
+    case OffsetStrategy::kBestFit: {
+      MG_ASSIGN_OR_RETURN(BestFitResult portfolio,
+                          RunBestFitPortfolioWithin(problem, start, options.time_limit_seconds,
+                                                    kSearchShareOfLimit, options.threads));
+      return std::move(portfolio.solution);
+    }
     case OffsetStrategy::kBestFitWithLocalSearch:
       local.time_limit_seconds = options.time_limit_seconds;
       local.threads = options.threads;
@@ -86,9 +69,11 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   if (strategy == OffsetStrategy::kExact) {
     // As auto's: no run starts after a quarter of the limit where the searches need the rest;
     // above kMaxPeakWindowProblemItems nothing searches after it.
-    MG_ASSIGN_OR_RETURN(incumbent,
-                        PortfolioWithin(problem, start, options.time_limit_seconds,
-                                        windows ? 0.25 : kSearchShareOfLimit, options.threads));
+    MG_ASSIGN_OR_RETURN(BestFitResult portfolio,
+                        RunBestFitPortfolioWithin(problem, start, options.time_limit_seconds,
+                                                  windows ? 0.25 : kSearchShareOfLimit,
+                                                  options.threads));
+    incumbent = std::move(portfolio.solution);
   } else {
     // A quarter of the limit, or all of it where nothing exact would search (too many items):
     // peak windows need the time more. With half, S_1 stayed at 1.0012 (auto 2 s); with a
@@ -113,7 +98,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   if (windows) {
     using Clock = std::chrono::steady_clock;
     const Clock::time_point searches_end =
-        DeadlineAfter(start, options.time_limit_seconds * kSearchShareOfLimit);
+        util::DeadlineAfter(start, options.time_limit_seconds * kSearchShareOfLimit);
     const Clock::time_point now = Clock::now();
     PeakWindowOptions window_options;
     window_options.threads = options.threads;

@@ -1,0 +1,22 @@
+// A deadline `seconds` after `start` on the monotonic clock, the seconds cut to 10^9 (32 years):
+// steady_clock counts nanoseconds in 64 bits, so a limit of 10^10 s or infinity would overflow
+// into the past, and a search given it would stop at once.
+#ifndef MEMONGER_UTIL_DEADLINE_H_
+#define MEMONGER_UTIL_DEADLINE_H_
+
+#include <algorithm>
+#include <chrono>
+
+namespace memonger::util {
+
+inline constexpr double kMaxDeadlineSeconds = 1e9;
+
+inline std::chrono::steady_clock::time_point DeadlineAfter(
+    std::chrono::steady_clock::time_point start, double seconds) {
+  return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(std::min(seconds, kMaxDeadlineSeconds)));
+}
+
+}  // namespace memonger::util
+
+#endif  // MEMONGER_UTIL_DEADLINE_H_
