@@ -155,16 +155,6 @@ std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder
 
 namespace {
 
-// How much longer a cut pass needed to place all `n` items, at its rate so far (greedy items
-// cost about the same throughout); infinity where it placed none (no rate: unknown).
-double SecondsShort(std::chrono::steady_clock::time_point run_start, int placed_greedily,
-                    size_t n) {
-  if (placed_greedily == 0) return std::numeric_limits<double>::infinity();
-  const double greedy_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-  return greedy_seconds * (static_cast<double>(n) - placed_greedily) / placed_greedily;
-}
-
 }  // namespace
 
 absl::StatusOr<BestFitResult> RunBestFitPortfolio(
@@ -245,7 +235,7 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
         solution = placer->PlaceUntil(order, kRules[0], *first_run_deadline, first_run_finish_by,
                                       &placed_greedily);
         cut = placed_greedily < static_cast<int>(order.size());
-        if (cut) seconds_short = SecondsShort(run_start, placed_greedily, order.size());
+        if (cut) seconds_short = CutPassSecondsShort(run_start, placed_greedily, order.size());
       } else if (!duplicate) {
         solution = placer->PlaceFrom(order, kRules[t % 2], 0, {}, limit,
                                      t > 0 ? stop_after : std::nullopt);
@@ -282,7 +272,8 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
     first_run_seconds = run.thread_seconds;
     first_run_cut = run.placed_greedily < static_cast<int>(problem.items.size());
     if (first_run_cut) {
-      first_run_seconds_short = SecondsShort(run_start, run.placed_greedily, problem.items.size());
+      first_run_seconds_short =
+          CutPassSecondsShort(run_start, run.placed_greedily, problem.items.size());
     }
     results[0] = std::move(run.solution);
     best_run = 0;

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
+#include "memonger/offsets/best_fit.h"
 #include "memonger/offsets/interval_index.h"
+#include "util/deadline.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -28,6 +31,29 @@ absl::StatusOr<OffsetSolution> PlanGreedyBySize(const OffsetProblem& problem) {
   MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
   GreedyPlacer placer(problem);
   OffsetSolution solution = placer.Place(SizeDescendingOrder(problem), FitRule::kBestFit);
+  solution.proven_optimal = solution.height == OffsetLowerBound(problem);
+  return solution;
+}
+
+absl::StatusOr<OffsetSolution> PlanGreedyBySizeWithin(const OffsetProblem& problem,
+                                                      std::chrono::steady_clock::time_point start,
+                                                      double limit_seconds) {
+  MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
+  if (!(limit_seconds >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("greedy-by-size: time limit ", limit_seconds, " s is not >= 0"));
+  }
+  const std::vector<int> order = SizeDescendingOrder(problem);
+  const auto run_start = std::chrono::steady_clock::now();
+  GreedyPlacer placer(problem);
+  int placed_greedily = 0;
+  OffsetSolution solution = placer.PlaceUntil(
+      order, FitRule::kBestFit, util::DeadlineAfter(start, limit_seconds * kSearchShareOfLimit),
+      util::DeadlineAfter(start, limit_seconds * 1.1), &placed_greedily);
+  if (placed_greedily < static_cast<int>(order.size())) {
+    solution.cut_pass_seconds_short =
+        CutPassSecondsShort(run_start, placed_greedily, order.size());
+  }
   solution.proven_optimal = solution.height == OffsetLowerBound(problem);
   return solution;
 }

@@ -17,14 +17,22 @@
 //          | [  a  ][   b   ]
 //          +-------------------> step
 //
+// Under a time limit (PlanGreedyBySizeWithin, as optimize-net runs it) the pass is the first
+// greedy run of the other planners: cut where it would overrun the limit, and completed by a
+// quick rule (GreedyPlacer::PlaceUntil, docs/offset-planners.md "Time limits"), with
+// cut_pass_seconds_short saying how much more time a whole pass needs. Only a cut pass differs
+// from TFLite's plan.
+//
 // Complexity: O(n log n) to sort plus one IntervalIndex query and insert per item (see
-// interval_index.h): milliseconds for a thousand items, 0.3-0.6 s for the 62,185 of Y_1.
+// interval_index.h): milliseconds for a thousand items, 0.3-0.6 s for the 62,185 of Y_1, and
+// about 10 s for 100,000 items each living across thousands of others.
 // Not optimal: dynamic storage allocation is NP-hard, and greedy placement never revisits a
 // decision. It is within a few percent of the lower bound on DNN traces and 30-40 % above it on
 // hard synthetic ones.
 #ifndef MEMONGER_MEMONGER_OFFSETS_GREEDY_BY_SIZE_H_
 #define MEMONGER_MEMONGER_OFFSETS_GREEDY_BY_SIZE_H_
 
+#include <chrono>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -38,6 +46,14 @@ std::vector<int> SizeDescendingOrder(const OffsetProblem& problem);
 // InvalidArgument for a malformed problem (ValidateOffsetProblem). proven_optimal is set when
 // the height equals OffsetLowerBound.
 absl::StatusOr<OffsetSolution> PlanGreedyBySize(const OffsetProblem& problem);
+
+// As PlanGreedyBySize, within `limit_seconds` from `start`: the pass is cut at
+// kSearchShareOfLimit of the limit (less the completion's share, PlaceUntil), unless on course
+// to end within a tenth past it, and then completed quickly. The plan is PlanGreedyBySize's
+// wherever the pass is not cut. InvalidArgument as PlanGreedyBySize, or for a negative limit.
+absl::StatusOr<OffsetSolution> PlanGreedyBySizeWithin(const OffsetProblem& problem,
+                                                      std::chrono::steady_clock::time_point start,
+                                                      double limit_seconds);
 
 }  // namespace memonger
 

@@ -467,6 +467,14 @@ void CompleteCutPass(const OffsetProblem& problem, const std::vector<int>& order
   }
 }
 
+double CutPassSecondsShort(std::chrono::steady_clock::time_point run_start, int placed_greedily,
+                           size_t n) {
+  if (placed_greedily == 0) return std::numeric_limits<double>::infinity();
+  const double greedy_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  return greedy_seconds * (static_cast<double>(n) - placed_greedily) / placed_greedily;
+}
+
 GreedyPlacer::GreedyPlacer(const OffsetProblem& problem)
     : problem_(problem),
       index_([&] {

@@ -187,6 +187,12 @@ int64_t ChooseOffset(const std::vector<ByteRange>& occupied, int64_t bytes, int6
 void CompleteCutPass(const OffsetProblem& problem, const std::vector<int>& order, int keep,
                      int placed, OffsetSolution& solution);
 
+// How much longer a pass that began at `run_start` and was cut now needed to place all `n`
+// items, at its rate so far (OffsetSolution::cut_pass_seconds_short: a floor, since later items
+// meet more placed ones); infinity where the greedy rule placed none (no rate: unknown).
+double CutPassSecondsShort(std::chrono::steady_clock::time_point run_start, int placed_greedily,
+                           size_t n);
+
 class GreedyPlacer {
  public:
   // REQUIRES: ValidateOffsetProblem(problem).ok(). Keeps a reference to `problem`.

@@ -44,7 +44,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   LocalSearchOptions local;
   switch (strategy) {
     case OffsetStrategy::kGreedyBySize:
-      return PlanGreedyBySize(problem);
+      return PlanGreedyBySizeWithin(problem, start, options.time_limit_seconds);
     case OffsetStrategy::kBestFit: {
       MG_ASSIGN_OR_RETURN(BestFitResult portfolio,
                           RunBestFitPortfolioWithin(problem, start, options.time_limit_seconds,

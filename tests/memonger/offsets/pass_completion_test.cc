@@ -1,6 +1,6 @@
 // What a time-limited greedy pass does when its deadline passes: the quick completions
-// (lane_stacking.h, skyline_completion.h), GreedyPlacer::PlaceUntil and the portfolio's first
-// run under a deadline. Every placement is checked by CheckOffsetSolution.
+// (lane_stacking.h, skyline_completion.h), GreedyPlacer::PlaceUntil, the portfolio's first run
+// and greedy-by-size under a deadline. Every placement is checked by CheckOffsetSolution.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "memonger/offsets/best_fit.h"
+#include "memonger/offsets/greedy_by_size.h"
 #include "memonger/offsets/interval_index.h"
 #include "memonger/offsets/lane_stacking.h"
 #include "memonger/offsets/offset_problem.h"
@@ -227,6 +228,28 @@ TEST(BestFitPortfolioTest, FirstRunUnderAPassedDeadlineIsCompletedAndSaysSo) {
   EXPECT_FALSE(late->first_run_cut);
   EXPECT_EQ(late->solution.cut_pass_seconds_short, 0);
   EXPECT_EQ(late->solution.offsets, full->solution.offsets);
+}
+
+// greedy-by-size keeps a time limit as the portfolio's first run does: a limit of 0 cuts the
+// pass before its first item (then every item is placed by the completion, validly, and the
+// solution says the pass fell short); a limit it is well within gives TFLite's plan exactly.
+TEST(GreedyBySizeTest, WithinALimitIsCutAndCompletedOrExactlyTheWholePass) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    SCOPED_TRACE(seed);
+    const OffsetProblem p = RandomProblem(seed, 3000);
+    absl::StatusOr<OffsetSolution> cut = PlanGreedyBySizeWithin(p, Clock::now(), 0);
+    ASSERT_TRUE(cut.ok()) << cut.status();
+    EXPECT_GT(cut->cut_pass_seconds_short, 0);
+    ASSERT_TRUE(CheckOffsetSolution(p, cut->offsets).ok());
+    EXPECT_EQ(cut->height, TopOf(p, cut->offsets));
+    absl::StatusOr<OffsetSolution> whole = PlanGreedyBySize(p);
+    absl::StatusOr<OffsetSolution> within = PlanGreedyBySizeWithin(p, Clock::now(), 3600);
+    ASSERT_TRUE(whole.ok() && within.ok());
+    EXPECT_EQ(within->cut_pass_seconds_short, 0);
+    EXPECT_EQ(within->offsets, whole->offsets);
+    EXPECT_EQ(within->proven_optimal, whole->proven_optimal);
+  }
+  EXPECT_FALSE(PlanGreedyBySizeWithin(RandomProblem(1), Clock::now(), -1).ok());
 }
 
 }  // namespace
