@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "memonger/caffe2_exact.h"
+#include "memonger/sharing/token_sets.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 
@@ -24,40 +25,6 @@ namespace {
 using graph::kNone;
 using graph::OpId;
 using graph::ValueId;
-
-// A set of token numbers (memonger's std::unordered_set<int>) as a bitset: tokens are small
-// consecutive integers (at most one per visited op plus one per root), and the queries are
-// unions and subset tests.
-class TokenSet {
- public:
-  void Insert(int token) {
-    const size_t word = static_cast<size_t>(token) >> 6;
-    if (word >= words_.size()) words_.resize(word + 1, 0);
-    words_[word] |= uint64_t{1} << (token & 63);
-  }
-  void InsertAll(const TokenSet& other) {
-    if (other.words_.size() > words_.size()) words_.resize(other.words_.size(), 0);
-    for (size_t i = 0; i < other.words_.size(); ++i) words_[i] |= other.words_[i];
-  }
-  bool Contains(int token) const {
-    const size_t word = static_cast<size_t>(token) >> 6;
-    return word < words_.size() && (words_[word] >> (token & 63) & 1) != 0;
-  }
-  // A token of this set missing from `other`, or -1 when this set is a subset of `other`.
-  // Scans from the newest tokens down: a buffer is usually unusable because of a token minted
-  // recently, in a branch the asking op is not in.
-  int FirstMissingFrom(const TokenSet& other) const {
-    for (size_t i = words_.size(); i-- > 0;) {
-      const uint64_t missing = words_[i] & ~(i < other.words_.size() ? other.words_[i] : 0);
-      if (missing != 0) return static_cast<int>(i * 64 + 63 - __builtin_clzll(missing));
-    }
-    return -1;
-  }
-  void Release() { std::vector<uint64_t>().swap(words_); }
-
- private:
-  std::vector<uint64_t> words_;
-};
 
 // One entry of the pool of free buffers: memonger's std::pair<int, std::string>
 // (-share_count, blob name), compared lexicographically. `name_rank` is the rank of the
@@ -115,7 +82,11 @@ class DagPlanner {
         options_(options),
         parallel_(options.execution == ExecutionModel::kParallel),
         // share_grad_blobs uses shapes when it is given them; optimize_inference_for_dag never.
-        size_aware_(options.mode == Mode::kTraining && !options.size_blind) {}
+        size_aware_(options.mode == Mode::kTraining && !options.size_blind),
+        // A token is minted per traversal root and per op entered from a fork, each op entered
+        // once: fewer than num_ops + 2 (numbered from 1); twice that leaves room to spare.
+        sets_(2 * int64_t{graph.num_ops()} + 2),
+        dense_(static_cast<size_t>(sets_.dense_words()), 0) {}
 
   absl::StatusOr<SharingGroups> Run(std::vector<std::string>* names) {
     MG_RETURN_IF_ERROR(Classify());
@@ -327,12 +298,12 @@ class DagPlanner {
     assigned_seq_.assign(num_values, -1);
     processed_.assign(num_values, false);
     in_pool_.assign(num_values, false);
-    req_tokens_.assign(num_values, TokenSet());
+    req_tokens_.assign(num_values, TokenSets::kEmpty);
     missing_token_.assign(num_values, -1);
     in_degree_.assign(num_ops, 0);
     visit_count_.assign(num_ops, 0);
     visited_.assign(num_ops, false);
-    deposit_.assign(num_ops, TokenSet());
+    deposit_.assign(num_ops, TokenSets::kEmpty);
 
     ComputeAliasTree();
     for (OpId op : graph_.TopologicalOrder()) {
@@ -392,13 +363,13 @@ class DagPlanner {
 
   // memonger's can_use_blob, plus the untracked-readers condition (a deviation that only
   // matters where memonger was unsafe).
-  bool CanUse(ValueId blob, const TokenSet& tokens, const graph::Device& device, OpId op) const {
+  bool CanUse(ValueId blob, TokenSets::Set tokens, const graph::Device& device, OpId op) const {
     if (liveness_.device[blob] != device) return false;
     // A token that made the last test of this buffer fail usually makes this one fail too
     // (the asking ops are in the same branch): a cheap exact pre-test, since a buffer's
     // stamped tokens only grow.
-    if (missing_token_[blob] >= 0 && !tokens.Contains(missing_token_[blob])) return false;
-    missing_token_[blob] = req_tokens_[blob].FirstMissingFrom(tokens);
+    if (missing_token_[blob] >= 0 && !DenseContains(missing_token_[blob])) return false;
+    missing_token_[blob] = sets_.LargestMissing(req_tokens_[blob], tokens);
     if (missing_token_[blob] >= 0) return false;
     if (!parallel_) return untracked_last_step_[blob] < Step(op);
     for (OpId other : untracked_[blob]) {
@@ -407,8 +378,17 @@ class DagPlanner {
     return true;
   }
 
+  // Whether the token is in the set dense_ holds (GetFreeBlob's `tokens`).
+  bool DenseContains(int token) const {
+    return (dense_[static_cast<size_t>(token) >> 6] >> (token & 63) & 1) != 0;
+  }
+
   // memonger's get_free_blob. kNone when no free buffer is usable.
-  ValueId GetFreeBlob(ValueId out, const TokenSet& tokens, OpId op, Pool& pool) {
+  ValueId GetFreeBlob(ValueId out, TokenSets::Set tokens, OpId op, Pool& pool) {
+    // The pool is scanned in order, each buffer tested against `tokens`: as a bitset, made
+    // from the last call's (the asking ops follow one another down a traversal).
+    sets_.Refresh(dense_of_, tokens, dense_);
+    dense_of_ = tokens;
     const graph::Device& device = liveness_.device[out];
     ValueId freed = kNone;
     if (!size_aware_) {
@@ -539,17 +519,17 @@ class DagPlanner {
     return c;  // an alias of another kind: a child of the root
   }
 
-  void Stamp(ValueId v, const TokenSet& tokens) {
+  void Stamp(ValueId v, TokenSets::Set tokens) {
     const ValueId c = Root(v);
     if (!shareable_[c]) return;  // only pool members are ever asked for their tokens
     const ValueId actual = Mapped(c);
-    req_tokens_[actual].InsertAll(tokens);
-    if (actual != c) req_tokens_[c].InsertAll(tokens);
+    req_tokens_[actual] = sets_.Union(req_tokens_[actual], tokens);
+    if (actual != c) req_tokens_[c] = sets_.Union(req_tokens_[c], tokens);
   }
 
   struct Frame {
     OpId op = kNone;
-    TokenSet tokens;
+    TokenSets::Set tokens = TokenSets::kEmpty;
     bool fork = false;     // the op's outputs have more than one consumer entry
     size_t output = 0;     // iteration state of the descent: output index,
     size_t consumer = 0;   // and the range of consumers of that output still to count down
@@ -557,9 +537,9 @@ class DagPlanner {
   };
 
   // process_op steps 1-5; pushes the frame for step 6 (the descent).
-  void Enter(OpId op, TokenSet tokens, Pool& pool, std::vector<Frame>& stack) {
-    tokens.InsertAll(deposit_[op]);
-    deposit_[op].Release();
+  void Enter(OpId op, TokenSets::Set tokens, Pool& pool, std::vector<Frame>& stack) {
+    tokens = sets_.Union(tokens, deposit_[op]);
+    deposit_[op] = TokenSets::kEmpty;
     MG_CHECK(!visited_[op]);
     visited_[op] = true;
     const graph::Op& current = graph_.op(op);
@@ -602,7 +582,7 @@ class DagPlanner {
       processed_[c] = true;
       const ValueId freed = GetFreeBlob(c, tokens, op, pool);
       if (freed == kNone || freed == c) continue;
-      req_tokens_[freed].InsertAll(tokens);
+      req_tokens_[freed] = sets_.Union(req_tokens_[freed], tokens);
       ++share_count_[freed];
       mapping_[c] = freed;
       assigned_seq_[c] = next_seq_++;
@@ -632,7 +612,7 @@ class DagPlanner {
     }
     Frame frame;
     frame.op = op;
-    frame.tokens = std::move(tokens);
+    frame.tokens = tokens;
     frame.fork = branches > 1;
     if (!current.outputs.empty()) {
       std::tie(frame.consumer, frame.consumer_end) = ConsumerRange(current.outputs[0]);
@@ -645,9 +625,7 @@ class DagPlanner {
   void Traverse(OpId root) {
     Pool pool;
     std::vector<Frame> stack;
-    TokenSet tokens;
-    tokens.Insert(token_counter_++);
-    Enter(root, std::move(tokens), pool, stack);
+    Enter(root, sets_.Insert(TokenSets::kEmpty, token_counter_++), pool, stack);
     while (!stack.empty()) {
       const size_t top = stack.size() - 1;
       const graph::Op& op = graph_.op(stack[top].op);
@@ -665,11 +643,11 @@ class DagPlanner {
       }
       const OpId child = consumers_[Root(op.outputs[frame.output])][frame.consumer++].op;
       if (++visit_count_[child] == in_degree_[child]) {
-        TokenSet child_tokens = frame.tokens;
-        if (frame.fork) child_tokens.Insert(token_counter_++);
-        Enter(child, std::move(child_tokens), pool, stack);  // may reallocate `stack`
+        const TokenSets::Set child_tokens =
+            frame.fork ? sets_.Insert(frame.tokens, token_counter_++) : frame.tokens;
+        Enter(child, child_tokens, pool, stack);  // may reallocate `stack`
       } else if (!visited_[child]) {
-        deposit_[child].InsertAll(frame.tokens);
+        deposit_[child] = sets_.Union(deposit_[child], frame.tokens);
       }
     }
     for (ValueId blob : touched_pool_) in_pool_[blob] = false;
@@ -853,7 +831,7 @@ class DagPlanner {
   std::vector<ValueId> mapping_;              // mapping_: class -> buffer's canonical class
   std::vector<int> assigned_seq_;             // order of the mappings (for group order)
   std::vector<bool> processed_;               // processed_output_blobs_
-  std::vector<TokenSet> req_tokens_;          // req_tokens_
+  std::vector<TokenSets::Set> req_tokens_;    // req_tokens_
   mutable std::vector<int> missing_token_;    // per class: why CanUse last said no (-1: it did not)
   std::vector<int> name_rank_;
   std::vector<bool> in_pool_;
@@ -866,8 +844,12 @@ class DagPlanner {
   std::vector<int> in_degree_;     // op_inputs_
   std::vector<int> visit_count_;   // op_visited_count_
   std::vector<bool> visited_;      // op_visited_
-  std::vector<TokenSet> deposit_;  // op_token_deposit_
+  std::vector<TokenSets::Set> deposit_;  // op_token_deposit_
   int token_counter_ = 1;          // tokens_counter_
+  // Every token set above is a handle into this arena (memonger's std::unordered_set<int>).
+  TokenSets sets_;
+  std::vector<uint64_t> dense_;                  // the set dense_of_, as a bitset
+  TokenSets::Set dense_of_ = TokenSets::kEmpty;
 };
 
 }  // namespace
