@@ -163,6 +163,123 @@ void CheckRanges(const std::vector<LiveRange>& ranges) {
   for (const LiveRange& r : ranges) MG_CHECK(r.defined <= r.used && r.size >= 0);
 }
 
+// GREEDY's scan over the chains, indexed: each range finds the chain memonger's linear scan
+// would pick in O(log n) instead of O(chains). Chains are bucketed by their largest size (the
+// distinct range sizes, ascending). Per bucket, a segment tree over chain numbers holds each
+// member chain's last use (the minimum per node; nodes made on demand), so the lowest-numbered
+// chain of a bucket whose last use is below d is one descent. Over the buckets, a segment tree
+// of those minima finds the nearest bucket at or below (at or above) a size that has a chain
+// with last use below d. The scan's choice, the compatible chain nearest in size with ties to
+// the lowest number, is the lower-numbered of the best chains of those two buckets: no bucket
+// between them and the range's size has a compatible chain.
+class ChainIndex {
+ public:
+  static constexpr int kNoUse = std::numeric_limits<int>::max();
+
+  ChainIndex(int buckets, int max_chains)
+      : buckets_(PowerOfTwoAtLeast(buckets)), chains_(std::max(max_chains, 1)),
+        root_(buckets_, -1), bucket_min_(2 * static_cast<size_t>(buckets_), kNoUse) {}
+
+  // Chain `chain` is in `bucket` with last use `last_used` (kNoUse: it left the bucket).
+  void Set(int bucket, int chain, int last_used) {
+    root_[bucket] = SetAt(root_[bucket], 0, chains_ - 1, chain, last_used);
+    size_t node = static_cast<size_t>(bucket) + buckets_;
+    bucket_min_[node] = nodes_[root_[bucket]].min;
+    for (node /= 2; node >= 1; node /= 2) {
+      bucket_min_[node] = std::min(bucket_min_[2 * node], bucket_min_[2 * node + 1]);
+    }
+  }
+
+  // The largest bucket <= b (smallest >= b with `above`) holding a chain with last use < d,
+  // or -1.
+  int NearestBucket(int b, int d, bool above) const {
+    // Walk up from leaf b to the first node whose other side (towards the search) has a
+    // chain below d, then down that side to the nearest such leaf.
+    size_t node = static_cast<size_t>(b) + buckets_;
+    if (bucket_min_[node] < d) return b;
+    while (node > 1) {
+      const bool is_right = node % 2 == 1;
+      const size_t sibling = node ^ 1;
+      if (is_right != above && bucket_min_[sibling] < d) {  // the sibling lies towards the search
+        node = sibling;
+        while (node < static_cast<size_t>(buckets_)) {
+          // Nearest first: the right child when looking down, the left when looking up.
+          const size_t near = above ? 2 * node : 2 * node + 1;
+          node = bucket_min_[near] < d ? near : (near ^ 1);
+        }
+        return static_cast<int>(node - buckets_);
+      }
+      node /= 2;
+    }
+    return -1;
+  }
+
+  // The lowest-numbered chain of `bucket` with last use < d. REQUIRES: there is one.
+  int LowestChain(int bucket, int d) const {
+    int node = root_[bucket];
+    int lo = 0;
+    int hi = chains_ - 1;
+    MG_CHECK(node >= 0 && nodes_[node].min < d);
+    while (lo < hi) {
+      const int mid = lo + (hi - lo) / 2;
+      const int left = nodes_[node].left;
+      if (left >= 0 && nodes_[left].min < d) {
+        node = left;
+        hi = mid;
+      } else {
+        node = nodes_[node].right;
+        lo = mid + 1;
+      }
+    }
+    return lo;
+  }
+
+ private:
+  struct Node {
+    int left = -1;
+    int right = -1;
+    int min = kNoUse;
+  };
+
+  int SetAt(int node, int lo, int hi, int chain, int last_used) {
+    if (node < 0) {
+      node = static_cast<int>(nodes_.size());
+      nodes_.push_back(Node{});
+    }
+    if (lo == hi) {
+      nodes_[node].min = last_used;
+      return node;
+    }
+    const int mid = lo + (hi - lo) / 2;
+    if (chain <= mid) {
+      const int child = SetAt(nodes_[node].left, lo, mid, chain, last_used);
+      nodes_[node].left = child;
+    } else {
+      const int child = SetAt(nodes_[node].right, mid + 1, hi, chain, last_used);
+      nodes_[node].right = child;
+    }
+    const int left = nodes_[node].left;
+    const int right = nodes_[node].right;
+    nodes_[node].min = std::min(left < 0 ? kNoUse : nodes_[left].min,
+                                right < 0 ? kNoUse : nodes_[right].min);
+    return node;
+  }
+
+  static int PowerOfTwoAtLeast(int n) {
+    int p = 1;
+    while (p < n) p *= 2;
+    return p;
+  }
+
+  // Buckets padded to a power of two (the padding never holds a chain): the bucket tree is a
+  // complete heap of 2 x buckets_ nodes, so a descent meets the leaves in order.
+  int buckets_;
+  int chains_;
+  std::vector<int> root_;           // per bucket: its tree's root in nodes_, -1 while empty
+  std::vector<Node> nodes_;
+  std::vector<int> bucket_min_;     // heap-ordered: leaf b at buckets_ + b
+};
+
 }  // namespace
 
 int64_t ChainsCost(const std::vector<LiveRange>& ranges, const Chains& chains) {
@@ -173,26 +290,46 @@ int64_t ChainsCost(const std::vector<LiveRange>& ranges, const Chains& chains) {
 
 Chains AssignChainsGreedy(const std::vector<LiveRange>& ranges) {
   CheckRanges(ranges);
+  std::vector<int64_t> sizes;
+  sizes.reserve(ranges.size());
+  for (const LiveRange& r : ranges) sizes.push_back(r.size);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  const auto bucket_of = [&](int64_t size) {
+    return static_cast<int>(std::lower_bound(sizes.begin(), sizes.end(), size) - sizes.begin());
+  };
+  ChainIndex index(static_cast<int>(sizes.size()), static_cast<int>(ranges.size()));
   Chains chains;
-  std::vector<int64_t> chain_max;
+  std::vector<int> chain_bucket;  // per chain: the bucket of its largest size
   for (int i : SortedByUsed(ranges)) {
     const LiveRange& r = ranges[i];
+    const int own = bucket_of(r.size);
+    // memonger's scan: among chains whose last member ends before r starts, the nearest in
+    // size, ties to the first; the index answers it (see ChainIndex).
     int best = -1;
-    int64_t min_dist = std::numeric_limits<int64_t>::max();
-    for (size_t c = 0; c < chains.size(); ++c) {
-      if (!IsCompatible(r, ranges[chains[c].back()])) continue;
-      const int64_t dist = std::abs(chain_max[c] - r.size);
-      if (dist < min_dist) {
-        min_dist = dist;
-        best = static_cast<int>(c);
+    int64_t best_distance = 0;
+    for (const bool above : {false, true}) {
+      const int bucket = index.NearestBucket(own, r.defined, above);
+      if (bucket < 0) continue;
+      const int chain = index.LowestChain(bucket, r.defined);
+      const int64_t distance = std::abs(sizes[bucket] - r.size);
+      if (best < 0 || distance < best_distance || (distance == best_distance && chain < best)) {
+        best = chain;
+        best_distance = distance;
       }
     }
     if (best >= 0) {
       chains[best].push_back(i);
-      chain_max[best] = std::max(chain_max[best], r.size);
+      if (own > chain_bucket[best]) {  // its largest size grows: it moves bucket
+        index.Set(chain_bucket[best], best, ChainIndex::kNoUse);
+        chain_bucket[best] = own;
+      }
+      index.Set(chain_bucket[best], best, r.used);
     } else {
+      best = static_cast<int>(chains.size());
       chains.push_back(Chain{i});
-      chain_max.push_back(r.size);
+      chain_bucket.push_back(own);
+      index.Set(own, best, r.used);
     }
   }
   return chains;

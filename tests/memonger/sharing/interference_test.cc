@@ -1,6 +1,7 @@
 #include "memonger/sharing/interference.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -114,6 +115,57 @@ TEST(InterferenceGreedyTest, StrictlyAfterLastUse) {
   // Defined at the step of the last use: memonger adds no new in-place pair.
   const std::vector<LiveRange> ranges = {{0, 2, 1}, {2, 3, 1}};
   EXPECT_EQ(AssignChainsGreedy(ranges), (Chains{{0}, {1}}));
+}
+
+// memonger's compute_assignments_greedy as written: every chain scanned per range. The index
+// AssignChainsGreedy uses must pick the same chain every time.
+Chains GreedyByScan(const std::vector<LiveRange>& ranges) {
+  std::vector<int> order(ranges.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return ranges[a].used < ranges[b].used; });
+  Chains chains;
+  std::vector<int64_t> chain_max;
+  for (int i : order) {
+    int best = -1;
+    int64_t best_distance = 0;
+    for (size_t c = 0; c < chains.size(); ++c) {
+      if (ranges[i].defined <= ranges[chains[c].back()].used) continue;
+      const int64_t distance = std::abs(chain_max[c] - ranges[i].size);
+      if (best < 0 || distance < best_distance) {
+        best = static_cast<int>(c);
+        best_distance = distance;
+      }
+    }
+    if (best < 0) {
+      chains.push_back({i});
+      chain_max.push_back(ranges[i].size);
+    } else {
+      chains[best].push_back(i);
+      chain_max[best] = std::max(chain_max[best], ranges[i].size);
+    }
+  }
+  return chains;
+}
+
+TEST(InterferenceGreedyTest, SameChainsAsMemongersScan) {
+  for (int seed = 0; seed < 400; ++seed) {
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(seed);
+    const int n = 1 + static_cast<int>(rng() % 400);
+    // Few distinct sizes on some seeds (ties in distance, many chains per size), many on others.
+    const int64_t sizes = seed % 3 == 0 ? 4 : seed % 3 == 1 ? 40 : 100000;
+    const int steps = 1 + static_cast<int>(rng() % 300);
+    std::vector<LiveRange> ranges;
+    for (int i = 0; i < n; ++i) {
+      const int defined = static_cast<int>(rng() % steps);
+      const int length = static_cast<int>(rng() % (rng() % 4 == 0 ? steps : 8));
+      ranges.push_back({defined, defined + length, static_cast<int64_t>(rng() % sizes)});
+    }
+    const Chains chains = AssignChainsGreedy(ranges);
+    ExpectValidChains(ranges, chains);
+    ASSERT_EQ(chains, GreedyByScan(ranges));
+  }
 }
 
 TEST(InterferenceAssignTest, EmptyInput) {
