@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <queue>
 #include <utility>
 #include <vector>
 
@@ -128,11 +130,71 @@ int64_t CostOf(const Problem& p, const std::vector<int>& group_of) {
   return std::accumulate(group_max.begin(), group_max.end(), int64_t{0});
 }
 
+// The searches read the clock after about this many units of work.
+constexpr int64_t kWorkPerClockCheck = int64_t{1} << 17;
+
+// The items after `from` (in sorted order), grouped quickly where first fit ran out of time:
+// in order of first step, each joins the group whose members all end earliest, if they end
+// before it starts, else opens a group (interval partitioning, with the groups first fit
+// opened taking part). O(n log n). Every such group fits: its members end before the item
+// starts. Items with extra conflicts open groups of their own (only a parallel executor has
+// them, and its problems are small enough for first fit). Groups opened here are numbered
+// after first fit's, by descending cost.
+void GroupRestQuickly(const Problem& p, int from, int num_groups, std::vector<int>& group_of,
+                      std::vector<int> group_last) {
+  std::vector<int> rest(p.size() - from);
+  std::iota(rest.begin(), rest.end(), from);
+  std::stable_sort(rest.begin(), rest.end(), [&](int a, int b) { return p.first[a] < p.first[b]; });
+  using Free = std::pair<int, int>;  // (last step of the group's members, group)
+  std::priority_queue<Free, std::vector<Free>, std::greater<Free>> free_after;
+  for (int g = 0; g < num_groups; ++g) free_after.emplace(group_last[g], g);
+  std::vector<int64_t> new_cost;  // per group opened here
+  for (const int k : rest) {
+    int g = -1;
+    if (p.extra[k].empty() && !free_after.empty() && free_after.top().first < p.first[k]) {
+      g = free_after.top().second;
+      free_after.pop();
+    } else {
+      g = num_groups + static_cast<int>(new_cost.size());
+      new_cost.push_back(p.bytes[k]);
+    }
+    group_of[k] = g;
+    if (g >= num_groups) new_cost[g - num_groups] = std::max(new_cost[g - num_groups], p.bytes[k]);
+    if (p.extra[k].empty()) free_after.emplace(p.last[k], g);
+  }
+  // Descending cost among the new groups (first fit's all cost at least as much: they opened
+  // with larger items), ties in opening order.
+  std::vector<int> rank(new_cost.size());
+  std::iota(rank.begin(), rank.end(), 0);
+  std::stable_sort(rank.begin(), rank.end(),
+                   [&](int a, int b) { return new_cost[a] > new_cost[b]; });
+  std::vector<int> renumber(new_cost.size());
+  for (size_t r = 0; r < rank.size(); ++r) renumber[rank[r]] = num_groups + static_cast<int>(r);
+  for (const int k : rest) {
+    if (group_of[k] >= num_groups) group_of[k] = renumber[group_of[k] - num_groups];
+  }
+}
+
 // First fit in sorted order, any size: each group keeps its intervals in a map first -> last.
-std::vector<int> FirstFit(const Problem& p) {
+// O(n x groups log n): where that passes `deadline`, the items not reached yet are grouped by
+// GroupRestQuickly, and `cut` is set to how many there were. The clock is read after about
+// kWorkPerClockCheck groups tried (an item can try tens of thousands).
+std::vector<int> FirstFit(const Problem& p, Clock::time_point deadline, int* cut) {
   std::vector<std::map<int, int>> groups;
+  std::vector<int> group_last;  // per group: its members' last step
   std::vector<int> group_of(p.size());
+  *cut = 0;
+  int64_t work = 0;
   for (int k = 0; k < p.size(); ++k) {
+    if (work >= kWorkPerClockCheck) {
+      work = 0;
+      if (Clock::now() > deadline) {
+        *cut = p.size() - k;
+        GroupRestQuickly(p, k, static_cast<int>(groups.size()), group_of, std::move(group_last));
+        return group_of;
+      }
+    }
+    work += 1 + static_cast<int64_t>(groups.size());
     int chosen = -1;
     for (size_t g = 0; g < groups.size() && chosen < 0; ++g) {
       auto it = groups[g].upper_bound(p.last[k]);  // first interval starting after k ends
@@ -147,8 +209,10 @@ std::vector<int> FirstFit(const Problem& p) {
     if (chosen < 0) {
       chosen = static_cast<int>(groups.size());
       groups.emplace_back();
+      group_last.push_back(p.last[k]);
     }
     groups[chosen].emplace(p.first[k], p.last[k]);
+    group_last[chosen] = std::max(group_last[chosen], p.last[k]);
     group_of[k] = chosen;
   }
   return group_of;
@@ -177,7 +241,6 @@ inline int PopCount(uint64_t x) {
   return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
 }
 
-constexpr int64_t kWorkPerClockCheck = int64_t{1} << 17;
 
 // Search states already explored: (next item, the sorted non-empty sets of remaining items
 // that each group still fits) -> the lowest cost at which that state was explored. Reaching
@@ -693,12 +756,13 @@ struct DeviceSolution {
   int64_t cost = 0;
   int64_t bound = 0;
   int64_t nodes = 0;
+  int first_fit_cut = 0;  // items first fit left to GroupRestQuickly
 };
 
 DeviceSolution Solve(const Problem& p, Clock::time_point deadline) {
   DeviceSolution sol;
   sol.bound = RootBound(p);
-  sol.group_of = FirstFit(p);
+  sol.group_of = FirstFit(p, deadline, &sol.first_fit_cut);
   sol.cost = CostOf(p, sol.group_of);
   if (sol.cost <= sol.bound) {
     sol.proven = true;
@@ -769,6 +833,7 @@ absl::StatusOr<ExactSharingResult> PlanExactSharing(
     result.cost += sol.cost;
     result.lower_bound += sol.bound;
     result.nodes += sol.nodes;
+    result.first_fit_cut += sol.first_fit_cut;
     // Group ids are in opening order, i.e. descending cost; members by first step.
     int num_groups = 0;
     for (int g : sol.group_of) num_groups = std::max(num_groups, g + 1);

@@ -272,6 +272,42 @@ TEST(ExactSharingTest, BeyondTheSearchSizeGivesTheIncumbent) {
   EXPECT_LE(r->lower_bound, r->cost);
 }
 
+// First fit stops at the time limit too (it is O(n x groups)): with a limit of 0 on a problem
+// of long, overlapping lifetimes (thousands of groups), most items are grouped by the quick
+// rule, validly, and the result says how many; groups still come in descending cost. With
+// time enough, first fit runs to the end.
+TEST(ExactSharingTest, FirstFitCutAtTheTimeLimitIsCompletedValidly) {
+  std::mt19937 rng(77);
+  const std::vector<SharingItem> items =
+      RandomItems(rng, 6000, /*max_start=*/3000, /*max_length=*/2000, /*max_bytes=*/1000,
+                  /*two_devices=*/true);
+  absl::StatusOr<ExactSharingResult> cut = PlanExactSharing(items, 0);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  ExpectValidGrouping(items, cut->groups);
+  EXPECT_GT(cut->first_fit_cut, 0);
+  EXPECT_LT(cut->first_fit_cut, static_cast<int64_t>(items.size()));
+  EXPECT_FALSE(cut->proven_optimal);
+  EXPECT_EQ(cut->cost, GroupsCost(items, cut->groups));
+  EXPECT_LE(cut->lower_bound, cut->cost);
+  const auto by_root = ByRoot(items);
+  const auto cost_of = [&](const std::vector<graph::ValueId>& group) {
+    int64_t largest = 0;
+    for (graph::ValueId root : group) largest = std::max(largest, by_root.at(root)->bytes);
+    return largest;
+  };
+  for (size_t g = 1; g < cut->groups.size(); ++g) {
+    const SharingItem& a = *by_root.at(cut->groups[g - 1].front());
+    const SharingItem& b = *by_root.at(cut->groups[g].front());
+    if (a.device == b.device) {
+      EXPECT_GE(cost_of(cut->groups[g - 1]), cost_of(cut->groups[g]));
+    }
+  }
+  absl::StatusOr<ExactSharingResult> whole = PlanExactSharing(items, 3600);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->first_fit_cut, 0);
+  ExpectValidGrouping(items, whole->groups);
+}
+
 // The search itself (PlanExactSharing, below PlanMemory): proven optimal, and the same groups
 // twice. The typed suite (sharing_planners_test.cc) checks determinism through PlanMemory.
 TEST(ExactSharingTest, SearchIsProvenAndDeterministic) {
