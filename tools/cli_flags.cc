@@ -250,6 +250,8 @@ const CLI::Validator kNonEmptyPath(
 }  // namespace
 
 absl::Status DeclareOutputs(const Flags& flags, util::OutputFiles& outputs) {
+  outputs.AddInput("MODEL", flags.model);
+  outputs.AddInput("--plan-in", flags.plan_in);
   for (const auto& [flag, path] :
        {std::pair<const char*, const std::string*>{"--plan-json", &flags.plan_json},
         {"--plan-csv", &flags.plan_csv},

@@ -87,7 +87,8 @@ struct Flags {
 std::string FlagNeedingOffsets(const Flags& flags);
 
 // Declares the output files the flags name (--plan-json, --plan-csv, --html, --net-out) in
-// `outputs`: each is checked (writable directory, not a directory, not named twice).
+// `outputs`: each is checked (writable directory, not a directory, not named twice, not the
+// MODEL or --plan-in file).
 absl::Status DeclareOutputs(const Flags& flags, util::OutputFiles& outputs);
 
 // The flags, or the exit code to end with: 0 after --help or --version (printed to `out`), 2 after

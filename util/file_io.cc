@@ -111,13 +111,44 @@ absl::StatusOr<std::string> ReadInputFile(const std::string& path, const InputLi
   return bytes;
 }
 
+namespace {
+
+// Whether two paths name one file: the same inode where both exist (links, ./, ..), else the
+// same absolute path once normalized (an output not created yet).
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat x;
+  struct stat y;
+  const bool a_exists = ::stat(a.c_str(), &x) == 0;
+  const bool b_exists = ::stat(b.c_str(), &y) == 0;
+  if (a_exists && b_exists) return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+  if (a_exists != b_exists) return false;
+  std::error_code error;
+  const std::filesystem::path pa = std::filesystem::absolute(a, error).lexically_normal();
+  if (error) return a == b;
+  const std::filesystem::path pb = std::filesystem::absolute(b, error).lexically_normal();
+  if (error) return a == b;
+  return pa == pb;
+}
+
+}  // namespace
+
+void OutputFiles::AddInput(absl::string_view what, const std::string& path) {
+  if (!path.empty()) inputs_.emplace_back(std::string(what), path);
+}
+
 absl::Status OutputFiles::Add(absl::string_view flag, const std::string& path) {
   auto error = [&](absl::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat(flag, " ", Quote(path), ": ", what));
   };
   if (path.empty()) return error("an empty file name");
+  for (const auto& [what, input] : inputs_) {
+    if (SameFile(input, path)) {
+      return error(absl::StrCat("is the ", what, " file this run reads: writing it would destroy "
+                                "it; choose another path"));
+    }
+  }
   for (const Output& o : outputs_) {
-    if (o.path == path) return error(absl::StrCat("already the file of ", o.flag));
+    if (SameFile(o.path, path)) return error(absl::StrCat("already the file of ", o.flag));
   }
   struct stat info;
   if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {

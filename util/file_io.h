@@ -20,6 +20,7 @@
 #define MEMONGER_UTIL_FILE_IO_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -42,8 +43,12 @@ absl::StatusOr<std::string> ReadInputFile(const std::string& path, const InputLi
 // The output files of one run, written together.
 class OutputFiles {
  public:
-  // Declares an output before any work: its directory must exist and be writable and the path must
-  // not be a directory. `flag` names it in errors ("--plan-json out/plan.json: ...").
+  // Declares a file the run reads (the model, a saved plan), which no output may replace: a plan
+  // written over its own model destroys the user's input. `what` names it in errors ("MODEL").
+  void AddInput(absl::string_view what, const std::string& path);
+  // Declares an output before any work: its directory must exist and be writable, the path must
+  // not be a directory, and it must not name the file of an input or of another output (the same
+  // file by any path: a link, ./, ..). `flag` names it in errors ("--plan-json out/plan.json: ...").
   absl::Status Add(absl::string_view flag, const std::string& path);
   // The contents of a declared output (a path not declared is a programming error).
   void Set(const std::string& path, std::string contents);
@@ -58,6 +63,7 @@ class OutputFiles {
     bool has_contents = false;
   };
   std::vector<Output> outputs_;
+  std::vector<std::pair<std::string, std::string>> inputs_;  // (what, path)
 };
 
 }  // namespace memonger::util

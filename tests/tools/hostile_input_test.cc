@@ -325,6 +325,15 @@ std::vector<HostileCase> Cases() {
   flag("html_missing_dir", "--html {dir}/nope/p.html", kUsage, "does not exist");
   flag("same_file_twice", "--plan-json {dir}/p.out --plan-csv {dir}/p.out", kUsage,
        "already the file of --plan-json");
+  flag("same_file_by_two_paths", "--plan-json {dir}/p.out --plan-csv {dir}/./p.out", kUsage,
+       "already the file of --plan-json");
+  // A plan written over the model destroyed the user's input (found by a black-box sweep).
+  flag("output_is_the_model", "--plan-csv {dir}/m.pbtxt", kUsage,
+       "is the MODEL file this run reads");
+  flag("output_is_the_model_by_another_path", "--net-out {dir}/./m.pbtxt", kUsage,
+       "is the MODEL file this run reads");
+  flag("output_is_the_plan_read", "--plan-in {dir}/p.json --plan-json {dir}/p.json", kUsage,
+       "is the --plan-in file this run reads");
   c.push_back({"model_and_workload", tf, "{dir}/m.pbtxt --workload mlp:layers=2", kUsage, "excludes"});
   c.push_back({"no_model", {}, "--planner auto", kUsage, "give a MODEL file or --workload"});
   c.push_back({"dim_with_workload", {}, "--workload mlp:layers=2 --dim N=3", kUsage,
