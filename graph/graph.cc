@@ -420,6 +420,19 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     if (g.values_[id].producer != kNone) g.values_[id].role = Role::kOutput;
   }
   if (!facts_.empty()) {
+    // A declaration of a name the net does not have (often a typo) would declare nothing and
+    // say nothing: the value it meant goes undeclared.
+    std::vector<absl::string_view> unknown;
+    for (const auto& [name, facts] : facts_) {
+      if (g.versions_.Versions(name).empty()) unknown.push_back(name);
+    }
+    if (!unknown.empty()) {
+      std::sort(unknown.begin(), unknown.end());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a declaration (value_info) names '", unknown.front(),
+          "', which is no value of the net: no op reads or writes it and it is not an external "
+          "input or output"));
+    }
     for (Value& v : g.values_) {
       if (auto it = facts_.find(v.name); it != facts_.end() && it->second.role.has_value()) {
         v.role = *it->second.role;

@@ -6,6 +6,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -305,8 +306,14 @@ absl::StatusOr<Graph> GraphFromNetDef(const proto::NetDef& net) {
     op.view = op_def.view();
     builder.AddOp(std::move(op));
   }
+  absl::flat_hash_set<std::string> declared_names;
   for (const proto::ValueInfo& info : net.value_info()) {
     if (info.name().empty()) return absl::InvalidArgumentError("a value_info has an empty name");
+    // Two declarations of one name: which one holds is a guess (the last used to win).
+    if (!declared_names.insert(info.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("value_info '", info.name(), "' is given twice"));
+    }
     Declaration d;
     MG_ASSIGN_OR_RETURN(d.dtype, DataTypeFromProtoNumber(info.dtype()));
     if (info.has_shape() || info.dim_size() > 0) {

@@ -714,6 +714,37 @@ struct WorkingModel {
   absl::flat_hash_map<std::string, Declaration> declarations;  // graph inputs and outputs
 };
 
+// A graph input listed for an initializer (IR < 4 does so for every weight) against the
+// initializer's data: the element type and every dimension given as a number must agree (a
+// symbolic or missing dimension, or a missing shape, declares nothing).
+absl::Status CheckInputMatchesInitializer(const onnx::ValueInfoProto& input,
+                                          const onnx::TensorProto& data) {
+  if (!input.has_type() || !input.type().has_tensor_type()) return absl::OkStatus();
+  const onnx::TypeProto_Tensor& declared = input.type().tensor_type();
+  bool agrees = declared.elem_type() == 0 || declared.elem_type() == data.data_type();
+  std::string dims_text = "[?]";
+  if (declared.has_shape()) {
+    std::vector<std::string> dims;
+    const onnx::TensorShapeProto& shape = declared.shape();
+    agrees = agrees && shape.dim_size() == data.dims_size();
+    for (int k = 0; k < shape.dim_size(); ++k) {
+      const onnx::TensorShapeProto_Dimension& dim = shape.dim(k);
+      if (dim.has_dim_value()) {
+        dims.push_back(absl::StrCat(dim.dim_value()));
+        agrees = agrees && (k >= data.dims_size() || dim.dim_value() == data.dims(k));
+      } else {
+        dims.push_back(dim.has_dim_param() ? dim.dim_param() : "?");
+      }
+    }
+    dims_text = absl::StrCat("[", absl::StrJoin(dims, ","), "]");
+  }
+  if (agrees) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "graph input '", input.name(), "' is declared ", ElementTypeName(declared.elem_type()), " ",
+      dims_text, " but its initializer holds ", ElementTypeName(data.data_type()), " [",
+      absl::StrJoin(data.dims(), ","), "]"));
+}
+
 // Steps before inference: refusals, graph inputs without initializers, domains libonnx finds,
 // structure checks, dependency order, declarations as written.
 absl::StatusOr<WorkingModel> Prepare(onnx::ModelProto model) {
@@ -729,8 +760,19 @@ absl::StatusOr<WorkingModel> Prepare(onnx::ModelProto model) {
   WorkingModel w;
   w.model = std::move(model);
   onnx::GraphProto& graph = *w.model.mutable_graph();
-  // Initializers are params, even where IR < 4 also lists them as graph inputs.
-  for (const onnx::TensorProto& t : graph.initializer()) w.params.insert(t.name());
+  // Initializers are params, even where IR < 4 also lists them as graph inputs. Such an input
+  // declares the initializer's type: the data fixes it, and a declaration that says otherwise
+  // is an error naming both, not silently overruled.
+  absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers;
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    w.params.insert(t.name());
+    initializers.emplace(t.name(), &t);
+  }
+  for (const onnx::ValueInfoProto& vi : graph.input()) {
+    auto it = initializers.find(vi.name());
+    if (it == initializers.end()) continue;
+    MG_RETURN_IF_ERROR(CheckInputMatchesInitializer(vi, *it->second));
+  }
   {
     google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;
     absl::flat_hash_set<std::string> seen;

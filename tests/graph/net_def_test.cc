@@ -291,7 +291,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadNetCase{"net_device_type_negative", "net_device.pbtxt",
                    "device_option { device_type: -1 } external_input: \"x\" "
                    "op { type: \"Relu\" input: \"x\" output: \"y\" }",
-                   "the net's device_option device_type -1 is out of range"}),
+                   "the net's device_option device_type -1 is out of range"},
+        // Declarations that contradict each other, or name nothing: which one holds, or what
+        // was meant, would be a guess (both used to load without a word).
+        BadNetCase{"value_info_twice", "twice.pbtxt",
+                   "external_input: \"x\" op { type: \"Relu\" input: \"x\" output: \"y\" } "
+                   "value_info { name: \"x\" dtype: FLOAT has_shape: true dim { size: 4 } } "
+                   "value_info { name: \"x\" dtype: FLOAT has_shape: true dim { size: 8 } }",
+                   "value_info 'x' is given twice"},
+        BadNetCase{"value_info_of_no_value", "nothing.pbtxt",
+                   "external_input: \"x\" op { type: \"Relu\" input: \"x\" output: \"y\" } "
+                   "value_info { name: \"x\" dtype: FLOAT has_shape: true dim { size: 4 } } "
+                   "value_info { name: \"xx\" dtype: FLOAT has_shape: true dim { size: 8 } }",
+                   "names 'xx', which is no value of the net"}),
     [](const ::testing::TestParamInfo<BadNetCase>& info) { return info.param.label; });
 
 }  // namespace

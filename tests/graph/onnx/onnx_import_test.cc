@@ -236,6 +236,27 @@ TEST(OnnxImportTest, Ir3InitializersListedAsInputsAreParamsOnce) {
   EXPECT_EQ(ValueNamed(*g, "y").type, Type(DataType::kFloat32, {2, 4}));
 }
 
+// An IR 3 input that declares its initializer otherwise than the data holds: the data fixes the
+// type, and the contradiction is an error naming both (it was silently overruled).
+TEST(OnnxImportTest, Ir3InputDeclaredOtherwiseThanItsInitializerIsRefused) {
+  for (const bool other_type : {false, true}) {
+    SCOPED_TRACE(other_type);
+    OnnxModel m(/*opset=*/8, /*ir_version=*/3);
+    m.Input("x", TensorProto::FLOAT, {2, 64});
+    m.Input("W", other_type ? TensorProto::DOUBLE : TensorProto::FLOAT,
+            other_type ? std::vector<Dim>{64, 128} : std::vector<Dim>{3, 3});
+    m.FloatInit("W", {64, 128});
+    m.Node("MatMul", {"x", "W"}, {"y"});
+    m.Output("y");
+    absl::StatusOr<Graph> g = Import(m);
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(g.status().message()), HasSubstr("graph input 'W' is declared"));
+    EXPECT_THAT(std::string(g.status().message()), HasSubstr("its initializer holds FLOAT"));
+    EXPECT_THAT(std::string(g.status().message()), HasSubstr("[64,128]"));
+  }
+}
+
 TEST(OnnxImportTest, AttributesDomainAndNames) {
   OnnxModel m;
   m.Input("x", TensorProto::FLOAT, {1, 2, 5, 5});
