@@ -1,7 +1,9 @@
 #include "graph/shape_inference.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -316,11 +318,40 @@ absl::StatusOr<std::vector<TensorType>> RunShapeFunction(const Graph& graph, con
 
 absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
                          const OpSchemaTable& schemas) {
+  // An --input-shape replaces the input's declared dims (a fixed batch of 1 may be planned at
+  // 64), but must keep its rank, and a symbolic dim it sizes must agree with --dim and with
+  // the other --input-shape bindings, as for ONNX models (onnx_import.cc).
+  std::map<std::string, int64_t> symbols = bindings.dims;
+  std::map<std::string, std::string> symbol_source;  // symbol -> the input that sized it
   for (const auto& [name, dims] : bindings.inputs) {
     auto id = graph.FindVersions(name);
     if (id.empty() || graph.value(id.front()).producer != kNone) {
       return absl::InvalidArgumentError(
           absl::StrCat("--input-shape names '", name, "', which is not a graph input"));
+    }
+    const Value& v = graph.value(id.front());
+    if (!v.declared.dims.has_value()) continue;
+    const DeclaredDims& declared = *v.declared.dims;
+    if (declared.size() != dims.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--input-shape ", name, "=", absl::StrJoin(dims, ","), " has rank ", dims.size(),
+          " but graph input '", name, "' is declared with rank ", declared.size()));
+    }
+    for (size_t k = 0; k < declared.size(); ++k) {
+      if (declared[k].symbol.empty()) continue;
+      const std::string symbol(declared[k].symbol.str());
+      auto it = symbols.find(symbol);
+      if (it != symbols.end() && it->second != dims[k]) {
+        const std::string other = symbol_source.count(symbol) > 0
+                                      ? absl::StrCat("--input-shape ", symbol_source[symbol])
+                                      : absl::StrCat("--dim ", symbol, "=", it->second);
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--input-shape ", name, " gives symbolic dimension '", symbol, "' (dim ", k,
+            " of graph input '", name, "') the size ", dims[k], ", but ", other, " gives ",
+            it->second));
+      }
+      symbols[symbol] = dims[k];
+      symbol_source[symbol] = name;
     }
   }
   for (const auto& [name, dtype] : bindings.input_types) {

@@ -297,6 +297,13 @@ std::vector<HostileCase> Cases() {
        "--input-shape x is given twice");
   flag("input_shape_not_input", "--input-shape h=4,8", kBad, "'h', which is not a graph input");
   flag("input_shape_negative", "--input-shape x=4,-8", kUsage, "x=4,-8");
+  // A NetDef input's --input-shape keeps its declared rank, and a symbolic dim it sizes agrees
+  // with --dim, as for ONNX (both were taken silently: found by a black-box sweep).
+  flag("input_shape_against_dim", "--input-shape x=4,9", kBad,
+       "--input-shape x gives symbolic dimension 'N' (dim 1 of graph input 'x') the size 9, but "
+       "--dim N=8 gives 8");
+  flag("input_shape_rank", "--input-shape x=32", kBad,
+       "--input-shape x=32 has rank 1 but graph input 'x' is declared with rank 2");
   flag("dont_share_unknown", "--dont-share nosuch", kBad, "--dont-share nosuch: the net has no value");
   flag("head_unknown", "--head nosuch", kBad, "--head nosuch: the net has no value");
   flag("planner_unknown", "--planner magic", kUsage, "--planner");
