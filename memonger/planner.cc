@@ -22,6 +22,31 @@
 #include "util/status_macros.h"
 
 namespace memonger {
+
+absl::Status CheckServesParallelExecution(PlannerKind planner) {
+  switch (planner) {
+    case PlannerKind::kGreedyBySize:
+    case PlannerKind::kBestFit:
+    case PlannerKind::kExact:
+      return absl::InvalidArgumentError(absl::StrCat(
+          PlannerName(planner),
+          " places offsets over serial lifetimes; for a parallel executor use memonger-dag (auto "
+          "does so by itself)"));
+    case PlannerKind::kMemongerGreedy:
+    case PlannerKind::kMemongerDp:
+      return absl::InvalidArgumentError(absl::StrCat(
+          PlannerName(planner),
+          " (memonger's optimize_interference) shares along one serial op order and is not safe "
+          "for the parallel execution model; use memonger-dag or --execution serial"));
+    case PlannerKind::kMemongerFast:
+      return absl::InvalidArgumentError(
+          "memonger-fast (memonger's optimize_inference_fast) is for simple nets run in one "
+          "serial order; use memonger-dag for a parallel executor");
+    default:
+      return absl::OkStatus();
+  }
+}
+
 namespace {
 
 constexpr absl::string_view kKnownPlanners =
@@ -41,10 +66,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 absl::Status PlaceWithOffsets(const graph::Graph& graph, const Liveness& liveness,
                               const PlanOptions& options, Plan& plan) {
   if (options.execution == ExecutionModel::kParallel) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        PlannerName(options.planner),
-        " places offsets over serial lifetimes; for a parallel executor use memonger-dag (auto "
-        "does so by itself)"));
+    MG_RETURN_IF_ERROR(CheckServesParallelExecution(options.planner));
   }
   OffsetStrategy strategy = OffsetStrategy::kAuto;
   switch (options.planner) {
@@ -112,9 +134,7 @@ absl::StatusOr<SharingGroups> SharingGroupsFor(const graph::Graph& graph,
                                       &names);
     case PlannerKind::kMemongerFast: {
       if (options.execution == ExecutionModel::kParallel) {
-        return absl::InvalidArgumentError(
-            "memonger-fast (memonger's optimize_inference_fast) is for simple nets run in one "
-            "serial order; use memonger-dag for a parallel executor");
+        MG_RETURN_IF_ERROR(CheckServesParallelExecution(options.planner));
       }
       MG_ASSIGN_OR_RETURN(MemongerFastResult result, PlanMemongerFast(graph, liveness));
       names = std::move(result.names);

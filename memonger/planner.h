@@ -45,6 +45,11 @@ bool IsMemongerBaseline(PlannerKind planner);
 // InvalidArgument listing the known planners for an unknown name; Unimplemented for a planner
 // named by DESIGN.md that is not built yet.
 absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name);
+// InvalidArgument, saying why and what to use instead, for a planner that cannot plan for a
+// parallel executor (the offset planners and memonger's serial baselines: they rely on one
+// serial op order); OK for auto, memonger-dag, exact-sharing and none. PlanMemory refuses such
+// a plan with it, and optimize-net as a usage error where --execution parallel is given.
+absl::Status CheckServesParallelExecution(PlannerKind planner);
 
 enum class Mode { kInference, kTraining };
 

@@ -81,6 +81,12 @@ absl::Status CheckFlags(Flags& flags) {
   }
   if (auto p = ParsePlanner(flags.planner); !p.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--planner: ", p.status().message()));
+  } else if (flags.execution == "parallel") {
+    // Decided by the flags alone: a usage error, as the planner would refuse any model.
+    if (absl::Status s = CheckServesParallelExecution(*p); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--planner ", flags.planner, " --execution parallel: ", s.message()));
+    }
   }
   if (auto o = ParseOrder(flags.order); !o.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--order: ", o.status().message()));

@@ -400,10 +400,8 @@ absl::StatusOr<SharingGroups> PlanMemongerInterference(const graph::Graph& graph
                                                        bool dynamic_programming,
                                                        std::vector<std::string>* names) {
   if (options.execution == ExecutionModel::kParallel) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        dynamic_programming ? "memonger-dp" : "memonger-greedy",
-        " (memonger's optimize_interference) shares along one serial op order and is not safe "
-        "for the parallel execution model; use memonger-dag or --execution serial"));
+    MG_RETURN_IF_ERROR(CheckServesParallelExecution(
+        dynamic_programming ? PlannerKind::kMemongerDp : PlannerKind::kMemongerGreedy));
   }
   DpLimits limits;
   limits.time_limit_seconds = options.time_limit_seconds;

@@ -307,6 +307,11 @@ std::vector<HostileCase> Cases() {
   flag("dont_share_unknown", "--dont-share nosuch", kBad, "--dont-share nosuch: the net has no value");
   flag("head_unknown", "--head nosuch", kBad, "--head nosuch: the net has no value");
   flag("planner_unknown", "--planner magic", kUsage, "--planner");
+  // Decided by the flags alone, whatever the model: a usage error (it was exit 1).
+  flag("planner_not_for_parallel", "--planner best-fit --execution parallel", kUsage,
+       "--planner best-fit --execution parallel: best-fit places offsets over serial lifetimes");
+  flag("memonger_greedy_not_for_parallel", "--planner memonger-greedy --execution parallel",
+       kUsage, "shares along one serial op order");
   flag("order_unknown", "--order random", kUsage, "--order");
   flag("format_unknown", "--format xml", kUsage, "--format");
   flag("execute_unknown", "--execute gpu", kUsage, "--execute");
