@@ -172,6 +172,26 @@ TEST(OptimizeNetTest, UsageRecordsRoundTripThroughNetOut) {
   EXPECT_EQ(reloaded["lower_bound_bytes"], plan["lower_bound_bytes"]);
 }
 
+// A saved plan read back (--plan-in) and verified keeps "proven optimal" where it is at the lower
+// bound the run recomputes, and only there (it was always "not proven" on the way back).
+TEST(OptimizeNetTest, SavedPlanAtTheBoundStaysProvenOptimal) {
+  const std::string trace =
+      WriteTempFile("proven.csv", "id,lower,upper,size\na,0,2,32\nb,1,5,28\nc,3,9,64\nd,6,7,8\n");
+  for (const std::string planner : {"exact", "none"}) {
+    SCOPED_TRACE(planner);
+    const std::string saved = WriteTempFile("proven_" + planner + ".json", "");
+    auto r = RunOptimizeNet("'" + trace + "' --alignment 1 --planner " + planner +
+                            " --plan-json '" + saved + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto again = RunOptimizeNet("'" + trace + "' --plan-in '" + saved + "' --format json");
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    const auto plan = nlohmann::json::parse(again.out);
+    const bool at_bound = plan["arena_bytes"] == plan["lower_bound_bytes"];
+    EXPECT_EQ(at_bound, planner == "exact");
+    EXPECT_EQ(plan["proven_optimal"], at_bound);
+  }
+}
+
 // A search the time limit cuts returns its best plan, valid, and says it is not proven.
 TEST(OptimizeNetTest, ExactUnderATimeLimitSaysNotProven) {
   const std::string trace = SourcePath("../shared/corpus/traces/mm_D.csv");
