@@ -30,6 +30,7 @@ struct NumberTexts {
   std::string threads;  // empty: every core
   std::string budget;
   std::string max_input_bytes;
+  std::string seed = "0";
 };
 
 absl::Status ParseNumbers(const NumberTexts& texts, Flags& flags) {
@@ -69,6 +70,11 @@ absl::Status ParseNumbers(const NumberTexts& texts, Flags& flags) {
     }
     if (*bytes < 1) return absl::InvalidArgumentError("--max-input-bytes: give at least 1 byte");
     flags.limits.max_input_bytes = *bytes;
+  }
+  // absl, not CLI11: CLI11 took 99999999999999999999 and -1 alike as 2^64 - 1, without a word.
+  if (!absl::SimpleAtoi(texts.seed, &flags.seed) || absl::StartsWith(texts.seed, "-")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--seed ", util::Quote(texts.seed), ": not an integer in [0, 2^64)"));
   }
   return absl::OkStatus();
 }
@@ -420,7 +426,7 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
                  "with --execute host|cuda: write every graph output as DIR/<name>.npy")
       ->check(kNonEmptyPath);
   app.add_option(
-         "--seed", flags.seed,
+         "--seed", numbers.seed,
          "with --execute host|cuda: seed of the values given to inputs and params the model "
          "has no data for (uniform [-1, 1) per value name)")
       ->capture_default_str();
@@ -442,7 +448,8 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    app.exit(e, out, err);
+    // One line, as every usage error (CLI11's own exit() adds a second, unprefixed).
+    err << "optimize-net: " << e.what() << " (see --help)\n";
     return kExitUsage;
   }
   absl::Status status = ParseNumbers(numbers, flags);
