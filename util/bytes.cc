@@ -1,6 +1,7 @@
 #include "util/bytes.h"
 
 #include <cmath>
+#include <limits>
 #include <cstdlib>
 
 #include "absl/strings/ascii.h"
@@ -46,25 +47,57 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid byte count '", Quote(text), "': expected e.g. 1048576, 512MiB or 80GiB"));
   }
-  double multiplier = 0;
+  int64_t multiplier = 0;
   if (unit.empty() || unit == "b") multiplier = 1;
-  else if (unit == "kb" || unit == "k") multiplier = 1e3;
-  else if (unit == "mb" || unit == "m") multiplier = 1e6;
-  else if (unit == "gb" || unit == "g") multiplier = 1e9;
-  else if (unit == "tb" || unit == "t") multiplier = 1e12;
-  else if (unit == "kib") multiplier = 1024.0;
-  else if (unit == "mib") multiplier = 1024.0 * 1024;
-  else if (unit == "gib") multiplier = 1024.0 * 1024 * 1024;
-  else if (unit == "tib") multiplier = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb" || unit == "k") multiplier = 1000;
+  else if (unit == "mb" || unit == "m") multiplier = 1000 * 1000;
+  else if (unit == "gb" || unit == "g") multiplier = 1000 * 1000 * 1000;
+  else if (unit == "tb" || unit == "t") multiplier = int64_t{1000} * 1000 * 1000 * 1000;
+  else if (unit == "kib") multiplier = 1024;
+  else if (unit == "mib") multiplier = 1024 * 1024;
+  else if (unit == "gib") multiplier = 1024 * 1024 * 1024;
+  else if (unit == "tib") multiplier = int64_t{1024} * 1024 * 1024 * 1024;
   else {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid byte count '", Quote(text), "': unknown unit '", Quote(unit),
                      "' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"));
   }
-  const double bytes = std::round(value * multiplier);
-  if (bytes >= 9.2e18) {
-    return absl::InvalidArgumentError(absl::StrCat("byte count '", Quote(text), "' does not fit in 64 bits"));
+  const auto too_large = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("byte count '", Quote(text), "' does not fit in 64 bits"));
+  };
+  // Plain decimals exactly (a double rounds 2^63 - 1 up, out of range, and 0.3 GB below
+  // 300000000): digits times the unit over a power of ten, in 128 bits, rounded down (a budget
+  // or a size limit of 1023.6 bytes holds 1023 bytes, not 1024).
+  if (number.find_first_of("eE+") == absl::string_view::npos) {
+    // whole . fraction: whole x unit + fraction x unit / 10^digits (fraction digits past the
+    // 18th are dropped: they move no byte of a realistic count).
+    using U128 = unsigned __int128;
+    U128 whole = 0;
+    U128 fraction = 0;
+    U128 scale = 1;
+    bool in_fraction = false;
+    for (const char c : number) {
+      if (c == '.') {
+        if (in_fraction) {
+          return absl::InvalidArgumentError(absl::StrCat("invalid byte count '", Quote(text), "'"));
+        }
+        in_fraction = true;
+      } else if (!in_fraction) {
+        whole = whole * 10 + static_cast<unsigned>(c - '0');
+        if (whole > static_cast<U128>(std::numeric_limits<int64_t>::max())) return too_large();
+      } else if (scale < static_cast<U128>(1000000000000000000ULL)) {
+        fraction = fraction * 10 + static_cast<unsigned>(c - '0');
+        scale *= 10;
+      }
+    }
+    const U128 unit_bytes = static_cast<U128>(multiplier);
+    const U128 bytes = whole * unit_bytes + fraction * unit_bytes / scale;
+    if (bytes > static_cast<U128>(std::numeric_limits<int64_t>::max())) return too_large();
+    return static_cast<int64_t>(bytes);
   }
+  const double bytes = std::floor(value * static_cast<double>(multiplier) * (1 + 1e-12));
+  if (bytes >= 9.2e18) return too_large();
   return static_cast<int64_t>(bytes);
 }
 

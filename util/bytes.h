@@ -15,7 +15,8 @@ std::string FormatBytes(int64_t bytes);
 
 // Parses a byte count: a non-negative integer or decimal with an optional unit
 // B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), case-insensitive,
-// spaces allowed before the unit. Errors name the text.
+// spaces allowed before the unit. Exact for plain decimals, rounded down to whole bytes (the
+// counts are limits: 1023.6 bytes hold 1023); up to 2^63 - 1. Errors name the text.
 absl::StatusOr<int64_t> ParseBytes(absl::string_view text);
 
 }  // namespace memonger::util
