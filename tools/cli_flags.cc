@@ -449,13 +449,13 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
     // One line, as every usage error (CLI11's own exit() adds a second, unprefixed).
-    err << "optimize-net: " << e.what() << " (see --help)\n";
+    err << "optimize-net: " << util::EscapeAsText(e.what()) << " (see --help)\n";
     return kExitUsage;
   }
   absl::Status status = ParseNumbers(numbers, flags);
   if (status.ok()) status = CheckFlags(flags);
   if (!status.ok()) {
-    err << "optimize-net: " << status.message() << "\n";
+    err << "optimize-net: " << util::EscapeAsText(status.message()) << "\n";
     return kExitUsage;
   }
   return flags;

@@ -76,7 +76,8 @@ std::string OneLine(absl::string_view message) {
     if (!out.empty()) out += "; ";
     absl::StrAppend(&out, absl::StripAsciiWhitespace(line));
   }
-  return out;
+  // Names in messages come from files: bytes that are not text are shown escaped.
+  return memonger::util::EscapeAsText(out);
 }
 
 bool IsRecordsGraph(const memonger::graph::Graph& graph) {

@@ -78,11 +78,43 @@ absl::Status CheckJsonNesting(absl::string_view text, int max_depth) {
   return absl::OkStatus();
 }
 
-std::string Quote(absl::string_view text) {
+namespace {
+
+// The length of the well-formed UTF-8 sequence starting at text[i] (a byte >= 0x80), or 0:
+// no overlong forms, no surrogates, nothing above U+10FFFF (RFC 3629).
+size_t Utf8SequenceLength(absl::string_view text, size_t i) {
+  const auto at = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = at(i);
+  size_t n = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xbf;  // the range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + n > text.size()) return 0;
+  if (at(i + 1) < lo || at(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if (at(i + k) < 0x80 || at(i + k) > 0xbf) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string EscapeAsText(absl::string_view text) {
   std::string out;
-  const size_t shown = std::min(text.size(), kMaxQuotedChars);
-  out.reserve(shown + 32);
-  for (size_t i = 0; i < shown; ++i) {
+  out.reserve(text.size() + 16);
+  for (size_t i = 0; i < text.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c == '\n') {
       out += "\\n";
@@ -92,10 +124,26 @@ std::string Quote(absl::string_view text) {
       out += "\\t";
     } else if (c < 0x20 || c == 0x7f) {
       absl::StrAppendFormat(&out, "\\x%02x", c);
-    } else {
+    } else if (c < 0x80) {
       out += static_cast<char>(c);
+    } else if (const size_t n = Utf8SequenceLength(text, i); n > 0) {
+      out.append(text.data() + i, n);  // a valid UTF-8 character: names may be in any script
+      i += n - 1;
+    } else {
+      absl::StrAppendFormat(&out, "\\x%02x", c);  // not UTF-8: a terminal would garble it
     }
   }
+  return out;
+}
+
+std::string Quote(absl::string_view text) {
+  // Cut at a character boundary: a UTF-8 sequence split by the cut would show as bytes.
+  size_t shown = std::min(text.size(), kMaxQuotedChars);
+  while (shown < text.size() && shown > 0 &&
+         (static_cast<unsigned char>(text[shown]) & 0xc0) == 0x80) {
+    --shown;
+  }
+  std::string out = EscapeAsText(text.substr(0, shown));
   if (shown < text.size()) absl::StrAppend(&out, "... (", text.size(), " characters)");
   return out;
 }

@@ -92,8 +92,12 @@ absl::Status CheckThreads(int64_t threads, absl::string_view what);
 absl::Status CheckJsonNesting(absl::string_view text, int max_depth);
 
 // `text` for an error message: itself when short, else its first kMaxQuotedChars characters and
-// "... (N characters)". Control characters are shown escaped so a message stays one line.
+// "... (N characters)". Control characters, and bytes that are not UTF-8, are shown escaped
+// (\xHH) so a message stays one line of text.
 std::string Quote(absl::string_view text);
+// `text` with control characters and bytes that are not UTF-8 escaped (\n, \xHH), whole: for
+// a message as printed (its names may come from a file).
+std::string EscapeAsText(absl::string_view text);
 
 }  // namespace memonger::util
 

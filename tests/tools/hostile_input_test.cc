@@ -398,6 +398,8 @@ std::vector<HostileCase> Cases() {
   csv("quoted_names", "id,lower,upper,size\n\"a,b\",0,2,64\n\"say \"\"hi\"\"\",1,3,64\n"
                       "\" spaced \",1,2,8\n\"line\nbreak\",0,1,8\n", kOk, "");
   csv("missing_column", "id,lower,size\na,0,64\n", kBad, "the header lacks column 'upper'");
+  // A name that is not UTF-8 is shown escaped, whatever message quotes it.
+  csv("name_not_utf8", "id,lower,upper,size\nb\xb1,-1,1,8\n", kBad, "('b\\xb1')");
   csv("unknown_column", "id,lower,upper,size,colour\na,0,2,64,red\n", kBad, "unknown column 'colour'");
   csv("column_twice", "id,lower,upper,size,size\na,0,2,64,64\n", kBad, "appears twice");
   csv("not_integer", "id,lower,upper,size\na,0,2,big\n", kBad, "size 'big' is not an integer");
