@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "memonger/sharing/free_group_index.h"
 #include "util/check.h"
 
 namespace memonger {
@@ -175,14 +176,17 @@ void GroupRestQuickly(const Problem& p, int from, int num_groups, std::vector<in
   }
 }
 
-// First fit in sorted order, any size: each group keeps its intervals in a map first -> last.
-// O(n x groups log n): where that passes `deadline`, the items not reached yet are grouped by
-// GroupRestQuickly, and `cut` is set to how many there were. The clock is read after about
-// kWorkPerClockCheck groups tried (an item can try tens of thousands).
+// First fit in sorted order, any size: each group keeps its intervals in a map first -> last,
+// and a FreeGroupIndex rules out most groups for an item without a look at their maps (an
+// item of a 100,000-op training net tried 5,800 of 30,380 groups one by one). Where that index
+// would grow too large, the groups are tried one by one. Where `deadline` passes (the clock is
+// read after about kWorkPerClockCheck units of work), the items not reached yet are grouped by
+// GroupRestQuickly, and `cut` is set to how many there were.
 std::vector<int> FirstFit(const Problem& p, Clock::time_point deadline, int* cut) {
   std::vector<std::map<int, int>> groups;
   std::vector<int> group_last;  // per group: its members' last step
   std::vector<int> group_of(p.size());
+  FreeGroupIndex index(p.num_segments);
   *cut = 0;
   int64_t work = 0;
   for (int k = 0; k < p.size(); ++k) {
@@ -194,26 +198,35 @@ std::vector<int> FirstFit(const Problem& p, Clock::time_point deadline, int* cut
         return group_of;
       }
     }
-    work += 1 + static_cast<int64_t>(groups.size());
-    int chosen = -1;
-    for (size_t g = 0; g < groups.size() && chosen < 0; ++g) {
-      auto it = groups[g].upper_bound(p.last[k]);  // first interval starting after k ends
-      if (it != groups[g].begin() && std::prev(it)->second >= p.first[k]) continue;
-      // An earlier item of g in conflict with k (only earlier items have groups).
-      const bool conflict = std::any_of(p.extra[k].begin(), p.extra[k].end(), [&](int j) {
-        return j < k && group_of[j] == static_cast<int>(g);
+    // Whether k may join group g: no interval of g meets k's (unless the index is sure), and
+    // no earlier item of g conflicts with k otherwise (only earlier items have groups).
+    const auto fits = [&](int g, bool sure) {
+      if (!sure) {
+        auto it = groups[g].upper_bound(p.last[k]);  // first interval starting after k ends
+        if (it != groups[g].begin() && std::prev(it)->second >= p.first[k]) return false;
+      }
+      return std::none_of(p.extra[k].begin(), p.extra[k].end(), [&](int j) {
+        return j < k && group_of[j] == g;
       });
-      if (conflict) continue;
-      chosen = static_cast<int>(g);
+    };
+    int chosen = -1;
+    if (index.usable()) {
+      chosen = index.FirstFree(p.seg_lo[k], p.seg_hi[k], fits, work);
+    } else {
+      work += 1 + static_cast<int64_t>(groups.size());
+      for (size_t g = 0; g < groups.size() && chosen < 0; ++g) {
+        if (fits(static_cast<int>(g), false)) chosen = static_cast<int>(g);
+      }
     }
     if (chosen < 0) {
-      chosen = static_cast<int>(groups.size());
+      chosen = index.AddGroup();
       groups.emplace_back();
       group_last.push_back(p.last[k]);
     }
     groups[chosen].emplace(p.first[k], p.last[k]);
     group_last[chosen] = std::max(group_last[chosen], p.last[k]);
     group_of[k] = chosen;
+    index.Add(chosen, p.seg_lo[k], p.seg_hi[k]);
   }
   return group_of;
 }

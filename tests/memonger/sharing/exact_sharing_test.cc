@@ -308,6 +308,61 @@ TEST(ExactSharingTest, FirstFitCutAtTheTimeLimitIsCompletedValidly) {
   ExpectValidGrouping(items, whole->groups);
 }
 
+// Beyond the search's size the result is first fit's grouping, which an index of free groups
+// now finds (free_group_index.h): the same groups as first fit trying every group in turn,
+// on problems with long and short lifetimes (thousands of groups) and on two devices.
+TEST(ExactSharingTest, FirstFitThroughTheIndexEqualsTryingEveryGroup) {
+  for (const int seed : {3, 4, 5}) {
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(seed);
+    const std::vector<SharingItem> items =
+        RandomItems(rng, 2 * kMaxSearchItems + 2000, /*max_start=*/4000,
+                    /*max_length=*/seed == 3 ? 3000 : 200, /*max_bytes=*/seed == 5 ? 3 : 1000,
+                    /*two_devices=*/seed == 4);
+    absl::StatusOr<ExactSharingResult> r = PlanExactSharing(items, 3600);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->first_fit_cut, 0);
+    // First fit by hand: per device, items by (bytes desc, first step, root), each into the
+    // first group none of whose members overlaps it.
+    std::vector<int> order(items.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      const SharingItem& x = items[a];
+      const SharingItem& y = items[b];
+      if (x.bytes != y.bytes) return x.bytes > y.bytes;
+      if (x.lifetime.first_step != y.lifetime.first_step) {
+        return x.lifetime.first_step < y.lifetime.first_step;
+      }
+      return x.root < y.root;
+    });
+    std::vector<std::vector<int>> groups;
+    for (int i : order) {
+      bool placed = false;
+      for (std::vector<int>& group : groups) {
+        if (items[group.front()].device != items[i].device) continue;
+        if (std::all_of(group.begin(), group.end(), [&](int j) { return Disjoint(items[i], items[j]); })) {
+          group.push_back(i);
+          placed = true;
+          break;
+        }
+      }
+      if (!placed) groups.push_back({i});
+    }
+    std::vector<std::vector<graph::ValueId>> expected;
+    for (const std::vector<int>& group : groups) {
+      std::vector<graph::ValueId> roots;
+      for (int i : group) roots.push_back(items[i].root);
+      std::sort(roots.begin(), roots.end());
+      expected.push_back(roots);
+    }
+    std::vector<std::vector<graph::ValueId>> got = r->groups;
+    for (std::vector<graph::ValueId>& group : got) std::sort(group.begin(), group.end());
+    std::sort(expected.begin(), expected.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, expected);
+  }
+}
+
 // The search itself (PlanExactSharing, below PlanMemory): proven optimal, and the same groups
 // twice. The typed suite (sharing_planners_test.cc) checks determinism through PlanMemory.
 TEST(ExactSharingTest, SearchIsProvenAndDeterministic) {

@@ -1,0 +1,61 @@
+#include "memonger/sharing/free_group_index.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "util/splitmix64.h"
+
+namespace memonger {
+namespace {
+
+// Groups of disjoint intervals over segments, built as first fit builds them, against a brute
+// force: FirstFree gives the lowest group none of whose intervals meets the query (with the
+// caller's test accepting exactly those), and never calls a group sure that has an interval
+// meeting the query.
+TEST(FreeGroupIndexTest, FirstFreeIsTheLowestFreeGroup) {
+  for (const int segments : {1, 5, 64, 65, 200, 3000}) {
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+      SCOPED_TRACE(testing::Message() << "segments " << segments << " seed " << seed);
+      util::SplitMix64 rng(seed * 131 + static_cast<uint64_t>(segments));
+      FreeGroupIndex index(segments);
+      std::vector<std::vector<std::pair<int, int>>> groups;  // [lo, hi) per group
+      const auto meets = [&](int g, int lo, int hi) {
+        for (const auto& [a, b] : groups[g]) {
+          if (a < hi && lo < b) return true;
+        }
+        return false;
+      };
+      for (int step = 0; step < 1500; ++step) {
+        const int lo = static_cast<int>(rng.Below(static_cast<uint64_t>(segments)));
+        const uint64_t room = static_cast<uint64_t>(segments - lo);
+        const int length = 1 + static_cast<int>(rng.Below(rng.Percent(20) ? room : std::min<uint64_t>(room, 70)));
+        const int hi = lo + length;
+        int expected = -1;
+        for (int g = 0; g < static_cast<int>(groups.size()) && expected < 0; ++g) {
+          if (!meets(g, lo, hi)) expected = g;
+        }
+        int64_t work = 0;
+        const int found = index.FirstFree(lo, hi, [&](int g, bool sure) {
+          const bool free = !meets(g, lo, hi);
+          EXPECT_TRUE(!sure || free) << "group " << g << " called sure but meets [" << lo << ", " << hi << ")";
+          return free;
+        }, work);
+        ASSERT_EQ(found, expected) << "[" << lo << ", " << hi << ")";
+        EXPECT_GT(work, 0);
+        int g = found;
+        if (g < 0) {
+          g = index.AddGroup();
+          groups.emplace_back();
+        }
+        groups[g].emplace_back(lo, hi);
+        index.Add(g, lo, hi);
+        ASSERT_TRUE(index.usable());
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memonger
