@@ -107,6 +107,24 @@ absl::Status TypeGraphInput(Value& v, DataType dtype, const ShapeBindings& bindi
 
 }  // namespace
 
+absl::Status SymbolSizes::Bind(const std::string& input, size_t k, const std::string& symbol,
+                               int64_t size) {
+  auto it = sizes_.find(symbol);
+  if (it != sizes_.end() && it->second != size) {
+    auto source = source_.find(symbol);
+    const std::string other = source != source_.end()
+                                  ? absl::StrCat("--input-shape ", source->second)
+                                  : absl::StrCat("--dim ", symbol, "=", it->second);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--input-shape ", input, " gives symbolic dimension '", symbol, "' (dim ", k,
+        " of graph input '", input, "') the size ", size, ", but ", other, " gives ",
+        it->second));
+  }
+  sizes_[symbol] = size;
+  source_[symbol] = input;
+  return absl::OkStatus();
+}
+
 absl::Status ParseDimBinding(absl::string_view text, ShapeBindings& bindings) {
   MG_ASSIGN_OR_RETURN(auto parts, SplitBinding(text, "SYMBOL=VALUE, e.g. N=18001"));
   MG_ASSIGN_OR_RETURN(int64_t size, ParseSize(parts.second, text));
@@ -321,8 +339,7 @@ absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
   // An --input-shape replaces the input's declared dims (a fixed batch of 1 may be planned at
   // 64), but must keep its rank, and a symbolic dim it sizes must agree with --dim and with
   // the other --input-shape bindings, as for ONNX models (onnx_import.cc).
-  std::map<std::string, int64_t> symbols = bindings.dims;
-  std::map<std::string, std::string> symbol_source;  // symbol -> the input that sized it
+  SymbolSizes symbols(bindings);
   for (const auto& [name, dims] : bindings.inputs) {
     auto id = graph.FindVersions(name);
     if (id.empty() || graph.value(id.front()).producer != kNone) {
@@ -339,19 +356,7 @@ absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
     }
     for (size_t k = 0; k < declared.size(); ++k) {
       if (declared[k].symbol.empty()) continue;
-      const std::string symbol(declared[k].symbol.str());
-      auto it = symbols.find(symbol);
-      if (it != symbols.end() && it->second != dims[k]) {
-        const std::string other = symbol_source.count(symbol) > 0
-                                      ? absl::StrCat("--input-shape ", symbol_source[symbol])
-                                      : absl::StrCat("--dim ", symbol, "=", it->second);
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--input-shape ", name, " gives symbolic dimension '", symbol, "' (dim ", k,
-            " of graph input '", name, "') the size ", dims[k], ", but ", other, " gives ",
-            it->second));
-      }
-      symbols[symbol] = dims[k];
-      symbol_source[symbol] = name;
+      MG_RETURN_IF_ERROR(symbols.Bind(name, k, declared[k].symbol.str(), dims[k]));
     }
   }
   for (const auto& [name, dtype] : bindings.input_types) {

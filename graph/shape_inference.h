@@ -39,6 +39,22 @@ absl::Status ParseDimBinding(absl::string_view text, ShapeBindings& bindings);
 // Parses "x=1,3,224,224" (an empty list "x=" is a scalar) into bindings.inputs.
 absl::Status ParseInputShapeBinding(absl::string_view text, ShapeBindings& bindings);
 
+// The sizes --dim and --input-shape give symbolic dimensions, kept consistent: an
+// --input-shape that sizes a symbolic dim of its input must agree with --dim and with the
+// --input-shapes before it (NetDef and ONNX inputs alike).
+class SymbolSizes {
+ public:
+  explicit SymbolSizes(const ShapeBindings& bindings) : sizes_(bindings.dims) {}
+  // --input-shape `input` gives its dim k, the symbol `symbol`, the size `size`. InvalidArgument
+  // naming both where --dim or another --input-shape gave the symbol another size.
+  absl::Status Bind(const std::string& input, size_t k, const std::string& symbol, int64_t size);
+  const std::map<std::string, int64_t>& sizes() const { return sizes_; }
+
+ private:
+  std::map<std::string, int64_t> sizes_;
+  std::map<std::string, std::string> source_;  // symbol -> the input that sized it
+};
+
 // Parses "label=int32" into bindings.input_types. InvalidArgument for a malformed text, an
 // unknown type name or an input given twice.
 absl::Status ParseInputTypeBinding(absl::string_view text, ShapeBindings& bindings);

@@ -272,18 +272,19 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   } else {
     MG_ASSIGN_OR_RETURN(schedule, MakeSchedule(graph, options.order));
   }
+  const auto liveness_start = std::chrono::steady_clock::now();
   MG_ASSIGN_OR_RETURN(Liveness liveness,
                       ComputeLiveness(graph, std::move(schedule), liveness_options));
+  const double liveness_seconds = SecondsSince(liveness_start);
   MG_RETURN_IF_ERROR(CheckNaiveFits(liveness, options.alignment));
   // The time limit is the whole call's: the planner gets what the order and liveness left.
   // exact-sharing also leaves, for building the plan from its groups after it, as long as
   // liveness took (about what that costs: both O(values log values); 0.4 s on a 400,000-op
-  // training net, whose first fit alone would take minutes).
-  const double before_planner = SecondsSince(start);
+  // training net). Not the order search's time: that is a share of the limit, not a cost.
   const double after_planner =
-      options.planner == PlannerKind::kExactSharing ? before_planner : 0.0;
+      options.planner == PlannerKind::kExactSharing ? liveness_seconds : 0.0;
   planner_options.time_limit_seconds =
-      std::max(0.0, options.time_limit_seconds - before_planner - after_planner);
+      std::max(0.0, options.time_limit_seconds - SecondsSince(start) - after_planner);
 
   // Offsets over serial lifetimes are not safe under a parallel executor; memonger's token DFS
   // is: `auto` runs memonger-dag there.

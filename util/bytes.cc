@@ -1,8 +1,9 @@
 #include "util/bytes.h"
 
+#include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdlib>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -66,38 +67,46 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
     return absl::InvalidArgumentError(
         absl::StrCat("byte count '", Quote(text), "' does not fit in 64 bits"));
   };
-  // Plain decimals exactly (a double rounds 2^63 - 1 up, out of range, and 0.3 GB below
-  // 300000000): digits times the unit over a power of ten, in 128 bits, rounded down (a budget
-  // or a size limit of 1023.6 bytes holds 1023 bytes, not 1024).
-  if (number.find_first_of("eE+") == absl::string_view::npos) {
-    // whole . fraction: whole x unit + fraction x unit / 10^digits (fraction digits past the
-    // 18th are dropped: they move no byte of a realistic count).
-    using U128 = unsigned __int128;
-    U128 whole = 0;
-    U128 fraction = 0;
-    U128 scale = 1;
-    bool in_fraction = false;
-    for (const char c : number) {
-      if (c == '.') {
-        if (in_fraction) {
-          return absl::InvalidArgumentError(absl::StrCat("invalid byte count '", Quote(text), "'"));
-        }
-        in_fraction = true;
-      } else if (!in_fraction) {
-        whole = whole * 10 + static_cast<unsigned>(c - '0');
-        if (whole > static_cast<U128>(std::numeric_limits<int64_t>::max())) return too_large();
-      } else if (scale < static_cast<U128>(1000000000000000000ULL)) {
+  // Exactly, in 128 bits (a double rounds 2^63 - 1 up, out of range, 0.3 GB below 300000000
+  // and 1e12 to a byte either side): whole.fraction x 10^exponent x unit, rounded down (a
+  // budget or a size limit of 1023.6 bytes holds 1023 bytes, not 1024). Fraction digits past
+  // the 18th are dropped (below a millionth of a byte per TiB).
+  using U128 = unsigned __int128;
+  constexpr U128 kMax = static_cast<U128>(std::numeric_limits<int64_t>::max());
+  U128 whole = 0;
+  U128 fraction = 0;
+  U128 scale = 1;
+  int exponent = 0;
+  enum { kWhole, kFraction, kExponent } part = kWhole;
+  for (const char c : number) {
+    if (c == '.') {
+      part = kFraction;
+    } else if (c == 'e' || c == 'E') {
+      part = kExponent;
+    } else if (c == '+') {
+      continue;  // the exponent's sign (SimpleAtod checked the form)
+    } else if (part == kWhole) {
+      whole = whole * 10 + static_cast<unsigned>(c - '0');
+      if (whole > kMax) return too_large();
+    } else if (part == kFraction) {
+      if (scale < static_cast<U128>(1000000000000000000ULL)) {
         fraction = fraction * 10 + static_cast<unsigned>(c - '0');
         scale *= 10;
       }
+    } else {
+      exponent = std::min(exponent * 10 + (c - '0'), 1000);
     }
-    const U128 unit_bytes = static_cast<U128>(multiplier);
-    const U128 bytes = whole * unit_bytes + fraction * unit_bytes / scale;
-    if (bytes > static_cast<U128>(std::numeric_limits<int64_t>::max())) return too_large();
-    return static_cast<int64_t>(bytes);
   }
-  const double bytes = std::floor(value * static_cast<double>(multiplier) * (1 + 1e-12));
-  if (bytes >= 9.2e18) return too_large();
+  // whole.fraction = numerator / scale; each power of ten multiplies the numerator. Past
+  // kMax x scale the count is too large whatever the unit (at least 1).
+  U128 numerator = whole * scale + fraction;
+  for (int k = 0; k < exponent; ++k) {
+    numerator *= 10;
+    if (numerator > kMax * scale) return too_large();
+  }
+  const U128 unit_bytes = static_cast<U128>(multiplier);
+  const U128 bytes = numerator / scale * unit_bytes + numerator % scale * unit_bytes / scale;
+  if (bytes > kMax) return too_large();
   return static_cast<int64_t>(bytes);
 }
 

@@ -114,7 +114,7 @@ absl::StatusOr<std::string> ReadInputFile(const std::string& path, const InputLi
 namespace {
 
 // Whether two paths name one file: the same inode where both exist (links, ./, ..), else the
-// same absolute path once normalized (an output not created yet).
+// same path once links in its directories are resolved (an output not created yet).
 bool SameFile(const std::string& a, const std::string& b) {
   struct stat x;
   struct stat y;
@@ -122,10 +122,11 @@ bool SameFile(const std::string& a, const std::string& b) {
   const bool b_exists = ::stat(b.c_str(), &y) == 0;
   if (a_exists && b_exists) return x.st_dev == y.st_dev && x.st_ino == y.st_ino;
   if (a_exists != b_exists) return false;
+  // Neither exists yet: the same path once links in its directories are resolved.
   std::error_code error;
-  const std::filesystem::path pa = std::filesystem::absolute(a, error).lexically_normal();
+  const std::filesystem::path pa = std::filesystem::weakly_canonical(a, error);
   if (error) return a == b;
-  const std::filesystem::path pb = std::filesystem::absolute(b, error).lexically_normal();
+  const std::filesystem::path pb = std::filesystem::weakly_canonical(b, error);
   if (error) return a == b;
   return pa == pb;
 }
@@ -143,8 +144,8 @@ absl::Status OutputFiles::Add(absl::string_view flag, const std::string& path) {
   if (path.empty()) return error("an empty file name");
   for (const auto& [what, input] : inputs_) {
     if (SameFile(input, path)) {
-      return error(absl::StrCat("is the ", what, " file this run reads: writing it would destroy "
-                                "it; choose another path"));
+      return error(absl::StrCat("is the ", what, " file this run reads: writing there would "
+                                "replace it; choose another path"));
     }
   }
   for (const Output& o : outputs_) {

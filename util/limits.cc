@@ -138,9 +138,11 @@ std::string EscapeAsText(absl::string_view text) {
 
 std::string Quote(absl::string_view text) {
   // Cut at a character boundary: a UTF-8 sequence split by the cut would show as bytes.
+  // (A sequence is at most 4 bytes: no further back than 3, whatever bytes the name holds.)
   size_t shown = std::min(text.size(), kMaxQuotedChars);
-  while (shown < text.size() && shown > 0 &&
-         (static_cast<unsigned char>(text[shown]) & 0xc0) == 0x80) {
+  for (int back = 0; back < 3 && shown < text.size() && shown > 0 &&
+                     (static_cast<unsigned char>(text[shown]) & 0xc0) == 0x80;
+       ++back) {
     --shown;
   }
   std::string out = EscapeAsText(text.substr(0, shown));

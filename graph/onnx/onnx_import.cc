@@ -20,6 +20,7 @@
 #include "graph/onnx/input_types.h"
 #include "graph/onnx/onnx_fold.h"
 #include "graph/onnx/tensor_data_check.h"
+#include "graph/shape_inference.h"
 #include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
 #include "util/file_io.h"
@@ -355,8 +356,7 @@ absl::Status ApplyBindings(onnx::GraphProto& graph, const absl::flat_hash_set<st
     }
   }
   MG_RETURN_IF_ERROR(CheckDimsUsed(model_symbols, bindings));
-  std::map<std::string, int64_t> symbols = bindings.dims;
-  std::map<std::string, std::string> symbol_source;  // symbol -> input that bound it
+  SymbolSizes symbols(bindings);
   absl::flat_hash_set<std::string> bound_inputs;
   for (const auto& [name, dims] : bindings.inputs) {
     onnx::ValueInfoProto* input = nullptr;
@@ -397,19 +397,8 @@ absl::Status ApplyBindings(onnx::GraphProto& graph, const absl::flat_hash_set<st
       }
       for (int k = 0; k < declared.dim_size(); ++k) {
         if (!declared.dim(k).has_dim_param() || declared.dim(k).dim_param().empty()) continue;
-        const std::string& symbol = declared.dim(k).dim_param();
-        auto it = symbols.find(symbol);
-        if (it != symbols.end() && it->second != dims[k]) {
-          const std::string other = symbol_source.count(symbol)
-                                        ? absl::StrCat("--input-shape ", symbol_source[symbol])
-                                        : absl::StrCat("--dim ", symbol, "=", it->second);
-          return absl::InvalidArgumentError(absl::StrCat(
-              "--input-shape ", name, " gives symbolic dimension '", symbol, "' (dim ", k,
-              " of graph input '", name, "') the size ", dims[k], ", but ", other, " gives ",
-              it->second));
-        }
-        symbols[symbol] = dims[k];
-        symbol_source[symbol] = name;
+        MG_RETURN_IF_ERROR(symbols.Bind(name, static_cast<size_t>(k), declared.dim(k).dim_param(),
+                                        dims[k]));
       }
     }
     tensor->clear_shape();
@@ -422,8 +411,8 @@ absl::Status ApplyBindings(onnx::GraphProto& graph, const absl::flat_hash_set<st
     if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
     for (auto& dim : *vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
       if (!dim.has_dim_param()) continue;
-      auto it = symbols.find(dim.dim_param());
-      if (it != symbols.end()) dim.set_dim_value(it->second);
+      auto it = symbols.sizes().find(dim.dim_param());
+      if (it != symbols.sizes().end()) dim.set_dim_value(it->second);
     }
   };
   for (auto* list : {graph.mutable_input(), graph.mutable_output(), graph.mutable_value_info()}) {

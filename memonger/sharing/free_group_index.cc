@@ -6,8 +6,9 @@
 
 namespace memonger {
 
-FreeGroupIndex::FreeGroupIndex(int num_segments) : num_segments_(num_segments) {
-  MG_CHECK(num_segments >= 0);
+FreeGroupIndex::FreeGroupIndex(int num_segments, int64_t max_bytes)
+    : num_segments_(num_segments), max_bytes_(max_bytes) {
+  MG_CHECK(num_segments >= 0 && max_bytes >= 0);
   num_blocks_ = std::max(1, (num_segments + (1 << kBlockBits) - 1) >> kBlockBits);
   while (leaves_ < num_blocks_) leaves_ *= 2;
   partial_.resize(num_blocks_);
@@ -28,15 +29,19 @@ void FreeGroupIndex::SetBit(Bits& bits, int g) {
   bits[w] |= uint64_t{1} << (g & 63);
 }
 
-int FreeGroupIndex::AddGroup() {
+void FreeGroupIndex::CheckSize() {
   // A bitset grows to the highest group set in it: where they pass the cap between them, the
-  // index gives up (checked here, before any bit of the new group is set).
-  if (usable_ && words_ * 8 > kMaxFreeGroupIndexBytes) {
+  // index gives up.
+  if (usable_ && words_ * 8 > max_bytes_) {
     usable_ = false;
     std::vector<Bits>().swap(cover_);
     std::vector<Bits>().swap(partial_);
     std::vector<Bits>().swap(any_);
   }
+}
+
+int FreeGroupIndex::AddGroup() {
+  CheckSize();
   return num_groups_++;
 }
 
@@ -84,9 +89,10 @@ void FreeGroupIndex::Add(int g, int lo, int hi) {
     SetBit(partial_[last], g);
     Mark(leaves_ + last, g);
   }
+  CheckSize();
 }
 
-int FreeGroupIndex::FirstFree(int lo, int hi, const std::function<bool(int, bool)>& accept,
+int FreeGroupIndex::FirstFree(int lo, int hi, absl::FunctionRef<bool(int, bool)> accept,
                               int64_t& work) {
   MG_CHECK(usable_ && 0 <= lo && lo < hi && hi <= num_segments_);
   ++work;

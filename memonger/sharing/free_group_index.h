@@ -22,15 +22,17 @@
 //
 // Complexity: Add O(log blocks) bit sets; FirstFree O((answer / 64 + 1) x log blocks + the
 // groups in doubt below the answer). Memory: bitsets of up to groups / 64 words at up to four
-// per tree leaf; the index refuses to grow past kMaxFreeGroupIndexBytes (usable() turns false
-// and the caller tries the groups one by one).
+// per tree leaf; the index gives up once they pass kMaxFreeGroupIndexBytes (usable() turns
+// false, the memory is freed, and the caller tries the groups one by one): it can pass the cap
+// by one Add's bits, O(log blocks) bitsets.
 // Deterministic. Not thread-safe.
 #ifndef MEMONGER_MEMONGER_SHARING_FREE_GROUP_INDEX_H_
 #define MEMONGER_MEMONGER_SHARING_FREE_GROUP_INDEX_H_
 
 #include <cstdint>
-#include <functional>
 #include <vector>
+
+#include "absl/functional/function_ref.h"
 
 namespace memonger {
 
@@ -38,11 +40,11 @@ inline constexpr int64_t kMaxFreeGroupIndexBytes = int64_t{512} << 20;
 
 class FreeGroupIndex {
  public:
-  // Segments [0, num_segments). REQUIRES: num_segments >= 0.
-  explicit FreeGroupIndex(int num_segments);
+  // Segments [0, num_segments). REQUIRES: num_segments >= 0, max_bytes >= 0.
+  explicit FreeGroupIndex(int num_segments, int64_t max_bytes = kMaxFreeGroupIndexBytes);
 
-  // False once the bitsets have passed kMaxFreeGroupIndexBytes (checked as groups are added):
-// no query may be asked then, and the index holds nothing.
+  // False once the bitsets have passed `max_bytes` (checked after each Add and AddGroup): no
+  // query may be asked then, and the index holds nothing.
   bool usable() const { return usable_; }
   int num_groups() const { return num_groups_; }
 
@@ -55,13 +57,15 @@ class FreeGroupIndex {
   // The lowest group accepted by `accept(g, sure)` among those the index cannot rule out for
   // [lo, hi) (see the header), or -1. `work` grows by the words and tests spent.
   // REQUIRES: usable(), 0 <= lo < hi <= num_segments.
-  int FirstFree(int lo, int hi, const std::function<bool(int, bool)>& accept, int64_t& work);
+  int FirstFree(int lo, int hi, absl::FunctionRef<bool(int, bool)> accept, int64_t& work);
 
  private:
   static constexpr int kBlockBits = 6;
   using Bits = std::vector<uint64_t>;
 
   void SetBit(Bits& bits, int g);
+  // Turns usable() false, freeing the bitsets, where they have passed max_bytes_.
+  void CheckSize();
   void Mark(int node, int g);
   // The canonical nodes of blocks [from, to] (none where from > to).
   void Cover(int from, int to, std::vector<int>& out) const;
@@ -74,6 +78,7 @@ class FreeGroupIndex {
   int leaves_ = 1;  // tree leaves: a power of two >= num_blocks_
   int num_groups_ = 0;
   bool usable_ = true;
+  int64_t max_bytes_ = 0;
   int64_t words_ = 0;  // held by the bitsets
   std::vector<Bits> partial_;  // per block
   std::vector<Bits> cover_;    // heap-ordered tree: leaf b at leaves_ + b

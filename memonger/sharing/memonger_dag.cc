@@ -368,6 +368,7 @@ class DagPlanner {
     // A token that made the last test of this buffer fail usually makes this one fail too
     // (the asking ops are in the same branch): a cheap exact pre-test, since a buffer's
     // stamped tokens only grow.
+    MG_CHECK(tokens == dense_of_);  // dense_ holds `tokens` (GetFreeBlob refreshed it)
     if (missing_token_[blob] >= 0 && !DenseContains(missing_token_[blob])) return false;
     missing_token_[blob] = sets_.LargestMissing(req_tokens_[blob], tokens);
     if (missing_token_[blob] >= 0) return false;

@@ -86,7 +86,6 @@ constexpr char kTrainingNet[] = R"pb(
   value_info { name: "fc1_w" dtype: FLOAT16 has_shape: true dim { size: 8 } dim { size: 4 }
                role: ROLE_PARAM }
   value_info { name: "fc1_b" dtype: FLOAT16 has_shape: true dim { size: 8 } role: ROLE_PARAM }
-  value_info { name: "scratch" role: ROLE_WORKSPACE }
   loss: "loss"
   param_grad { param: "fc1_w" grad: "fc1_w_grad" }
   param_grad { param: "fc1_b" grad: "fc1_b_grad" }

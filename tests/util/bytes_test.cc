@@ -17,6 +17,13 @@ TEST(ParseBytesTest, ExactWholeBytesRoundedDown) {
   EXPECT_EQ(*ParseBytes("1023.6"), 1023);      // a limit: the 0.6 byte does not count
   EXPECT_EQ(*ParseBytes("0.5"), 0);
   EXPECT_EQ(*ParseBytes("1e3"), 1000);
+  // Exponents exactly too (a double product was a byte or more off from 1e12 on).
+  EXPECT_EQ(*ParseBytes("1e12"), int64_t{1000000000000});
+  EXPECT_EQ(*ParseBytes("1e3GB"), int64_t{1000000000000});
+  EXPECT_EQ(*ParseBytes("5e17"), int64_t{500000000000000000});
+  EXPECT_EQ(*ParseBytes("1.5e3TiB"), int64_t{1500} << 40);
+  EXPECT_EQ(*ParseBytes("2.5E+2"), 250);
+  EXPECT_EQ(*ParseBytes("1.23456e2"), 123);
   EXPECT_EQ(*ParseBytes("2TiB"), int64_t{2} << 40);
   EXPECT_EQ(*ParseBytes("9223372036854775807"), std::numeric_limits<int64_t>::max());
   EXPECT_EQ(*ParseBytes("9223372036854774784"), int64_t{9223372036854774784});

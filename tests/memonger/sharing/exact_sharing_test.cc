@@ -281,9 +281,27 @@ TEST(ExactSharingTest, FirstFitCutAtTheTimeLimitIsCompletedValidly) {
   const std::vector<SharingItem> items =
       RandomItems(rng, 6000, /*max_start=*/3000, /*max_length=*/2000, /*max_bytes=*/1000,
                   /*two_devices=*/true);
-  absl::StatusOr<ExactSharingResult> cut = PlanExactSharing(items, 0);
+  // Extra conflicts (a parallel executor's): pairs with disjoint lifetimes that may not share,
+  // which the quick rule must keep apart too.
+  std::vector<std::pair<int, int>> extra;
+  while (extra.size() < 3000) {
+    const int a = static_cast<int>(rng() % items.size());
+    const int b = static_cast<int>(rng() % items.size());
+    if (a != b && items[a].device == items[b].device && Disjoint(items[a], items[b])) {
+      extra.emplace_back(a, b);
+    }
+  }
+  absl::StatusOr<ExactSharingResult> cut = PlanExactSharing(items, 0, extra);
   ASSERT_TRUE(cut.ok()) << cut.status();
   ExpectValidGrouping(items, cut->groups);
+  std::map<graph::ValueId, size_t> group_of;
+  for (size_t g = 0; g < cut->groups.size(); ++g) {
+    for (graph::ValueId root : cut->groups[g]) group_of[root] = g;
+  }
+  for (const auto& [a, b] : extra) {
+    EXPECT_NE(group_of.at(items[a].root), group_of.at(items[b].root))
+        << "conflicting " << items[a].root << " and " << items[b].root << " share";
+  }
   EXPECT_GT(cut->first_fit_cut, 0);
   EXPECT_LT(cut->first_fit_cut, static_cast<int64_t>(items.size()));
   EXPECT_FALSE(cut->proven_optimal);
