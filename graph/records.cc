@@ -127,6 +127,11 @@ absl::StatusOr<std::vector<UsageRecord>> ParseRecordsJson(const std::string& tex
     MG_ASSIGN_OR_RETURN(record.last_step, JsonInt(r, "last_step", true, 0, where));
     MG_ASSIGN_OR_RETURN(record.alignment, JsonInt(r, "alignment", false, 0, where));
     MG_ASSIGN_OR_RETURN(record.offset, JsonInt(r, "offset", false, -1, where));
+    // -1 stands for "no offset" inside; a file's offset is a byte position, never negative.
+    if (r.contains("offset") && record.offset < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(), ": negative \"offset\" ", record.offset));
+    }
     MG_RETURN_IF_ERROR(CheckRecord(record, i, source_name));
     records.push_back(std::move(record));
   }
@@ -208,6 +213,11 @@ absl::StatusOr<std::vector<UsageRecord>> ParseMiniMallocCsv(const std::string& t
         return absl::InvalidArgumentError(absl::StrCat(
             where(), ": ", header[c], " '", util::Quote(cells[c]),
             "' is not an integer that fits in 64 bits"));
+      }
+      // -1 stands for "no offset" inside; a file's offset is a byte position, never negative.
+      if (field == &record.offset && record.offset < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where(), ": ", header[c], " ", record.offset, " is negative"));
       }
     }
     if (upper <= lower) {

@@ -398,6 +398,8 @@ std::vector<HostileCase> Cases() {
   csv("quoted_names", "id,lower,upper,size\n\"a,b\",0,2,64\n\"say \"\"hi\"\"\",1,3,64\n"
                       "\" spaced \",1,2,8\n\"line\nbreak\",0,1,8\n", kOk, "");
   csv("missing_column", "id,lower,size\na,0,64\n", kBad, "the header lacks column 'upper'");
+  // An offset is a byte position: a negative one was taken for "no offset" without a word.
+  csv("negative_offset", "id,lower,upper,size,offset\na,0,2,64,-7\n", kBad, "offset -7 is negative");
   // A name that is not UTF-8 is shown escaped, whatever message quotes it.
   csv("name_not_utf8", "id,lower,upper,size\nb\xb1,-1,1,8\n", kBad, "('b\\xb1')");
   csv("unknown_column", "id,lower,upper,size,colour\na,0,2,64,red\n", kBad, "unknown column 'colour'");
@@ -431,6 +433,9 @@ std::vector<HostileCase> Cases() {
   json("records_not_array", R"({"schema": "memonger.records/v1", "records": 3})", kBad,
        "\"records\" must be an array");
   json("record_not_object", Records("3"), kBad, "record 0: not an object");
+  json("negative_offset",
+       Records(R"({"name": "a", "bytes": 8, "first_step": 0, "last_step": 1, "offset": -5})"),
+       kBad, "record 0: negative \"offset\" -5");
   json("missing_bytes", Records(R"({"first_step": 0, "last_step": 1})"), kBad, "missing \"bytes\"");
   json("bytes_string", Records(R"({"bytes": "64", "first_step": 0, "last_step": 1})"), kBad,
        "must be an integer, not \"64\"");
