@@ -235,9 +235,12 @@ std::vector<std::string> InputsWithoutShape(const Graph& graph, const ShapeBindi
 absl::Status CheckDimsUsed(const std::set<std::string>& symbols, const ShapeBindings& bindings) {
   for (const auto& [symbol, size] : bindings.dims) {
     if (symbols.count(symbol) > 0) continue;
+    // Named without a size: --fit binds its symbol at trial sizes and --dim LO..HI at its
+    // bounds, so "--dim Q=1" would name a flag the user did not give.
     return absl::InvalidArgumentError(absl::StrCat(
-        "--dim ", util::Quote(symbol), "=", size, ": the model has no symbolic dimension '",
-        util::Quote(symbol), "' (its symbols: ",
+        "symbol '", util::Quote(symbol),
+        "' (--dim or --fit): the model has no symbolic dimension '", util::Quote(symbol),
+        "' (its symbols: ",
         symbols.empty() ? "none" : util::Quote(absl::StrJoin(symbols, ", ")), ")"));
   }
   return absl::OkStatus();

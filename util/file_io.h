@@ -48,7 +48,7 @@ class OutputFiles {
   void AddInput(absl::string_view what, const std::string& path);
   // Declares an output before any work: its directory must exist and be writable, the path must
   // not be a directory, and it must not name the file of an input or of another output (the same
-  // file by any path: a link, ./, ..). `flag` names it in errors ("--plan-json out/plan.json: ...").
+  // file by any path: a link, ./, ..). `flag` names it in errors ("--plan-json p.json: ...").
   absl::Status Add(absl::string_view flag, const std::string& path);
   // The contents of a declared output (a path not declared is a programming error).
   void Set(const std::string& path, std::string contents);

@@ -19,9 +19,10 @@
 // nodes, and comparing two sets made from one another skips every node they share.
 //
 // Complexity, with d = the depth (log_8 of max_tokens / 64; 4 for a million tokens): Insert
-// and Contains O(d); Union, LargestMissing and Refresh O(d x the leaves where the two
-// differ), O(1) for equal handles. Memory: nodes are never freed (the arena lives as long as the planner):
-// O(d) per change. Deterministic. Not thread-safe.
+// and Contains O(d); Union, LargestMissing and Refresh O(d x the subtrees whose handles differ:
+// equal sets built apart are walked in full), O(1) for equal handles. Memory: nodes are never
+// freed (the arena lives as long as the planner): O(d) per change. Deterministic. Not
+// thread-safe.
 #ifndef MEMONGER_MEMONGER_SHARING_TOKEN_SETS_H_
 #define MEMONGER_MEMONGER_SHARING_TOKEN_SETS_H_
 

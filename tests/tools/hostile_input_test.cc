@@ -289,6 +289,9 @@ std::vector<HostileCase> Cases() {
   flag("max_input_bytes_text", "--max-input-bytes big", kUsage, "--max-input-bytes");
   flag("dim_twice", "--dim N=9", kUsage, "--dim N is given twice (8 and 9)");
   flag("dim_unused", "--dim Q=3", kBad, "the model has no symbolic dimension 'Q' (its symbols: N)");
+  // --fit binds its symbol at trial sizes: the message must not name a --dim the user never gave.
+  flag("fit_symbol_unknown", "--fit Q --budget 1MiB", kBad,
+       "symbol 'Q' (--dim or --fit): the model has no symbolic dimension 'Q'");
   flag("dim_negative", "--dim M=-1", kUsage, "M=-1");
   flag("dim_text", "--dim M=abc", kUsage, "M=abc");
   flag("dim_overflow", "--dim M=99999999999999999999", kUsage, "M=99999999999999999999");
@@ -399,7 +402,8 @@ std::vector<HostileCase> Cases() {
                       "\" spaced \",1,2,8\n\"line\nbreak\",0,1,8\n", kOk, "");
   csv("missing_column", "id,lower,size\na,0,64\n", kBad, "the header lacks column 'upper'");
   // An offset is a byte position: a negative one was taken for "no offset" without a word.
-  csv("negative_offset", "id,lower,upper,size,offset\na,0,2,64,-7\n", kBad, "offset -7 is negative");
+  csv("negative_offset", "id,lower,upper,size,offset\na,0,2,64,-7\n", kBad,
+      "offset -7 is negative");
   // A name that is not UTF-8 is shown escaped, whatever message quotes it.
   csv("name_not_utf8", "id,lower,upper,size\nb\xb1,-1,1,8\n", kBad, "('b\\xb1')");
   csv("unknown_column", "id,lower,upper,size,colour\na,0,2,64,red\n", kBad, "unknown column 'colour'");

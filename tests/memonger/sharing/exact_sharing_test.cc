@@ -358,7 +358,8 @@ TEST(ExactSharingTest, FirstFitThroughTheIndexEqualsTryingEveryGroup) {
       bool placed = false;
       for (std::vector<int>& group : groups) {
         if (items[group.front()].device != items[i].device) continue;
-        if (std::all_of(group.begin(), group.end(), [&](int j) { return Disjoint(items[i], items[j]); })) {
+        if (std::all_of(group.begin(), group.end(),
+                        [&](int j) { return Disjoint(items[i], items[j]); })) {
           group.push_back(i);
           placed = true;
           break;

@@ -30,7 +30,8 @@ TEST(FreeGroupIndexTest, FirstFreeIsTheLowestFreeGroup) {
       for (int step = 0; step < 1500; ++step) {
         const int lo = static_cast<int>(rng.Below(static_cast<uint64_t>(segments)));
         const uint64_t room = static_cast<uint64_t>(segments - lo);
-        const int length = 1 + static_cast<int>(rng.Below(rng.Percent(20) ? room : std::min<uint64_t>(room, 70)));
+        const uint64_t span = rng.Percent(20) ? room : std::min<uint64_t>(room, 70);
+        const int length = 1 + static_cast<int>(rng.Below(span));
         const int hi = lo + length;
         int expected = -1;
         for (int g = 0; g < static_cast<int>(groups.size()) && expected < 0; ++g) {
@@ -39,7 +40,8 @@ TEST(FreeGroupIndexTest, FirstFreeIsTheLowestFreeGroup) {
         int64_t work = 0;
         const int found = index.FirstFree(lo, hi, [&](int g, bool sure) {
           const bool free = !meets(g, lo, hi);
-          EXPECT_TRUE(!sure || free) << "group " << g << " called sure but meets [" << lo << ", " << hi << ")";
+          EXPECT_TRUE(!sure || free)
+              << "group " << g << " called sure but meets [" << lo << ", " << hi << ")";
           return free;
         }, work);
         ASSERT_EQ(found, expected) << "[" << lo << ", " << hi << ")";
