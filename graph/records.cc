@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "util/csv.h"
+#include "util/json.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
 
@@ -88,13 +89,11 @@ absl::StatusOr<std::vector<UsageRecord>> ParseRecordsJson(const std::string& tex
                                                           const std::string& source_name,
                                                           const util::InputLimits& limits) {
   MG_RETURN_IF_ERROR(util::CheckInputSize(static_cast<int64_t>(text.size()), limits, source_name));
-  if (absl::Status s = util::CheckJsonNesting(text, limits.max_nesting_depth); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", s.message()));
+  absl::StatusOr<nlohmann::json> parsed = util::ParseJson(text, limits.max_nesting_depth);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", parsed.status().message()));
   }
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ": not valid JSON"));
-  }
+  const nlohmann::json doc = *std::move(parsed);
   if (!doc.is_object() || !doc.contains("schema") || doc["schema"] != "memonger.records/v1") {
     return absl::InvalidArgumentError(absl::StrCat(
         source_name, ": not a usage-record file (expected \"schema\": \"memonger.records/v1\")"));

@@ -15,6 +15,7 @@
 #include "report/plan_report.h"
 #include "util/checked_math.h"
 #include "util/csv.h"
+#include "util/json.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
 
@@ -55,13 +56,11 @@ bool BoolField(const Json& object, const char* field) {
 
 absl::StatusOr<Json> ParsePlanDocument(absl::string_view text, const std::string& source_name,
                                        absl::string_view schema, absl::string_view what) {
-  if (absl::Status s = util::CheckJsonNesting(text, util::kMaxNestingDepth); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", s.message()));
+  absl::StatusOr<Json> parsed = util::ParseJson(text, util::kMaxNestingDepth);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", parsed.status().message()));
   }
-  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ": not valid JSON"));
-  }
+  Json doc = *std::move(parsed);
   // "schema" of another JSON type is not a plan either (json::value would throw on it: the
   // plan_json fuzzer's finding, tests/fuzz_regressions/plan_json/schema_not_a_string.json).
   if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string() ||

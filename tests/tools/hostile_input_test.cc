@@ -437,6 +437,10 @@ std::vector<HostileCase> Cases() {
   json("records_not_array", R"({"schema": "memonger.records/v1", "records": 3})", kBad,
        "\"records\" must be an array");
   json("record_not_object", Records("3"), kBad, "record 0: not an object");
+  // nlohmann keeps the last of a repeated key without a word: 9000 bytes, or 7?
+  json("repeated_key",
+       Records(R"({"name": "a", "bytes": 7, "first_step": 0, "last_step": 1, "bytes": 9000})"),
+       kBad, "the key \"bytes\" appears twice in one object");
   json("negative_offset",
        Records(R"({"name": "a", "bytes": 8, "first_step": 0, "last_step": 1, "offset": -5})"),
        kBad, "record 0: negative \"offset\" -5");
