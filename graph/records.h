@@ -4,7 +4,8 @@
 //
 //   {"schema": "memonger.records/v1",
 //    "records": [{"name": "t0", "bytes": 7, "first_step": 0, "last_step": 1}, ...]}
-//   (first_step and last_step inclusive; optional "alignment")
+//   (first_step and last_step inclusive; optional "alignment" and "offset"; a record without
+//   "name" is named "r<its index>")
 //
 //   id,lower,upper,size[,alignment,gaps,offset]      (MiniMalloc; upper exclusive)
 //
@@ -40,8 +41,9 @@ struct UsageRecord {
 // InvalidArgument naming the file and the record (by index and name) for malformed input:
 // not JSON, a wrong schema, missing or non-integer fields, negative bytes or steps,
 // last_step < first_step (upper <= lower in CSV), numbers that do not fit, duplicate names,
-// alignment not a power of two up to 2^30, text over limits.max_input_bytes, JSON nested deeper
-// than limits.max_nesting_depth, more than util::kMaxValues records. CSV follows RFC 4180
+// alignment not a power of two up to 2^30, a negative offset, a JSON key given twice in one
+// object, text over limits.max_input_bytes, JSON nested deeper than limits.max_nesting_depth,
+// more than util::kMaxValues records. CSV follows RFC 4180
 // (util/csv.h): names round-trip whatever characters they hold.
 absl::StatusOr<std::vector<UsageRecord>> ParseRecordsJson(const std::string& text,
                                                           const std::string& source_name,
