@@ -452,6 +452,11 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
     err << "optimize-net: " << util::EscapeAsText(e.what()) << " (see --help)\n";
     return kExitUsage;
   }
+  if (!flags.plan_in.empty()) {
+    for (const char* flag : {"--planner", "--order", "--alignment"}) {
+      if (app.count(flag) > 0) flags.plan_in_overrides.emplace_back(flag);
+    }
+  }
   absl::Status status = ParseNumbers(numbers, flags);
   if (status.ok()) status = CheckFlags(flags);
   if (!status.ok()) {

@@ -70,6 +70,9 @@ struct Flags {
   std::string plan_json;
   std::string plan_csv;
   std::string plan_in;
+  // With --plan-in: the flags given that the saved plan decides instead (its planner, order,
+  // alignment), for a note: they used to be ignored without a word.
+  std::vector<std::string> plan_in_overrides;
   std::string net_out;
   std::string html;
   bool ascii = false;

@@ -20,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "allocator/arena.h"
@@ -630,6 +631,13 @@ int Run(const Flags& flags) {
     }
     return fail(absl::InternalError(absl::StrCat("the planner '", plan->planner,
                                                  "' produced an invalid plan: ", s.message())));
+  }
+  // Said once the saved plan has verified (a plan refused gets its one line of error only).
+  if (!flags.plan_in_overrides.empty()) {
+    std::cerr << "optimize-net: note: " << absl::StrJoin(flags.plan_in_overrides, ", ")
+              << " given with --plan-in are not used: the saved plan's own planner ("
+              << plan->planner << "), order (" << memonger::OrderName(plan->order)
+              << ") and alignment (" << plan->alignment << ") are\n";
   }
   // A saved plan, verified, at the lower bound (recomputed from the model, not read) is
   // optimal as surely as a planner's: the round trip keeps "proven optimal".

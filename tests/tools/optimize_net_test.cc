@@ -189,6 +189,13 @@ TEST(OptimizeNetTest, SavedPlanAtTheBoundStaysProvenOptimal) {
     const bool at_bound = plan["arena_bytes"] == plan["lower_bound_bytes"];
     EXPECT_EQ(at_bound, planner == "exact");
     EXPECT_EQ(plan["proven_optimal"], at_bound);
+    EXPECT_THAT(again.err, ::testing::Not(HasSubstr("are not used")));
+    // Flags the saved plan decides instead are named, not ignored without a word.
+    auto flags = RunOptimizeNet("'" + trace + "' --plan-in '" + saved +
+                                "' --planner best-fit --alignment 64");
+    ASSERT_EQ(flags.exit_code, 0) << flags.err;
+    EXPECT_THAT(flags.err, HasSubstr("--planner, --alignment given with --plan-in are not used: "
+                                     "the saved plan's own planner (" + planner + ")"));
   }
 }
 
