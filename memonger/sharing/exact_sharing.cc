@@ -141,14 +141,16 @@ constexpr int64_t kWorkPerClockCheck = int64_t{1} << 17;
 // starts. Items with extra conflicts open groups of their own (only a parallel executor has
 // them, and its problems are small enough for first fit). Groups opened here are numbered
 // after first fit's, by descending cost.
-void GroupRestQuickly(const Problem& p, int from, int num_groups, std::vector<int>& group_of,
-                      std::vector<int> group_last) {
+void GroupRestQuickly(const Problem& p, int from, const std::vector<std::map<int, int>>& groups,
+                      std::vector<int>& group_of) {
+  const int num_groups = static_cast<int>(groups.size());
   std::vector<int> rest(p.size() - from);
   std::iota(rest.begin(), rest.end(), from);
   std::stable_sort(rest.begin(), rest.end(), [&](int a, int b) { return p.first[a] < p.first[b]; });
   using Free = std::pair<int, int>;  // (last step of the group's members, group)
   std::priority_queue<Free, std::vector<Free>, std::greater<Free>> free_after;
-  for (int g = 0; g < num_groups; ++g) free_after.emplace(group_last[g], g);
+  // A group's intervals are disjoint and keyed by first step: its last ends last.
+  for (int g = 0; g < num_groups; ++g) free_after.emplace(groups[g].rbegin()->second, g);
   std::vector<int64_t> new_cost;  // per group opened here
   for (const int k : rest) {
     int g = -1;
@@ -184,7 +186,6 @@ void GroupRestQuickly(const Problem& p, int from, int num_groups, std::vector<in
 // GroupRestQuickly, and `cut` is set to how many there were.
 std::vector<int> FirstFit(const Problem& p, Clock::time_point deadline, int* cut) {
   std::vector<std::map<int, int>> groups;
-  std::vector<int> group_last;  // per group: its members' last step
   std::vector<int> group_of(p.size());
   FreeGroupIndex index(p.num_segments);
   *cut = 0;
@@ -194,7 +195,7 @@ std::vector<int> FirstFit(const Problem& p, Clock::time_point deadline, int* cut
       work = 0;
       if (Clock::now() > deadline) {
         *cut = p.size() - k;
-        GroupRestQuickly(p, k, static_cast<int>(groups.size()), group_of, std::move(group_last));
+        GroupRestQuickly(p, k, groups, group_of);
         return group_of;
       }
     }
@@ -221,10 +222,8 @@ std::vector<int> FirstFit(const Problem& p, Clock::time_point deadline, int* cut
     if (chosen < 0) {
       chosen = index.AddGroup();
       groups.emplace_back();
-      group_last.push_back(p.last[k]);
     }
     groups[chosen].emplace(p.first[k], p.last[k]);
-    group_last[chosen] = std::max(group_last[chosen], p.last[k]);
     group_of[k] = chosen;
     index.Add(chosen, p.seg_lo[k], p.seg_hi[k]);
   }
