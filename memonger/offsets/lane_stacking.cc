@@ -52,6 +52,8 @@ int64_t StackInLanes(const OffsetProblem& problem, absl::Span<const int> items, 
     int lanes = 0;
     int64_t height = 0;
     int64_t alignment = 1;
+    int64_t stacked = 0;  // the members one above the other, each rounded up to `alignment`
+    bool one_by_one = false;
   };
   std::vector<ClassLanes> layout(classes.size());
   for (size_t c = 0; c < classes.size(); ++c) {
@@ -87,28 +89,49 @@ int64_t StackInLanes(const OffsetProblem& problem, absl::Span<const int> items, 
   }
   // Every lane height and class start a multiple of the class's largest alignment: each
   // member's offset is then a multiple of its own (alignments are powers of two).
+  // A class whose lanes would take more than its members one above the other (lanes as tall as
+  // the largest member, each holding a smaller one: 3 lanes of 2,688 bytes for items of 2,508,
+  // 2,688 and 2,256) is stacked that way instead, so that the whole stack never passes the
+  // padded sum of its items: no completion is worse than no sharing at all.
   std::vector<int64_t> class_base(classes.size(), 0);
   int64_t top = base;
   for (size_t c = classes.size(); c-- > 0;) {
-    const ClassLanes& lanes = layout[c];
+    ClassLanes& lanes = layout[c];
     if (lanes.lanes == 0) continue;
     const std::optional<int64_t> start = util::CheckedAlignUp(top, lanes.alignment);
     const std::optional<int64_t> height =
         util::CheckedAlignUp(lanes.height, lanes.alignment);
-    const std::optional<int64_t> size =
+    std::optional<int64_t> size =
         height.has_value() ? util::CheckedMul(*height, lanes.lanes) : std::nullopt;
+    std::optional<int64_t> stacked = 0;
+    for (int i : classes[c]) {
+      const std::optional<int64_t> padded =
+          util::CheckedAlignUp(problem.items[i].bytes, lanes.alignment);
+      stacked = stacked.has_value() && padded.has_value() ? util::CheckedAdd(*stacked, *padded)
+                                                          : std::nullopt;
+    }
+    if (stacked.has_value() && (!size.has_value() || *stacked < *size)) {
+      lanes.one_by_one = true;
+      size = stacked;
+    }
     const std::optional<int64_t> end =
         start.has_value() && size.has_value() ? util::CheckedAdd(*start, *size) : std::nullopt;
     if (!end.has_value()) return StackOneByOne(problem, items, base, offsets);
     class_base[c] = *start;
-    layout[c].height = *height;
+    lanes.height = *height;
     top = *end;
   }
   // The height is the highest item's top (a lane is as tall as its largest item, rounded up).
   int64_t height = base;
   for (size_t c = 0; c < classes.size(); ++c) {
+    int64_t next = class_base[c];  // for a class stacked one by one
     for (int i : classes[c]) {
-      offsets[i] = class_base[c] + lane_of[i] * layout[c].height;
+      if (layout[c].one_by_one) {
+        offsets[i] = next;
+        next += *util::CheckedAlignUp(problem.items[i].bytes, layout[c].alignment);  // summed above
+      } else {
+        offsets[i] = class_base[c] + lane_of[i] * layout[c].height;
+      }
       height = std::max(height, offsets[i] + problem.items[i].bytes);
     }
   }

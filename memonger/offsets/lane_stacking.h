@@ -9,12 +9,15 @@
 // lowest-numbered lane whose last item ended before it starts, else a new lane) uses as few
 // lanes as the class has items live at one step, which is optimal for equal sizes. Every lane
 // of class c is as tall as the class's largest item (rounded up to its largest alignment), and
-// the classes' lanes are stacked from `base` up, the largest class lowest. Zero-byte items get
-// offset 0.
+// the classes' lanes are stacked from `base` up, the largest class lowest. A class whose lanes
+// would take more bytes than its members one above the other is stacked that way instead.
+// Zero-byte items get offset 0.
 // Bounds: a lane holds an item at least half its height, so the lanes of a class take at most
 // twice the bytes live at its busiest step, and the whole stack at most twice the sum of the
-// classes' peaks. Where the lanes would pass 2^63 bytes (only possible above 2^62), the items
-// are stacked one above the other instead (ValidateOffsetProblem bounds that sum).
+// classes' peaks; and never more than the items one above the other (each class's padding to
+// its largest alignment aside), so no completion is worse than not sharing at all. Where the
+// lanes would pass 2^63 bytes (only possible above 2^62), the items are stacked one above the
+// other instead (ValidateOffsetProblem bounds that sum).
 // Not guaranteed: anything near the lower bound; items of different classes never share bytes.
 // Deterministic.
 #ifndef MEMONGER_MEMONGER_OFFSETS_LANE_STACKING_H_

@@ -139,6 +139,31 @@ TEST(LaneStackingTest, StaysWithinTwiceTheSumOfTheSizeClassesPeaks) {
   }
 }
 
+// Lanes are as tall as their class's largest item, so a class of few items, all live at one
+// step, took more than the items one above the other: three lanes of 2,688 bytes for items of
+// 2,508, 2,688 and 2,256 (7,452 bytes). A time limit that cut greedy-by-size and auto before
+// their first item made a plan larger than no sharing at all (found by the planners fuzzer).
+TEST(LaneStackingTest, NeverTakesMoreThanTheItemsOneAboveTheOther) {
+  OffsetProblem p;
+  p.num_steps = 4;
+  p.items = {Item(0, 2, 2508), Item(2, 2, 2688), Item(2, 3, 2256)};
+  std::vector<int64_t> offsets(p.items.size(), 0);
+  EXPECT_EQ(StackInLanes(p, std::vector<int>{0, 1, 2}, 100, offsets), 100 + 7452);
+  ASSERT_TRUE(CheckOffsetSolution(p, offsets).ok());
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE(seed);
+    OffsetProblem random = RandomProblem(seed, 1 + static_cast<int>(seed % 40));
+    for (OffsetItem& item : random.items) item.alignment = 1;  // no padding in the sum
+    std::vector<int> all(random.items.size());
+    std::iota(all.begin(), all.end(), 0);
+    std::vector<int64_t> at(random.items.size(), 0);
+    int64_t sum = 0;
+    for (const OffsetItem& item : random.items) sum += item.bytes;
+    EXPECT_LE(StackInLanes(random, all, 0, at), sum);
+    ASSERT_TRUE(CheckOffsetSolution(random, at).ok());
+  }
+}
+
 TEST(SkylineCompletionTest, CompletesAValidPlacement) {
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     SCOPED_TRACE(seed);
