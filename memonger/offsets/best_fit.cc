@@ -155,20 +155,37 @@ std::vector<int> PortfolioItemOrder(const OffsetProblem& problem, PortfolioOrder
 
 namespace {
 
-}  // namespace
+constexpr int kOrders = static_cast<int>(std::size(kPortfolioOrders));
+constexpr FitRule kRules[] = {FitRule::kBestFit, FitRule::kLowestOffset};
+constexpr int kRuns = kPortfolioRuns;  // run t: order t / 2, rule t % 2
+static_assert(kRuns == kOrders * 2);
 
-absl::StatusOr<BestFitResult> RunBestFitPortfolio(
-    const OffsetProblem& problem, std::optional<std::chrono::steady_clock::time_point> stop_after,
-    int threads, std::optional<std::chrono::steady_clock::time_point> first_run_deadline,
-    std::optional<std::chrono::steady_clock::time_point> first_run_finish_by) {
-  MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
-  if (threads < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("best-fit: ", threads, " threads"));
-  }
+// What RunBestFitPortfolio and ResumeBestFitPortfolio share: the runs from `first_run` on.
+struct PortfolioSpec {
+  int first_run = 0;
+  // Every run must end below this to count (a resumed portfolio beats the caller's plan).
+  int64_t height_to_beat = std::numeric_limits<int64_t>::max();
+  std::optional<std::chrono::steady_clock::time_point> stop_after;
+  int threads = 1;
+  // Run 0's (first_run 0 only): GreedyPlacer::PlaceUntil's deadline and finish_by.
+  std::optional<std::chrono::steady_clock::time_point> first_run_deadline;
+  std::optional<std::chrono::steady_clock::time_point> first_run_finish_by;
+};
+
+struct PortfolioRuns {
+  std::optional<BestFitResult> best;  // none: no run ended below height_to_beat
+  int settled_runs = 0;               // BestFitResult::settled_runs
+};
+
+PortfolioRuns RunPortfolio(const OffsetProblem& problem, const PortfolioSpec& spec) {
   const int64_t lower_bound = OffsetLowerBound(problem);
-  constexpr int kOrders = static_cast<int>(std::size(kPortfolioOrders));
-  constexpr FitRule kRules[] = {FitRule::kBestFit, FitRule::kLowestOffset};
-  constexpr int kRuns = kOrders * 2;  // run t: order t / 2, rule t % 2
+  const int first_run = spec.first_run;
+  const int threads = spec.threads;
+  const std::optional<std::chrono::steady_clock::time_point>& stop_after = spec.stop_after;
+  const std::optional<std::chrono::steady_clock::time_point>& first_run_deadline =
+      spec.first_run_deadline;
+  const std::optional<std::chrono::steady_clock::time_point>& first_run_finish_by =
+      spec.first_run_finish_by;
 
   // Shared state, under `mutex`: each order made once (by whichever run needs it first), the
   // results of finished runs, and the best so far.
@@ -176,9 +193,13 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   std::vector<std::once_flag> made(kOrders);
   std::vector<std::vector<int>> orders(kOrders);
   std::vector<std::optional<OffsetSolution>> results(kRuns);
-  int next_run = 0;
+  // Per run: it ended (placed, given up because it could not win, or a duplicate). A run cut
+  // by stop_after, or never started, did not.
+  std::vector<char> settled(kRuns, 0);
+  for (int t = 0; t < first_run; ++t) settled[t] = 1;
+  int next_run = first_run;
   int placed = 0;  // runs placed (duplicates are not)
-  bool first_finished = false;
+  bool first_finished = first_run > 0;  // resumed runs have no first run to wait for
   bool first_run_cut = false;
   double first_run_seconds = 0;
   double first_run_seconds_short = 0;
@@ -216,9 +237,12 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
           return;
         }
         t = next_run++;
+        if (spec.height_to_beat != std::numeric_limits<int64_t>::max()) {
+          limit = spec.height_to_beat - 1;
+        }
         if (best_run >= 0) {
           const int64_t h = results[best_run]->height;
-          limit = best_run < t ? h - 1 : h;
+          limit = std::min(limit, best_run < t ? h - 1 : h);
         }
       }
       if (!placer.has_value()) placer.emplace(problem);
@@ -240,7 +264,13 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
         solution = placer->PlaceFrom(order, kRules[t % 2], 0, {}, limit,
                                      t > 0 ? stop_after : std::nullopt);
       }
+      // A run that gave up once stop_after had passed counts as cut (one that gave up over its
+      // limit just before is taken for cut too, and may run again when resumed: time only).
+      const bool run_cut = t > 0 && !duplicate && !solution.has_value() &&
+                           stop_after.has_value() &&
+                           std::chrono::steady_clock::now() >= *stop_after;
       std::lock_guard<std::mutex> lock(mutex);
+      settled[t] = run_cut ? 0 : 1;
       if (t == 0) {
         first_run_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
@@ -261,7 +291,9 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   };
   // On a large problem the first run is a split pass (split_pass.h): its pieces take every
   // thread, and the other runs start after it, as they would under a deadline anyway.
-  if (std::optional<TimeSplit> split = SplitInTime(problem, order_of(0))) {
+  std::optional<TimeSplit> split;
+  if (first_run == 0) split = SplitInTime(problem, order_of(0));
+  if (split.has_value()) {
     const auto run_start = std::chrono::steady_clock::now();
     SplitPassOptions options;
     options.threads = threads;
@@ -279,6 +311,7 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
     best_run = 0;
     placed = 1;
     next_run = 1;
+    settled[0] = 1;
     first_finished = true;
   }
 
@@ -288,8 +321,14 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   worker();
   for (std::thread& thread : pool) thread.join();
 
-  MG_CHECK(best_run >= 0);  // run 0 has no deadline, and gives up only for a finished winner
-  BestFitResult best;
+  PortfolioRuns runs;
+  runs.settled_runs = static_cast<int>(
+      std::find(settled.begin(), settled.end(), 0) - settled.begin());
+  // Run 0 has no deadline, and gives up only for a finished winner.
+  MG_CHECK(best_run >= 0 || first_run > 0);
+  if (best_run < 0) return runs;
+  BestFitResult& best = runs.best.emplace();
+  best.settled_runs = runs.settled_runs;
   best.lower_bound = lower_bound;
   best.runs = placed;
   best.first_run_seconds = first_run_seconds;
@@ -300,7 +339,55 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
   best.rule = kRules[best_run % 2];
   best.order = orders[best_run / 2];
   best.solution.proven_optimal = best.solution.height == lower_bound;
-  return best;
+  return runs;
+}
+
+absl::Status ValidatePortfolio(const OffsetProblem& problem, int threads) {
+  MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
+  if (threads < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("best-fit: ", threads, " threads"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<BestFitResult> RunBestFitPortfolio(
+    const OffsetProblem& problem, std::optional<std::chrono::steady_clock::time_point> stop_after,
+    int threads, std::optional<std::chrono::steady_clock::time_point> first_run_deadline,
+    std::optional<std::chrono::steady_clock::time_point> first_run_finish_by) {
+  MG_RETURN_IF_ERROR(ValidatePortfolio(problem, threads));
+  PortfolioSpec spec;
+  spec.stop_after = stop_after;
+  spec.threads = threads;
+  spec.first_run_deadline = first_run_deadline;
+  spec.first_run_finish_by = first_run_finish_by;
+  PortfolioRuns runs = RunPortfolio(problem, spec);
+  return *std::move(runs.best);
+}
+
+absl::StatusOr<ResumedPortfolio> ResumeBestFitPortfolio(
+    const OffsetProblem& problem, int first_run, int64_t height_to_beat,
+    std::chrono::steady_clock::time_point deadline, int threads) {
+  MG_RETURN_IF_ERROR(ValidatePortfolio(problem, threads));
+  if (first_run < 1 || first_run > kPortfolioRuns) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("best-fit: resuming at run ", first_run, " of ", kPortfolioRuns));
+  }
+  ResumedPortfolio resumed;
+  resumed.settled_runs = first_run;
+  if (first_run == kPortfolioRuns || std::chrono::steady_clock::now() >= deadline) {
+    return resumed;
+  }
+  PortfolioSpec spec;
+  spec.first_run = first_run;
+  spec.height_to_beat = height_to_beat;
+  spec.stop_after = deadline;
+  spec.threads = threads;
+  PortfolioRuns runs = RunPortfolio(problem, spec);
+  resumed.settled_runs = runs.settled_runs;
+  if (runs.best.has_value()) resumed.solution = std::move(runs.best->solution);
+  return resumed;
 }
 
 absl::StatusOr<BestFitResult> RunBestFitPortfolioWithin(const OffsetProblem& problem,

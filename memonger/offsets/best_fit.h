@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <chrono>
+#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -84,7 +85,15 @@ struct BestFitResult {
   // placement (GreedyPlacer::PlaceUntil), and solution.cut_pass_seconds_short says about how
   // much longer a whole pass takes.
   bool first_run_cut = false;
+  // Runs 0 .. settled_runs - 1 (of kPortfolioRuns: run t places order kPortfolioOrders[t / 2]
+  // by best fit for even t, lowest offset for odd) each ended: placed, given up because it
+  // could not win, or not placed again as a duplicate order. From here on, runs were cut by
+  // `stop_after` or never started, unless one reached the lower bound (then nothing is left to
+  // try): ResumeBestFitPortfolio can try them with time a caller has left over.
+  int settled_runs = 0;
 };
+
+inline constexpr int kPortfolioRuns = 2 * static_cast<int>(std::size(kPortfolioOrders));
 
 // InvalidArgument for a malformed problem (ValidateOffsetProblem) or threads < 1. With
 // `stop_after`, no run starts after that time and every run but the first gives up there:
@@ -102,6 +111,23 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
     std::optional<std::chrono::steady_clock::time_point> first_run_deadline = std::nullopt,
     std::optional<std::chrono::steady_clock::time_point> first_run_finish_by = std::nullopt);
 absl::StatusOr<OffsetSolution> PlanBestFit(const OffsetProblem& problem, int threads = 1);
+
+// The runs a time-limited portfolio left (BestFitResult::settled_runs), for time its caller's
+// later searches left over: on 60,000 long-lived items a greedy pass takes about a second, so a
+// portfolio that starts no run after a quarter of the limit made one (1.071 x the lower bound)
+// where the third run ends at 1.0007, and the searches after it (peak windows, window repair)
+// finished early. Runs from `first_run` on, by `threads` threads; each gives up at `deadline`,
+// and once it cannot end below `height_to_beat` (the caller's plan). `solution`: the lowest run
+// below it (ties to the earlier run), proven_optimal at the lower bound; none where no run
+// beat it. InvalidArgument for a malformed problem, threads < 1 or first_run outside
+// [1, kPortfolioRuns].
+struct ResumedPortfolio {
+  std::optional<OffsetSolution> solution;
+  int settled_runs = 0;  // as BestFitResult's: where a later resume would start
+};
+absl::StatusOr<ResumedPortfolio> ResumeBestFitPortfolio(
+    const OffsetProblem& problem, int first_run, int64_t height_to_beat,
+    std::chrono::steady_clock::time_point deadline, int threads = 1);
 
 // The share of a time limit that searches ending in a plan may use: what follows them (applying
 // the offsets and checking them, O(n log n)) takes about the rest on a million items.

@@ -141,7 +141,8 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
 }
 
 absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
-                                                          const LocalSearchOptions& options) {
+                                                          const LocalSearchOptions& options,
+                                                          int* portfolio_settled_runs) {
   MG_RETURN_IF_ERROR(ValidateOptions(options));
   const Clock::time_point now = Clock::now();
   // The searches end a twentieth of the limit early: what follows them (applying the offsets
@@ -159,6 +160,7 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
       options.portfolio_time_limit_seconds.value_or(options.time_limit_seconds);
   MG_ASSIGN_OR_RETURN(BestFitResult start, RunBestFitPortfolioWithin(problem, now, portfolio_limit,
                                                                      0.25, options.threads));
+  if (portfolio_settled_runs != nullptr) *portfolio_settled_runs = start.settled_runs;
   if (start.solution.proven_optimal || start.first_run_cut || Clock::now() >= deadline) {
     return std::move(start.solution);
   }
@@ -185,6 +187,16 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   repair.check_input = false;  // our own greedy placement; checked where it is applied
   MG_ASSIGN_OR_RETURN(RepairResult repaired, RepairWindows(problem, climbed, repair));
   // Each step starts from the one before and never accepts a higher placement.
+  if (repaired.solution.proven_optimal || start.settled_runs == kPortfolioRuns ||
+      Clock::now() >= deadline) {
+    return std::move(repaired.solution);
+  }
+  // Repair ended early: the portfolio's runs it did not start get the rest.
+  MG_ASSIGN_OR_RETURN(ResumedPortfolio resumed,
+                      ResumeBestFitPortfolio(problem, start.settled_runs,
+                                             repaired.solution.height, deadline, options.threads));
+  if (portfolio_settled_runs != nullptr) *portfolio_settled_runs = resumed.settled_runs;
+  if (resumed.solution.has_value()) return *std::move(resumed.solution);
   return std::move(repaired.solution);
 }
 

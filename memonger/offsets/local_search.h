@@ -72,10 +72,14 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
 // stacking what it has not placed by then in lanes), then
 // ImproveByLocalSearch from its winner (same order and fit rule) for at most half of what is
 // left (skipped when half a greedy pass of the portfolio took longer than that: no climbing
-// step would finish), then RepairWindows (window_repair.h) on the result for the rest. Returns
-// within about the time limit however large the problem (plus O(n log n) to order the items).
+// step would finish), then RepairWindows (window_repair.h) on the result for the rest; where
+// repair ends early, the portfolio's runs not made yet (ResumeBestFitPortfolio) get what is
+// left. Returns within about the time limit however large the problem (plus O(n log n) to
+// order the items). `portfolio_settled_runs`, when given, receives the portfolio's
+// BestFitResult::settled_runs after all of this: where a caller with time left over may resume.
 absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
-                                                          const LocalSearchOptions& options = {});
+                                                          const LocalSearchOptions& options = {},
+                                                          int* portfolio_settled_runs = nullptr);
 
 }  // namespace memonger
 

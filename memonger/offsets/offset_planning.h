@@ -54,7 +54,9 @@ enum class OffsetStrategy {
                              // then as kExact; above kMaxExactItems items window repair gets
                              // the time windows leave, and above kMaxPeakWindowProblemItems
                              // local search gets the whole limit. Each step is skipped once the
-                             // plan is proven optimal
+                             // plan is proven optimal. Above kMaxExactItems (kAuto and kExact),
+                             // time the searches leave goes to the portfolio's runs not made
+                             // yet (ResumeBestFitPortfolio)
 };
 absl::string_view OffsetStrategyName(OffsetStrategy strategy);  // "greedy-by-size", ...
 

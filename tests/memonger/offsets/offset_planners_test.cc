@@ -373,6 +373,85 @@ TEST(OffsetPlannersOrderingTest, PortfolioStopsAtItsDeadlineAfterOneRun) {
   }
 }
 
+// Each run of the portfolio on its own: its height, or -1 where its order equals an earlier
+// run's order (the portfolio does not place a duplicate order again).
+std::vector<int64_t> EveryRunsHeight(const OffsetProblem& p) {
+  GreedyPlacer placer(p);
+  std::vector<int64_t> heights;
+  for (int t = 0; t < kPortfolioRuns; ++t) {
+    const std::vector<int> order = PortfolioItemOrder(p, kPortfolioOrders[t / 2]);
+    bool duplicate = false;
+    for (int j = 0; j < t / 2; ++j) duplicate |= PortfolioItemOrder(p, kPortfolioOrders[j]) == order;
+    heights.push_back(duplicate ? -1
+                                : placer.Place(order, t % 2 == 0 ? FitRule::kBestFit
+                                                                 : FitRule::kLowestOffset)
+                                      .height);
+  }
+  return heights;
+}
+
+// The runs a portfolio cut by its deadline did not make are what it reports as not settled,
+// and resuming makes exactly those: the lowest of runs first_run.. that beats the caller's
+// height, as each run alone would place it, or none.
+TEST(OffsetPlannersOrderingTest, ResumedPortfolioMakesTheRunsNotMadeAndBeatsTheCallersPlan) {
+  const auto later = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  int resumed_wins = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    SCOPED_TRACE(seed);
+    const OffsetProblem p = RandomProblem(seed);
+    const int64_t lower_bound = OffsetLowerBound(p);
+    absl::StatusOr<BestFitResult> full = RunBestFitPortfolio(p);
+    ASSERT_TRUE(full.ok()) << full.status();
+    if (!full->solution.proven_optimal) {
+      EXPECT_EQ(full->settled_runs, kPortfolioRuns);
+    }
+    absl::StatusOr<BestFitResult> cut = RunBestFitPortfolio(p, std::chrono::steady_clock::now());
+    ASSERT_TRUE(cut.ok()) << cut.status();
+    EXPECT_EQ(cut->settled_runs, 1);  // the first run always ends; none starts after it
+    const std::vector<int64_t> heights = EveryRunsHeight(p);
+    for (int first = 1; first < kPortfolioRuns; ++first) {
+      SCOPED_TRACE(first);
+      for (int64_t beat : {heights[0], full->solution.height + 1, lower_bound + 1}) {
+        absl::StatusOr<ResumedPortfolio> resumed =
+            ResumeBestFitPortfolio(p, first, beat, later, 3);
+        ASSERT_TRUE(resumed.ok()) << resumed.status();
+        int64_t expected = -1;
+        for (int t = first; t < kPortfolioRuns; ++t) {
+          if (heights[t] >= 0 && heights[t] < beat && (expected < 0 || heights[t] < expected)) {
+            expected = heights[t];
+          }
+          if (expected == lower_bound) break;
+        }
+        if (expected < 0) {
+          EXPECT_FALSE(resumed->solution.has_value());
+          EXPECT_EQ(resumed->settled_runs, kPortfolioRuns);
+          continue;
+        }
+        ASSERT_TRUE(resumed->solution.has_value());
+        ++resumed_wins;
+        EXPECT_EQ(resumed->solution->height, expected);
+        EXPECT_EQ(resumed->solution->proven_optimal, expected == lower_bound);
+        EXPECT_TRUE(CheckOffsetSolution(p, resumed->solution->offsets).ok());
+        if (expected > lower_bound) {
+          EXPECT_EQ(resumed->settled_runs, kPortfolioRuns);
+        }
+      }
+    }
+    // A passed deadline makes no run.
+    absl::StatusOr<ResumedPortfolio> none =
+        ResumeBestFitPortfolio(p, 1, full->solution.height + 1, std::chrono::steady_clock::now());
+    ASSERT_TRUE(none.ok()) << none.status();
+    EXPECT_FALSE(none->solution.has_value());
+    EXPECT_EQ(none->settled_runs, 1);
+  }
+  EXPECT_GT(resumed_wins, 100);  // the problems exercise it
+  const OffsetProblem p = RandomProblem(1);
+  for (int first : {0, kPortfolioRuns + 1}) {
+    EXPECT_EQ(ResumeBestFitPortfolio(p, first, 100, later).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(OffsetPlannersOrderingTest, ConflictCountsMatchPairwiseCounts) {
   for (uint64_t seed = 1; seed <= 50; ++seed) {
     SCOPED_TRACE(seed);

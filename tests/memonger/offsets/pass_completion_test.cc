@@ -91,7 +91,9 @@ TEST(LaneStackingTest, CompletesAValidPlacementAboveTheBase) {
         << CheckOffsetSolution(p, partial.offsets);
     EXPECT_EQ(height, std::max(partial.height, TopOf(p, partial.offsets)));
     for (int i : partial.rest) {
-      if (p.items[i].bytes > 0) EXPECT_GE(partial.offsets[i], partial.height) << "item " << i;
+      if (p.items[i].bytes > 0) {
+        EXPECT_GE(partial.offsets[i], partial.height) << "item " << i;
+      }
     }
   }
 }
