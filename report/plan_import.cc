@@ -9,6 +9,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/dtype.h"
 #include "memonger/liveness.h"
 #include "memonger/schedule.h"
 #include "report/plan_json_frame.h"
@@ -47,6 +49,44 @@ absl::StatusOr<std::string> StringField(const Json& object, const char* field,
         absl::StrCat(where, ": \"", field, "\" must be present and a string"));
   }
   return it->get<std::string>();
+}
+
+// The element type and shape a value's entry states ("dtype", "shape"; either may be left
+// out), checked against the model's as its bytes are: an entry edited to another type of the
+// same size (float32[2,8] for int32[16]) describes another model, and the file is refused
+// naming both.
+absl::Status CheckStatedType(const Json& item, const graph::Value& value,
+                             const std::string& where) {
+  const std::string model_dtype =
+      value.type ? std::string(graph::DataTypeName(value.type->dtype)) : "undefined";
+  const std::vector<int64_t> model_dims = value.type ? value.type->dims : std::vector<int64_t>{};
+  std::string stated_dtype = model_dtype;
+  std::vector<int64_t> stated_dims = model_dims;
+  if (auto d = item.find("dtype"); d != item.end() && !d->is_null()) {
+    if (!d->is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": \"dtype\" must be a string"));
+    }
+    stated_dtype = d->get<std::string>();
+  }
+  if (auto s = item.find("shape"); s != item.end() && !s->is_null()) {
+    if (!s->is_array()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": \"shape\" must be an array"));
+    }
+    stated_dims.clear();
+    for (const Json& dim : *s) {
+      if (!dim.is_number_integer() ||
+          (dim.is_number_unsigned() && dim.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": \"shape\" must hold integers, not ", util::Quote(dim.dump())));
+      }
+      stated_dims.push_back(dim.get<int64_t>());
+    }
+  }
+  if (stated_dtype == model_dtype && stated_dims == model_dims) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      where, ": '", util::Quote(value.DisplayName()), "' is ", util::Quote(stated_dtype), "[",
+      absl::StrJoin(stated_dims, ","), "] in the plan but ", model_dtype, "[",
+      absl::StrJoin(model_dims, ","), "] in the model: the plan is for another model or other dims"));
 }
 
 bool BoolField(const Json& object, const char* field) {
@@ -212,6 +252,7 @@ absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& 
             "): the plan is for another model or other dims"));
       }
     }
+    MG_RETURN_IF_ERROR(CheckStatedType(values[i], graph.value(v), where));
     const bool has_offset = values[i].contains("offset") && !values[i]["offset"].is_null();
     if (!liveness.planned[v]) {
       if (has_offset) {

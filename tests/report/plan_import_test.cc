@@ -144,7 +144,18 @@ INSTANTIATE_TEST_SUITE_P(
                     [](nlohmann::json& d) { std::swap(d["steps"][0], d["steps"][1]); },
                     ""},
         BadPlanCase{"unknown_order", [](nlohmann::json& d) { d["order"] = "sideways"; },
-                    "sideways"}),
+                    "sideways"},
+        // Another type or shape of the same bytes: the file describes another model.
+        BadPlanCase{"dtype_edited", [](nlohmann::json& d) { Value(d, "ln1")["dtype"] = "bfloat16"; },
+                    "'ln1' is bfloat16[1,257,768] in the plan but float16[1,257,768] in the model"},
+        BadPlanCase{"shape_edited",
+                    [](nlohmann::json& d) { Value(d, "ln1")["shape"] = {257, 768}; },
+                    "'ln1' is float16[257,768] in the plan but float16[1,257,768] in the model"},
+        BadPlanCase{"shape_not_integers",
+                    [](nlohmann::json& d) { Value(d, "ln1")["shape"] = {1, "257", 768}; },
+                    "\"shape\" must hold integers"},
+        BadPlanCase{"dtype_not_a_string", [](nlohmann::json& d) { Value(d, "ln1")["dtype"] = 10; },
+                    "\"dtype\" must be a string"}),
     [](const ::testing::TestParamInfo<BadPlanCase>& info) { return info.param.label; });
 
 TEST(PlanImportTest, NotJson) {
