@@ -249,7 +249,8 @@ PortfolioRuns RunPortfolio(const OffsetProblem& problem, const PortfolioSpec& sp
       const int k = t / 2;
       const std::vector<int>& order = order_of(k);
       bool duplicate = false;  // an order equal to an earlier one is not placed again
-      for (int j = 0; j < k && !duplicate; ++j) duplicate = order_of(j) == order;
+      // (A resumed portfolio compares only the orders it builds itself: ResumeBestFitPortfolio.)
+      for (int j = first_run / 2; j < k && !duplicate; ++j) duplicate = order_of(j) == order;
       std::optional<OffsetSolution> solution;
       const auto run_start = std::chrono::steady_clock::now();
       bool cut = false;
@@ -367,25 +368,31 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
 }
 
 absl::StatusOr<ResumedPortfolio> ResumeBestFitPortfolio(
-    const OffsetProblem& problem, int first_run, int64_t height_to_beat,
+    const OffsetProblem& problem, const PortfolioProgress& progress, int64_t height_to_beat,
     std::chrono::steady_clock::time_point deadline, int threads) {
   MG_RETURN_IF_ERROR(ValidatePortfolio(problem, threads));
-  if (first_run < 1 || first_run > kPortfolioRuns) {
+  if (progress.settled_runs < 1 || progress.settled_runs > kPortfolioRuns) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "best-fit: resuming at run ", progress.settled_runs, " of ", kPortfolioRuns));
+  }
+  if (!(progress.pass_seconds >= 0)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("best-fit: resuming at run ", first_run, " of ", kPortfolioRuns));
+        absl::StrCat("best-fit: a pass of ", progress.pass_seconds, " s"));
   }
   ResumedPortfolio resumed;
-  resumed.settled_runs = first_run;
-  if (first_run == kPortfolioRuns || std::chrono::steady_clock::now() >= deadline) {
+  resumed.progress = progress;
+  const std::chrono::duration<double> left = deadline - std::chrono::steady_clock::now();
+  if (progress.settled_runs == kPortfolioRuns || left.count() <= 0 ||
+      left.count() < progress.pass_seconds || height_to_beat <= OffsetLowerBound(problem)) {
     return resumed;
   }
   PortfolioSpec spec;
-  spec.first_run = first_run;
+  spec.first_run = progress.settled_runs;
   spec.height_to_beat = height_to_beat;
   spec.stop_after = deadline;
   spec.threads = threads;
   PortfolioRuns runs = RunPortfolio(problem, spec);
-  resumed.settled_runs = runs.settled_runs;
+  resumed.progress.settled_runs = runs.settled_runs;
   if (runs.best.has_value()) resumed.solution = std::move(runs.best->solution);
   return resumed;
 }

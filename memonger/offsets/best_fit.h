@@ -87,13 +87,21 @@ struct BestFitResult {
   bool first_run_cut = false;
   // Runs 0 .. settled_runs - 1 (of kPortfolioRuns: run t places order kPortfolioOrders[t / 2]
   // by best fit for even t, lowest offset for odd) each ended: placed, given up because it
-  // could not win, or not placed again as a duplicate order. From here on, runs were cut by
-  // `stop_after` or never started, unless one reached the lower bound (then nothing is left to
-  // try): ResumeBestFitPortfolio can try them with time a caller has left over.
+  // could not win, or not placed again as a duplicate order. Run settled_runs was cut by
+  // `stop_after` or never started (runs after it may have ended too, on other threads), unless
+  // a run reached the lower bound (then nothing is left to try). A run that gave up because it
+  // could not win just as `stop_after` passed counts as cut. ResumeBestFitPortfolio makes the
+  // runs from settled_runs on with time a caller has left over.
   int settled_runs = 0;
 };
 
 inline constexpr int kPortfolioRuns = 2 * static_cast<int>(std::size(kPortfolioOrders));
+
+// Where a time-limited portfolio stopped, for a caller that may resume it.
+struct PortfolioProgress {
+  int settled_runs = kPortfolioRuns;  // BestFitResult::settled_runs (kPortfolioRuns: none left)
+  double pass_seconds = 0;            // about what a run costs one thread: the first run's time
+};
 
 // InvalidArgument for a malformed problem (ValidateOffsetProblem) or threads < 1. With
 // `stop_after`, no run starts after that time and every run but the first gives up there:
@@ -112,21 +120,26 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolio(
     std::optional<std::chrono::steady_clock::time_point> first_run_finish_by = std::nullopt);
 absl::StatusOr<OffsetSolution> PlanBestFit(const OffsetProblem& problem, int threads = 1);
 
-// The runs a time-limited portfolio left (BestFitResult::settled_runs), for time its caller's
-// later searches left over: on 60,000 long-lived items a greedy pass takes about a second, so a
+// The runs a time-limited portfolio left (PortfolioProgress), for time its caller's later
+// searches left over: on 60,000 long-lived items a greedy pass takes about a second, so a
 // portfolio that starts no run after a quarter of the limit made one (1.071 x the lower bound)
 // where the third run ends at 1.0007, and the searches after it (peak windows, window repair)
-// finished early. Runs from `first_run` on, by `threads` threads; each gives up at `deadline`,
-// and once it cannot end below `height_to_beat` (the caller's plan). `solution`: the lowest run
-// below it (ties to the earlier run), proven_optimal at the lower bound; none where no run
-// beat it. InvalidArgument for a malformed problem, threads < 1 or first_run outside
-// [1, kPortfolioRuns].
+// finished early. Makes the runs from progress.settled_runs on, by `threads` threads; each
+// gives up at `deadline`, and once it cannot end below `height_to_beat` (the caller's plan).
+// Makes none where less than progress.pass_seconds is left (each thread builds its index and
+// its orders before the clock is read again: about a fifth of a pass each), where
+// `height_to_beat` is at most the lower bound, or where no run is left. A run whose order
+// equals that of a run before settled_runs is placed again (those orders are not built to
+// compare): it cannot beat a `height_to_beat` no higher than the first portfolio's plan.
+// `solution`: the lowest run below `height_to_beat` (ties to the earlier run), proven_optimal
+// at the lower bound; none where no run beat it. InvalidArgument for a malformed problem,
+// threads < 1, settled_runs outside [1, kPortfolioRuns] or a negative pass_seconds.
 struct ResumedPortfolio {
   std::optional<OffsetSolution> solution;
-  int settled_runs = 0;  // as BestFitResult's: where a later resume would start
+  PortfolioProgress progress;  // where a later resume would start
 };
 absl::StatusOr<ResumedPortfolio> ResumeBestFitPortfolio(
-    const OffsetProblem& problem, int first_run, int64_t height_to_beat,
+    const OffsetProblem& problem, const PortfolioProgress& progress, int64_t height_to_beat,
     std::chrono::steady_clock::time_point deadline, int threads = 1);
 
 // The share of a time limit that searches ending in a plan may use: what follows them (applying

@@ -52,8 +52,7 @@ int64_t StackInLanes(const OffsetProblem& problem, absl::Span<const int> items, 
     int lanes = 0;
     int64_t height = 0;
     int64_t alignment = 1;
-    int64_t stacked = 0;  // the members one above the other, each rounded up to `alignment`
-    bool one_by_one = false;
+    bool one_by_one = false;  // stacked one above the other instead of in lanes
   };
   std::vector<ClassLanes> layout(classes.size());
   for (size_t c = 0; c < classes.size(); ++c) {
@@ -103,16 +102,22 @@ int64_t StackInLanes(const OffsetProblem& problem, absl::Span<const int> items, 
         util::CheckedAlignUp(lanes.height, lanes.alignment);
     std::optional<int64_t> size =
         height.has_value() ? util::CheckedMul(*height, lanes.lanes) : std::nullopt;
+    // One above the other, each member rounded up to its own alignment: in descending
+    // alignment (alignments are powers of two) every member then starts aligned, and the stack
+    // takes exactly the sum of the members' padded bytes.
     std::optional<int64_t> stacked = 0;
     for (int i : classes[c]) {
-      const std::optional<int64_t> padded =
-          util::CheckedAlignUp(problem.items[i].bytes, lanes.alignment);
+      const OffsetItem& item = problem.items[i];
+      const std::optional<int64_t> padded = util::CheckedAlignUp(item.bytes, item.alignment);
       stacked = stacked.has_value() && padded.has_value() ? util::CheckedAdd(*stacked, *padded)
                                                           : std::nullopt;
     }
     if (stacked.has_value() && (!size.has_value() || *stacked < *size)) {
       lanes.one_by_one = true;
       size = stacked;
+      std::stable_sort(classes[c].begin(), classes[c].end(), [&](int a, int b) {
+        return problem.items[a].alignment > problem.items[b].alignment;
+      });
     }
     const std::optional<int64_t> end =
         start.has_value() && size.has_value() ? util::CheckedAdd(*start, *size) : std::nullopt;
@@ -127,8 +132,9 @@ int64_t StackInLanes(const OffsetProblem& problem, absl::Span<const int> items, 
     int64_t next = class_base[c];  // for a class stacked one by one
     for (int i : classes[c]) {
       if (layout[c].one_by_one) {
+        const OffsetItem& item = problem.items[i];
         offsets[i] = next;
-        next += *util::CheckedAlignUp(problem.items[i].bytes, layout[c].alignment);  // summed above
+        next += *util::CheckedAlignUp(item.bytes, item.alignment);  // summed above
       } else {
         offsets[i] = class_base[c] + lane_of[i] * layout[c].height;
       }

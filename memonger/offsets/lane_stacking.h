@@ -14,8 +14,9 @@
 // Zero-byte items get offset 0.
 // Bounds: a lane holds an item at least half its height, so the lanes of a class take at most
 // twice the bytes live at its busiest step, and the whole stack at most twice the sum of the
-// classes' peaks; and never more than the items one above the other (each class's padding to
-// its largest alignment aside), so no completion is worse than not sharing at all. Where the
+// classes' peaks; and never more than the items one above the other, each rounded up to its
+// own alignment (each class's start rounded up to its largest alignment aside), so no
+// completion is worse than not sharing at all. Where the
 // lanes would pass 2^63 bytes (only possible above 2^62), the items are stacked one above the
 // other instead (ValidateOffsetProblem bounds that sum).
 // Not guaranteed: anything near the lower bound; items of different classes never share bytes.

@@ -142,7 +142,7 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
 
 absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
                                                           const LocalSearchOptions& options,
-                                                          int* portfolio_settled_runs) {
+                                                          PortfolioProgress* portfolio) {
   MG_RETURN_IF_ERROR(ValidateOptions(options));
   const Clock::time_point now = Clock::now();
   // The searches end a twentieth of the limit early: what follows them (applying the offsets
@@ -160,7 +160,8 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
       options.portfolio_time_limit_seconds.value_or(options.time_limit_seconds);
   MG_ASSIGN_OR_RETURN(BestFitResult start, RunBestFitPortfolioWithin(problem, now, portfolio_limit,
                                                                      0.25, options.threads));
-  if (portfolio_settled_runs != nullptr) *portfolio_settled_runs = start.settled_runs;
+  PortfolioProgress progress{start.settled_runs, start.first_run_seconds};
+  if (portfolio != nullptr) *portfolio = progress;
   if (start.solution.proven_optimal || start.first_run_cut || Clock::now() >= deadline) {
     return std::move(start.solution);
   }
@@ -187,15 +188,12 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   repair.check_input = false;  // our own greedy placement; checked where it is applied
   MG_ASSIGN_OR_RETURN(RepairResult repaired, RepairWindows(problem, climbed, repair));
   // Each step starts from the one before and never accepts a higher placement.
-  if (repaired.solution.proven_optimal || start.settled_runs == kPortfolioRuns ||
-      Clock::now() >= deadline) {
-    return std::move(repaired.solution);
-  }
-  // Repair ended early: the portfolio's runs it did not start get the rest.
+  if (repaired.solution.proven_optimal) return std::move(repaired.solution);
+  // Where repair ended early, the portfolio's runs not made get the rest.
   MG_ASSIGN_OR_RETURN(ResumedPortfolio resumed,
-                      ResumeBestFitPortfolio(problem, start.settled_runs,
-                                             repaired.solution.height, deadline, options.threads));
-  if (portfolio_settled_runs != nullptr) *portfolio_settled_runs = resumed.settled_runs;
+                      ResumeBestFitPortfolio(problem, progress, repaired.solution.height, deadline,
+                                             options.threads));
+  if (portfolio != nullptr) *portfolio = resumed.progress;
   if (resumed.solution.has_value()) return *std::move(resumed.solution);
   return std::move(repaired.solution);
 }

@@ -74,12 +74,14 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
 // left (skipped when half a greedy pass of the portfolio took longer than that: no climbing
 // step would finish), then RepairWindows (window_repair.h) on the result for the rest; where
 // repair ends early, the portfolio's runs not made yet (ResumeBestFitPortfolio) get what is
-// left. Returns within about the time limit however large the problem (plus O(n log n) to
-// order the items). `portfolio_settled_runs`, when given, receives the portfolio's
-// BestFitResult::settled_runs after all of this: where a caller with time left over may resume.
+// left. (That happens only where the portfolio's quarter of its limit ends before this call's
+// deadline: not under auto's windows, which give this call a quarter of the limit and the
+// portfolio the whole.) Returns within about the time limit however large the problem (plus
+// O(n log n) to order the items). `portfolio`, when given, receives where the portfolio stands
+// after all of this: where a caller with time left over may resume it.
 absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
                                                           const LocalSearchOptions& options = {},
-                                                          int* portfolio_settled_runs = nullptr);
+                                                          PortfolioProgress* portfolio = nullptr);
 
 }  // namespace memonger
 

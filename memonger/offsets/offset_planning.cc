@@ -60,7 +60,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
       break;
   }
   OffsetSolution incumbent;
-  int settled_runs = kPortfolioRuns;  // the portfolio's runs made (BestFitResult::settled_runs)
+  PortfolioProgress portfolio_progress;  // the portfolio's runs made, where it was cut
   const auto searched = std::count_if(problem.items.begin(), problem.items.end(),
                                       [](const OffsetItem& item) { return item.bytes > 0; });
   // What follows the heuristic plan: the branch and bound searches up to kMaxExactItems items;
@@ -75,7 +75,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
                                                   windows ? 0.25 : kSearchShareOfLimit,
                                                   options.threads));
     incumbent = std::move(portfolio.solution);
-    settled_runs = portfolio.settled_runs;
+    portfolio_progress = {portfolio.settled_runs, portfolio.first_run_seconds};
   } else {
     // A quarter of the limit, or all of it where nothing exact would search (too many items):
     // peak windows need the time more. With half, S_1 stayed at 1.0012 (auto 2 s); with a
@@ -85,7 +85,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
                                        : options.time_limit_seconds;
     // The portfolio and its first pass keep the time they have without windows.
     if (windows) local.portfolio_time_limit_seconds = options.time_limit_seconds;
-    MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local, &settled_runs));
+    MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local, &portfolio_progress));
   }
   // A cut first pass means the limit is spent: the exact search would only check the incumbent
   // again (O(n log n), a tenth of a second on a million items) and return it.
@@ -126,9 +126,9 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   // the portfolio's runs not made yet (it starts none after a quarter of the limit) get what
   // they left. On 60,000 long-lived items (a second a pass) auto at 5 s ended at 1.071 x the
   // bound after 1.3 s; the third run reaches 1.0007.
-  if (!branch_and_bound && settled_runs < kPortfolioRuns && Clock::now() < searches_end) {
+  if (!branch_and_bound) {
     MG_ASSIGN_OR_RETURN(ResumedPortfolio resumed,
-                        ResumeBestFitPortfolio(problem, settled_runs, incumbent.height,
+                        ResumeBestFitPortfolio(problem, portfolio_progress, incumbent.height,
                                                searches_end, options.threads));
     if (resumed.solution.has_value()) {
       incumbent = *std::move(resumed.solution);

@@ -373,15 +373,18 @@ TEST(OffsetPlannersOrderingTest, PortfolioStopsAtItsDeadlineAfterOneRun) {
   }
 }
 
-// Each run of the portfolio on its own: its height, or -1 where its order equals an earlier
-// run's order (the portfolio does not place a duplicate order again).
-std::vector<int64_t> EveryRunsHeight(const OffsetProblem& p) {
+// Each run of the portfolio on its own: its height, or -1 where its order equals that of an
+// earlier run from `first_run` on (a portfolio does not place a duplicate order again; a
+// resumed one compares only the orders of the runs it makes).
+std::vector<int64_t> EveryRunsHeight(const OffsetProblem& p, int first_run = 0) {
   GreedyPlacer placer(p);
   std::vector<int64_t> heights;
   for (int t = 0; t < kPortfolioRuns; ++t) {
     const std::vector<int> order = PortfolioItemOrder(p, kPortfolioOrders[t / 2]);
     bool duplicate = false;
-    for (int j = 0; j < t / 2; ++j) duplicate |= PortfolioItemOrder(p, kPortfolioOrders[j]) == order;
+    for (int j = first_run / 2; j < t / 2; ++j) {
+      duplicate |= PortfolioItemOrder(p, kPortfolioOrders[j]) == order;
+    }
     heights.push_back(duplicate ? -1
                                 : placer.Place(order, t % 2 == 0 ? FitRule::kBestFit
                                                                  : FitRule::kLowestOffset)
@@ -408,12 +411,12 @@ TEST(OffsetPlannersOrderingTest, ResumedPortfolioMakesTheRunsNotMadeAndBeatsTheC
     absl::StatusOr<BestFitResult> cut = RunBestFitPortfolio(p, std::chrono::steady_clock::now());
     ASSERT_TRUE(cut.ok()) << cut.status();
     EXPECT_EQ(cut->settled_runs, 1);  // the first run always ends; none starts after it
-    const std::vector<int64_t> heights = EveryRunsHeight(p);
     for (int first = 1; first < kPortfolioRuns; ++first) {
       SCOPED_TRACE(first);
+      const std::vector<int64_t> heights = EveryRunsHeight(p, first);
       for (int64_t beat : {heights[0], full->solution.height + 1, lower_bound + 1}) {
         absl::StatusOr<ResumedPortfolio> resumed =
-            ResumeBestFitPortfolio(p, first, beat, later, 3);
+            ResumeBestFitPortfolio(p, {first, 0.0}, beat, later, 3);
         ASSERT_TRUE(resumed.ok()) << resumed.status();
         int64_t expected = -1;
         for (int t = first; t < kPortfolioRuns; ++t) {
@@ -424,7 +427,9 @@ TEST(OffsetPlannersOrderingTest, ResumedPortfolioMakesTheRunsNotMadeAndBeatsTheC
         }
         if (expected < 0) {
           EXPECT_FALSE(resumed->solution.has_value());
-          EXPECT_EQ(resumed->settled_runs, kPortfolioRuns);
+          if (beat > lower_bound) {
+            EXPECT_EQ(resumed->progress.settled_runs, kPortfolioRuns);
+          }
           continue;
         }
         ASSERT_TRUE(resumed->solution.has_value());
@@ -433,22 +438,77 @@ TEST(OffsetPlannersOrderingTest, ResumedPortfolioMakesTheRunsNotMadeAndBeatsTheC
         EXPECT_EQ(resumed->solution->proven_optimal, expected == lower_bound);
         EXPECT_TRUE(CheckOffsetSolution(p, resumed->solution->offsets).ok());
         if (expected > lower_bound) {
-          EXPECT_EQ(resumed->settled_runs, kPortfolioRuns);
+          EXPECT_EQ(resumed->progress.settled_runs, kPortfolioRuns);
         }
       }
     }
     // A passed deadline makes no run.
-    absl::StatusOr<ResumedPortfolio> none =
-        ResumeBestFitPortfolio(p, 1, full->solution.height + 1, std::chrono::steady_clock::now());
+    absl::StatusOr<ResumedPortfolio> none = ResumeBestFitPortfolio(
+        p, {1, 0.0}, full->solution.height + 1, std::chrono::steady_clock::now());
     ASSERT_TRUE(none.ok()) << none.status();
     EXPECT_FALSE(none->solution.has_value());
-    EXPECT_EQ(none->settled_runs, 1);
+    EXPECT_EQ(none->progress.settled_runs, 1);
+    // Nor where less than a pass is left, or nothing below the lower bound can be beaten.
+    for (const auto& [progress, beat] :
+         {std::pair<PortfolioProgress, int64_t>{{1, 3600.0}, full->solution.height + 1},
+          {{1, 0.0}, lower_bound}}) {
+      absl::StatusOr<ResumedPortfolio> skipped = ResumeBestFitPortfolio(p, progress, beat, later);
+      ASSERT_TRUE(skipped.ok()) << skipped.status();
+      EXPECT_FALSE(skipped->solution.has_value());
+      EXPECT_EQ(skipped->progress.settled_runs, 1);
+    }
   }
   EXPECT_GT(resumed_wins, 100);  // the problems exercise it
   const OffsetProblem p = RandomProblem(1);
-  for (int first : {0, kPortfolioRuns + 1}) {
-    EXPECT_EQ(ResumeBestFitPortfolio(p, first, 100, later).status().code(),
+  for (const PortfolioProgress& bad :
+       {PortfolioProgress{0, 0.0}, PortfolioProgress{kPortfolioRuns + 1, 0.0},
+        PortfolioProgress{1, -1.0}}) {
+    EXPECT_EQ(ResumeBestFitPortfolio(p, bad, 100, later).status().code(),
               absl::StatusCode::kInvalidArgument);
+  }
+}
+
+// Runs cut mid-pass are made again: resuming over and over with deadlines that cut runs
+// (doubling from 1 ms, so that each run ends at last) reaches what unlimited runs reach. A
+// cut run counted as settled would be skipped for good, and its plan lost.
+TEST(OffsetPlannersOrderingTest, ResumingAgainMakesTheRunsADeadlineCut) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    SCOPED_TRACE(seed);
+    // 4,000 items living up to 400 of 4,000 steps: greedy passes of a few milliseconds.
+    std::mt19937_64 rng(seed);
+    OffsetProblem p;
+    p.num_steps = 4000;
+    for (int i = 0; i < 4000; ++i) {
+      const int first = static_cast<int>(rng() % 4000);
+      const int last = std::min(3999, first + static_cast<int>(rng() % 400));
+      p.items.push_back(Item(first, last, 64 * (1 + static_cast<int64_t>(rng() % 1000)), 64));
+    }
+    const int64_t lower_bound = OffsetLowerBound(p);
+    const std::vector<int64_t> heights = EveryRunsHeight(p, 1);
+    int64_t expected = heights[0];  // what the runs from 1 on must beat: run 0's plan
+    for (int t = 1; t < kPortfolioRuns && expected > lower_bound; ++t) {
+      if (heights[t] >= 0) expected = std::min(expected, heights[t]);
+    }
+    PortfolioProgress progress{1, 0.0};
+    int64_t best = heights[0];
+    int calls = 0;
+    for (double seconds = 0.001; progress.settled_runs < kPortfolioRuns && best > lower_bound;
+         seconds *= 2) {
+      ++calls;
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(seconds));
+      absl::StatusOr<ResumedPortfolio> resumed = ResumeBestFitPortfolio(p, progress, best, deadline);
+      ASSERT_TRUE(resumed.ok()) << resumed.status();
+      EXPECT_GE(resumed->progress.settled_runs, progress.settled_runs);
+      progress = resumed->progress;
+      if (resumed->solution.has_value()) {
+        ASSERT_LT(resumed->solution->height, best);
+        ASSERT_TRUE(CheckOffsetSolution(p, resumed->solution->offsets).ok());
+        best = resumed->solution->height;
+      }
+    }
+    EXPECT_EQ(best, expected) << "after " << calls << " calls";
   }
 }
 

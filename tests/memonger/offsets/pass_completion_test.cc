@@ -152,6 +152,14 @@ TEST(LaneStackingTest, NeverTakesMoreThanTheItemsOneAboveTheOther) {
   std::vector<int64_t> offsets(p.items.size(), 0);
   EXPECT_EQ(StackInLanes(p, std::vector<int>{0, 1, 2}, 100, offsets), 100 + 7452);
   ASSERT_TRUE(CheckOffsetSolution(p, offsets).ok());
+  // Mixed alignments in one class: each member rounded up to its own alignment, not the
+  // class's largest (4,100 B aligned to 4 would take 8,192 B each).
+  OffsetProblem mixed;
+  mixed.num_steps = 1;
+  mixed.items = {Item(0, 0, 4100, 4), Item(0, 0, 4096, 4096), Item(0, 0, 4100, 4)};
+  std::vector<int64_t> at(mixed.items.size(), 0);
+  EXPECT_EQ(StackInLanes(mixed, std::vector<int>{0, 1, 2}, 0, at), 4096 + 4100 + 4100);
+  ASSERT_TRUE(CheckOffsetSolution(mixed, at).ok());
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     SCOPED_TRACE(seed);
     OffsetProblem random = RandomProblem(seed, 1 + static_cast<int>(seed % 40));
@@ -162,6 +170,26 @@ TEST(LaneStackingTest, NeverTakesMoreThanTheItemsOneAboveTheOther) {
     int64_t sum = 0;
     for (const OffsetItem& item : random.items) sum += item.bytes;
     EXPECT_LE(StackInLanes(random, all, 0, at), sum);
+    ASSERT_TRUE(CheckOffsetSolution(random, at).ok());
+  }
+  // With alignments: no more than each item rounded up to its own alignment, plus the padding
+  // of each size class's start to its largest alignment.
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE(seed);
+    const OffsetProblem random = RandomProblem(2 * seed + 1, 1 + static_cast<int>(seed % 40));
+    std::vector<int> all(random.items.size());
+    std::iota(all.begin(), all.end(), 0);
+    std::vector<int64_t> at(random.items.size(), 0);
+    int64_t bound = 0;
+    std::vector<int64_t> class_alignment(64, 0);
+    for (const OffsetItem& item : random.items) {
+      if (item.bytes == 0) continue;
+      bound += (item.bytes + item.alignment - 1) / item.alignment * item.alignment;
+      int64_t& a = class_alignment[63 - __builtin_clzll(static_cast<uint64_t>(item.bytes))];
+      a = std::max(a, item.alignment);
+    }
+    for (int64_t a : class_alignment) bound += std::max<int64_t>(a - 1, 0);
+    EXPECT_LE(StackInLanes(random, all, 0, at), bound);
     ASSERT_TRUE(CheckOffsetSolution(random, at).ok());
   }
 }
