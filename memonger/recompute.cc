@@ -256,16 +256,23 @@ class Chooser {
   // above the budget summed over the steps); a move is an op with its unchosen candidate
   // producers up to kMoveDepth levels up, since a chain is worth recomputing only whole (a
   // clone holds what it reads: recomputing a Relu alone keeps its FC's output instead).
-  Candidate Greedy(int64_t budget) const {
+  // Stops at `deadline` (read before each move is weighed: a round weighs every candidate, and
+  // on 40,000 of them one round took minutes), keeping the moves made.
+  Candidate Greedy(int64_t budget, Clock::time_point deadline) const {
     std::vector<bool> chosen(m_.graph().num_ops(), false);
     int64_t above = 0;
     int64_t peak = m_.Peak(chosen, &above, budget);
-    while (peak > budget && Clock::now() < deadline_) {
+    bool out_of_time = false;
+    while (peak > budget && !out_of_time) {
       std::vector<OpId> best_move;
       double best_score = 0;
       bool best_lowers_peak = false;
       for (OpId op : m_.candidates()) {
         if (chosen[op]) continue;
+        if (Clock::now() >= deadline) {
+          out_of_time = true;
+          break;
+        }
         size_t previous_size = 0;
         for (int depth = 0; depth <= kMoveDepth; ++depth) {
           const std::vector<OpId> move = Move(op, depth, chosen);
@@ -296,7 +303,7 @@ class Chooser {
       for (OpId x : best_move) chosen[x] = true;
       peak = m_.Peak(chosen, &above, budget);
     }
-    if (peak <= budget) Prune(chosen, budget);
+    if (peak <= budget) Prune(chosen, budget, deadline);
     return Evaluate(std::move(chosen));
   }
 
@@ -322,8 +329,8 @@ class Chooser {
     return move;
   }
 
-  // Drops chosen ops, most expensive first, while the budget holds.
-  void Prune(std::vector<bool>& chosen, int64_t budget) const {
+  // Drops chosen ops, most expensive first, while the budget holds, until `deadline`.
+  void Prune(std::vector<bool>& chosen, int64_t budget, Clock::time_point deadline) const {
     std::vector<OpId> ops;
     for (OpId op : m_.candidates()) {
       if (chosen[op]) ops.push_back(op);
@@ -331,6 +338,7 @@ class Chooser {
     std::stable_sort(ops.begin(), ops.end(),
                      [&](OpId a, OpId b) { return flops_.at(a) > flops_.at(b); });
     for (OpId op : ops) {
+      if (Clock::now() >= deadline) break;
       chosen[op] = false;
       if (m_.Peak(chosen) > budget) chosen[op] = true;
     }
@@ -489,14 +497,31 @@ absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
     const int64_t budget = options.budget_bytes;
     // The portfolio: greedy and Chen's segmenting at every length; the cheapest that fits,
     // else the lowest peak.
+    // (Neither fits: the lower peak, then the fewer FLOPs: a choice that lowers nothing is
+    // not worth its reruns.)
     auto better = [&](const Candidate& a, const Candidate& b) {
       const bool a_fits = a.peak <= budget, b_fits = b.peak <= budget;
       if (a_fits != b_fits) return a_fits;
-      return a_fits ? a.flops < b.flops : a.peak < b.peak;
+      if (a_fits) return a.flops < b.flops;
+      return a.peak != b.peak ? a.peak < b.peak : a.flops < b.flops;
     };
-    best = chooser.Greedy(budget);
-    choice.method = "greedy";
+    // Chen's segments of sqrt(n) first, whatever the time: auto never reaches less than
+    // `sqrt` does. Then greedy with half of the time left (its rounds weigh every candidate:
+    // on a large net it would take all of it), then the other segment lengths.
+    const int sqrt_length = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n))));
+    Candidate sqrt_segments = chooser.Segments(sqrt_length);
+    if (better(sqrt_segments, best)) {
+      best = std::move(sqrt_segments);
+      choice.method = "segments";
+    }
+    const Clock::time_point greedy_deadline = Clock::now() + (deadline - Clock::now()) / 2;
+    Candidate greedy = chooser.Greedy(budget, greedy_deadline);
+    if (better(greedy, best)) {
+      best = std::move(greedy);
+      choice.method = "greedy";
+    }
     for (int k = 1; k <= n && Clock::now() < deadline; ++k) {
+      if (k == sqrt_length) continue;
       Candidate c = chooser.Segments(k);
       if (better(c, best)) {
         best = std::move(c);
@@ -610,10 +635,16 @@ absl::StatusOr<RecomputedPlan> PlanWithRecomputation(const Graph& graph,
   recompute.time_limit_seconds = options.time_limit_seconds / 2;
   MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(graph, recompute));
   if (!choice.fits) {
+    // Only an exhaustive search proves that nothing fits; the portfolio's lowest depends on its
+    // time and on the budget it steers by.
     return absl::ResourceExhaustedError(absl::StrCat(
         "recomputation cannot bring the lower bound to ", budget_bytes, " bytes: the lowest it "
         "reached is ", choice.lower_bound_bytes, " bytes (", choice.ops.size(), " of ",
-        choice.candidates, " forward ops rerun); no budget below that fits"));
+        choice.candidates, " forward ops rerun)",
+        choice.proven_optimal
+            ? "; no choice of forward ops to rerun fits (searched exhaustively)"
+            : "; its search is heuristic and had half of --time-limit: a longer limit may "
+              "reach lower"));
   }
   MG_ASSIGN_OR_RETURN(Graph rewritten, ApplyRecomputation(graph, choice.ops));
   PlanOptions rest = options;

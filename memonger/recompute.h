@@ -34,12 +34,15 @@
 //         - exact, when there are at most max_exact_candidates candidates: a depth-first search
 //           over the candidates (most expensive first), cut where the FLOPs so far reach the
 //           best choice found, proven when it ends;
-//         - otherwise a portfolio: greedy (add the op that lowers the peak most per FLOP, or,
-//           on a plateau, the bytes above the budget summed over the steps; then drop the
-//           chosen ops, most expensive first, that the budget does not need) and Chen's
-//           segmenting at every segment length, the cheapest that fits kept.
-//         When nothing fits, the result says so with the lowest lower bound found (the
-//         smallest budget recomputation reaches).
+//         - otherwise a portfolio: Chen's segmenting at sqrt(n) first (whatever the time, so
+//           auto never ends above sqrt), greedy with half of the time left (add the op that
+//           lowers the peak most per FLOP, or, on a plateau, the bytes above the budget summed
+//           over the steps; then drop the chosen ops, most expensive first, that the budget
+//           does not need; the clock is read before each move is weighed), and Chen's
+//           segmenting at every other length with the rest; the cheapest that fits kept.
+//         When nothing fits, the result says so with the lowest lower bound found (then the
+//         fewest FLOPs): the smallest budget this search reached, proven the least only where
+//         the exact search finished.
 //
 // Complexity: one evaluation of a choice is O((values + ops) log ops) on a model of the
 // rewritten net's lifetimes (checked against liveness in the tests); greedy O(candidates^2)

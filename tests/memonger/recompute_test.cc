@@ -241,6 +241,35 @@ TEST(RecomputeTest, ExactNeverCostsMoreThanSqrtAtItsLowerBound) {
   }
 }
 
+// Chen's sqrt(n) segmenting is auto's first candidate, whatever the time: with no time at all
+// auto fits every budget sqrt meets, and where it cannot fit, what it reports reaching is no
+// higher than sqrt's. (Greedy ran first and could take the whole limit: an MLP of 300 layers
+// whose sqrt reaches 9.9 MB was called infeasible at that budget, "lowest 72 MB".)
+TEST(RecomputeTest, AutoReachesWhatSqrtReachesEvenWithoutTime) {
+  std::vector<Graph> nets = TrainingNets();
+  nets.push_back(Workload("mlp:layers=120,batch=64,dim=16,mode=training"));
+  for (const Graph& g : nets) {
+    SCOPED_TRACE(g.name());
+    RecomputeOptions sqrt;
+    sqrt.kind = RecomputeKind::kSqrt;
+    absl::StatusOr<RecomputeChoice> chen = ChooseRecomputation(g, sqrt);
+    ASSERT_TRUE(chen.ok()) << chen.status();
+    for (int64_t budget : {chen->lower_bound_bytes, chen->lower_bound_bytes - 1}) {
+      RecomputeOptions options;
+      options.kind = RecomputeKind::kAuto;
+      options.budget_bytes = budget;
+      options.time_limit_seconds = 0;
+      options.max_exact_candidates = 0;  // the portfolio, not the exact search
+      absl::StatusOr<RecomputeChoice> choice = ChooseRecomputation(g, options);
+      ASSERT_TRUE(choice.ok()) << choice.status();
+      EXPECT_LE(choice->lower_bound_bytes, chen->lower_bound_bytes);
+      if (budget == chen->lower_bound_bytes) {
+        EXPECT_TRUE(choice->fits);
+      }
+    }
+  }
+}
+
 TEST(RecomputeTest, Refusals) {
   const Graph forward = Workload("mlp:layers=3");
   RecomputeOptions options;
