@@ -45,6 +45,41 @@ int SharedBufferCount(const graph::Graph& graph, const Plan& plan) {
   return static_cast<int>(std::count(shared.begin(), shared.end(), true));
 }
 
+namespace {
+
+// What each value's memory is an alias of (its class's oldest member, itself where none): an
+// in-place output the value it overwrites, and under plan.views a view's output its input
+// where the plan merged the two (the same buffer over the same lifetime: the liveness joins a
+// view only where that is safe, and two values apart never share both). A consumer of the
+// JSON plan that knew only the in-place aliases saw a view and its input overlap while live.
+std::vector<ValueId> AliasRoots(const graph::Graph& graph, const Plan& plan) {
+  std::vector<ValueId> roots = graph.InPlaceRoots();
+  if (!plan.views) return roots;
+  auto planned = [&](ValueId v) {
+    return static_cast<size_t>(v) < plan.buffer_of_value.size() && plan.buffer_of_value[v] >= 0;
+  };
+  // In step order, so that a value's root is final before the values aliasing it are met.
+  for (const PlanStep& step : plan.steps) {
+    const graph::Op& op = graph.op(step.op);
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      const ValueId out = op.outputs[k];
+      if (k == 0 && op.view && !op.inputs.empty() && roots[out] == out) {
+        const ValueId in = op.inputs[0];
+        if (planned(in) && planned(out) &&
+            plan.buffer_of_value[in] == plan.buffer_of_value[out] &&
+            plan.lifetime[in].first_step == plan.lifetime[out].first_step &&
+            plan.lifetime[in].last_step == plan.lifetime[out].last_step) {
+          roots[out] = roots[in];
+        }
+      }
+      roots[out] = roots[roots[out]];  // an in-place write on a view's output
+    }
+  }
+  return roots;
+}
+
+}  // namespace
+
 std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   using Json = nlohmann::ordered_json;
   Json j;
@@ -128,7 +163,7 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   }
   j["steps"] = steps;
   Json values = Json::array();
-  const std::vector<ValueId> roots = graph.InPlaceRoots();
+  const std::vector<ValueId> roots = AliasRoots(graph, plan);
   for (ValueId v = 0; v < graph.num_values(); ++v) {
     const graph::Value& value = graph.value(v);
     Json item;
