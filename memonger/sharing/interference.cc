@@ -40,7 +40,7 @@ class MemongerDp {
       : ranges_(ranges),
         sorted_(std::move(sorted)),
         limits_(limits),
-        start_(std::chrono::steady_clock::now()) {}
+        start_(limits.since.value_or(std::chrono::steady_clock::now())) {}
 
   absl::StatusOr<Chains> Run() {
     if (sorted_.empty()) return Chains{};  // memonger raised IndexError here
@@ -78,9 +78,8 @@ class MemongerDp {
     if (over) {
       status_ = absl::DeadlineExceededError(absl::StrCat(
           "memonger-dp's exponential DP did not finish within its budget (", calls_,
-          " recursive calls, limit ", limits_.max_calls, " calls or ",
-          limits_.time_limit_seconds,
-          " s) on ", sorted_.size(),
+          " recursive calls; its limits: ", limits_.max_calls, " calls, and ",
+          limits_.time_limit_seconds, " s, what --time-limit left it) on ", sorted_.size(),
           " values; use exact-sharing (provably optimal, returns its best plan at the time "
           "limit) or memonger-greedy"));
       return false;
@@ -364,7 +363,8 @@ absl::StatusOr<SharingGroups> AssignMemongerChains(const std::vector<SharingItem
     items_of_device[it - devices.begin()].push_back(static_cast<int>(i));
   }
 
-  const auto start = std::chrono::steady_clock::now();
+  DpLimits budget = limits;  // one time budget for all devices
+  if (!budget.since.has_value()) budget.since = std::chrono::steady_clock::now();
   SharingGroups groups;
   for (const std::vector<int>& members : items_of_device) {
     std::vector<LiveRange> ranges;
@@ -375,10 +375,7 @@ absl::StatusOr<SharingGroups> AssignMemongerChains(const std::vector<SharingItem
     }
     Chains chains;
     if (dynamic_programming) {
-      DpLimits left = limits;  // one time budget for all devices
-      left.time_limit_seconds -=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      absl::StatusOr<Chains> dp = AssignChainsDp(ranges, left);
+      absl::StatusOr<Chains> dp = AssignChainsDp(ranges, budget);
       if (!dp.ok()) return dp.status();
       chains = *std::move(dp);
     } else {

@@ -39,7 +39,9 @@
 #ifndef MEMONGER_MEMONGER_SHARING_INTERFERENCE_H_
 #define MEMONGER_MEMONGER_SHARING_INTERFERENCE_H_
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +77,9 @@ Chains AssignChainsGreedy(const std::vector<LiveRange>& ranges);
 struct DpLimits {
   double time_limit_seconds = 10;
   int64_t max_calls = 200'000'000;  // recursive compute_assignments_dp calls
+  // Where the time limit is counted from (one budget over several calls, as over a plan's
+  // devices); unset: the call's own start.
+  std::optional<std::chrono::steady_clock::time_point> since;
 };
 // DeadlineExceeded when `limits` are exceeded (the message suggests exact-sharing).
 absl::StatusOr<Chains> AssignChainsDp(const std::vector<LiveRange>& ranges,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -188,6 +189,25 @@ TEST(InterferenceDpTest, BudgetGivesDeadlineExceeded) {
   EXPECT_EQ(dp.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string(dp.status().message()), HasSubstr("memonger-dp"));
   EXPECT_THAT(std::string(dp.status().message()), HasSubstr("exact-sharing"));
+}
+
+// The time budget is counted from `since` where given (one budget over a plan's devices), and
+// the message names the limit, not what was left of it: "-0.002 s" was printed before.
+TEST(InterferenceDpTest, TimeBudgetCountsFromSinceAndIsNamedAsGiven) {
+  std::mt19937 rng(7);
+  std::vector<LiveRange> ranges;
+  for (int i = 0; i < 60; ++i) {
+    ranges.push_back({i, i + static_cast<int>(rng() % 6), 1 + static_cast<int64_t>(rng() % 100)});
+  }
+  DpLimits limits;
+  limits.time_limit_seconds = 5;
+  limits.since = std::chrono::steady_clock::now() - std::chrono::seconds(10);  // spent
+  absl::StatusOr<Chains> dp = AssignChainsDp(ranges, limits);
+  ASSERT_FALSE(dp.ok());
+  EXPECT_EQ(dp.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(dp.status().message()), HasSubstr(" 5 s, what --time-limit left it"));
+  limits.since.reset();  // counted from the call: 5 s is plenty
+  EXPECT_TRUE(AssignChainsDp(ranges, limits).ok());
 }
 
 TEST(InterferenceAssignTest, RandomChainsAreValid) {
