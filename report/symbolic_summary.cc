@@ -86,13 +86,20 @@ absl::StatusOr<std::string> SymbolicPlanToText(const graph::Graph& graph, const 
     absl::StrAppendFormat(&out, "one arena for every binding: %s (a piece needs more inside the "
                           "range than the high corner does)\n", util::FormatBytes(most));
   }
-  absl::StrAppendFormat(&out,
-                        "planning for the maximum (one arena of %s) wastes %.1fx the lower bound "
-                        "at %s\n",
-                        util::FormatBytes(high.arena),
-                        low.lower_bound == 0 ? 1.0
-                                             : static_cast<double>(high.arena) / low.lower_bound,
-                        BindingText(plan.box.Low()));
+  if (low.lower_bound > 0) {
+    absl::StrAppendFormat(&out,
+                          "planning for the maximum (one arena of %s) wastes %.1fx the lower "
+                          "bound at %s\n",
+                          util::FormatBytes(high.arena),
+                          static_cast<double>(high.arena) / low.lower_bound,
+                          BindingText(plan.box.Low()));
+  } else {
+    // No ratio to a lower bound of 0 bytes (a size of 0 empties every value).
+    absl::StrAppendFormat(&out,
+                          "planning for the maximum (one arena of %s) wastes all of it at %s, "
+                          "where nothing needs memory\n",
+                          util::FormatBytes(high.arena), BindingText(plan.box.Low()));
+  }
   if (fallback > 0) {
     absl::StrAppendFormat(&out,
                           "%d value%s sized at the range's upper bound (no expression): ",

@@ -209,6 +209,11 @@ TEST(SymbolicCliTest, OnnxModelWithASymbolicBatch) {
     const auto j = nlohmann::json::parse(bound.out);
     EXPECT_EQ(j["arena_bytes"], j["lower_bound_bytes"]) << batch;
   }
+  // From batch 0, where nothing needs memory: no ratio to a lower bound of 0 ("wastes 1.0x"
+  // was printed).
+  auto empty_low = RunOptimizeNet("'" + path + "' --dim batch=0..4");
+  ASSERT_EQ(empty_low.exit_code, 0) << empty_low.err;
+  EXPECT_THAT(empty_low.out, HasSubstr("wastes all of it at batch=0, where nothing needs memory"));
 }
 
 TEST(SymbolicCliTest, RangesNeedASymbolAndOneBindingForConcreteOutputs) {
