@@ -222,6 +222,14 @@ absl::Status CheckFlags(Flags& flags) {
                        ": use the extension .pb (binary) or .pbtxt (text)"));
     }
   }
+  for (const std::string& dim : flags.dims) {
+    // The symbol searched is bound at every trial size: a --dim for it would be dropped.
+    if (!flags.fit.empty() && dim.substr(0, dim.find('=')) == flags.fit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--fit ", util::Quote(flags.fit), " searches its size: it does not go with --dim ",
+          util::Quote(dim)));
+    }
+  }
   // Every output file is checked before any work (a run of minutes must not end in "cannot write");
   // the outputs are written together at the end (util::OutputFiles).
   util::OutputFiles outputs;

@@ -332,6 +332,9 @@ std::vector<HostileCase> Cases() {
   c.push_back({"flag_fit_unknown_key", {}, "--workload attention:n=64 --fit zz --budget 1MiB",
                kUsage, "--fit: attention workload: no key 'zz' (known: n, cls, batch,"});
   flag("fit_with_execute", "--fit N --budget 1MiB --execute host", kUsage, "--fit plans many sizes");
+  // (`t` binds N=8: the search binds N at every trial size, and the --dim was dropped unsaid.)
+  flag("fit_with_its_dim", "--fit N --budget 1MiB", kUsage,
+       "--fit N searches its size: it does not go with --dim N=8");
   flag("outputs_out_without_execute", "--outputs-out {dir}/o", kUsage, "--outputs-out needs --execute");
   flag("loss_in_inference", "--loss y", kBad, "--loss needs --mode training");
   flag("unknown_flag", "--frobnicate", kUsage, "frobnicate");
