@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "memonger/planner.h"
+#include "memonger/symbolic/symbolic_planner.h"
 #include "util/bytes.h"
 #include "util/file_io.h"
 #include "util/status_macros.h"
@@ -205,6 +206,14 @@ absl::Status CheckFlags(Flags& flags) {
             "a plan for a range of bindings (--dim ", flags.ranges.ranges.front().symbol,
             "=LO..HI) does not go with ", what));
       }
+    }
+    // The planner, order and executor a range plan needs (an execution left to the net's hint
+    // is checked once the net is loaded).
+    if (absl::Status range = CheckRangePlanOptions(
+            *ParsePlanner(flags.planner), *ParseOrder(flags.order),
+            flags.execution == "parallel" ? ExecutionModel::kParallel : ExecutionModel::kSerial);
+        !range.ok()) {
+      return absl::InvalidArgumentError(range.message());
     }
   }
   for (const std::string& s : flags.input_shapes) {

@@ -62,6 +62,23 @@ absl::StatusOr<OffsetStrategy> StrategyFor(PlannerKind planner) {
   }
 }
 
+}  // namespace
+
+absl::Status CheckRangePlanOptions(PlannerKind planner, OrderKind order,
+                                   ExecutionModel execution) {
+  MG_RETURN_IF_ERROR(StrategyFor(planner).status());
+  if (order == OrderKind::kMemoryAware) {
+    return absl::UnimplementedError(
+        "the memory-aware order depends on sizes; a plan for a range keeps one given order");
+  }
+  if (execution != ExecutionModel::kSerial) {
+    return absl::UnimplementedError("a plan for a range places offsets for a serial executor");
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
 class Planner {
  public:
   Planner(const graph::Graph& graph, const PlanOptions& options, const SymbolicPlanOptions& sym,
@@ -355,14 +372,8 @@ absl::StatusOr<SymbolicPlan> PlanSymbolic(const graph::Graph& graph,
                                           const PlanOptions& options,
                                           const SymbolicPlanOptions& sym) {
   const auto start = std::chrono::steady_clock::now();
+  MG_RETURN_IF_ERROR(CheckRangePlanOptions(options.planner, options.order, options.execution));
   MG_ASSIGN_OR_RETURN(OffsetStrategy strategy, StrategyFor(options.planner));
-  if (options.order == OrderKind::kMemoryAware) {
-    return absl::UnimplementedError(
-        "the memory-aware order depends on sizes; a plan for a range keeps one given order");
-  }
-  if (options.execution != ExecutionModel::kSerial) {
-    return absl::UnimplementedError("a plan for a range places offsets for a serial executor");
-  }
   if (sym.planning_bindings < 1 || sym.planning_bindings > 64) {
     return absl::InvalidArgumentError("planning bindings must lie in [1, 64]");
   }

@@ -57,6 +57,13 @@ struct SymbolicPlanOptions {
   int check_bindings = 4;  // besides the box's corners
 };
 
+// What a plan for a range needs of the options, decided by them alone (the CLI checks it
+// before any work, a usage error): an offset planner (auto, best-fit, greedy-by-size, exact:
+// the sharing planners decide buffers from the sizes at one binding), the order given, not
+// the memory-aware one (it depends on sizes), and a serial executor. Unimplemented otherwise.
+absl::Status CheckRangePlanOptions(PlannerKind planner, OrderKind order,
+                                   ExecutionModel execution);
+
 absl::StatusOr<SymbolicPlan> PlanSymbolic(const graph::Graph& graph,
                                           const graph::SymbolicShapes& shapes,
                                           const PlanOptions& options,

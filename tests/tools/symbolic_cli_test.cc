@@ -5,6 +5,8 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -228,9 +230,17 @@ TEST(SymbolicCliTest, RangesNeedASymbolAndOneBindingForConcreteOutputs) {
   }
   auto both = RunOptimizeNet(Example() + " --dim L=5 --dim L=1..64");
   EXPECT_EQ(both.exit_code, 2);
-  auto sharing = RunOptimizeNet(Example() + " --dim L=1..64 --planner memonger-greedy");
-  EXPECT_EQ(sharing.exit_code, 1);
-  EXPECT_THAT(sharing.err, HasSubstr("needs an offset planner"));
+  // What the flags alone rule out is a usage error, before any work (exit 1 before, unlike
+  // --fit or --execute with a range).
+  for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--planner memonger-greedy", "needs an offset planner"},
+           {"--planner none", "needs an offset planner"},
+           {"--order memory-aware", "keeps one given order"},
+           {"--execution parallel", "for a serial executor"}}) {
+    auto r = RunOptimizeNet(Example() + " --dim L=1..64 " + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_THAT(r.err, HasSubstr(message)) << flag;
+  }
 }
 
 }  // namespace
