@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -181,6 +183,35 @@ std::string WhatIfToText(const graph::WorkloadSpec& base, const std::vector<What
     absl::StrAppend(&out, "  ", r.label, ": ", absl::StrJoin(parts, "; "), "\n");
   }
   return out;
+}
+
+std::string WhatIfToJson(const graph::WorkloadSpec& base, const std::vector<WhatIfRow>& rows,
+                         int64_t budget) {
+  using Json = nlohmann::ordered_json;
+  Json variants = Json::array();
+  for (const WhatIfRow& row : rows) {
+    Json peak_values = Json::array();
+    for (const WhatIfValue& v : row.peak_values) {
+      peak_values.push_back({{"name", v.name}, {"type", v.type}, {"bytes", v.bytes}});
+    }
+    Json r;
+    r["variant"] = row.label;
+    r["device_bytes"] = row.device_bytes;
+    r["arena_bytes"] = row.arena_bytes;
+    r["static_bytes"] = row.static_bytes;
+    r["lower_bound_bytes"] = row.lower_bound_bytes;
+    r["proven_optimal"] = row.proven_optimal;
+    r["fits"] = budget >= 0 ? Json(row.device_bytes <= budget) : Json(nullptr);
+    r["peak_op"] = row.peak_op;
+    r["peak_values"] = std::move(peak_values);
+    variants.push_back(std::move(r));
+  }
+  Json doc;
+  doc["schema"] = "memonger.whatif/v1";
+  doc["workload"] = graph::WorkloadSpecToString(base);
+  doc["budget"] = budget >= 0 ? Json(budget) : Json(nullptr);
+  doc["variants"] = std::move(variants);
+  return doc.dump(1) + "\n";
 }
 
 }  // namespace memonger

@@ -66,6 +66,14 @@ absl::StatusOr<std::vector<WhatIfRow>> PlanVariants(const std::vector<WhatIfVari
 std::string WhatIfToText(const graph::WorkloadSpec& base, const std::vector<WhatIfRow>& rows,
                          int64_t budget);
 
+// The same rows for `--format json`, exact bytes:
+// {"schema": "memonger.whatif/v1", "workload": "attention:n=...", "budget": B or null,
+//  "variants": [{"variant", "device_bytes", "arena_bytes", "static_bytes",
+//                "lower_bound_bytes", "proven_optimal", "fits" (null without a budget),
+//                "peak_op", "peak_values": [{"name", "type", "bytes"}]}]}
+std::string WhatIfToJson(const graph::WorkloadSpec& base, const std::vector<WhatIfRow>& rows,
+                         int64_t budget);
+
 }  // namespace memonger
 
 #endif  // MEMONGER_REPORT_WHAT_IF_H_

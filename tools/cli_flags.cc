@@ -207,6 +207,11 @@ absl::Status CheckFlags(Flags& flags) {
             "=LO..HI) does not go with ", what));
       }
     }
+    if ((!flags.compare.empty() || !flags.variants.empty()) && flags.format == "json") {
+      return absl::InvalidArgumentError(
+          "the what-if table over a range (--compare or --variant with --dim SYMBOL=LO..HI) "
+          "has no JSON form: leave out --format json");
+    }
     // The planner, order and executor a range plan needs (an execution left to the net's hint
     // is checked once the net is loaded).
     if (absl::Status range = CheckRangePlanOptions(

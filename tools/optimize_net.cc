@@ -577,7 +577,8 @@ int Run(const Flags& flags) {
     if (!variants.ok()) return fail(variants.status());
     auto rows = memonger::PlanVariants(*variants, *options);
     if (!rows.ok()) return fail(rows.status());
-    std::cout << memonger::WhatIfToText(*workload, *rows, budget);
+    std::cout << (flags.format == "json" ? memonger::WhatIfToJson(*workload, *rows, budget)
+                                         : memonger::WhatIfToText(*workload, *rows, budget));
     for (const memonger::WhatIfRow& row : *rows) {
       if (budget >= 0 && row.device_bytes > budget) return kExitOverBudget;
     }

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -62,6 +64,34 @@ TEST(WhatIfTest, BadCompareArgumentsAreErrors) {
       ExpandVariants(Spec("attention"), {"efficient"}, {});
   ASSERT_FALSE(variant.ok());
   EXPECT_THAT(std::string(variant.status().message()), HasSubstr("--variant 'efficient'"));
+}
+
+// --format json gives the table's rows with exact bytes (it printed the text table before).
+TEST(WhatIfTest, JsonHoldsEveryRowExactly) {
+  absl::StatusOr<std::vector<WhatIfVariant>> v =
+      ExpandVariants(Spec("attention:n=17,heads=2,dim=16,mlp=32"), {}, {"n=9,17"});
+  ASSERT_TRUE(v.ok()) << v.status();
+  absl::StatusOr<std::vector<WhatIfRow>> rows = PlanVariants(*v, PlanOptions{});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  const int64_t budget = (*rows)[0].device_bytes;  // the first fits, the second does not
+  const nlohmann::json doc = nlohmann::json::parse(
+      WhatIfToJson(Spec("attention:n=17,heads=2,dim=16,mlp=32"), *rows, budget));
+  EXPECT_EQ(doc["schema"], "memonger.whatif/v1");
+  EXPECT_EQ(doc["budget"], budget);
+  ASSERT_EQ(doc["variants"].size(), rows->size());
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const nlohmann::json& r = doc["variants"][i];
+    EXPECT_EQ(r["variant"], (*rows)[i].label);
+    EXPECT_EQ(r["device_bytes"], (*rows)[i].device_bytes);
+    EXPECT_EQ(r["arena_bytes"], (*rows)[i].arena_bytes);
+    EXPECT_EQ(r["static_bytes"], (*rows)[i].static_bytes);
+    EXPECT_EQ(r["lower_bound_bytes"], (*rows)[i].lower_bound_bytes);
+    EXPECT_EQ(r["peak_op"], (*rows)[i].peak_op);
+    EXPECT_EQ(r["peak_values"].size(), (*rows)[i].peak_values.size());
+  }
+  EXPECT_EQ(doc["variants"][0]["fits"], true);
+  EXPECT_EQ(doc["variants"][1]["fits"], false);
+  EXPECT_TRUE(nlohmann::json::parse(WhatIfToJson(Spec("mlp"), *rows, -1))["budget"].is_null());
 }
 
 TEST(WhatIfTest, AFailingVariantIsNamed) {
