@@ -177,6 +177,27 @@ absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Pla
     if (std::optional<ValueId> id = graph.FindValue(name)) external[*id] = true;
   }
 
+  // With --views, a view's output shares its input's buffer while both live. A net could say
+  // so only by naming the output as the input, which makes the view an in-place op (memonger's
+  // VerifyInplaceBlobs refuses a rewrite that adds one) and hands the view's shape to any later
+  // reader of the input (a Concat reading a Split's output that a Reshape had viewed). So a
+  // view the plan keeps in its input's memory is named apart, with its in-place chain; the
+  // plan's offsets still say the two share memory. (Both used to take the buffer's one name,
+  // and every such net was refused by the checks below.)
+  std::vector<bool> named_apart(graph.num_values(), false);
+  if (plan.views) {
+    for (const graph::Op& op : graph.ops()) {
+      if (!op.view || op.inputs.empty() || op.outputs.empty()) continue;
+      const ValueId in = op.inputs[0];
+      const ValueId out = op.outputs[0];
+      const int b = plan.buffer_of_value[out];
+      // Kept in its input's memory: the same buffer over the same (class) lifetime.
+      named_apart[out] = in_place_roots[out] == out && b >= 0 && plan.buffer_of_value[in] == b &&
+                         plan.lifetime[in].first_step == plan.lifetime[out].first_step &&
+                         plan.lifetime[in].last_step == plan.lifetime[out].last_step;
+    }
+  }
+
   RewrittenNames result;
   std::vector<std::string>& names = result.value_names;
   names.resize(graph.num_values());
@@ -196,6 +217,19 @@ absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Pla
     claimed.emplace(unique, buffer);
     return unique;
   };
+  // Views named apart: a name of their own each (and their in-place chains the same).
+  for (int b = 0; b < num_buffers; ++b) {
+    for (ValueId v : members[b]) {
+      if (!named_apart[v] || external[v]) continue;
+      const graph::Value& value = graph.value(v);
+      names[v] = claim(value.version == 0 ? value.name
+                                          : absl::StrCat(value.name, "__v", value.version),
+                       num_buffers + v);
+    }
+    for (ValueId v : members[b]) {
+      if (names[v].empty() && named_apart[in_place_roots[v]]) names[v] = names[in_place_roots[v]];
+    }
+  }
   // Externals first, so they keep their names.
   std::vector<std::string> buffer_name(num_buffers);
   for (int b = 0; b < num_buffers; ++b) {
@@ -214,6 +248,7 @@ absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Pla
       // baselines) its names.
       std::vector<ValueId> roots;
       for (ValueId v : members[b]) {
+        if (!names[v].empty()) continue;  // named apart above
         const ValueId r = in_place_roots[v];
         const bool seen = std::any_of(roots.begin(), roots.end(), [&](ValueId other) {
           return other == r ||
@@ -221,7 +256,9 @@ absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Pla
         });
         if (!seen) roots.push_back(r);
       }
-      if (roots.size() >= 2) {
+      if (roots.empty()) {
+        continue;  // every member named apart (not reached: a view's input stays)
+      } else if (roots.size() >= 2) {
         buffer_name[b] = claim(absl::StrCat(kSharedBlobPrefix, result.shared_buffers++), b);
       } else {
         const graph::Value& root = graph.value(roots.front());

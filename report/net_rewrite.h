@@ -13,7 +13,11 @@
 //      "__v<version>" appended for versions after the first, so that reordered ops cannot
 //      confuse two versions of one name); with one blob per name (Plan::blob_per_name), a
 //      buffer holding the versions of one name only keeps that name.
-// Static values keep their names. A name claimed twice is made unique with "__mg<buffer>".
+// A view's output the plan keeps in its input's memory (--views) is named apart, as are the
+// values written in place over it: one name would make the view an in-place op and hand its
+// shape to later readers of the input, so the net cannot say that the two share memory (the
+// plan's offsets still do). Static values keep their names. A name claimed twice is made
+// unique with "__mg<buffer>".
 //
 // The checks are memonger's: VerifyGraphEquality (same op types, devices and engines, and every
 // input reads the output of the same earlier op) and VerifyInplaceBlobs (no op gains or loses an
