@@ -70,7 +70,9 @@
 
 namespace memonger::graph {
 
-// `losses`: value names (their latest versions); empty: the graph's declared losses.
+// `losses`: value names (their latest versions); empty: the graph's declared losses. The
+// result's inputs keep the symbolic dims the forward net declared (its values are typed at the
+// forward net's sizes).
 // InvalidArgument for no loss, an unknown loss name, a loss that is not floating-point or that
 // no parameter influences; Unimplemented as described above.
 absl::StatusOr<Graph> AddGradientOps(const Graph& forward, const std::vector<std::string>& losses);

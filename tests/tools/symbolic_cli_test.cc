@@ -218,6 +218,28 @@ TEST(SymbolicCliTest, OnnxModelWithASymbolicBatch) {
   EXPECT_THAT(empty_low.out, HasSubstr("wastes all of it at batch=0, where nothing needs memory"));
 }
 
+// The same model in training: the gradient builder keeps the input's symbolic batch, so the
+// training net is planned over the range too, and bound at each batch the plan verifies.
+// (Before, the input's size was a constant, its size at the top of the range: "value 'input'
+// has ... bytes at batch=1, but its size expression ... says ...".)
+TEST(SymbolicCliTest, OnnxModelWithASymbolicBatchInTraining) {
+  absl::StatusOr<std::string> model = Conv2dWithSymbolicBatch();
+  if (absl::IsNotFound(model.status())) GTEST_SKIP() << model.status();
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string path = WriteTempFile("conv2d_batch_training.onnx", *model);
+  const std::string plan = TempDir() + "/conv2d_batch_training.json";
+  // (The model's output "3" is the loss to differentiate.)
+  const std::string training = "'" + path + "' --mode training --loss 3";
+  auto r = RunOptimizeNet(training + " --dim batch=1..16 --plan-json '" + plan + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("symbolic plan for batch=1..16"));
+  for (int batch : {1, 2, 7, 16}) {
+    auto bound = RunOptimizeNet(
+        absl::StrCat(training, " --dim batch=", batch, " --plan-in '", plan, "' --format json"));
+    ASSERT_EQ(bound.exit_code, 0) << batch << ": " << bound.err;
+  }
+}
+
 TEST(SymbolicCliTest, RangesNeedASymbolAndOneBindingForConcreteOutputs) {
   auto unknown = RunOptimizeNet(Example() + " --dim L=5 --dim Q=1..5");
   EXPECT_EQ(unknown.exit_code, 1);
