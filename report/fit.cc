@@ -2,6 +2,7 @@
 
 #include <map>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +50,56 @@ class CurePlanner {
   int plans_ = 0;
 };
 
+int64_t Gcd(int64_t a, int64_t b) {
+  while (b != 0) a = std::exchange(b, a % b);
+  return a;
+}
+
+// The kFitProbes values after the first that failed. None fits where the bytes grow with the
+// value. Where some do (the efficient attention kernel copies a bias whose rows are not a
+// multiple of 8, so n with n + 1 a multiple of 8 need half: n=22223 fits 24 GB where 22221
+// does not), the row says so, and where two or more do, the values a whole number of their
+// spacing apart are searched (gallop and bisect along them, the same assumption there).
+absl::Status ProbeBeyond(const FitSearch& search, CurePlanner& planner, int64_t fails,
+                         FitRow& row) {
+  std::vector<int64_t> fitting;
+  for (int64_t v = fails + 1; v <= search.max_value && v - fails <= kFitProbes; ++v) {
+    MG_ASSIGN_OR_RETURN(FitPoint p, planner.At(v));
+    if (planner.Fits(p)) fitting.push_back(v);
+  }
+  if (fitting.empty()) return absl::OkStatus();
+  MG_ASSIGN_OR_RETURN(row.also_fits, planner.At(fitting.front()));
+  int64_t period = 0;
+  for (int64_t v : fitting) period = Gcd(period, v - fitting.front());
+  if (period == 0) return absl::OkStatus();  // one value fits: no spacing to follow
+  row.period = period;
+  // Along fitting.front() + period * k: gallop on k, then bisect.
+  const int64_t start = fitting.front();
+  const int64_t max_k = (search.max_value - start) / period;
+  int64_t fits = 0;
+  int64_t fails_k = -1;
+  for (int64_t step = 1; fits < max_k; step *= 2) {
+    const int64_t next = step > max_k - fits ? max_k : fits + step;
+    MG_ASSIGN_OR_RETURN(FitPoint p, planner.At(start + next * period));
+    if (!planner.Fits(p)) {
+      fails_k = next;
+      break;
+    }
+    fits = next;
+  }
+  while (fails_k != -1 && fails_k - fits > 1) {
+    const int64_t mid = fits + (fails_k - fits) / 2;
+    MG_ASSIGN_OR_RETURN(FitPoint p, planner.At(start + mid * period));
+    if (planner.Fits(p)) {
+      fits = mid;
+    } else {
+      fails_k = mid;
+    }
+  }
+  MG_ASSIGN_OR_RETURN(row.period_largest, planner.At(start + fits * period));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<FitRow> SearchCure(const FitSearch& search, const FitCure& cure,
                                   const FitPlanner& plan) {
   CurePlanner planner(plan, cure, search.budget);
@@ -92,6 +143,9 @@ absl::StatusOr<FitRow> SearchCure(const FitSearch& search, const FitCure& cure,
     MG_ASSIGN_OR_RETURN(FitPoint above, planner.At(fails));
     row.above = above;
     row.range_ended = !above.refused.empty();
+  }
+  if (fails != -1 && !row.range_ended) {
+    MG_RETURN_IF_ERROR(ProbeBeyond(search, planner, fails, row));
   }
   row.plans = planner.plans();
   return row;
@@ -145,11 +199,26 @@ std::string FitToText(const FitResult& fit) {
                   : absl::StrCat(fit.symbol, "=", row.above->value, " needs ",
                                  row.above->device_bytes, " B");
     }
-    absl::StrAppendFormat(&out, "  %-14s %s=%d: %d B = %s (arena %s, lower bound %s); %s (%d plans)\n",
+    std::string beyond;
+    if (row.also_fits.has_value()) {
+      beyond = absl::StrCat("\n  ", std::string(14, ' '), " not monotone: ", fit.symbol, "=",
+                            row.also_fits->value, " fits too (",
+                            util::FormatBytes(row.also_fits->device_bytes), ")");
+      if (row.period_largest.has_value()) {
+        absl::StrAppend(&beyond, "; from it in steps of ", row.period, ", up to ", fit.symbol,
+                        "=", row.period_largest->value, " (",
+                        util::FormatBytes(row.period_largest->device_bytes), ")");
+      } else {
+        absl::StrAppend(&beyond, ": the bytes do not grow with ", fit.symbol,
+                        ", and larger values may fit");
+      }
+    }
+    absl::StrAppendFormat(&out, "  %-14s %s=%d: %d B = %s (arena %s, lower bound %s); %s (%d plans)%s\n",
                           row.cure, fit.symbol, *row.largest, row.at_largest->device_bytes,
                           util::FormatBytes(row.at_largest->device_bytes),
                           util::FormatBytes(row.at_largest->arena_bytes),
-                          util::FormatBytes(row.at_largest->lower_bound_bytes), above, row.plans);
+                          util::FormatBytes(row.at_largest->lower_bound_bytes), above, row.plans,
+                          beyond);
   }
   return out;
 }
@@ -171,6 +240,13 @@ std::string FitToJson(const FitResult& fit) {
     c["above_device_bytes"] =
         row.above && row.above->refused.empty() ? Json(row.above->device_bytes) : Json(nullptr);
     c["range_ended"] = row.range_ended;
+    c["also_fits"] = row.also_fits ? Json(row.also_fits->value) : Json(nullptr);
+    c["also_fits_device_bytes"] =
+        row.also_fits ? Json(row.also_fits->device_bytes) : Json(nullptr);
+    c["period"] = row.period_largest ? Json(row.period) : Json(nullptr);
+    c["largest_in_period"] = row.period_largest ? Json(row.period_largest->value) : Json(nullptr);
+    c["largest_in_period_device_bytes"] =
+        row.period_largest ? Json(row.period_largest->device_bytes) : Json(nullptr);
     c["plans"] = row.plans;
     cures.push_back(std::move(c));
   }

@@ -15,15 +15,19 @@
 // weights), at most the budget; the figure the what-if report holds against a budget too.
 //
 // The search assumes that the device bytes never shrink as the value grows (true of the lower
-// bound for the nets we generate, and of a planner that reaches it). It gallops (1, 2, 4, ...
-// from `min_value`) until a value does not fit, then bisects between the last value that fit and
+// bound for most nets, and of a planner that reaches it). It gallops (1, 2, 4, ... from
+// `min_value`) until a value does not fit, then bisects between the last value that fit and
 // the first that did not: O(log answer) plans, never a scan. The assumption is checked where it
-// matters: the answer is planned and fits, and answer + 1 is planned and does not. A value the
-// model or workload refuses (out of a key's range, a size that overflows) counts as not fitting,
-// and the row says the range ended the search rather than the budget.
+// matters: the answer is planned and fits, answer + 1 is planned and does not, and so are the
+// kFitProbes values after it. One of those that fits means the bytes are not monotone (the
+// efficient attention kernel copies a bias whose rows are not a multiple of 8 elements, so
+// every 8th length needs about half): the row names it, and where several fit, the values a
+// whole number of their spacing apart are searched the same way (FitRow::period_largest). A
+// value the model or workload refuses (out of a key's range, a size that overflows) counts as
+// not fitting, and the row says the range ended the search rather than the budget.
 //
-// What it does not guarantee: that no larger value fits when the bytes are not monotone beyond
-// the answer + 1 (a planner whose arena jumps down at some larger size).
+// What it does not guarantee: that no larger value fits when the bytes are not monotone in a
+// way the probes do not see (a spacing beyond kFitProbes, or a jump down far above).
 #ifndef MEMONGER_REPORT_FIT_H_
 #define MEMONGER_REPORT_FIT_H_
 
@@ -67,8 +71,18 @@ struct FitRow {
   std::optional<FitPoint> at_largest;
   std::optional<FitPoint> above;   // largest + 1 (or min_value when none fits)
   bool range_ended = false;        // the value above was refused, not over the budget
+  // Not monotone: the first of the kFitProbes values after `above` that fits; where two or
+  // more do, `period` is their spacing (the gcd of their distances) and `period_largest` the
+  // largest of also_fits + period * k that fits (gallop and bisect on k).
+  std::optional<FitPoint> also_fits;
+  int64_t period = 0;
+  std::optional<FitPoint> period_largest;
   int plans = 0;                   // values planned for this cure
 };
+
+// Values planned past the first that does not fit, to catch bytes that do not grow with the
+// value (alignment: a kernel that copies what is not a multiple of 8 needs less at every 8th).
+inline constexpr int kFitProbes = 16;
 
 struct FitResult {
   std::string symbol;
@@ -87,7 +101,9 @@ absl::StatusOr<FitResult> FindLargestFit(const FitSearch& search, const FitPlann
 std::string FitToText(const FitResult& fit);
 // {"schema": "memonger.fit/v1", "fit": {"symbol", "budget", "largest": {cure: value or null},
 // "cures": [{"cure", "largest", "device_bytes", "arena_bytes", "lower_bound_bytes", "above",
-// "above_device_bytes", "range_ended", "plans"}]}}.
+// "above_device_bytes", "range_ended", "also_fits", "also_fits_device_bytes", "period",
+// "largest_in_period", "largest_in_period_device_bytes", "plans"}]}} (the not-monotone
+// fields null where the probes found nothing).
 std::string FitToJson(const FitResult& fit);
 
 }  // namespace memonger

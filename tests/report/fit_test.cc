@@ -8,6 +8,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include <nlohmann/json.hpp>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "memonger/verify_plan.h"
@@ -66,11 +68,65 @@ TEST(FitTest, FindsTheLargestValueOfAMonotoneCurveInLogarithmicPlans) {
       EXPECT_EQ(row.above->value, expected + 1);
       EXPECT_GT(row.above->device_bytes, budget);
       EXPECT_FALSE(row.range_ended);
-      // Galloping then bisection: about 2 log2(answer) plans, never a scan.
-      EXPECT_LE(calls, 2 * static_cast<int>(std::log2(static_cast<double>(expected) + 1)) + 4);
+      // Galloping then bisection: about 2 log2(answer) plans, never a scan; then the probes
+      // past the answer, of which none fits a monotone curve.
+      EXPECT_LE(calls, 2 * static_cast<int>(std::log2(static_cast<double>(expected) + 1)) + 4 +
+                           kFitProbes);
       EXPECT_EQ(row.plans, calls);
+      EXPECT_FALSE(row.also_fits.has_value());
+      EXPECT_FALSE(row.period_largest.has_value());
     }
   }
+}
+
+// Bytes that do not grow with the value: every 8th value (v % 8 == 7) needs half, as the
+// efficient attention kernel does where the bias rows need no padded copy. The contiguous answer
+// is still found, the probes past it see the 8th values fit, and the search along them finds
+// the largest of those: the exact answers, against a scan.
+TEST(FitTest, BytesThatDoNotGrowAreFoundAndSearchedAlongTheirSpacing) {
+  auto bytes = [](int64_t v) { return v % 8 == 7 ? 50 * v : 100 * v; };
+  int followed = 0;
+  for (int64_t budget : {1000, 12345, 99999, 1000000}) {
+    SCOPED_TRACE(budget);
+    absl::StatusOr<FitResult> fit = FindLargestFit(Search(budget), Curve(bytes));
+    ASSERT_TRUE(fit.ok()) << fit.status();
+    const FitRow& row = fit->rows[0];
+    int64_t contiguous = 0;
+    while (bytes(contiguous + 1) <= budget) ++contiguous;
+    int64_t largest_seventh = 7;
+    while (bytes(largest_seventh + 8) <= budget) largest_seventh += 8;
+    ASSERT_TRUE(row.largest.has_value());
+    EXPECT_EQ(*row.largest, contiguous);
+    if (largest_seventh <= contiguous + 1) {
+      EXPECT_FALSE(row.also_fits.has_value());  // nothing beyond the answer fits
+      continue;
+    }
+    ASSERT_TRUE(row.also_fits.has_value());
+    EXPECT_EQ(row.also_fits->value % 8, 7);
+    EXPECT_GT(row.also_fits->value, contiguous + 1);
+    EXPECT_THAT(FitToText(*fit), HasSubstr("not monotone: n="));
+    if (largest_seventh - row.also_fits->value < 8) {
+      // The only one: no spacing to follow.
+      EXPECT_EQ(row.also_fits->value, largest_seventh);
+      EXPECT_FALSE(row.period_largest.has_value());
+      continue;
+    }
+    EXPECT_EQ(row.period, 8);
+    ASSERT_TRUE(row.period_largest.has_value());
+    EXPECT_EQ(row.period_largest->value, largest_seventh);
+    const nlohmann::json doc = nlohmann::json::parse(FitToJson(*fit));
+    EXPECT_EQ(doc["fit"]["cures"][0]["largest_in_period"], largest_seventh);
+    ++followed;
+  }
+  EXPECT_GE(followed, 2);
+  // One value alone fits past the answer: named, with no spacing to search along.
+  absl::StatusOr<FitResult> once = FindLargestFit(
+      Search(1000), Curve([](int64_t v) { return v == 14 ? 10 : 100 * v; }));
+  ASSERT_TRUE(once.ok()) << once.status();
+  ASSERT_TRUE(once->rows[0].also_fits.has_value());
+  EXPECT_EQ(once->rows[0].also_fits->value, 14);
+  EXPECT_FALSE(once->rows[0].period_largest.has_value());
+  EXPECT_THAT(FitToText(*once), HasSubstr("larger values may fit"));
 }
 
 TEST(FitTest, TheRangeEndsTheSearchAndSaysSo) {
