@@ -66,7 +66,10 @@ std::string SummaryToText(const graph::Graph& graph, const ModelSummary& s) {
   absl::StrAppendFormat(&out, "values         %d\n", s.num_values);
   absl::StrAppendFormat(&out, "params bytes   %s (%d)\n", util::FormatBytes(s.static_bytes),
                         s.static_bytes);
-  absl::StrAppendFormat(&out, "naive bytes    %s (%d)  every non-static value in its own memory\n",
+  // Not "naive bytes": the plan's naive bytes below count each alias class once, aligned, and
+  // one report showed two different figures under one name.
+  absl::StrAppendFormat(&out,
+                        "value bytes    %s (%d)  every non-static value's own bytes, unaligned\n",
                         util::FormatBytes(s.naive_bytes), s.naive_bytes);
   for (const auto& [role, bytes] : s.bytes_by_role) {
     absl::StrAppendFormat(&out, "  %-12s %s in %d values\n", graph::RoleName(role),
