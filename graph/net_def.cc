@@ -10,6 +10,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/op_schema.h"
+#include "graph/rebuild.h"
+#include "graph/shape_inference.h"
 #include "util/file_io.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
@@ -382,6 +385,26 @@ proto::NetDef GraphToNetDef(const Graph& graph) {
 
   // One value_info per name: the declaration and any role that derivation would not give.
   const std::vector<Role> derived = DerivedRoles(graph);
+  const OpSchemaTable& schemas = OpSchemaTable::Builtin();
+  std::vector<int8_t> typeable(graph.num_ops(), -1);  // per op: 1 yes, 0 no, -1 not asked yet
+  auto Typeable = [&](OpId id) {
+    if (typeable[id] < 0) {
+      const Op& op = graph.op(id);
+      const OpSchema* schema = schemas.Find(op.type);
+      bool yes = schema != nullptr && static_cast<bool>(schema->infer);
+      std::vector<TensorType> inputs;
+      for (ValueId in : op.inputs) {
+        if (!graph.value(in).type.has_value()) {
+          yes = false;
+          break;
+        }
+        inputs.push_back(*graph.value(in).type);
+      }
+      yes = yes && RunShapeFunction(graph, op, *schema, std::move(inputs)).ok();
+      typeable[id] = yes ? 1 : 0;
+    }
+    return typeable[id] == 1;
+  };
   absl::flat_hash_map<std::string, bool> written;
   for (const Value& v : graph.values()) {
     if (written.contains(v.name)) continue;
@@ -390,13 +413,25 @@ proto::NetDef GraphToNetDef(const Graph& graph) {
     proto::ValueInfo info;
     info.set_name(v.name);
     bool useful = false;
-    if (v.declared.dtype != DataType::kUndefined) {
-      info.set_dtype(static_cast<proto::DataType>(static_cast<int>(v.declared.dtype)));
+    // A graph input the model typed without declaring it (an ONNX initializer: its type is its
+    // data's, which a net does not carry) is declared at that type: the net must load back on
+    // its own ("graph input '1' has no shape" for every ONNX Conv's weights).
+    // So is an output of an op our shape inference cannot type from its inputs' types (no
+    // shape function, or a shape read from tensor values: typed by libonnx's inference): on
+    // reading the net back, only a declaration can type it.
+    Declaration declared = v.declared;
+    const bool untypeable = v.producer == kNone || !Typeable(v.producer);
+    if (untypeable && v.type.has_value()) {
+      if (declared.dtype == DataType::kUndefined) declared.dtype = v.type->dtype;
+      if (!declared.dims.has_value()) declared.dims = DeclarationOf(*v.type).dims;
+    }
+    if (declared.dtype != DataType::kUndefined) {
+      info.set_dtype(static_cast<proto::DataType>(static_cast<int>(declared.dtype)));
       useful = true;
     }
-    if (v.declared.dims.has_value()) {
+    if (declared.dims.has_value()) {
       info.set_has_shape(true);
-      for (const DeclaredDim& d : *v.declared.dims) {
+      for (const DeclaredDim& d : *declared.dims) {
         proto::Dim* dim = info.add_dim();
         if (d.symbol.empty()) dim->set_size(d.size);
         else dim->set_symbol(d.symbol);

@@ -40,13 +40,35 @@ proto::NetDef NetWithNames(const graph::Graph& graph, const Plan& plan,
     for (ValueId out : op.outputs) def->add_output(names[out]);
     for (ValueId c : op.control_inputs) def->add_control_input(names[c]);
   }
-  // Declarations and roles stay with the names that kept them.
-  absl::flat_hash_map<std::string, bool> kept;
+  // Declarations and roles stay with the names that kept them. A name's declaration holds for
+  // every value bearing it (every version, as a net is read), so a declared type is dropped
+  // where a value of another type took the name (a buffer named after the graph output it
+  // holds): the net it was written into did not load back ("output 'output' is declared
+  // float32[4,92] but the op produces float32[4,16]").
+  absl::flat_hash_map<std::string, bool> kept;  // name -> every bearer has the name's type
+  absl::flat_hash_map<std::string, ValueId> own;  // name -> its oldest version that kept it
   for (ValueId v = 0; v < graph.num_values(); ++v) {
-    if (names[v] == graph.value(v).name) kept[names[v]] = true;
+    if (names[v] == graph.value(v).name && !own.contains(names[v])) own[names[v]] = v;
+  }
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    auto it = own.find(names[v]);
+    if (it == own.end()) continue;
+    const std::optional<graph::TensorType>& type = graph.value(v).type;
+    const std::optional<graph::TensorType>& named = graph.value(it->second).type;
+    const bool same = type.has_value() == named.has_value() && (!type || *type == *named);
+    auto [entry, fresh] = kept.emplace(names[v], same);
+    if (!fresh) entry->second = entry->second && same;
   }
   for (const proto::ValueInfo& info : original.value_info()) {
-    if (kept.contains(info.name())) *net.add_value_info() = info;
+    auto it = kept.find(info.name());
+    if (it == kept.end()) continue;
+    proto::ValueInfo& written = *net.add_value_info();
+    written = info;
+    if (!it->second) {
+      written.clear_dtype();
+      written.clear_has_shape();
+      written.clear_dim();
+    }
   }
   for (ValueId id : graph.losses()) net.add_loss(names[id]);
   for (const auto& [param, grad] : graph.param_grads()) {
@@ -232,11 +254,31 @@ absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Pla
   }
   // Externals first, so they keep their names.
   std::vector<std::string> buffer_name(num_buffers);
+  std::vector<ValueId> named_by_input(num_buffers, kNone);  // the graph input it is named after
   for (int b = 0; b < num_buffers; ++b) {
     for (ValueId v : members[b]) {
       if (!external[v]) continue;
       names[v] = claim(graph.value(v).name, b);
-      if (buffer_name[b].empty()) buffer_name[b] = names[v];
+      if (buffer_name[b].empty()) {
+        buffer_name[b] = names[v];
+        if (graph.value(v).producer == kNone) named_by_input[b] = v;
+      }
+    }
+  }
+  // A graph input's declaration gives its shape, and holds for every value bearing its name:
+  // members of another type (the input's memory recycled, --recycle-inputs) take a shared
+  // name of their own instead, or the net would not load back ("output 'data@1' is declared
+  // float32[4,16] but ...").
+  for (int b = 0; b < num_buffers; ++b) {
+    if (named_by_input[b] == kNone) continue;
+    const std::optional<graph::TensorType>& input_type = graph.value(named_by_input[b]).type;
+    std::string others;
+    for (ValueId v : members[b]) {
+      if (!names[v].empty() || graph.value(v).type == input_type) continue;
+      if (others.empty()) {
+        others = claim(absl::StrCat(kSharedBlobPrefix, result.shared_buffers++), b);
+      }
+      names[v] = others;
     }
   }
   for (int b = 0; b < num_buffers; ++b) {

@@ -430,6 +430,55 @@ TEST(OptimizeNetTest, RandomWorkloadRoundTripsThroughNetOut) {
   EXPECT_THAT(width.err, HasSubstr("width=10 is not a multiple of 4"));
 }
 
+// The sharing planners name a buffer after a value it holds (a graph output, a memonger
+// member, a recycled graph input), and values of other types take that name: the net they were
+// written into declared the name's type for all of them and did not load back. Now a declared
+// type is dropped where it does not hold, and a recycled input's name is kept for its own type.
+TEST(OptimizeNetTest, NetsRenamedBySharingPlannersLoadBack) {
+  const std::string base = "--workload random:ops=60,batch=4,width=16,seed=";
+  for (const std::string flags :
+       {"--mode training --planner exact-sharing", "--recycle-inputs --planner memonger-greedy",
+        "--recycle-inputs --planner exact-sharing",
+        "--mode training --planner memonger-dag --share-all-activations"}) {
+    for (int seed = 1; seed <= 3; ++seed) {
+      SCOPED_TRACE(absl::StrCat(flags, " seed ", seed));
+      const std::string out = WriteTempFile("renamed.pbtxt", "");
+      auto r = RunOptimizeNet(absl::StrCat(base, seed, " ", flags, " --net-out '", out, "'"));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      auto again = RunOptimizeNet(absl::StrCat(
+          "'", out, "' --planner none", absl::StrContains(flags, "training") ? " --mode training" : ""));
+      EXPECT_EQ(again.exit_code, 0) << again.err;
+    }
+  }
+}
+
+// An ONNX model's --net-out loads back on its own: initializers (typed by their data) and the
+// outputs of ops typed only by libonnx's inference (a shape read from tensor values, an op
+// with no shape function here) are declared in the net. Before, every Conv's weights were
+// written without a shape, and the net did not load.
+TEST(OptimizeNetTest, OnnxModelsRoundTripThroughNetOut) {
+  const std::string data = "/usr/share/libonnx-testdata/data/";
+  if (!std::ifstream(data + "pytorch-converted/test_Conv2d/model.onnx")) {
+    GTEST_SKIP() << "libonnx-testdata is not installed";
+  }
+  for (const char* model :
+       {"pytorch-converted/test_Conv2d", "pytorch-converted/test_BatchNorm2d_eval",
+        "node/test_logsoftmax_axis_0_expanded", "node/test_bernoulli_expanded"}) {
+    SCOPED_TRACE(model);
+    const std::string path = data + model + "/model.onnx";
+    if (!std::ifstream(path)) continue;
+    const std::string out = WriteTempFile("onnx_round_trip.pbtxt", "");
+    auto r = RunOptimizeNet("'" + path + "' --format json --net-out '" + out + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto again = RunOptimizeNet("'" + out + "' --format json");
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    const auto a = nlohmann::json::parse(r.out), b = nlohmann::json::parse(again.out);
+    EXPECT_EQ(a["lower_bound_bytes"], b["lower_bound_bytes"]);
+    EXPECT_EQ(a["arena_bytes"], b["arena_bytes"]);
+    EXPECT_EQ(a["static_bytes"], b["static_bytes"]);
+  }
+}
+
 // --order memory-aware: the summary reports the search, --net-out lists the ops in the new
 // order (loaded back, the given order is that order: the same lower bound), and the host run
 // gives the same output bytes as under the given order.
