@@ -338,13 +338,17 @@ std::string PlanToMiniMallocCsv(const graph::Graph& graph, const Plan& plan) {
   for (const auto& [key, row] : rows) ordered.push_back(row);
   std::sort(ordered.begin(), ordered.end(),
             [](const Row& a, const Row& b) { return a.first_member < b.first_member; });
-  std::string out = "id,lower,upper,size,offset\n";
+  // Each row's own bytes and the alignment its offset keeps (the plan's, or a value's own where
+  // larger): a trace read back is the same problem at any --alignment. Rows used to carry the
+  // bytes rounded up to the plan's alignment and no alignment, so the problem read back was
+  // another (at 256: 8.50 KiB of values where the net has 4.22 KiB).
+  std::string out = "id,lower,upper,size,alignment,offset\n";
   for (const Row& row : ordered) {
     const graph::ValueId v = row.first_member;
-    const int64_t aligned = util::CheckedAlignUp(row.bytes, plan.alignment).value_or(row.bytes);
-    absl::StrAppend(&out, util::CsvCell(graph.value(v).DisplayName()), ",", plan.lifetime[v].first_step, ",",
-                    plan.lifetime[v].last_step + 1, ",", aligned, ",", plan.offset_of_value[v],
-                    "\n");
+    const int64_t alignment = std::max<int64_t>(plan.alignment, graph.value(v).alignment);
+    absl::StrAppend(&out, util::CsvCell(graph.value(v).DisplayName()), ",",
+                    plan.lifetime[v].first_step, ",", plan.lifetime[v].last_step + 1, ",",
+                    row.bytes, ",", alignment, ",", plan.offset_of_value[v], "\n");
   }
   return out;
 }

@@ -428,7 +428,7 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
   app.add_option("--plan-json", flags.plan_json, "write the plan (memonger.plan/v1) to FILE")
       ->check(kNonEmptyPath);
   app.add_option("--plan-csv", flags.plan_csv,
-                 "write the plan as a MiniMalloc CSV (id,lower,upper,size,offset) to FILE")
+                 "write the plan as a MiniMalloc CSV (id,lower,upper,size,alignment,offset) to FILE")
       ->check(kNonEmptyPath);
   app.add_option("--plan-in", flags.plan_in,
                  "read a saved plan (memonger.plan/v1) instead of planning, and verify it")
