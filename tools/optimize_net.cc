@@ -82,6 +82,7 @@ std::string OneLine(absl::string_view message) {
 }
 
 bool IsRecordsGraph(const memonger::graph::Graph& graph) {
+  if (graph.num_ops() == 0) return false;  // a model with no op left (not a trace)
   for (const auto& op : graph.ops()) {
     if (op.type != memonger::graph::kRecordStepOpType) return false;
   }

@@ -194,7 +194,9 @@ absl::StatusOr<std::vector<DeviceOffsetProblem>> OffsetProblemsFor(const graph::
     const graph::Device device = liveness.device[id];
     DeviceOffsetProblem& p = by_device[{device.type, device.id}];
     p.device = device;
-    p.problem.num_steps = liveness.num_steps;
+    // A net with no ops still holds its inputs and constants at step 0 (an ONNX model whose
+    // only node was a Constant, folded into a constant).
+    p.problem.num_steps = std::max(liveness.num_steps, 1);
     OffsetItem item;
     item.first_step = liveness.lifetime[id].first_step;
     item.last_step = liveness.lifetime[id].last_step;

@@ -479,6 +479,20 @@ TEST(OptimizeNetTest, OnnxModelsRoundTripThroughNetOut) {
   }
 }
 
+// An ONNX model whose only node is a Constant has no op left (the constant is folded): it
+// plans with every option. --plan-static failed in the offset planners ("item 0 has lifetime
+// [0, 0], not inside [0, 0)"), and --order was refused as if the model were a trace.
+TEST(OptimizeNetTest, AModelWithNoOpsPlansWithEveryOption) {
+  const std::string model = "/usr/share/libonnx-testdata/data/node/test_constant/model.onnx";
+  if (!std::ifstream(model)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  for (const char* flags : {"", "--plan-static", "--plan-static --planner exact",
+                            "--plan-static --planner greedy-by-size", "--order topological",
+                            "--order memory-aware"}) {
+    auto r = RunOptimizeNet("'" + model + "' " + flags);
+    EXPECT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+  }
+}
+
 // --order memory-aware: the summary reports the search, --net-out lists the ops in the new
 // order (loaded back, the given order is that order: the same lower bound), and the host run
 // gives the same output bytes as under the given order.
