@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -115,10 +116,33 @@ absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan
                                                      error.message()));
     }
   }
+  // File names. Two names may map to one file name (NpyFileName replaces what a file name
+  // cannot hold): an output whose name is its file name already claims it first, and the others
+  // take the first free numeric suffix, so that no suffix hands one output's own name to
+  // another ('a/b' took a_b_1.npy's name from output 'a_b_1' when 'a_b' came between).
   absl::flat_hash_set<graph::ValueId> seen;
-  absl::flat_hash_set<std::string> files;
+  std::vector<graph::ValueId> outputs;
   for (graph::ValueId id : graph.outputs()) {
-    if (!seen.insert(id).second) continue;
+    if (seen.insert(id).second) outputs.push_back(id);
+  }
+  absl::flat_hash_map<graph::ValueId, std::string> file_of;
+  if (!options.outputs_dir.empty()) {
+    absl::flat_hash_set<std::string> files;
+    for (graph::ValueId id : outputs) {
+      const std::string file = NpyFileName(graph.value(id).name);
+      if (file == graph.value(id).name + ".npy" && files.insert(file).second) file_of[id] = file;
+    }
+    for (graph::ValueId id : outputs) {
+      if (file_of.contains(id)) continue;
+      const std::string file = NpyFileName(graph.value(id).name);
+      const std::string stem = file.substr(0, file.size() - 4);
+      std::string name = file;
+      for (int k = 1; files.contains(name); ++k) name = absl::StrCat(stem, "_", k, ".npy");
+      files.insert(name);
+      file_of[id] = name;
+    }
+  }
+  for (graph::ValueId id : outputs) {
     const graph::Value& v = graph.value(id);
     HostRunOutput out;
     out.name = v.name;
@@ -130,13 +154,7 @@ absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan
       out.bytes.assign(reinterpret_cast<const char*>(staging.data()), static_cast<size_t>(bytes));
     }
     if (!options.outputs_dir.empty()) {
-      // Two names may map to one file name: later ones get a numeric suffix.
-      std::string file = NpyFileName(v.name);
-      for (int k = 1; files.contains(file); ++k) {
-        file = absl::StrCat(file.substr(0, file.size() - 4), "_", k, ".npy");
-      }
-      files.insert(file);
-      out.file = (std::filesystem::path(options.outputs_dir) / file).string();
+      out.file = (std::filesystem::path(options.outputs_dir) / file_of.at(id)).string();
       MG_RETURN_IF_ERROR(WriteNpy(out.file, *v.type, staging.data()));
     }
     report.outputs.push_back(std::move(out));

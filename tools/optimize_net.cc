@@ -410,6 +410,13 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::G
   if (!flags.outputs_out.empty()) {
     absl::StrAppend(&text, "outputs         ", report.outputs.size(), " written to ",
                     flags.outputs_out, " (.npy)\n");
+    // Where a file is not named as its output: which output it holds.
+    for (const memonger::alloc::HostRunOutput& out : report.outputs) {
+      const std::string file = std::filesystem::path(out.file).filename().string();
+      if (file != out.name + ".npy") {
+        absl::StrAppend(&text, "  ", memonger::util::EscapeAsText(out.name), " -> ", file, "\n");
+      }
+    }
   }
   return text;
 }

@@ -7,6 +7,7 @@
 #include "allocator/host_run.h"
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <ostream>
@@ -158,6 +159,34 @@ TEST(HostRunTest, CallerDataWinsAndOutputsAreComputedAndWritten) {
 
   options.data["x"].type.dtype = DataType::kFloat16;
   EXPECT_EQ(RunOnHost(*g, *plan, options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Output names that map to one file name: an output whose name is its file name keeps it, and
+// the others take free suffixes ('a/b' took a_b_1.npy, output 'a_b_1' then a_b_1_1.npy).
+TEST(HostRunTest, OutputFilesNeverTakeAnotherOutputsOwnName) {
+  absl::StatusOr<Graph> g = LoadTyped(testing::WriteTempFile("names.pbtxt", R"pb(
+    name: "names"
+    external_input: "x"
+    external_output: "a/b" external_output: "a_b" external_output: "a_b_1"
+    op { type: "Relu" input: "x" output: "a/b" }
+    op { type: "Neg" input: "x" output: "a_b" }
+    op { type: "Abs" input: "x" output: "a_b_1" }
+    value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 4 } }
+  )pb"), "");
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<Plan> plan = PlanMemory(*g, PlanOptions{});
+  ASSERT_TRUE(plan.ok());
+  HostRunOptions options;
+  options.outputs_dir = testing::TempDir() + "/names_out";
+  absl::StatusOr<HostRunReport> report = RunOnHost(*g, *plan, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  std::map<std::string, std::string> file_of;
+  for (const HostRunOutput& out : report->outputs) {
+    file_of[out.name] = std::filesystem::path(out.file).filename().string();
+  }
+  EXPECT_EQ(file_of["a_b"], "a_b.npy");
+  EXPECT_EQ(file_of["a_b_1"], "a_b_1.npy");
+  EXPECT_EQ(file_of["a/b"], "a_b_2.npy");
 }
 
 TEST(HostRunTest, AnOpWithoutKernelIsUnimplementedNamingIt) {
