@@ -265,11 +265,15 @@ std::string PlanToText(const graph::Graph& graph, const Plan& plan) {
         longest_first = first;
       }
     }
+    const std::string longest_text =
+        g.sections.empty() ? ""
+                           : absl::StrFormat(" (longest: steps %d-%d)", longest_first,
+                                             longest_first + longest - 1);
     absl::StrAppendFormat(&out,
-                          "cuda graphs      %d section(s) cover %d of %d steps (longest: steps "
-                          "%d-%d); %d step(s) between\n",
-                          g.sections.size(), covered, plan.steps.size(), longest_first,
-                          longest_first + std::max(longest - 1, 0), g.boundaries.size());
+                          "cuda graphs      %d section(s) cover %d of %d steps%s; %d step(s) "
+                          "between\n",
+                          g.sections.size(), covered, plan.steps.size(), longest_text,
+                          g.boundaries.size());
     constexpr size_t kShown = 3;
     for (size_t i = 0; i < g.boundaries.size() && i < kShown; ++i) {
       const graph::Op& op = graph.op(plan.steps[g.boundaries[i].step].op);
