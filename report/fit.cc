@@ -62,10 +62,12 @@ int64_t Gcd(int64_t a, int64_t b) {
 // spacing apart are searched (gallop and bisect along them, the same assumption there).
 absl::Status ProbeBeyond(const FitSearch& search, CurePlanner& planner, int64_t fails,
                          FitRow& row) {
+  // A probe that fails to plan counts as not fitting: the answer above stands whatever the
+  // probes meet.
   std::vector<int64_t> fitting;
   for (int64_t v = fails + 1; v <= search.max_value && v - fails <= kFitProbes; ++v) {
-    MG_ASSIGN_OR_RETURN(FitPoint p, planner.At(v));
-    if (planner.Fits(p)) fitting.push_back(v);
+    absl::StatusOr<FitPoint> p = planner.At(v);
+    if (p.ok() && planner.Fits(*p)) fitting.push_back(v);
   }
   if (fitting.empty()) return absl::OkStatus();
   MG_ASSIGN_OR_RETURN(row.also_fits, planner.At(fitting.front()));
@@ -80,8 +82,8 @@ absl::Status ProbeBeyond(const FitSearch& search, CurePlanner& planner, int64_t 
   int64_t fails_k = -1;
   for (int64_t step = 1; fits < max_k; step *= 2) {
     const int64_t next = step > max_k - fits ? max_k : fits + step;
-    MG_ASSIGN_OR_RETURN(FitPoint p, planner.At(start + next * period));
-    if (!planner.Fits(p)) {
+    absl::StatusOr<FitPoint> p = planner.At(start + next * period);
+    if (!p.ok() || !planner.Fits(*p)) {
       fails_k = next;
       break;
     }
@@ -89,8 +91,8 @@ absl::Status ProbeBeyond(const FitSearch& search, CurePlanner& planner, int64_t 
   }
   while (fails_k != -1 && fails_k - fits > 1) {
     const int64_t mid = fits + (fails_k - fits) / 2;
-    MG_ASSIGN_OR_RETURN(FitPoint p, planner.At(start + mid * period));
-    if (planner.Fits(p)) {
+    absl::StatusOr<FitPoint> p = planner.At(start + mid * period);
+    if (p.ok() && planner.Fits(*p)) {
       fits = mid;
     } else {
       fails_k = mid;

@@ -323,6 +323,7 @@ std::string PlanToMiniMallocCsv(const graph::Graph& graph, const Plan& plan) {
   struct Row {
     graph::ValueId first_member;
     int64_t bytes;
+    int64_t alignment;  // the largest a member asks for (a view may ask more than its input)
   };
   std::map<std::tuple<int32_t, int, int>, Row> rows;
   for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
@@ -331,8 +332,12 @@ std::string PlanToMiniMallocCsv(const graph::Graph& graph, const Plan& plan) {
     const int64_t bytes = type ? graph::ByteSize(*type, "").value_or(0) : 0;
     const auto key = std::make_tuple(plan.buffer_of_value[v], plan.lifetime[v].first_step,
                                      plan.lifetime[v].last_step);
-    auto [it, fresh] = rows.emplace(key, Row{v, bytes});
-    if (!fresh) it->second.bytes = std::max(it->second.bytes, bytes);
+    const int64_t alignment = std::max<int64_t>(plan.alignment, graph.value(v).alignment);
+    auto [it, fresh] = rows.emplace(key, Row{v, bytes, alignment});
+    if (!fresh) {
+      it->second.bytes = std::max(it->second.bytes, bytes);
+      it->second.alignment = std::max(it->second.alignment, alignment);
+    }
   }
   std::vector<Row> ordered;
   for (const auto& [key, row] : rows) ordered.push_back(row);
@@ -345,10 +350,9 @@ std::string PlanToMiniMallocCsv(const graph::Graph& graph, const Plan& plan) {
   std::string out = "id,lower,upper,size,alignment,offset\n";
   for (const Row& row : ordered) {
     const graph::ValueId v = row.first_member;
-    const int64_t alignment = std::max<int64_t>(plan.alignment, graph.value(v).alignment);
     absl::StrAppend(&out, util::CsvCell(graph.value(v).DisplayName()), ",",
                     plan.lifetime[v].first_step, ",", plan.lifetime[v].last_step + 1, ",",
-                    row.bytes, ",", alignment, ",", plan.offset_of_value[v], "\n");
+                    row.bytes, ",", row.alignment, ",", plan.offset_of_value[v], "\n");
   }
   return out;
 }

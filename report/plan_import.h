@@ -24,7 +24,8 @@ absl::StatusOr<Plan> PlanFromJson(const graph::Graph& graph, const std::string& 
                                   const std::string& source_name);
 
 // MiniMalloc CSV, one row per placed alias class: id (the class's first value), lower (first
-// step), upper (last step + 1, exclusive), size (aligned bytes), offset.
+// step), upper (last step + 1, exclusive), size (the class's bytes, unaligned), alignment (the
+// plan's, or a member's own where larger), offset.
 std::string PlanToMiniMallocCsv(const graph::Graph& graph, const Plan& plan);
 
 }  // namespace memonger
