@@ -420,8 +420,10 @@ proto::NetDef GraphToNetDef(const Graph& graph) {
     // shape function, or a shape read from tensor values: typed by libonnx's inference): on
     // reading the net back, only a declaration can type it.
     Declaration declared = v.declared;
-    const bool untypeable = v.producer == kNone || !Typeable(v.producer);
-    if (untypeable && v.type.has_value()) {
+    // (The shape function runs only for a typed value the net does not declare fully.)
+    const bool undeclared =
+        declared.dtype == DataType::kUndefined || !declared.dims.has_value();
+    if (undeclared && v.type.has_value() && (v.producer == kNone || !Typeable(v.producer))) {
       if (declared.dtype == DataType::kUndefined) declared.dtype = v.type->dtype;
       if (!declared.dims.has_value()) declared.dims = DeclarationOf(*v.type).dims;
     }

@@ -102,4 +102,17 @@ int64_t SumOfBufferSizes(const Plan& plan) {
   return sum;
 }
 
+bool ViewKeptInInputMemory(const graph::Graph& graph, const Plan& plan, const graph::Op& op) {
+  if (!plan.views || !op.view || op.inputs.empty() || op.outputs.empty()) return false;
+  const graph::ValueId in = op.inputs[0];
+  const graph::ValueId out = op.outputs[0];
+  if (graph.value(out).inplace_of != graph::kNone) return false;
+  const auto planned = [&](graph::ValueId v) {
+    return static_cast<size_t>(v) < plan.buffer_of_value.size() && plan.buffer_of_value[v] >= 0;
+  };
+  return planned(in) && planned(out) && plan.buffer_of_value[in] == plan.buffer_of_value[out] &&
+         plan.lifetime[in].first_step == plan.lifetime[out].first_step &&
+         plan.lifetime[in].last_step == plan.lifetime[out].last_step;
+}
+
 }  // namespace memonger

@@ -135,6 +135,11 @@ void FinishPlan(Plan& plan);
 // Sum of buffer sizes (memonger's objective for sharing planners).
 int64_t SumOfBufferSizes(const Plan& plan);
 
+// Whether the plan keeps view `op`'s output in its input's memory (plan.views, liveness merged
+// them: the same buffer over the same class lifetime; two values apart never share both): the
+// JSON plan names the two aliases, and a rewritten net names them apart.
+bool ViewKeptInInputMemory(const graph::Graph& graph, const Plan& plan, const graph::Op& op);
+
 }  // namespace memonger
 
 #endif  // MEMONGER_MEMONGER_PLAN_H_

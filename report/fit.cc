@@ -1,5 +1,6 @@
 #include "report/fit.h"
 
+#include <functional>
 #include <map>
 #include <utility>
 #include <vector>
@@ -55,6 +56,36 @@ int64_t Gcd(int64_t a, int64_t b) {
   return a;
 }
 
+// Gallop from `lo` (which fits) towards `hi`, the gap doubling until a value does not fit, then
+// bisect: `fits` the largest value found to fit, `fails` the first found not to (-1: none did,
+// up to `hi`). O(log(fits - lo)) calls; the search assumes fitting values form a prefix.
+struct Boundary {
+  int64_t fits = 0;
+  int64_t fails = -1;
+};
+absl::StatusOr<Boundary> GallopAndBisect(
+    int64_t lo, int64_t hi, const std::function<absl::StatusOr<bool>(int64_t)>& fits_at) {
+  Boundary b;
+  b.fits = lo;
+  for (int64_t step = 1;; step *= 2) {
+    const int64_t next = b.fits > hi - step ? hi : b.fits + step;
+    if (next == b.fits) break;  // hi fits
+    MG_ASSIGN_OR_RETURN(const bool fits, fits_at(next));
+    if (!fits) {
+      b.fails = next;
+      break;
+    }
+    b.fits = next;
+    if (step > (int64_t{1} << 61)) break;
+  }
+  while (b.fails != -1 && b.fails - b.fits > 1) {
+    const int64_t mid = b.fits + (b.fails - b.fits) / 2;
+    MG_ASSIGN_OR_RETURN(const bool fits, fits_at(mid));
+    (fits ? b.fits : b.fails) = mid;
+  }
+  return b;
+}
+
 // The kFitProbes values after the first that failed. None fits where the bytes grow with the
 // value. Where some do (the efficient attention kernel copies a bias whose rows are not a
 // multiple of 8, so n with n + 1 a multiple of 8 need half: n=22223 fits 24 GB where 22221
@@ -75,30 +106,16 @@ absl::Status ProbeBeyond(const FitSearch& search, CurePlanner& planner, int64_t 
   for (int64_t v : fitting) period = Gcd(period, v - fitting.front());
   if (period == 0) return absl::OkStatus();  // one value fits: no spacing to follow
   row.period = period;
-  // Along fitting.front() + period * k: gallop on k, then bisect.
+  // Along fitting.front() + period * k, k from 0.
   const int64_t start = fitting.front();
-  const int64_t max_k = (search.max_value - start) / period;
-  int64_t fits = 0;
-  int64_t fails_k = -1;
-  for (int64_t step = 1; fits < max_k; step *= 2) {
-    const int64_t next = step > max_k - fits ? max_k : fits + step;
-    absl::StatusOr<FitPoint> p = planner.At(start + next * period);
-    if (!p.ok() || !planner.Fits(*p)) {
-      fails_k = next;
-      break;
-    }
-    fits = next;
-  }
-  while (fails_k != -1 && fails_k - fits > 1) {
-    const int64_t mid = fits + (fails_k - fits) / 2;
-    absl::StatusOr<FitPoint> p = planner.At(start + mid * period);
-    if (p.ok() && planner.Fits(*p)) {
-      fits = mid;
-    } else {
-      fails_k = mid;
-    }
-  }
-  MG_ASSIGN_OR_RETURN(row.period_largest, planner.At(start + fits * period));
+  MG_ASSIGN_OR_RETURN(
+      const Boundary along,
+      GallopAndBisect(0, (search.max_value - start) / period,
+                      [&](int64_t k) -> absl::StatusOr<bool> {
+                        absl::StatusOr<FitPoint> p = planner.At(start + k * period);
+                        return p.ok() && planner.Fits(*p);
+                      }));
+  MG_ASSIGN_OR_RETURN(row.period_largest, planner.At(start + along.fits * period));
   return absl::OkStatus();
 }
 
@@ -114,30 +131,14 @@ absl::StatusOr<FitRow> SearchCure(const FitSearch& search, const FitCure& cure,
     row.plans = planner.plans();
     return row;
   }
-  // Gallop: the gap doubles until a value does not fit (or the range ends).
-  int64_t fits = search.min_value;
-  int64_t fails = -1;
-  for (int64_t step = 1;; step *= 2) {
-    const int64_t next = fits > search.max_value - step ? search.max_value : fits + step;
-    if (next == fits) break;  // max_value fits
-    MG_ASSIGN_OR_RETURN(FitPoint p, planner.At(next));
-    if (!planner.Fits(p)) {
-      fails = next;
-      break;
-    }
-    fits = next;
-    if (step > (int64_t{1} << 61)) break;
-  }
-  // Bisect: `fits` fits, `fails` does not.
-  while (fails != -1 && fails - fits > 1) {
-    const int64_t mid = fits + (fails - fits) / 2;
-    MG_ASSIGN_OR_RETURN(FitPoint p, planner.At(mid));
-    if (planner.Fits(p)) {
-      fits = mid;
-    } else {
-      fails = mid;
-    }
-  }
+  MG_ASSIGN_OR_RETURN(const Boundary boundary,
+                      GallopAndBisect(search.min_value, search.max_value,
+                                      [&](int64_t value) -> absl::StatusOr<bool> {
+                                        MG_ASSIGN_OR_RETURN(FitPoint p, planner.At(value));
+                                        return planner.Fits(p);
+                                      }));
+  const int64_t fits = boundary.fits;
+  const int64_t fails = boundary.fails;
   MG_ASSIGN_OR_RETURN(FitPoint at, planner.At(fits));
   row.largest = fits;
   row.at_largest = at;

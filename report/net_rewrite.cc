@@ -207,17 +207,8 @@ absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Pla
   // plan's offsets still say the two share memory. (Both used to take the buffer's one name,
   // and every such net was refused by the checks below.)
   std::vector<bool> named_apart(graph.num_values(), false);
-  if (plan.views) {
-    for (const graph::Op& op : graph.ops()) {
-      if (!op.view || op.inputs.empty() || op.outputs.empty()) continue;
-      const ValueId in = op.inputs[0];
-      const ValueId out = op.outputs[0];
-      const int b = plan.buffer_of_value[out];
-      // Kept in its input's memory: the same buffer over the same (class) lifetime.
-      named_apart[out] = in_place_roots[out] == out && b >= 0 && plan.buffer_of_value[in] == b &&
-                         plan.lifetime[in].first_step == plan.lifetime[out].first_step &&
-                         plan.lifetime[in].last_step == plan.lifetime[out].last_step;
-    }
+  for (const graph::Op& op : graph.ops()) {
+    if (ViewKeptInInputMemory(graph, plan, op)) named_apart[op.outputs[0]] = true;
   }
 
   RewrittenNames result;

@@ -55,23 +55,11 @@ namespace {
 std::vector<ValueId> AliasRoots(const graph::Graph& graph, const Plan& plan) {
   std::vector<ValueId> roots = graph.InPlaceRoots();
   if (!plan.views) return roots;
-  auto planned = [&](ValueId v) {
-    return static_cast<size_t>(v) < plan.buffer_of_value.size() && plan.buffer_of_value[v] >= 0;
-  };
   // In step order, so that a value's root is final before the values aliasing it are met.
   for (const PlanStep& step : plan.steps) {
     const graph::Op& op = graph.op(step.op);
-    for (size_t k = 0; k < op.outputs.size(); ++k) {
-      const ValueId out = op.outputs[k];
-      if (k == 0 && op.view && !op.inputs.empty() && roots[out] == out) {
-        const ValueId in = op.inputs[0];
-        if (planned(in) && planned(out) &&
-            plan.buffer_of_value[in] == plan.buffer_of_value[out] &&
-            plan.lifetime[in].first_step == plan.lifetime[out].first_step &&
-            plan.lifetime[in].last_step == plan.lifetime[out].last_step) {
-          roots[out] = roots[in];
-        }
-      }
+    if (ViewKeptInInputMemory(graph, plan, op)) roots[op.outputs[0]] = roots[op.inputs[0]];
+    for (ValueId out : op.outputs) {
       roots[out] = roots[roots[out]];  // an in-place write on a view's output
     }
   }

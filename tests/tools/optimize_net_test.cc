@@ -1,4 +1,5 @@
 // optimize-net as a user meets it: exit codes, messages on stderr, never a signal.
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -449,6 +450,36 @@ TEST(OptimizeNetTest, NetsRenamedBySharingPlannersLoadBack) {
           "'", out, "' --planner none", absl::StrContains(flags, "training") ? " --mode training" : ""));
       EXPECT_EQ(again.exit_code, 0) << again.err;
     }
+  }
+}
+
+// A renamed net computes what the original does: executed in its own plan, every output is
+// byte-identical to the original's (same seeded inputs and params: external names never
+// change). Views named apart and types kept per name included.
+TEST(OptimizeNetTest, RenamedNetsExecuteToTheSameOutputs) {
+  for (const std::string flags :
+       {"--views --planner auto", "--views --planner memonger-dag",
+        "--recycle-inputs --planner exact-sharing", "--mode training --planner exact-sharing"}) {
+    SCOPED_TRACE(flags);
+    const std::string dir = memonger::testing::TempDir() + "/renamed_run";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir + "/a");
+    std::filesystem::create_directories(dir + "/b");
+    const std::string net = dir + "/net.pbtxt";
+    auto a = RunOptimizeNet("--workload random:ops=60,batch=4,width=16,seed=3 " + flags +
+                            " --execute host --outputs-out '" + dir + "/a' --net-out '" + net + "'");
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    const std::string mode = absl::StrContains(flags, "training") ? " --mode training" : "";
+    auto b = RunOptimizeNet("'" + net + "' --planner none --execute host --outputs-out '" + dir +
+                            "/b'" + mode);
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    int compared = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir + "/a")) {
+      const std::string name = entry.path().filename().string();
+      EXPECT_EQ(ReadFile(entry.path().string()), ReadFile(dir + "/b/" + name)) << name;
+      ++compared;
+    }
+    EXPECT_GT(compared, 0);
   }
 }
 
