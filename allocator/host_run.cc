@@ -11,19 +11,17 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "allocator/arena.h"
 #include "allocator/executor.h"
 #include "kernels/cpu/kernels_cpu.h"
 #include "kernels/npy.h"
 #include "kernels/value_fill.h"
+#include "util/limits.h"
 #include "util/status_macros.h"
 
 namespace memonger::alloc {
 namespace {
-
-bool IsOnnxPath(const std::string& path) {
-  return absl::AsciiStrToLower(std::filesystem::path(path).extension().string()) == ".onnx";
-}
 
 absl::Status CopyData(const graph::Value& v, const TensorData& data, std::byte* dst) {
   if (data.type != *v.type) {
@@ -33,6 +31,12 @@ absl::Status CopyData(const graph::Value& v, const TensorData& data, std::byte* 
   }
   if (!data.bytes.empty()) std::memcpy(dst, data.bytes.data(), data.bytes.size());
   return absl::OkStatus();
+}
+
+const TensorData* ModelData(const graph::StaticData* data, const std::string& name) {
+  if (data == nullptr) return nullptr;
+  auto it = data->find(name);
+  return it == data->end() ? nullptr : &it->second;
 }
 
 }  // namespace
@@ -63,9 +67,26 @@ absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan
   }
   Arena& arena = target.arena != nullptr ? *target.arena : *own;
   MG_ASSIGN_OR_RETURN(Executor executor, Executor::Create(graph, plan, arena));
-  absl::flat_hash_map<std::string, TensorData> model_data;
-  if (!options.model_path.empty() && IsOnnxPath(options.model_path)) {
-    MG_ASSIGN_OR_RETURN(model_data, ReadOnnxConstants(options.model_path, graph));
+  const graph::StaticData* model_data = graph.static_data();
+  if (model_data != nullptr && !options.seed_missing) {
+    std::vector<std::string> missing;
+    for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
+      const graph::Value& v = graph.value(id);
+      if (v.producer != graph::kNone || !graph::IsStatic(v.role) ||
+          options.data.contains(v.name) || model_data->contains(v.name)) {
+        continue;
+      }
+      missing.push_back(v.DisplayName());
+    }
+    if (!missing.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the model holds no data for ", missing.size(), " of its weights and constants (",
+          util::Quote(absl::StrJoin(missing.begin(),
+                                    missing.begin() + std::min<size_t>(missing.size(), 5), ", ")),
+          missing.size() > 5 ? ", ..." : "",
+          "); running it on seeded values would compute something else: give --seed-missing "
+          "to do so anyway"));
+    }
   }
 
   HostRunReport report;
@@ -80,8 +101,8 @@ absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan
     if (auto it = options.data.find(v.name); it != options.data.end()) {
       MG_RETURN_IF_ERROR(CopyData(v, it->second, dst));
       ++report.from_caller;
-    } else if (auto jt = model_data.find(v.name); jt != model_data.end()) {
-      MG_RETURN_IF_ERROR(CopyData(v, jt->second, dst));
+    } else if (const TensorData* own = ModelData(model_data, v.name); own != nullptr) {
+      MG_RETURN_IF_ERROR(CopyData(v, *own, dst));
       ++report.from_model;
     } else {
       FillSeeded(*v.type, v.name, options.seed, dst);

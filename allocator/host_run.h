@@ -6,16 +6,20 @@
 // to the device, and the outputs copied back.
 //
 //   alloc::HostRunOptions options;
-//   options.model_path = "model.onnx";   // constants come from the file
+//   options.data = user_inputs;          // e.g. ReadTensorFiles("inputs/") (run_data.h)
 //   options.outputs_dir = "out";         // out/<output name>.npy
 //   MG_ASSIGN_OR_RETURN(alloc::HostRunReport report, alloc::RunOnHost(graph, plan, options));
 //
 // Where the values without a producer (graph inputs, params, constants) come from, first match:
-//   1. HostRunOptions::data, by value name (the caller's tensors, e.g. test inputs);
-//   2. for an .onnx model, the file's initializers, Constant nodes and folded values
-//      (onnx_tensor_data.h);
+//   1. HostRunOptions::data, by value name (the caller's tensors, e.g. the user's inputs);
+//   2. the model's own data, carried by the graph (Graph::static_data: an ONNX model's
+//      initializers, Constant nodes and folded values, loaded with LoadOptions::keep_data);
 //   3. the seeded generator (value_fill.h): uniform [-1, 1) per value name for floats, 0 for
-//      integers. NetDef files (.pb, .pbtxt) carry no tensor data, so their params are seeded.
+//      integers. Graph inputs the caller gives no data are seeded. A static value (param,
+//      constant) of a model whose format carries data (the graph has static_data) but that
+//      lacks its own is an error naming it, unless seed_missing: a model never runs on made-up
+//      weights without the caller asking. NetDef files (.pb, .pbtxt) carry no tensor data at
+//      all, so their params are seeded, and the report says so.
 // Data whose type differs from the value's is an InvalidArgument naming the value.
 //
 // Deterministic: the kernels are single-threaded and their results do not depend on addresses,
@@ -40,8 +44,9 @@
 namespace memonger::alloc {
 
 struct HostRunOptions {
-  std::string model_path;   // an .onnx path: its constant data is used; else ignored
   uint64_t seed = 0;        // mixed into every seeded value's name hash
+  // Seed a static value the model holds no data for (see above) instead of refusing to run.
+  bool seed_missing = false;
   absl::flat_hash_map<std::string, TensorData> data;  // by value name; wins over the model
   std::string outputs_dir;  // non-empty: every graph output is written there as .npy
   bool keep_outputs = true; // copy the outputs into the report

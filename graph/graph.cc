@@ -76,7 +76,8 @@ Graph::Graph(const Graph& other)
       consumer_starts_(other.consumer_starts_),
       consumer_ops_(other.consumer_ops_),
       prefers_parallel_(other.prefers_parallel_),
-      net_type_(other.net_type_) {
+      net_type_(other.net_type_),
+      static_data_(other.static_data_) {
   // Every member but the index is copied above; the index reads this graph's own names.
   versions_ = NameIndex(values_.data(), values_.size());
   for (ValueId id = 0; id < num_values(); ++id) versions_.Add(id);
@@ -203,6 +204,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   g.name_ = name_;
   g.prefers_parallel_ = prefers_parallel_;
   g.net_type_ = net_type_;
+  g.static_data_ = std::move(static_data_);
 
   // Sized up front: a million values moved on every growth of these vectors, and a map rehashed
   // as it grows, were a large part of building a big graph.

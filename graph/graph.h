@@ -22,6 +22,7 @@
 #define MEMONGER_GRAPH_GRAPH_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -34,6 +35,7 @@
 #include "absl/types/span.h"
 #include "graph/attribute.h"
 #include "graph/name_index.h"
+#include "graph/tensor_data.h"
 #include "graph/tensor_type.h"
 #include "util/boxed.h"
 
@@ -184,6 +186,12 @@ class Graph {
   // True when every value has a type (shape inference done).
   bool AllTypesKnown() const;
 
+  // The data the model file holds for its static values (graph/tensor_data.h); null when the
+  // format carries none (a NetDef). Shared: copies and rewrites of the graph keep it.
+  const StaticData* static_data() const { return static_data_.get(); }
+  const std::shared_ptr<const StaticData>& shared_static_data() const { return static_data_; }
+  void set_static_data(std::shared_ptr<const StaticData> data) { static_data_ = std::move(data); }
+
   // Per value, the first value of its in-place chain (itself when it overwrites nothing), the
   // chain's memory. O(values): a value overwrites one created before it.
   std::vector<ValueId> InPlaceRoots() const;
@@ -210,6 +218,7 @@ class Graph {
   std::vector<OpId> consumer_ops_;
   bool prefers_parallel_ = false;
   std::string net_type_;
+  std::shared_ptr<const StaticData> static_data_;
   // Per name, its versions in order. It reads the names in values_, whose storage never moves
   // once a graph is built (graph/name_index.h).
   NameIndex versions_;
@@ -258,6 +267,8 @@ class GraphBuilder {
   }
   void SetPrefersParallel(bool parallel) { prefers_parallel_ = parallel; }
   void SetNetType(std::string type) { net_type_ = std::move(type); }
+  // The model's static data (Graph::static_data), handed to the built graph.
+  void SetStaticData(std::shared_ptr<const StaticData> data) { static_data_ = std::move(data); }
 
   // Resolves and validates. InvalidArgument, naming the op and value, for: an empty value or op
   // type name, an input neither produced by an op nor external, an op listing one output twice,
@@ -304,6 +315,7 @@ class GraphBuilder {
   std::vector<std::pair<std::string, std::string>> param_grads_;
   bool prefers_parallel_ = false;
   std::string net_type_;
+  std::shared_ptr<const StaticData> static_data_;
 };
 
 }  // namespace memonger::graph

@@ -33,7 +33,14 @@ absl::StatusOr<Graph> LoadModel(const std::string& path, const LoadOptions& opti
                       util::ReadInputFile(path, options.limits,
                                           text ? util::FileContent::kText
                                                : util::FileContent::kBinary));
-  if (ext == ".onnx") return ImportOnnxBytes(bytes, options.bindings, path, options.limits);
+  if (ext == ".onnx") {
+    OnnxImportOptions onnx_options;
+    onnx_options.limits = options.limits;
+    onnx_options.keep_data = options.keep_data;
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    onnx_options.model_dir = parent.empty() ? std::string(".") : parent.string();
+    return ImportOnnxBytes(bytes, options.bindings, path, onnx_options);
+  }
   if (ext == ".pb" || ext == ".pbtxt" || ext == ".prototxt") {
     MG_ASSIGN_OR_RETURN(proto::NetDef net,
                         ParseNetDef(bytes, ext == ".pb" ? NetFileFormat::kBinary

@@ -28,6 +28,9 @@ struct LoadOptions {
   ShapeBindings bindings;
   // Size and nesting caps on the file (util/limits.h).
   util::InputLimits limits;
+  // Hand the model's tensor data (ONNX initializers and constants, external data included) on
+  // with the graph (Graph::static_data): running the model needs it, planning does not.
+  bool keep_data = false;
   // Where the loader says what it read but does not use (a records file's offsets), one line
   // each; nullptr: not said.
   std::vector<std::string>* notes = nullptr;

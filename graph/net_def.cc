@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/dim_expr.h"
 #include "graph/op_schema.h"
 #include "graph/rebuild.h"
 #include "graph/shape_inference.h"
@@ -405,6 +406,20 @@ proto::NetDef GraphToNetDef(const Graph& graph) {
     }
     return typeable[id] == 1;
   };
+  // The symbols graph inputs declare: the ones a binding of the written net sizes.
+  absl::flat_hash_set<std::string> input_symbols;
+  for (ValueId id : graph.inputs()) {
+    const Value& in = graph.value(id);
+    if (!in.declared.dims.has_value()) continue;
+    for (const DeclaredDim& d : *in.declared.dims) {
+      if (d.symbol.empty()) continue;
+      absl::StatusOr<DimExpr> expr = ParseDimExpr(d.symbol.str());
+      if (expr.ok()) {
+        for (std::string& s : expr->Symbols()) input_symbols.insert(std::move(s));
+      }
+      input_symbols.insert(d.symbol.str());
+    }
+  }
   absl::flat_hash_map<std::string, bool> written;
   for (const Value& v : graph.values()) {
     if (written.contains(v.name)) continue;
@@ -426,6 +441,19 @@ proto::NetDef GraphToNetDef(const Graph& graph) {
     if (undeclared && v.type.has_value() && (v.producer == kNone || !Typeable(v.producer))) {
       if (declared.dtype == DataType::kUndefined) declared.dtype = v.type->dtype;
       if (!declared.dims.has_value()) declared.dims = DeclarationOf(*v.type).dims;
+    }
+    // A dim the file named without any graph input sizing it (an exporter's 'Resizeout_dim_0')
+    // was a name for what inference computed. Where only the declaration can type the value on
+    // reading back (an op we cannot type), it is written as that size: the net is then exact at
+    // the binding it was written for.
+    if (!undeclared && v.type.has_value() && v.producer != kNone && !Typeable(v.producer) &&
+        declared.dims->size() == v.type->dims.size()) {
+      for (size_t k = 0; k < declared.dims->size(); ++k) {
+        DeclaredDim& d = (*declared.dims)[k];
+        if (!d.symbol.empty() && !input_symbols.contains(d.symbol.str())) {
+          d = DeclaredDim(v.type->dims[k], "");
+        }
+      }
     }
     if (declared.dtype != DataType::kUndefined) {
       info.set_dtype(static_cast<proto::DataType>(static_cast<int>(declared.dtype)));

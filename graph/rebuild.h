@@ -14,7 +14,8 @@ namespace memonger::graph {
 // Adds `graph`'s external inputs and outputs, losses and param-grads to `builder`, declares the
 // roles that are not derived (param, constant, workspace), and declares the type of every
 // external input and of every blob written exactly once, so that the rebuilt net re-infers the
-// same types even where an op type has no schema. REQUIRES: `graph` is typed.
+// same types even where an op type has no schema; the static data (Graph::static_data) goes
+// with it. REQUIRES: `graph` is typed.
 void CopyInterface(const Graph& graph, GraphBuilder& builder);
 
 // `op` as the builder takes it: value ids back to blob names.

@@ -46,17 +46,111 @@ absl::Status CheckBytes(const Value& v) {
 }
 
 // The type a value's declaration gives, when it declares both a dtype and dims that resolve.
-// nullopt when the declaration is incomplete.
-absl::StatusOr<std::optional<TensorType>> DeclaredType(const Value& v,
-                                                       const ShapeBindings& bindings) {
+// nullopt when the declaration is incomplete. `unified` sizes the symbols that only op outputs
+// declare (see DeclaredSymbolSizes).
+absl::StatusOr<std::optional<TensorType>> DeclaredType(
+    const Value& v, const ShapeBindings& bindings,
+    const std::map<std::string, int64_t>& unified = {}) {
   if (!v.declared.dims.has_value() || v.declared.dtype == DataType::kUndefined) {
     return std::optional<TensorType>();
   }
+  ShapeBindings with_unified;
+  const ShapeBindings* resolve = &bindings;
+  if (!unified.empty()) {
+    with_unified = bindings;
+    for (const auto& [symbol, size] : unified) with_unified.dims.emplace(symbol, size);
+    resolve = &with_unified;
+  }
   MG_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                      ResolveDims(*v.declared.dims, bindings,
+                      ResolveDims(*v.declared.dims, *resolve,
                                   absl::StrCat("value '", v.DisplayName(), "'")));
   return std::optional<TensorType>(TensorType{v.declared.dtype, std::move(dims)});
 }
+
+// What an op output's declaration says, checked against what the op computes. A declared
+// number, or a symbol that --dim, --input-shape or a graph input's binding sized, must agree. A
+// plain symbol nothing sized yet (an exporter's own name for an output dim, such as
+// 'Gemmoutput_dim_0', or tf2onnx's 'unk__315') names whatever the op computes there: it is
+// unified with that size, and a later value declaring the same symbol must then agree with it.
+// A declared expression whose symbols are not all sized states nothing checkable and is
+// skipped. InvalidArgument naming the op, the value, the dim and both sizes on a disagreement.
+class DeclarationChecker {
+ public:
+  explicit DeclarationChecker(const ShapeBindings& bindings) : bindings_(bindings) {}
+
+  absl::Status Check(const Op& op, const Value& v, const TensorType& computed) {
+    if (!v.declared.dims.has_value() || v.declared.dtype == DataType::kUndefined) {
+      return absl::OkStatus();
+    }
+    const DeclaredDims& declared = *v.declared.dims;
+    auto contradiction = [&](std::string why) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op.Label(), ": output '", v.DisplayName(), "' is declared ", DeclaredText(v),
+          " but the op produces ", TensorTypeToString(computed), why.empty() ? "" : " (",
+          why, why.empty() ? "" : ")"));
+    };
+    if (v.declared.dtype != computed.dtype || declared.size() != computed.dims.size()) {
+      return contradiction("");
+    }
+    for (size_t k = 0; k < declared.size(); ++k) {
+      const DeclaredDim& d = declared[k];
+      const int64_t size = computed.dims[k];
+      if (d.symbol.empty()) {
+        if (d.size != size) return contradiction(absl::StrCat("dim ", k));
+        continue;
+      }
+      const std::string symbol = d.symbol.str();
+      if (auto it = bindings_.dims.find(symbol); it != bindings_.dims.end()) {
+        if (it->second != size) {
+          return contradiction(absl::StrCat("dim ", k, " is '", symbol, "', bound to ",
+                                            it->second));
+        }
+        continue;
+      }
+      if (!IsSymbolName(symbol)) {
+        absl::StatusOr<DimExpr> expr = ParseDimExpr(symbol);
+        if (expr.ok()) {
+          std::map<std::string, int64_t> sizes = bindings_.dims;
+          for (const auto& [s, u] : unified_) sizes.emplace(s, u.size);
+          absl::StatusOr<int64_t> value = expr->Evaluate(sizes);
+          if (value.ok() && *value != size) {
+            return contradiction(absl::StrCat("dim ", k, " '", symbol, "' is ", *value));
+          }
+          continue;  // an expression of symbols nothing sized: nothing to check
+        }
+      }
+      auto [it, inserted] = unified_.emplace(symbol, Unified{size, v.DisplayName()});
+      if (!inserted && it->second.size != size) {
+        return contradiction(absl::StrCat("dim ", k, " is '", symbol, "', which '",
+                                          it->second.value, "' declares too and where ",
+                                          it->second.size, " was computed"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::map<std::string, int64_t> sizes() const {
+    std::map<std::string, int64_t> out;
+    for (const auto& [symbol, u] : unified_) out.emplace(symbol, u.size);
+    return out;
+  }
+
+ private:
+  static std::string DeclaredText(const Value& v) {
+    std::vector<std::string> dims;
+    for (const DeclaredDim& d : *v.declared.dims) {
+      dims.push_back(d.symbol.empty() ? absl::StrCat(d.size) : d.symbol.str());
+    }
+    return absl::StrCat(DataTypeName(v.declared.dtype), "[", absl::StrJoin(dims, ","), "]");
+  }
+
+  struct Unified {
+    int64_t size;
+    std::string value;  // the first value that declared the symbol
+  };
+  const ShapeBindings& bindings_;
+  std::map<std::string, Unified> unified_;
+};
 
 // Caffe2's Concat gradient: Split(dY, split_info) where split_info is output 1 of the forward
 // Concat, the widths of its inputs along its axis. Those widths are known from the Concat's
@@ -375,6 +469,7 @@ absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
     MG_RETURN_IF_ERROR(TypeGraphInput(graph.mutable_value(id), dtype, bindings));
   }
 
+  DeclarationChecker declarations(bindings);
   for (OpId op_id : graph.TopologicalOrder()) {
     const Op& op = graph.op(op_id);
     // Outputs typed already (by an importer, from the file) are inferred again where a shape
@@ -408,9 +503,13 @@ absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
 
     for (size_t k = 0; k < op.outputs.size(); ++k) {
       Value& v = graph.mutable_value(op.outputs[k]);
-      MG_ASSIGN_OR_RETURN(std::optional<TensorType> declared, DeclaredType(v, bindings));
       if (schema == nullptr) {
-        if (v.type.has_value()) continue;
+        if (v.type.has_value()) {
+          MG_RETURN_IF_ERROR(declarations.Check(op, v, *v.type));
+          continue;
+        }
+        MG_ASSIGN_OR_RETURN(std::optional<TensorType> declared,
+                            DeclaredType(v, bindings, declarations.sizes()));
         if (!declared.has_value()) {
           const bool has_schema = schemas.Find(op.type) != nullptr;
           return absl::UnimplementedError(absl::StrCat(
@@ -422,12 +521,7 @@ absl::Status InferShapes(Graph& graph, const ShapeBindings& bindings,
         }
         v.type = *declared;
       } else {
-        if (declared.has_value() && *declared != inferred[k]) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              op.Label(), ": output '", v.DisplayName(), "' is declared ",
-              TensorTypeToString(*declared), " but the op produces ",
-              TensorTypeToString(inferred[k])));
-        }
+        MG_RETURN_IF_ERROR(declarations.Check(op, v, inferred[k]));
         if (v.type.has_value() && *v.type != inferred[k]) {
           return absl::InvalidArgumentError(absl::StrCat(
               op.Label(), ": output '", v.DisplayName(), "' has type ",

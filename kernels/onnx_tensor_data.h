@@ -1,16 +1,13 @@
-// Tensor *data* from ONNX files, for running imported models: the graph (graph::Graph) keeps
-// only types, so the values of initializers, Constant nodes and the values the importer folded
-// are read here, from the model file, when a net is run.
+// Tensor data in ONNX files outside a model: the test suites' serialized TensorProtos
+// (input_K.pb, output_K.pb), and the constants of a model file read apart from its import.
+// A loaded model carries its own data (Graph::static_data, read once by the importer): running
+// it needs neither of these.
 //
 //   MG_ASSIGN_OR_RETURN(alloc::TensorData x, alloc::ReadTensorProtoFile("input_0.pb"));
 //   MG_ASSIGN_OR_RETURN(auto constants, alloc::ReadOnnxConstants("model.onnx", graph));
 //   // constants["W"].bytes: W's elements, little-endian, in W's element type
 //
-// TensorProto decoding: raw_data, or the typed fields (float_data; int32_data for int32, int16,
-// int8, uint8, bool, and the bit patterns of float16 and bfloat16; int64_data; double_data).
-// Refused: strings, external data, uint16/32/64 (no graph::DataType; except that a UINT16
-// tensor is accepted as the bit patterns of a bfloat16 one when the caller expects bfloat16, as
-// the ONNX test suites store bfloat16 references), and data whose length does not match dims.
+// Decoding is graph::DecodeTensorProto's (graph/onnx/tensor_decode.h).
 //
 // ReadOnnxConstants returns, by value name: every initializer; every Constant node's output
 // (attributes value, value_float(s), value_int(s); sparse values are skipped); and, when the
@@ -26,19 +23,15 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
+#include "graph/onnx/tensor_decode.h"
+#include "graph/tensor_data.h"
 #include "graph/tensor_type.h"
 #include "onnx/onnx_pb.h"
 
 namespace memonger::alloc {
 
-struct TensorData {
-  graph::TensorType type;
-  std::string bytes;  // ByteSize(type) bytes, little-endian
-};
-
-// `expected` (kUndefined: none) only changes how UINT16 is read (see above).
-absl::StatusOr<TensorData> DecodeTensorProto(
-    const onnx::TensorProto& tensor, graph::DataType expected = graph::DataType::kUndefined);
+using graph::TensorData;
+using graph::DecodeTensorProto;
 // A file holding one serialized TensorProto (the test suites' input_K.pb / output_K.pb).
 absl::StatusOr<TensorData> ReadTensorProtoFile(
     const std::string& path, graph::DataType expected = graph::DataType::kUndefined);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -280,7 +281,10 @@ absl::StatusOr<Renames> OptimizeInferenceFast(const NameNet& net,
   std::map<std::string, std::string> renaming;  // canonical -> __m<k>_shared
   std::map<std::string, std::string> mapping;   // blob -> canonical
   for (int i = 0; i < static_cast<int>(net.ops.size()); ++i) {
-    std::vector<std::string> new_free;
+    // Caffe2's new_free_blobs, pushed below in its iteration order: a real
+    // std::unordered_set<std::string> filled in Caffe2's order, so the order is the standard
+    // library's, as it was Caffe2's (tests/reference/memonger_ref.py, unordered_set_order).
+    std::unordered_set<std::string> new_free;
     for (const std::string& in : net.ops[i].inputs) {
       auto range = ranges.find(in);
       if (range == ranges.end() || range->second.second != i) continue;
@@ -295,9 +299,7 @@ absl::StatusOr<Renames> OptimizeInferenceFast(const NameNet& net,
       } else {
         freed = mapped->second;
       }
-      if (std::find(new_free.begin(), new_free.end(), freed) == new_free.end()) {
-        new_free.push_back(freed);
-      }
+      new_free.insert(freed);
     }
     for (const std::string& out : net.ops[i].outputs) {
       if (free.empty()) continue;

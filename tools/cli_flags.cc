@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <initializer_list>
 #include <thread>
@@ -101,6 +102,17 @@ absl::Status CheckFlags(Flags& flags) {
   if (!flags.outputs_out.empty() && (flags.execute == "none" || flags.verify)) {
     return absl::InvalidArgumentError(
         "--outputs-out needs --execute host or cuda (without --verify)");
+  }
+  for (const auto& [flag, given] : {std::pair<const char*, bool>{"--inputs", !flags.inputs.empty()},
+                                    {"--expect", !flags.expect.empty()},
+                                    {"--seed-missing", flags.seed_missing}}) {
+    if (given && (flags.execute == "none" || flags.verify)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, " needs --execute host or cuda (without --verify)"));
+    }
+  }
+  if (!(flags.tolerance >= 0) || !std::isfinite(flags.tolerance)) {
+    return absl::InvalidArgumentError("--tolerance must be a finite number >= 0");
   }
   if (flags.recompute == "auto" && flags.budget < 0) {
     return absl::InvalidArgumentError("--recompute auto needs --budget (the bytes to fit)");
@@ -447,6 +459,20 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
   app.add_option("--outputs-out", flags.outputs_out,
                  "with --execute host|cuda: write every graph output as DIR/<name>.npy")
       ->check(kNonEmptyPath);
+  app.add_option("--inputs", flags.inputs,
+                 "with --execute: the graph inputs' data, a folder of NAME.npy files or an .npz "
+                 "archive (every input, each of its planned dtype and shape)")
+      ->check(kNonEmptyPath);
+  app.add_option("--expect", flags.expect,
+                 "with --execute: reference outputs (a folder of NAME.npy or an .npz): prints "
+                 "each output's error and exits 1 beyond --tolerance")
+      ->check(kNonEmptyPath);
+  app.add_option("--tolerance", flags.tolerance,
+                 "with --expect: the largest relative error max|out - ref| / max|ref| accepted")
+      ->capture_default_str();
+  app.add_flag("--seed-missing", flags.seed_missing,
+               "with --execute: run even where the model holds no data for some weights, "
+               "giving them seeded values (the report names them)");
   app.add_option(
          "--seed", numbers.seed,
          "with --execute host|cuda: seed of the values given to inputs and params the model "

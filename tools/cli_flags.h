@@ -60,6 +60,10 @@ struct Flags {
   std::string execute = "none";
   bool verify = false;
   std::string outputs_out;
+  std::string inputs;        // --inputs DIR|FILE.npz|FILE.npy: the graph inputs' data
+  std::string expect;        // --expect DIR|FILE.npz: reference outputs
+  double tolerance = 1e-4;   // --tolerance: the largest relative error --expect accepts
+  bool seed_missing = false; // --seed-missing: seed weights the model holds no data for
   uint64_t seed = 0;
   bool plan_static = false;
   bool views = false;

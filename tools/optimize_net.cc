@@ -9,6 +9,7 @@
 #endif
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <iostream>
@@ -27,6 +28,8 @@
 #include "allocator/executor.h"
 #include "allocator/graphable.h"
 #include "allocator/host_run.h"
+#include "allocator/run_data.h"
+#include "kernels/tensor_files.h"
 #include "graph/fp16_storage.h"
 #include "graph/gradient_builder.h"
 #include "graph/model_loader.h"
@@ -361,9 +364,11 @@ void PrintCures(const memonger::graph::Graph& graph, const memonger::PlanOptions
 
 // Runs the net in one arena of the planned size: verify mode (--verify: every op fills its
 // outputs with a pattern and checks its inputs) or the real kernels (the CPU kernels on the
-// host, the device kernels on CUDA). Returns the report's lines.
+// host, the device kernels on CUDA), on the user's --inputs where given, checked against
+// --expect. Returns the report's lines; `beyond_tolerance` names the first output whose error
+// exceeds --tolerance ("" when none does).
 absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::Graph& graph,
-                                    const memonger::Plan& plan) {
+                                    const memonger::Plan& plan, std::string& beyond_tolerance) {
   namespace alloc = memonger::alloc;
   if (flags.verify) {
     const auto device = flags.execute == "cuda" ? alloc::Device::kCuda : alloc::Device::kHost;
@@ -376,10 +381,19 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::G
   }
   const bool cuda = flags.execute == "cuda";
   alloc::HostRunOptions options;
-  options.model_path = flags.model;
   options.seed = flags.seed;
+  options.seed_missing = flags.seed_missing;
   options.outputs_dir = flags.outputs_out;
-  options.keep_outputs = false;
+  options.keep_outputs = !flags.expect.empty();
+  if (!flags.inputs.empty()) {
+    MG_ASSIGN_OR_RETURN(auto inputs, alloc::ReadTensorFiles(flags.inputs, flags.limits));
+    MG_RETURN_IF_ERROR(alloc::CheckRunInputs(graph, inputs));
+    for (auto& [name, data] : inputs) options.data.emplace(name, std::move(data));
+  }
+  std::map<std::string, memonger::graph::TensorData> expected;
+  if (!flags.expect.empty()) {
+    MG_ASSIGN_OR_RETURN(expected, alloc::ReadTensorFiles(flags.expect, flags.limits));
+  }
   alloc::Fp16Census census(graph);  // what every Cast to float16 lost, per value (host only)
   alloc::NetRunTarget target;
   alloc::CudaKernels cuda_kernels;
@@ -399,13 +413,32 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::G
   std::string text = absl::StrCat(
       "executed        ", cuda ? "CUDA" : "host", " kernels: ", graph.num_ops(), " ops in ",
       absl::StrFormat("%.1f", report.kernel_seconds * 1000), " ms; inputs and statics: ",
+      report.from_caller > 0 ? absl::StrCat(report.from_caller, " from --inputs, ") : "",
       report.from_model, " from the model, ", report.seeded, " seeded (seed ", flags.seed,
       ")\n");
+  if (!flags.expect.empty()) {
+    MG_ASSIGN_OR_RETURN(const std::vector<alloc::OutputError> errors,
+                        alloc::CompareOutputs(graph, report, expected));
+    for (const alloc::OutputError& e : errors) {
+      const bool beyond = !(e.relative <= flags.tolerance);
+      absl::StrAppend(&text, "expect          '", memonger::util::EscapeAsText(e.name),
+                      "': max abs error ", absl::StrFormat("%.3g", e.max_abs), ", relative ",
+                      absl::StrFormat("%.3g", e.relative), beyond ? " > " : " <= ",
+                      absl::StrFormat("%g", flags.tolerance), "\n");
+      if (beyond && beyond_tolerance.empty()) {
+        beyond_tolerance = absl::StrCat("output '", memonger::util::EscapeAsText(e.name),
+                                        "' differs from --expect: relative error ",
+                                        absl::StrFormat("%.3g", e.relative), " > --tolerance ",
+                                        absl::StrFormat("%g", flags.tolerance));
+      }
+    }
+  }
   if (!cuda) absl::StrAppend(&text, census.ToText());
   if (!report.seeded_statics.empty()) {
     absl::StrAppend(&text, "seeded statics  ", report.seeded_statics.size(),
-                    " params/constants without data in the model, e.g. '",
-                    report.seeded_statics.front(), "'\n");
+                    " params/constants without data in the model",
+                    graph.static_data() != nullptr ? " (--seed-missing)" : " (the format carries none)",
+                    ", e.g. '", report.seeded_statics.front(), "'\n");
   }
   if (!flags.outputs_out.empty()) {
     absl::StrAppend(&text, "outputs         ", report.outputs.size(), " written to ",
@@ -476,6 +509,7 @@ int Run(const Flags& flags) {
   memonger::graph::LoadOptions load;
   load.bindings = flags.bindings;
   load.limits = flags.limits;
+  load.keep_data = flags.execute != "none" && !flags.verify;
   std::vector<std::string> notes;
   load.notes = &notes;
   std::optional<memonger::graph::WorkloadSpec> workload;
@@ -665,8 +699,9 @@ int Run(const Flags& flags) {
     outputs.Set(flags.net_out, *std::move(net));
   }
   std::string execution_report;
+  std::string beyond_tolerance;
   if (flags.execute != "none") {
-    auto report = Execute(flags, *graph, *plan);
+    auto report = Execute(flags, *graph, *plan, beyond_tolerance);
     if (!report.ok()) return fail(report.status());
     execution_report = *std::move(report);
     clock.Mark("execute");
@@ -685,6 +720,10 @@ int Run(const Flags& flags) {
   }
   clock.Mark("report");
   if (flags.timings) clock.Print(std::cerr);
+  if (!beyond_tolerance.empty()) {
+    std::cerr << "optimize-net: " << beyond_tolerance << "\n";
+    return kExitFailed;
+  }
   if (budget >= 0 && plan->arena_bytes > budget) {
     std::cerr << "optimize-net: the arena needs " << memonger::util::FormatBytes(plan->arena_bytes)
               << " (" << plan->arena_bytes << " bytes), "

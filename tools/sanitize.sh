@@ -50,7 +50,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-abort_on_error=1:print_stacktrace=1}
 #   process that runs its shape inference, which is the case the child is there for; ASan in
 #   the child reports the SIGFPE on stderr before it dies, and the test counts stderr's lines
 #   (one, the importer's error, without ASan).
+# - ModelZoo exports real models with PyTorch and runs the tool on each (minutes optimised);
+#   its planning and execution code is the same the sanitized unit tests and fuzzers cover.
 excluded='^(InstallConsumer$'
+excluded+='|ModelZoo$'
 excluded+='|RecomputeTest\.ChainAndResidualNetsFitOrSayTheBudgetIsInfeasible$'
 excluded+='|RecomputeTest\.ExactNeverCostsMoreThanSqrtAtItsLowerBound$'
 excluded+='|OffsetPlannersTest\.RandomProblemsVerify<OffsetPlannersTest/Exact\.'

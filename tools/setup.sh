@@ -16,8 +16,10 @@ packages=(
   libcli11-dev
   libgtest-dev libgmock-dev
   libbenchmark-dev
-  libonnx-dev libonnx-testdata
+  libonnx-dev libonnx-testdata zlib1g-dev
   clang libclang-rt-14-dev llvm
+  # The model zoo test (tests/zoo/): PyTorch exports real models; Debian's /usr/bin/python3.
+  python3-torch python3-torchvision python3-onnx python3-numpy
 )
 if [[ "${1:-}" == "--browser" ]]; then
   packages+=(chromium)

@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -20,6 +21,7 @@
 #include "graph/onnx/input_types.h"
 #include "graph/onnx/onnx_fold.h"
 #include "graph/onnx/tensor_data_check.h"
+#include "graph/onnx/tensor_decode.h"
 #include "graph/shape_inference.h"
 #include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
@@ -557,9 +559,12 @@ class TypeResolver {
         continue;
       }
       if (dim.has_dim_param() && user_symbols_.contains(dim.dim_param())) {
+        // A name the file gives a dim that nothing computes (inference merges every dim it
+        // can compute into the declarations): only a binding can size it.
         return absl::InvalidArgumentError(absl::StrCat(
             what, ": dim ", k, " is the symbolic dimension '", dim.dim_param(),
-            "', which is unbound; pass --dim ", dim.dim_param(), "=VALUE"));
+            "', which ONNX shape inference cannot compute and which is unbound; pass --dim ",
+            dim.dim_param(), "=VALUE"));
       }
       return Unknown(what, producer,
                      absl::StrCat("has a dim that stays unknown (dim ", k, " of ",
@@ -973,9 +978,148 @@ absl::StatusOr<Graph> BuildGraph(const WorkingModel& w,
   return g;
 }
 
+// Pure functions of constants become constants before anything else sees them, so that the
+// planner never places them in the arena as activations:
+//  - Identity of a static value (an initializer, a Constant node's output, or another such
+//    Identity) is an alias: its readers read the static value itself and the node goes. This
+//    is how torch.onnx.export writes tied and deduplicated weights (`onnx::MatMul_123 =
+//    Identity(wte.weight)`), each of which was an activation copy live from step 0 to its reader.
+//  - any other node the shape folder evaluates (fold_eval.h: Cast, Reshape, Transpose,
+//    ConstantOfShape, arithmetic, ...) whose inputs are all static is evaluated once, its outputs
+//    becoming constants (initializers listed in `folded`), within the folder's element limit
+//    (kMaxFoldElements): larger results stay ops.
+// A node writing a graph output is kept (the output is the model's interface).
+// O(nodes + edges), plus the evaluation of what folds.
+void FoldStaticNodes(WorkingModel& w, absl::flat_hash_set<std::string>& folded) {
+  onnx::GraphProto& graph = *w.model.mutable_graph();
+  absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers;
+  for (const onnx::TensorProto& t : graph.initializer()) initializers.emplace(t.name(), &t);
+  absl::flat_hash_set<std::string> outputs;
+  for (const onnx::ValueInfoProto& vi : graph.output()) outputs.insert(vi.name());
+  absl::flat_hash_map<std::string, onnx::TensorProto> constants;  // Constant nodes' values
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() != "Constant" || !IsDefaultDomain(node.domain()) || node.output_size() != 1)
+      continue;
+    if (std::optional<onnx::TensorProto> t = ConstantValue(node)) constants[node.output(0)] = *t;
+  }
+  auto is_static = [&](const std::string& name) {
+    return initializers.contains(name) || constants.contains(name);
+  };
+  // Decoded lazily: only the inputs of a node that may fold are read as ConstTensors. A node
+  // map: the evaluator holds pointers to several entries while more are decoded.
+  absl::node_hash_map<std::string, std::optional<onnx_fold::ConstTensor>> decoded;
+  auto value_of = [&](const std::string& name) -> const onnx_fold::ConstTensor* {
+    auto [it, inserted] = decoded.try_emplace(name);
+    if (inserted) {
+      auto i = initializers.find(name);
+      const onnx::TensorProto* t = i != initializers.end() ? i->second : &constants.at(name);
+      if (!HasExternalData(*t)) it->second = onnx_fold::TensorFromProto(*t);
+    }
+    return it->second.has_value() ? &*it->second : nullptr;
+  };
+  absl::flat_hash_map<std::string, std::string> alias;  // Identity output -> static value
+  std::vector<onnx::TensorProto> new_initializers;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  for (onnx::NodeProto& node : *graph.mutable_node()) {
+    for (std::string& in : *node.mutable_input()) {
+      if (auto it = alias.find(in); it != alias.end()) in = it->second;
+    }
+    bool all_static = node.input_size() > 0 && node.op_type() != "Constant" &&
+                      IsDefaultDomain(node.domain());
+    for (const std::string& in : node.input()) all_static = all_static && (in.empty() || is_static(in));
+    for (const std::string& out : node.output()) all_static = all_static && !outputs.contains(out);
+    if (all_static && node.op_type() == "Identity" && node.input_size() == 1 &&
+        node.output_size() == 1) {
+      alias[node.output(0)] = node.input(0);
+      if (constants.contains(node.input(0))) constants[node.output(0)] = constants[node.input(0)];
+      continue;
+    }
+    if (all_static && onnx_fold::IsFoldableOp(node)) {
+      std::vector<onnx_fold::FoldInput> inputs;
+      bool known = true;
+      for (const std::string& in : node.input()) {
+        onnx_fold::FoldInput input;
+        input.present = !in.empty();
+        if (input.present) {
+          input.value = value_of(in);
+          known = known && input.value != nullptr;
+        }
+        inputs.push_back(input);
+      }
+      std::optional<std::vector<onnx_fold::ConstTensor>> result;
+      if (known) result = onnx_fold::EvaluateNode(node, inputs);
+      if (result.has_value() && static_cast<int>(result->size()) == node.output_size()) {
+        for (int k = 0; k < node.output_size(); ++k) {
+          if (node.output(k).empty()) continue;
+          new_initializers.push_back(onnx_fold::TensorToProto((*result)[k], node.output(k)));
+          decoded[node.output(k)] = std::move((*result)[k]);
+          folded.insert(node.output(k));
+        }
+        for (const onnx::TensorProto& t : new_initializers) {
+          if (!initializers.contains(t.name())) initializers.emplace(t.name(), nullptr);
+        }
+        continue;
+      }
+    }
+    kept.Add()->Swap(&node);
+  }
+  graph.mutable_node()->Swap(&kept);
+  for (onnx::TensorProto& t : new_initializers) graph.add_initializer()->Swap(&t);
+  // Declarations of the aliased names are gone with their values.
+  for (auto* list : {graph.mutable_value_info()}) {
+    google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> rest;
+    for (onnx::ValueInfoProto& vi : *list) {
+      if (!alias.contains(vi.name())) rest.Add()->Swap(&vi);
+    }
+    list->Swap(&rest);
+  }
+}
+
+// External data is read (or, without keep_data, checked) before inference, so that a missing
+// file fails before any work and libonnx sees the weights as the file means them.
+absl::Status ResolveExternalData(WorkingModel& w, const OnnxImportOptions& options) {
+  for (onnx::TensorProto& t : *w.model.mutable_graph()->mutable_initializer()) {
+    MG_RETURN_IF_ERROR(ReadExternalData(t, options.model_dir, options.keep_data));
+  }
+  return absl::OkStatus();
+}
+
+// The data of every static value of `g` that the model holds: initializers (the file's and the
+// folded ones, their bytes moved out of the working model), Constant nodes. A tensor without
+// data (weights stripped from a file) or of a type we do not decode is simply absent: the
+// executor refuses to run without it unless asked to seed it.
+std::shared_ptr<const StaticData> TakeStaticData(WorkingModel& w, const Graph& g) {
+  auto data = std::make_shared<StaticData>();
+  auto wanted = [&](const std::string& name) {
+    const std::optional<ValueId> id = g.FindValue(name);
+    return id.has_value() && g.value(*id).producer == kNone && IsStatic(g.value(*id).role);
+  };
+  for (onnx::TensorProto& t : *w.model.mutable_graph()->mutable_initializer()) {
+    if (!wanted(t.name())) continue;
+    absl::StatusOr<TensorData> decoded = DecodeTensorProto(t);
+    t.clear_raw_data();
+    if (decoded.ok()) data->emplace(t.name(), *std::move(decoded));
+  }
+  for (const onnx::NodeProto& node : w.model.graph().node()) {
+    if (node.op_type() != "Constant" || !IsDefaultDomain(node.domain()) ||
+        node.output_size() == 0 || !wanted(node.output(0))) {
+      continue;
+    }
+    if (std::optional<onnx::TensorProto> t = ConstantValue(node)) {
+      absl::StatusOr<TensorData> decoded = DecodeTensorProto(*t);
+      if (decoded.ok()) data->emplace(node.output(0), *std::move(decoded));
+    }
+  }
+  return data;
+}
+
 absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& bindings,
-                                  const std::string& source_name) {
+                                  const std::string& source_name,
+                                  const OnnxImportOptions& options) {
   MG_ASSIGN_OR_RETURN(WorkingModel w, Prepare(std::move(model)));
+  MG_RETURN_IF_ERROR(ResolveExternalData(w, options));
+  absl::flat_hash_set<std::string> folded;
+  FoldStaticNodes(w, folded);
   absl::flat_hash_map<std::string, int> opsets;
   for (const onnx::OperatorSetIdProto& opset : w.model.opset_import()) {
     opsets[IsDefaultDomain(opset.domain()) ? "" : opset.domain()] =
@@ -989,9 +1133,10 @@ absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& b
   MG_ASSIGN_OR_RETURN(onnx_fold::FoldReport report,
                       onnx_fold::InferAndFold(w.model, onnx_fold::FoldOptions{}));
   MG_ASSIGN_OR_RETURN(auto types, ResolveTypes(w));
-  const absl::flat_hash_set<std::string> folded(report.folded_values.begin(),
-                                                report.folded_values.end());
-  return BuildGraph(w, folded, types, source_name);
+  folded.insert(report.folded_values.begin(), report.folded_values.end());
+  MG_ASSIGN_OR_RETURN(Graph g, BuildGraph(w, folded, types, source_name));
+  if (options.keep_data) g.set_static_data(TakeStaticData(w, g));
+  return g;
 }
 
 absl::Status Annotate(const absl::Status& status, const std::string& source_name) {
@@ -1001,14 +1146,20 @@ absl::Status Annotate(const absl::Status& status, const std::string& source_name
 }  // namespace
 
 absl::StatusOr<Graph> ImportOnnxFile(const std::string& path, const ShapeBindings& bindings,
-                                     const util::InputLimits& limits) {
-  MG_ASSIGN_OR_RETURN(const std::string bytes, util::ReadInputFile(path, limits));
-  return ImportOnnxBytes(bytes, bindings, path, limits);
+                                     const OnnxImportOptions& options) {
+  MG_ASSIGN_OR_RETURN(const std::string bytes, util::ReadInputFile(path, options.limits));
+  OnnxImportOptions with_dir = options;
+  if (with_dir.model_dir.empty()) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    with_dir.model_dir = parent.empty() ? std::string(".") : parent.string();
+  }
+  return ImportOnnxBytes(bytes, bindings, path, with_dir);
 }
 
 absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindings& bindings,
                                       const std::string& source_name,
-                                      const util::InputLimits& limits) {
+                                      const OnnxImportOptions& options) {
+  const util::InputLimits& limits = options.limits;
   if (bytes.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(source_name, ": the file is empty, not an ONNX model"));
@@ -1023,7 +1174,7 @@ absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindi
     return absl::InvalidArgumentError(absl::StrCat(
         source_name, ": not an ONNX model (the bytes do not parse as an ONNX ModelProto)"));
   }
-  absl::StatusOr<Graph> graph = ImportModel(std::move(model), bindings, source_name);
+  absl::StatusOr<Graph> graph = ImportModel(std::move(model), bindings, source_name, options);
   if (!graph.ok()) return Annotate(graph.status(), source_name);
   return graph;
 }

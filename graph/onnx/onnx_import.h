@@ -28,14 +28,26 @@
 
 namespace memonger::graph {
 
+struct OnnxImportOptions {
+  util::InputLimits limits;
+  // The folder external data locations are relative to (graph/onnx/tensor_decode.h). Empty for
+  // ImportOnnxFile: the model file's folder; for ImportOnnxBytes: none, and a tensor with
+  // external data is an error naming its file.
+  std::string model_dir;
+  // Hand the static values' data on with the graph (Graph::static_data: initializers, Constant
+  // nodes, folded values; external data read here). Executing needs it, planning does not;
+  // without it external data is only checked (file, size), not read.
+  bool keep_data = false;
+};
+
 // The file is read under `limits` (util::ReadInputFile); the ModelProto is parsed with
 // limits.max_nesting_depth as protobuf's recursion limit.
 absl::StatusOr<Graph> ImportOnnxFile(const std::string& path, const ShapeBindings& bindings,
-                                     const util::InputLimits& limits = {});
+                                     const OnnxImportOptions& options = {});
 // `source_name` names the model in messages.
 absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindings& bindings,
                                       const std::string& source_name,
-                                      const util::InputLimits& limits = {});
+                                      const OnnxImportOptions& options = {});
 
 }  // namespace memonger::graph
 

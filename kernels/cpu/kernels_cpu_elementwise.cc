@@ -574,6 +574,12 @@ void AddCpuElementwiseKernels(KernelMap& kernels) {
     return [alpha](auto x) { return x > static_cast<decltype(x)>(alpha) ? x : decltype(x)(0); };
   });
   kernels["HardSigmoid"] = HardSigmoid;
+  // HardSwish(x) = x * HardSigmoid(x) with ONNX's alpha 1/6 and beta 0.5 (MobileNetV3).
+  kernels["HardSwish"] = UnaryKernel<true>([](auto x) {
+    using C = decltype(x);
+    const C y = x / C(6) + C(0.5);
+    return x * (y < C(0) ? C(0) : (y > C(1) ? C(1) : y));
+  });
   kernels["Selu"] = Selu;
   kernels["Clip"] = Clip;
   kernels["CastLike"] = CastLike;

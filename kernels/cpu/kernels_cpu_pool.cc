@@ -8,6 +8,9 @@
 //                              equal to Y, which double-counts ties: one argmax is the
 //                              gradient of the forward op, so we route to one
 //   AveragePoolGradient(X, Y, dY) -> dX  dY / count to each element the forward averaged
+//   GlobalAveragePool(X) -> Y, GlobalMaxPool(X) -> Y   X [N, C, d1, ...] to Y [N, C, 1, ...]: the
+//                              mean (summed in float64, rounded once) or the maximum of each
+//                              plane; a plane of no elements is refused
 // Storage float32, float16, bfloat16, float64; comparisons and sums in float32 (float64 for
 // float64 through float32 loads: the pooling kernels use the shared float32 views). Windows
 // are visited in order; the gradients accumulate per input plane in float32 and are rounded
@@ -146,9 +149,46 @@ Kernel PoolGradientKernel(PoolKind kind) {
   };
 }
 
+Kernel GlobalPoolKernel(PoolKind kind) {
+  return [kind](const KernelArgs& args) -> absl::Status {
+    MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
+    MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+    const TensorType& x = *args.input_types[0];
+    const TensorType& y = *args.output_types[0];
+    if (x.dims.size() < 2 || y.dtype != x.dtype || y.dims.size() != x.dims.size() ||
+        y.dims[0] != x.dims[0] || y.dims[1] != x.dims[1]) {
+      return KernelError(args, "X must be [N, C, ...] and Y [N, C, 1, ...] of X's element type");
+    }
+    int64_t plane = 1;
+    for (size_t d = 2; d < x.dims.size(); ++d) {
+      if (y.dims[d] != 1) return KernelError(args, "Y's spatial dims must be 1");
+      plane *= x.dims[d];
+    }
+    const int64_t planes = x.dims[0] * x.dims[1];
+    if (plane == 0 && planes > 0) return KernelError(args, "X has planes of no elements");
+    MG_ASSIGN_OR_RETURN(const FloatLoader load, LoaderFor(args, x));
+    MG_ASSIGN_OR_RETURN(const FloatStorer store, StorerFor(args, y));
+    std::vector<float> out(static_cast<size_t>(planes));
+    for (int64_t p = 0; p < planes; ++p) {
+      const std::vector<float> in = load.Run(args.inputs[0], p * plane, plane);
+      if (kind == PoolKind::kMax) {
+        out[p] = *std::max_element(in.begin(), in.end());
+      } else {
+        double sum = 0;
+        for (float v : in) sum += v;
+        out[p] = static_cast<float>(sum / static_cast<double>(plane));
+      }
+    }
+    if (planes > 0) store.run(args.outputs[0], 0, planes, out.data());
+    return absl::OkStatus();
+  };
+}
+
 }  // namespace
 
 void AddCpuPoolKernels(KernelMap& kernels) {
+  kernels["GlobalAveragePool"] = GlobalPoolKernel(PoolKind::kAverage);
+  kernels["GlobalMaxPool"] = GlobalPoolKernel(PoolKind::kMax);
   for (const char* type : {"MaxPool", "MaxPool1D", "MaxPool2D", "MaxPool3D"}) {
     kernels[type] = PoolKernel(PoolKind::kMax);
   }

@@ -4,6 +4,7 @@
 //     StopGradient: the output holds the input's bytes. When the plan made the output a view of
 //     the input (one address) they do nothing; otherwise they copy with memmove, which is also
 //     correct for overlapping ranges. Caffe2's Reshape writes its optional old_shape output.
+//     Dropout in inference is such a copy (and writes its optional mask, all true).
 //   - Transpose (perm / Caffe2 axes), Concat (axis, Caffe2 add_axis and split_info), Split
 //     (sizes from the output types, so the `split` attribute or input need not be read), Slice
 //     (ONNX opset 10+ inputs or opset 1 attributes; negative steps), Pad (constant mode), Gather
@@ -530,9 +531,41 @@ absl::Status Trilu(const KernelArgs& args) {
   return absl::OkStatus();
 }
 
+// Dropout (ONNX) in inference: the output is the data and the optional mask all true. The
+// optional inputs ratio and training_mode are read only to refuse training mode (a bool input
+// that is true): random masks are not run here.
+absl::Status Dropout(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 3, 1, 2));
+  for (size_t k = 1; k < args.inputs.size(); ++k) {
+    if (args.input_types[k]->dtype == DataType::kBool && NumElements(args.input_types[k]->dims) == 1) {
+      bool training = false;
+      std::memcpy(&training, args.inputs[k], 1);
+      if (training) return KernelUnimplemented(args, "Dropout in training mode is not run");
+    }
+  }
+  const TensorType& x = *args.input_types[0];
+  const TensorType& y = *args.output_types[0];
+  if (x != y) return KernelError(args, "the output must have the data's type");
+  if (args.outputs[0] != args.inputs[0] && ByteSizeOf(x) > 0) {
+    std::memmove(args.outputs[0], args.inputs[0], static_cast<size_t>(ByteSizeOf(x)));
+  }
+  if (args.outputs.size() == 2) {
+    const TensorType& mask = *args.output_types[1];
+    if (mask.dtype != DataType::kBool || mask.dims != x.dims) {
+      return KernelError(args, "the mask must be bool of the data's dims");
+    }
+    for (int in = 0; in < static_cast<int>(args.inputs.size()); ++in) {
+      MG_RETURN_IF_ERROR(CheckNoOverlap(args, in, 1));
+    }
+    std::memset(args.outputs[1], 1, static_cast<size_t>(NumElements(mask.dims)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddCpuTensorKernels(KernelMap& kernels) {
+  kernels["Dropout"] = Dropout;
   kernels["Size"] = Size;
   kernels["Tile"] = Tile;
   kernels["Trilu"] = Trilu;

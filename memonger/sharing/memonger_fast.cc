@@ -2,14 +2,54 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
+#include <unordered_set>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace memonger {
 
 using graph::kNone;
 using graph::OpId;
 using graph::ValueId;
+
+namespace {
+
+// Pushes `freed` (the buffers one op frees, each once, in the order freed) onto `stack` as
+// optimize_inference_net did: it inserted the name of each blob an op frees (the input's own,
+// or that of the buffer it took), in input order, into a std::unordered_set<std::string>
+// new_free_blobs, and pushed the set's elements in its iteration order. We fill a real
+// std::unordered_set<std::string> in the same order and iterate it: the order is the standard
+// library's, as it was Caffe2's. With libstdc++ it is the order of the set's node list: hash %
+// bucket count, each new name first in its bucket or, in an empty bucket, at the head of the
+// list; 13 buckets up to 13 names, then 29, 59, ... (a rehash re-inserts the list). So two
+// names in two buckets come out in reverse order. tests/reference/memonger_ref.py
+// (unordered_set_order) models the same order in Python for the parity test.
+// Caffe2 had one blob per name; here two buffers may share a canonical name (versions of a
+// name on two devices, or written out of order): they are pushed together at the name's
+// place, in the order freed.
+void PushInCaffe2Order(const graph::Graph& graph, const std::vector<ValueId>& freed,
+                       std::vector<ValueId>* stack) {
+  if (freed.size() < 2) {
+    stack->insert(stack->end(), freed.begin(), freed.end());
+    return;
+  }
+  std::unordered_set<std::string> new_free_blobs;
+  absl::flat_hash_map<absl::string_view, std::vector<ValueId>> buffers_named;
+  for (ValueId buffer : freed) {
+    const std::string& name = graph.value(buffer).name;
+    new_free_blobs.insert(name);
+    buffers_named[name].push_back(buffer);
+  }
+  for (const std::string& name : new_free_blobs) {
+    const std::vector<ValueId>& buffers = buffers_named[name];
+    stack->insert(stack->end(), buffers.begin(), buffers.end());
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<MemongerFastResult> PlanMemongerFast(const graph::Graph& graph,
                                                     const Liveness& liveness) {
@@ -54,9 +94,10 @@ absl::StatusOr<MemongerFastResult> PlanMemongerFast(const graph::Graph& graph,
   std::vector<int> buffer_number(n, -1);     // canonical class -> k of "__m<k>_shared"
   std::vector<ValueId> canonicals;           // in order of k
   std::vector<ValueId> stack;
+  std::vector<int> freed_at(n, -1);  // canonical class -> the step that last freed its buffer
   for (int step = 0; step < static_cast<int>(order.size()); ++step) {
     const graph::Op& op = graph.op(order[step]);
-    std::vector<ValueId> newly_free;
+    std::vector<ValueId> newly_free;  // in the order freed, each buffer once
     for (ValueId in : op.inputs) {
       const ValueId c = root(in);
       if (range_first[c] < 0 || range_last[c] != step) continue;
@@ -66,7 +107,8 @@ absl::StatusOr<MemongerFastResult> PlanMemongerFast(const graph::Graph& graph,
         canonicals.push_back(c);
       }
       const ValueId buffer = buffer_of[c];
-      if (std::find(newly_free.begin(), newly_free.end(), buffer) == newly_free.end()) {
+      if (freed_at[buffer] != step) {
+        freed_at[buffer] = step;
         newly_free.push_back(buffer);
       }
     }
@@ -81,7 +123,7 @@ absl::StatusOr<MemongerFastResult> PlanMemongerFast(const graph::Graph& graph,
         break;
       }
     }
-    stack.insert(stack.end(), newly_free.begin(), newly_free.end());
+    PushInCaffe2Order(graph, newly_free, &stack);
   }
 
   // Groups: one per buffer (canonical first, then the others in class order), then the

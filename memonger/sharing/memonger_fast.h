@@ -16,7 +16,11 @@
 //           canonical member of a new buffer named "__m<k>_shared" (k = buffers so far); that
 //           buffer is newly free (once per op);
 //        b. each output whose range starts at i takes the buffer on top of the stack, if any;
-//        c. the newly freed buffers are pushed, in the order they were freed.
+//        c. the newly freed buffers are pushed in Caffe2's order: it put the names of the
+//           blobs an op frees into a std::unordered_set<std::string> (in input order) and
+//           pushed them in the set's iteration order. We fill a real one the same way, so the
+//           order is the standard library's, as it was Caffe2's (libstdc++: bucket order; for
+//           two names, usually the reverse of the inputs'; a 14th name rehashes).
 //      Freed buffers enter the stack after the outputs are served, so an op never gets its
 //      own inputs' memory.
 // No sizes (a recycled buffer grows at run time), no devices (memonger ignored them; here a

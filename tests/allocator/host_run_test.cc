@@ -190,20 +190,22 @@ TEST(HostRunTest, OutputFilesNeverTakeAnotherOutputsOwnName) {
 }
 
 TEST(HostRunTest, AnOpWithoutKernelIsUnimplementedNamingIt) {
-  constexpr char kDropout[] = R"pb(
-    name: "dropout"
+  // An op type with neither a kernel nor a schema: its output is typed by its declaration.
+  constexpr char kMystery[] = R"pb(
+    name: "mystery"
     external_input: "x"
     external_output: "y"
-    op { name: "d" type: "Dropout" input: "x" output: "y" }
+    op { name: "d" type: "Mystery" input: "x" output: "y" }
     value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 1 } dim { size: 4 } dim { size: 4 } }
+    value_info { name: "y" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 1 } dim { size: 4 } dim { size: 4 } }
   )pb";
-  absl::StatusOr<Graph> g = LoadTyped(testing::WriteTempFile("dropout.pbtxt", kDropout), "");
+  absl::StatusOr<Graph> g = LoadTyped(testing::WriteTempFile("mystery.pbtxt", kMystery), "");
   ASSERT_TRUE(g.ok()) << g.status();
   absl::StatusOr<Plan> plan = PlanMemory(*g, PlanOptions{});
   ASSERT_TRUE(plan.ok());
   const absl::Status s = RunOnHost(*g, *plan, HostRunOptions{}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_TRUE(absl::StrContains(s.message(), "Dropout")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "Mystery")) << s;
 }
 
 }  // namespace

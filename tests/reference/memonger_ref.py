@@ -117,6 +117,88 @@ def pop_heap(heap):
 
 
 # ---------------------------------------------------------------------------------------------
+# libstdc++'s std::unordered_set<std::string> iteration order
+#
+# optimize_inference_net collects the blobs an op frees in a std::unordered_set<std::string> and
+# pushes them in the set's iteration order, so the order is the standard library's. This models
+# libstdc++ (GCC 12, Debian 12; 64-bit size_t) for a set that only grows by insertion from empty:
+#
+#   hash      std::hash<std::string> is std::_Hash_bytes(data, len, 0xc70f6907), a 64-bit
+#             MurmurHash2 variant (libsupc++/hash_bytes.cc), over the name's bytes (UTF-8, as
+#             the text NetDef holds them);
+#   bucket    hash % bucket_count;
+#   insert    a new node goes first in its bucket when the bucket has nodes (the buckets' nodes
+#             are contiguous in one singly linked list that starts at _M_before_begin), else at
+#             the head of the whole list; an equal name already there is not inserted again;
+#   rehash    before inserting into a set of n names with n + 1 > bucket_count (max load factor
+#             1.0), the bucket count grows along _GROWING_SET_BUCKET_COUNTS and the old list is
+#             re-inserted node by node, in its order, by the same rule; iteration walks the list.
+#
+# _Prime_rehash_policy grows an empty set (1 bucket, _M_next_resize 0) to 13 buckets at the first
+# insert (_M_next_bkt(12) from its small table), then to the first prime of __prime_list not
+# below twice the count each time the size would pass it. The counts below were printed by that
+# policy in the real library (its _M_need_rehash, and bucket_count() of a real set up to 5,087).
+_MASK64 = (1 << 64) - 1
+_MURMUR_MUL = 0xc6a4a7935bd1e995
+_STRING_HASH_SEED = 0xc70f6907
+_GROWING_SET_BUCKET_COUNTS = (
+    13, 29, 59, 127, 257, 541, 1109, 2357, 5087, 10273, 20753, 42043, 85229, 172933, 351061,
+    712697, 1447153, 2938679, 5967347, 12117689, 24607243, 49969847, 101473717, 206062531,
+    418451333, 849749479, 1725587117, 3504151727, 8589934583)
+
+
+def _shift_mix(v):
+    return v ^ (v >> 47)
+
+
+def std_string_hash(name):
+    """std::hash<std::string>()(name) of libstdc++ on a 64-bit target: std::_Hash_bytes."""
+    data = name.encode("utf-8")
+    length = len(data)
+    aligned = length & ~7
+    h = _STRING_HASH_SEED ^ ((length * _MURMUR_MUL) & _MASK64)
+    for p in range(0, aligned, 8):
+        word = int.from_bytes(data[p:p + 8], "little")  # unaligned_load
+        h ^= (_shift_mix((word * _MURMUR_MUL) & _MASK64) * _MURMUR_MUL) & _MASK64
+        h = (h * _MURMUR_MUL) & _MASK64
+    if length & 7:
+        h ^= int.from_bytes(data[aligned:], "little")  # load_bytes
+        h = (h * _MURMUR_MUL) & _MASK64
+    h = (_shift_mix(h) * _MURMUR_MUL) & _MASK64
+    return _shift_mix(h)
+
+
+def _hashtable_insert(nodes, bucket_count, name, hash_code):
+    """_M_insert_bucket_begin: `name` first in its bucket, or at the head of the list."""
+    bucket = hash_code % bucket_count
+    for k, (_, other_hash) in enumerate(nodes):
+        if other_hash % bucket_count == bucket:
+            nodes.insert(k, (name, hash_code))
+            return
+    nodes.insert(0, (name, hash_code))
+
+
+def unordered_set_order(names):
+    """The iteration order of a std::unordered_set<std::string> into which `names` were
+    inserted in order (repeats ignored), as libstdc++ iterates it. O(n^2) for n names."""
+    nodes = []  # (name, hash) in list order
+    present = set()
+    bucket_count = 1
+    growth = iter(_GROWING_SET_BUCKET_COUNTS)
+    for name in names:
+        if name in present:
+            continue
+        present.add(name)
+        if len(nodes) + 1 > bucket_count:
+            bucket_count = next(growth)
+            old, nodes = nodes, []
+            for node in old:  # _M_rehash_aux: the old list in its order
+                _hashtable_insert(nodes, bucket_count, *node)
+        _hashtable_insert(nodes, bucket_count, name, std_string_hash(name))
+    return [name for name, _ in nodes]
+
+
+# ---------------------------------------------------------------------------------------------
 # Section 2: the DAG token algorithm (memonger.cc, ComputeBlobRecyclingForDag)
 
 
@@ -564,8 +646,10 @@ def optimize_inference_for_dag(net, input_blobs, namescope="", verify=True,
 
 
 def optimize_inference_fast(net, static_blobs, keep_until_last_write=False):
-    """Single pass with a LIFO stack of free names (section 5). Blobs an op frees together are
-    pushed in the order of the op's inputs (Caffe2 iterates an unordered_set there).
+    """Single pass with a LIFO stack of free names (section 5). The blobs an op frees go into a
+    std::unordered_set<std::string> (each freed input's name, or the name of the buffer it took),
+    and are pushed in that set's iteration order (unordered_set_order), after the op's outputs
+    are served.
 
     keep_until_last_write=False (the default) is Caffe2 exactly: a range ends at the blob's last
     read. True is optimize-net's safety rule (not Caffe2's): a later write of a name extends its
@@ -599,7 +683,7 @@ def optimize_inference_fast(net, static_blobs, keep_until_last_write=False):
     renaming = {}  # canonical -> __m<k>_shared
     mapping = {}  # blob -> canonical
     for i, op in enumerate(ops):
-        new_free = []
+        new_free = []  # inserted into new_free_blobs, in order
         for inp in op["input"]:
             r = ranges.get(inp)
             if r is not None and r[1] == i:
@@ -612,14 +696,13 @@ def optimize_inference_fast(net, static_blobs, keep_until_last_write=False):
                     renaming[inp] = shared
                 else:
                     freed = mapping[inp]
-                if freed not in new_free:
-                    new_free.append(freed)
+                new_free.append(freed)
         for out in op["output"]:
             if free:
                 r = ranges.get(out)
                 if r is not None and r[0] == i:
                     mapping[out] = free.pop()
-        free.extend(new_free)
+        free.extend(unordered_set_order(new_free))
 
     # Step 3: rename.
     out_net = copy.deepcopy(net)

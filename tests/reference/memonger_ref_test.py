@@ -1,7 +1,8 @@
 """Self-tests of memonger_ref.py: the pure-planning scenarios of memonger_test.py (section 11 of
 /work/shared/reference/memonger-algorithms.md), the section 7 counterexample, libstdc++'s heap
-steps, the port's real_devices, keep_until_last_write and count_down_own_version options,
-parity.py's deviation classifiers, and the generator of caffe2_nets.py.
+steps and std::unordered_set<std::string> order, the port's real_devices,
+keep_until_last_write and count_down_own_version options, parity.py's deviation classifiers,
+and the generator of caffe2_nets.py.
 
 Run: python3 tests/reference/memonger_ref_test.py
 """
@@ -189,6 +190,81 @@ class ReleaseTest(unittest.TestCase):
         # Alias outputs are never allocated; after the Free ops at most three blobs are live.
         self.assertEqual((total, high, by_type), (5 * 24, 5 * 24, {"FC": 96, "Sum": 24}))
         self.assertEqual((total2, high2), (5 * 24, 3 * 24))
+
+
+class UnorderedSetOrderTest(unittest.TestCase):
+    """libstdc++'s std::unordered_set<std::string> order (unordered_set_order). The expected
+    values were printed by a C++ program built with g++ 12 (Debian 12; clang++ 14 on the same
+    libstdc++ prints the same) that inserts each list into a std::unordered_set<std::string> in
+    order and prints its iteration order, and std::hash<std::string>()(name); they are the real
+    library's, not this port's."""
+
+    HASHES = {"": 6142509188972423790, "conv1": 14279741244453256772,
+              "res2a_branch1": 8278377300339252397, "__m0_shared": 17992377319552484736,
+              "name_x/fc1_grad": 6263410216898308970}
+
+    # (inserted in this order, iteration order)
+    ORDERS = [
+        (["conv1", "res2a_branch1"], ["res2a_branch1", "conv1"]),
+        (["pool1", "res2a_branch2a", "__m0_shared"], ["__m0_shared", "res2a_branch2a", "pool1"]),
+        # 14 names: the 14th insert rehashes the 13 buckets to 29.
+        (["conv1", "conv1_bn", "res2a_branch1", "res2a_branch1_bn", "res2a_branch2a",
+          "res2a_branch2a_bn", "res2a_branch2b", "res2a_branch2b_bn", "res2a_branch2c",
+          "res2a_branch2c_bn", "res2a", "res2b_branch2a", "res2b_branch2b", "__m0_shared"],
+         ["__m0_shared", "conv1", "res2a_branch2b_bn", "conv1_bn", "res2b_branch2a",
+          "res2a_branch1", "res2a_branch1_bn", "res2a_branch2b", "res2a_branch2c",
+          "res2a_branch2a", "res2a_branch2c_bn", "res2a", "res2a_branch2a_bn",
+          "res2b_branch2b"]),
+        # 30 names: rehashes at the 14th (29 buckets) and the 30th (59).
+        (["data", "conv1", "pool1", "res2a_branch1", "res2a_branch2a", "res2a_branch2b",
+          "res2a_branch2c", "res2a", "res2b_branch2a", "res2b_branch2b", "res2b_branch2c",
+          "res2b", "res2c_branch2a", "res2c_branch2b", "res2c_branch2c", "res2c",
+          "res3a_branch1", "res3a_branch2a", "res3a_branch2b", "res3a_branch2c", "res3a",
+          "fc1000", "pred", "__m0_shared", "__m1_shared", "__m2_shared", "__m3_shared",
+          "name_x/fc1", "name_x/fc1_grad", "fc3_w_grad"],
+         ["fc3_w_grad", "res2b_branch2c", "res2c_branch2a", "res2a", "fc1000", "pool1",
+          "res2a_branch2c", "res2b_branch2b", "res2a_branch2b", "res2a_branch2a", "__m3_shared",
+          "res2a_branch1", "res2c_branch2c", "conv1", "res3a_branch2b", "name_x/fc1",
+          "name_x/fc1_grad", "res2b", "res2c_branch2b", "res2c", "res3a_branch1",
+          "res3a_branch2a", "res2b_branch2a", "__m2_shared", "res3a_branch2c", "data", "res3a",
+          "pred", "__m0_shared", "__m1_shared"]),
+    ]
+
+    def test_std_hash_of_strings(self):
+        for name, h in self.HASHES.items():
+            self.assertEqual(m.std_string_hash(name), h, name)
+
+    def test_orders_of_real_sets(self):
+        for names, order in self.ORDERS:
+            self.assertEqual(m.unordered_set_order(names), order, len(names))
+
+    def test_repeats_do_not_move_a_name(self):
+        names, order = self.ORDERS[2]
+        self.assertEqual(m.unordered_set_order(names + names[::-1] + names[:3]), order)
+
+    def test_fast_pushes_in_set_order(self):
+        # Sum frees the first k names at once (its output takes nothing: the stack is empty);
+        # Split's outputs then pop the stack, o0 first: o_j takes the (k-1-j)-th name of the
+        # set's order. The input order (the old port) fails each k. (No "__m<k>_shared" name
+        # here: optimize_inference_net returns a net that has one unchanged.) The same nets as
+        # tests/memonger/sharing/memonger_fast_test.cc's MemongerFastFreedSetTest.
+        names = ["conv1", "res2a_branch1", "res2a_branch2a", "res2a_branch2b", "res2a_branch2c",
+                 "res2a", "res2b_branch2a", "res2b_branch2b", "res2b_branch2c", "res2b",
+                 "res2c_branch2a", "res2c_branch2b", "res2c_branch2c", "res2c", "res3a_branch1",
+                 "res3a_branch2a", "res3a_branch2b", "res3a_branch2c", "res3a", "res3b_branch2a",
+                 "res3b_branch2b", "res3b_branch2c", "res3b", "res3c_branch2a", "res3c_branch2b",
+                 "res3c_branch2c", "res3c", "res3d_branch2a", "res3d_branch2b", "res3d_branch2c"]
+        for k in (2, 3, 13, 14, 30):
+            freed = names[:k]
+            ops = [("Relu", ["x"], [b]) for b in freed]
+            ops += [("Sum", freed, ["s"]), ("Split", ["s"], ["o%d" % j for j in range(k)]),
+                    ("Sum", ["o%d" % j for j in range(k)], ["y"])]
+            net = net_of(ops, external_input=["x"], external_output=["y"])
+            _, renames = m.optimize_inference_fast(net, {"x", "y"})
+            taken = [renames["o%d" % j] for j in range(k)]
+            expected = [renames[b] for b in reversed(m.unordered_set_order(freed))]
+            self.assertEqual(taken, expected, k)
+            self.assertNotEqual(taken, [renames[b] for b in reversed(freed)], k)
 
 
 class FastTest(unittest.TestCase):

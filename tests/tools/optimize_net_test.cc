@@ -11,6 +11,9 @@
 #include "absl/strings/str_split.h"
 
 #include "gmock/gmock.h"
+#include "kernels/npy.h"
+#include "kernels/onnx_tensor_data.h"
+#include "onnx/onnx_pb.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
 
@@ -21,6 +24,7 @@ using ::memonger::testing::ReadFile;
 using ::memonger::testing::RunOptimizeNet;
 using ::memonger::testing::SourcePath;
 using ::memonger::testing::WriteTempFile;
+using ::testing::AllOf;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
@@ -265,6 +269,88 @@ TEST(OptimizeNetTest, ExecuteHostWritesTheSameOutputsWithAndWithoutSharing) {
                                  dir + "/seed7'");
   ASSERT_EQ(reseeded.exit_code, 0) << reseeded.err;
   EXPECT_FALSE(ReadFile(dir + "/seed7/y.npy") == a);
+}
+
+// --inputs and --expect: a user's own data in, a reference out. The ONNX test suite's Conv2d
+// with its own input and output (as .npy files, the form numpy writes).
+TEST(OptimizeNetTest, InputsAndExpectRunTheUsersDataAgainstAReference) {
+  const std::string dir = "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/";
+  if (!std::ifstream(dir + "model.onnx")) GTEST_SKIP() << "libonnx-testdata is not installed";
+  auto input = alloc::ReadTensorProtoFile(dir + "test_data_set_0/input_0.pb");
+  auto output = alloc::ReadTensorProtoFile(dir + "test_data_set_0/output_0.pb");
+  ASSERT_TRUE(input.ok() && output.ok());
+  const std::string tmp = memonger::testing::TempDir() + "/inputs_expect";
+  for (const char* sub : {"in", "out", "wrong", "extra", "shape"}) {
+    std::filesystem::create_directories(tmp + "/" + sub);
+  }
+  auto write = [&](const std::string& path, const alloc::TensorData& t) {
+    auto bytes = alloc::NpyBytes(t.type, reinterpret_cast<const std::byte*>(t.bytes.data()));
+    ASSERT_TRUE(bytes.ok());
+    std::ofstream(path, std::ios::binary) << *bytes;
+  };
+  write(tmp + "/in/0.npy", *input);
+  write(tmp + "/out/3.npy", *output);
+  alloc::TensorData wrong = *output;
+  wrong.bytes[5] ^= 0x40;  // one float changed in its exponent
+  write(tmp + "/wrong/3.npy", wrong);
+  write(tmp + "/extra/0.npy", *input);
+  write(tmp + "/extra/x.npy", *input);
+  alloc::TensorData reshaped = *input;
+  reshaped.type.dims = {static_cast<int64_t>(reshaped.bytes.size() / 4)};
+  write(tmp + "/shape/0.npy", reshaped);
+
+  const std::string model = "'" + dir + "model.onnx' --execute host";
+  auto ok = RunOptimizeNet(model + " --inputs '" + tmp + "/in' --expect '" + tmp + "/out'");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("1 from --inputs, 2 from the model, 0 seeded"));
+  EXPECT_THAT(ok.out, HasSubstr("expect          '3': max abs error"));
+  // Without --inputs the input is seeded and the output is another one.
+  auto seeded = RunOptimizeNet(model + " --expect '" + tmp + "/out'");
+  EXPECT_EQ(seeded.exit_code, 1);
+  EXPECT_THAT(seeded.err, HasSubstr("output '3' differs from --expect"));
+  auto differs = RunOptimizeNet(model + " --inputs '" + tmp + "/in' --expect '" + tmp + "/wrong'");
+  EXPECT_EQ(differs.exit_code, 1);
+  EXPECT_THAT(differs.err, HasSubstr("relative error"));
+  // A tolerance wide enough accepts it.
+  auto tolerated = RunOptimizeNet(model + " --inputs '" + tmp + "/in' --expect '" + tmp +
+                                  "/wrong' --tolerance 1e9");
+  EXPECT_EQ(tolerated.exit_code, 0) << tolerated.err;
+  auto missing = RunOptimizeNet(model + " --inputs '" + tmp + "/out'");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("'3', which is not an input of the model (its inputs: 0)"));
+  auto extra = RunOptimizeNet(model + " --inputs '" + tmp + "/extra'");
+  EXPECT_EQ(extra.exit_code, 1);
+  EXPECT_THAT(extra.err, HasSubstr("'x', which is not an input"));
+  auto shape = RunOptimizeNet(model + " --inputs '" + tmp + "/shape'");
+  EXPECT_EQ(shape.exit_code, 1);
+  EXPECT_THAT(shape.err, HasSubstr("but the model's input is float32[2,3,7,5]"));
+  auto no_run = RunOptimizeNet("'" + dir + "model.onnx' --inputs '" + tmp + "/in'");
+  EXPECT_EQ(no_run.exit_code, 2);
+  EXPECT_THAT(no_run.err, HasSubstr("--inputs needs --execute"));
+}
+
+// A weight whose data the model does not hold is not replaced by seeded values without asking.
+TEST(OptimizeNetTest, WeightsWithoutDataRunOnlyWithSeedMissing) {
+  const std::string dir = "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/";
+  if (!std::ifstream(dir + "model.onnx")) GTEST_SKIP() << "libonnx-testdata is not installed";
+  onnx::ModelProto m;
+  {
+    std::ifstream in(dir + "model.onnx", std::ios::binary);
+    ASSERT_TRUE(m.ParseFromIstream(&in));
+  }
+  m.mutable_graph()->mutable_initializer(0)->clear_raw_data();  // weights stripped
+  m.mutable_graph()->mutable_initializer(0)->clear_float_data();
+  const std::string path = WriteTempFile("stripped.onnx", m.SerializeAsString());
+  auto refused = RunOptimizeNet("'" + path + "' --execute host");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, AllOf(HasSubstr("holds no data for 1 of its weights"),
+                                 HasSubstr("--seed-missing")));
+  auto seeded = RunOptimizeNet("'" + path + "' --execute host --seed-missing");
+  EXPECT_EQ(seeded.exit_code, 0) << seeded.err;
+  EXPECT_THAT(seeded.out, HasSubstr("seeded statics  1 params/constants without data in the "
+                                    "model (--seed-missing)"));
+  auto planned = RunOptimizeNet("'" + path + "'");  // planning needs no data
+  EXPECT_EQ(planned.exit_code, 0) << planned.err;
 }
 
 TEST(OptimizeNetTest, ExecuteCudaRunsTheKernelsOrSaysWhyNot) {

@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <ostream>
 #include <random>
@@ -1115,6 +1118,191 @@ TEST(OnnxImportTest, LoadModelReadsOnnxFiles) {
   absl::StatusOr<Graph> unbound = LoadModel(path, LoadOptions{});
   ASSERT_FALSE(unbound.ok());
   EXPECT_THAT(unbound.status().message(), AllOf(HasSubstr(path), HasSubstr("'batch'")));
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Declared shapes are hints (the model zoo's first failure): an exporter's own names for output
+// dims are unified with what inference computes, never demanded as --dim.
+
+// x [N, 4] -> Gemm(W [3, 4], transB) -> y, declared [Gemmy_dim_0, 3] as torch.onnx.export
+// writes an output whose dynamic axes the user did not name; z = Relu(y) declared the same.
+OnnxModel ExporterNamedOutputs(const std::vector<Dim>& z_dims) {
+  OnnxModel m(17);
+  m.Input("x", TensorProto::FLOAT, {"N", 4});
+  m.FloatInit("W", {3, 4}, 0.5f);
+  AttrInt(m.Node("Gemm", {"x", "W"}, {"y"}, "gemm"), "transB", 1);
+  m.Node("Relu", {"y"}, {"z"}, "relu");
+  m.Output("y", TensorProto::FLOAT, {"Gemmy_dim_0", 3});
+  m.Output("z", TensorProto::FLOAT, z_dims);
+  return m;
+}
+
+TEST(OnnxImportTest, ExporterNamedOutputDimsAreUnifiedWithInference) {
+  ShapeBindings bindings;
+  ASSERT_TRUE(ParseDimBinding("N=5", bindings).ok());
+  absl::StatusOr<Graph> g = Import(ExporterNamedOutputs({"Gemmy_dim_0", 3}), bindings);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(InferShapes(*g, bindings).ok()) << InferShapes(*g, bindings);
+  EXPECT_EQ(ValueNamed(*g, "y").type, Type(DataType::kFloat32, {5, 3}));
+  EXPECT_EQ(ValueNamed(*g, "z").type, Type(DataType::kFloat32, {5, 3}));
+}
+
+// The symbols that broke real models planned before (tf2onnx's 'unk__315' in value_info,
+// paddle2onnx's 'p2o.DynamicDimension.3' on outputs): names, not sizes to bind.
+TEST(OnnxImportTest, ConverterNamedDimsInValueInfoAndOutputsNeedNoBinding) {
+  OnnxModel m(13);
+  m.Input("x", TensorProto::FLOAT, {"p2o.DynamicDimension.0", 4});
+  m.FloatInit("W", {4, 3}, 0.5f);
+  m.Node("MatMul", {"x", "W"}, {"y"}, "mm");
+  m.Node("Sigmoid", {"y"}, {"z"}, "sig");
+  m.ValueInfo("y", TensorProto::FLOAT, {"unk__315", 3});
+  m.Output("z", TensorProto::FLOAT, {"p2o.DynamicDimension.3", 3});
+  ShapeBindings bindings;
+  ASSERT_TRUE(ParseDimBinding("p2o.DynamicDimension.0=6", bindings).ok());
+  absl::StatusOr<Graph> g = Import(m, bindings);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(InferShapes(*g, bindings).ok()) << InferShapes(*g, bindings);
+  EXPECT_EQ(ValueNamed(*g, "z").type, Type(DataType::kFloat32, {6, 3}));
+  // The input's own symbol is still the user's to bind.
+  absl::StatusOr<Graph> unbound = Import(m);
+  ASSERT_FALSE(unbound.ok());
+  EXPECT_THAT(unbound.status().message(), HasSubstr("p2o.DynamicDimension.0"));
+}
+
+TEST(OnnxImportTest, ADeclaredDimThatContradictsInferenceNamesBoth) {
+  ShapeBindings bindings;
+  ASSERT_TRUE(ParseDimBinding("N=5", bindings).ok());
+  // z declares the symbol that y's dim 0 was unified with (5) as its dim 1, which is 3.
+  absl::StatusOr<Graph> g = Import(ExporterNamedOutputs({"Gemmy_dim_0", "Gemmy_dim_0"}), bindings);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const absl::Status s = InferShapes(*g, bindings);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("'z'"), HasSubstr("Gemmy_dim_0"), HasSubstr("'y'"),
+                                 HasSubstr("5"), HasSubstr("float32[5,3]")));
+  // A number that contradicts inference: libonnx's merge refuses it, naming the node.
+  absl::StatusOr<Graph> h = Import(ExporterNamedOutputs({7, 3}), bindings);
+  ASSERT_FALSE(h.ok());
+  EXPECT_THAT(h.status().message(), AllOf(HasSubstr("relu"), HasSubstr("7"), HasSubstr("5")));
+}
+
+TEST(OnnxImportTest, IdentityOfAWeightIsTheWeightNotAnActivation) {
+  // torch.onnx.export ties weights through Identity of an initializer.
+  OnnxModel m(17);
+  m.Input("x", TensorProto::FLOAT, {2, 4});
+  m.FloatInit("W", {4, 4}, 0.25f);
+  m.Node("Identity", {"W"}, {"W_tied"}, "tie");
+  m.Node("MatMul", {"x", "W"}, {"h"}, "mm1");
+  m.Node("MatMul", {"h", "W_tied"}, {"y"}, "mm2");
+  m.Output("y");
+  absl::StatusOr<Graph> g = Import(m);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->num_ops(), 2);
+  EXPECT_FALSE(g->FindValue("W_tied").has_value());
+  EXPECT_EQ(ValueNamed(*g, "W").role, Role::kParam);
+  // A pure op of constants folds to a constant.
+  OnnxModel c(17);
+  c.Input("x", TensorProto::FLOAT, {2, 3});
+  c.IntInit("shape", {3, 2});
+  c.FloatInit("B", {6}, 1.0f);
+  c.Node("Reshape", {"B", "shape"}, {"B2"}, "reshape_const");
+  c.Node("MatMul", {"x", "B2"}, {"y"}, "mm");
+  c.Output("y");
+  absl::StatusOr<Graph> h = Import(c);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->num_ops(), 1);
+  EXPECT_EQ(ValueNamed(*h, "B2").role, Role::kConstant);
+  EXPECT_EQ(ValueNamed(*h, "B2").type, Type(DataType::kFloat32, {3, 2}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// External data: read relative to the model's folder, checked, carried with the graph.
+
+struct ExternalModel {
+  std::string dir;
+  std::string path;
+};
+
+ExternalModel WriteExternalModel(const std::string& tag, const std::string& location,
+                                 int64_t length_bytes) {
+  const std::string dir = absl::StrCat(::memonger::testing::TempDir(), "/external_", tag);
+  std::filesystem::create_directories(dir);
+  std::vector<float> w = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::string bytes(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+  {
+    std::ofstream out(dir + "/weights.bin", std::ios::binary);
+    out << std::string(16, 'x') << bytes;  // the tensor at offset 16
+  }
+  OnnxModel m(17);
+  m.Input("x", TensorProto::FLOAT, {2, 4});
+  TensorProto* t = m.graph()->add_initializer();
+  t->set_name("W");
+  t->set_data_type(TensorProto::FLOAT);
+  t->add_dims(4);
+  t->add_dims(2);
+  t->set_data_location(TensorProto::EXTERNAL);
+  auto entry = [&](const std::string& key, const std::string& value) {
+    auto* e = t->add_external_data();
+    e->set_key(key);
+    e->set_value(value);
+  };
+  entry("location", location);
+  entry("offset", "16");
+  entry("length", absl::StrCat(length_bytes));
+  m.Node("MatMul", {"x", "W"}, {"y"}, "mm");
+  m.Output("y");
+  const std::string path = dir + "/model.onnx";
+  std::ofstream(path, std::ios::binary) << m.Bytes();
+  return {dir, path};
+}
+
+TEST(OnnxImportTest, ExternalDataIsReadBesideTheModelAndTravelsWithTheGraph) {
+  const ExternalModel model = WriteExternalModel("ok", "weights.bin", 32);
+  LoadOptions options;
+  options.keep_data = true;
+  absl::StatusOr<Graph> g = LoadModel(model.path, options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_NE(g->static_data(), nullptr);
+  const auto it = g->static_data()->find("W");
+  ASSERT_NE(it, g->static_data()->end());
+  ASSERT_EQ(it->second.bytes.size(), 32u);
+  float w[8];
+  std::memcpy(w, it->second.bytes.data(), 32);
+  EXPECT_EQ(w[0], 1.0f);
+  EXPECT_EQ(w[7], 8.0f);
+  // A copy (as every rewrite makes) keeps the data.
+  Graph copy = *g;
+  EXPECT_EQ(copy.static_data(), g->static_data());
+  // Planning alone checks the file but keeps no data.
+  absl::StatusOr<Graph> planning = LoadModel(model.path, LoadOptions{});
+  ASSERT_TRUE(planning.ok()) << planning.status();
+  EXPECT_EQ(planning->static_data(), nullptr);
+}
+
+TEST(OnnxImportTest, ExternalDataThatCannotBeReadIsAnErrorNamingTheFile) {
+  for (const bool keep : {false, true}) {
+    LoadOptions options;
+    options.keep_data = keep;
+    const ExternalModel missing = WriteExternalModel("missing", "nowhere.bin", 32);
+    absl::StatusOr<Graph> a = LoadModel(missing.path, options);
+    ASSERT_FALSE(a.ok());
+    EXPECT_THAT(a.status().message(), AllOf(HasSubstr("nowhere.bin"), HasSubstr("'W'")));
+    const ExternalModel escape = WriteExternalModel("escape", "../external_ok/weights.bin", 32);
+    absl::StatusOr<Graph> b = LoadModel(escape.path, options);
+    ASSERT_FALSE(b.ok());
+    EXPECT_THAT(b.status().message(), HasSubstr("outside the model's folder"));
+    const ExternalModel short_data = WriteExternalModel("short", "weights.bin", 28);
+    absl::StatusOr<Graph> c = LoadModel(short_data.path, options);
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(c.status().message(), AllOf(HasSubstr("32"), HasSubstr("28")));
+  }
+  // As bytes, there is no folder to read from.
+  const ExternalModel model = WriteExternalModel("bytes", "weights.bin", 32);
+  std::ifstream in(model.path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  absl::StatusOr<Graph> d = ImportOnnxBytes(bytes, {}, "bytes.onnx");
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(d.status().message(), AllOf(HasSubstr("weights.bin"), HasSubstr("without its folder")));
 }
 
 }  // namespace

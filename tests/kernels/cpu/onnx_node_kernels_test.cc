@@ -174,8 +174,8 @@ Outcome RunCase(const fs::path& dir, const KernelTable& kernels, Timing& timing)
     }
   }
   HostRunOptions options;
-  options.model_path = model_path.string();
   graph::LoadOptions load;
+  load.keep_data = true;  // the initializers and constants travel with the graph
   const std::vector<fs::path> input_files = NumberedFiles(data_dir, "input");
   for (size_t k = 0; k < input_files.size(); ++k) {
     absl::StatusOr<TensorData> data = ReadTensorProtoFile(input_files[k].string());

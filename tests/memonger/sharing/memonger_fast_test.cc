@@ -1,8 +1,10 @@
 #include "memonger/sharing/memonger_fast.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "memonger/planner.h"
@@ -67,8 +69,9 @@ TEST(MemongerFastTest, ChainRecyclesAndNamesEveryDeadValue) {
   EXPECT_THAT(f.result.names, ElementsAre("__m0_shared", "__m1_shared", "", ""));
 }
 
-// Buffers freed by one op are pushed in the op's input order: the next outputs pop them last
-// in, first out.
+// Buffers freed by one op are pushed in the iteration order of Caffe2's
+// std::unordered_set<std::string> of their names (for p and q: q, p); the next outputs pop
+// them last in, first out.
 TEST(MemongerFastTest, FreeBuffersAreALifoStack) {
   const graph::Graph g = Net(R"pb(
     external_input: "x"
@@ -80,16 +83,102 @@ TEST(MemongerFastTest, FreeBuffersAreALifoStack) {
     op { type: "Sum" input: "t" input: "u" output: "y" }
     external_output: "y"
   )pb");
-  // Step 2 frees p then q, pushed after s is served (s gets nothing): stack [p, q]. Step 3
-  // frees s; t pops q; stack [p, s]. Step 4: u pops s, the last pushed. p is never reused.
+  // Step 2 frees p then q, pushed after s is served (s gets nothing) in the set's order:
+  // stack [q, p]. Step 3 frees s; t pops p; stack [q, s]. Step 4: u pops s, the last pushed.
+  // q is never reused.
   const Fast f = Plan(g);
   ASSERT_GE(f.result.groups.size(), 3u);
-  EXPECT_THAT(f.result.groups[0], ElementsAre(Id(g, "p")));
-  EXPECT_THAT(f.result.groups[1], ElementsAre(Id(g, "q"), Id(g, "t")));
+  EXPECT_THAT(f.result.groups[0], ElementsAre(Id(g, "p"), Id(g, "t")));
+  EXPECT_THAT(f.result.groups[1], ElementsAre(Id(g, "q")));
   EXPECT_THAT(f.result.groups[2], ElementsAre(Id(g, "s"), Id(g, "u")));
   EXPECT_THAT(std::vector<std::string>(f.result.names.begin(), f.result.names.begin() + 3),
               ElementsAre("__m0_shared", "__m1_shared", "__m2_shared"));
 }
+
+// One op frees many blobs at once: x -> b_0 ... x -> b_{k-1}; Sum(b_0, ..., b_{k-1}) -> s frees
+// them all (s takes nothing: the stack is empty); Split(s) -> o_0 ... o_{k-1} pops the stack,
+// o_0 first; Sum(o_0, ..., o_{k-1}) -> y. Caffe2 pushed the freed names in the iteration order
+// of a std::unordered_set<std::string> filled in input order, so o_j takes the (k-1-j)-th name
+// of that order. The orders below were printed by a real std::unordered_set<std::string>
+// (libstdc++ of GCC 12, Debian 12; the same with clang++), not computed by the planner; the
+// input order (the old behaviour) fails every case. libstdc++ uses 13 buckets up to 13 names
+// and rehashes at the 14th (29 buckets) and the 30th (59).
+constexpr const char* kFreedNames[] = {
+    "conv1",          "res2a_branch1",  "res2a_branch2a", "res2a_branch2b", "res2a_branch2c",
+    "res2a",          "res2b_branch2a", "res2b_branch2b", "res2b_branch2c", "res2b",
+    "res2c_branch2a", "res2c_branch2b", "res2c_branch2c", "res2c",          "res3a_branch1",
+    "res3a_branch2a", "res3a_branch2b", "res3a_branch2c", "res3a",          "res3b_branch2a",
+    "res3b_branch2b", "res3b_branch2c", "res3b",          "res3c_branch2a", "res3c_branch2b",
+    "res3c_branch2c", "res3c",          "res3d_branch2a", "res3d_branch2b", "res3d_branch2c"};
+
+struct FreedSetCase {
+  std::string name;
+  int freed;                           // the first `freed` names of kFreedNames, in input order
+  std::vector<std::string> set_order;  // a std::unordered_set<std::string>'s iteration order
+};
+
+class MemongerFastFreedSetTest : public ::testing::TestWithParam<FreedSetCase> {};
+
+TEST_P(MemongerFastFreedSetTest, OutputsPopTheSetOrderLastFirst) {
+  const FreedSetCase& c = GetParam();
+  ASSERT_EQ(static_cast<int>(c.set_order.size()), c.freed);
+  std::string text = "external_input: \"x\"\nexternal_output: \"y\"\n";
+  std::string sum = "op { type: \"Sum\"";
+  std::string split = "op { type: \"Split\" input: \"s\"";
+  std::string join = "op { type: \"Sum\"";
+  for (int i = 0; i < c.freed; ++i) {
+    absl::StrAppend(&text, "op { type: \"Relu\" input: \"x\" output: \"", kFreedNames[i], "\" }\n");
+    absl::StrAppend(&sum, " input: \"", kFreedNames[i], "\"");
+    absl::StrAppend(&split, " output: \"o", i, "\"");
+    absl::StrAppend(&join, " input: \"o", i, "\"");
+  }
+  absl::StrAppend(&text, sum, " output: \"s\" }\n", split, " }\n", join, " output: \"y\" }\n");
+  const graph::Graph g = Net(text);
+  const Fast f = Plan(g);
+
+  // The buffer each o_j took, by its canonical blob's name.
+  std::vector<std::string> taken;
+  for (int j = 0; j < c.freed; ++j) {
+    const ValueId o = Id(g, absl::StrCat("o", j));
+    for (const std::vector<ValueId>& group : f.result.groups) {
+      if (std::find(group.begin(), group.end(), o) != group.end()) {
+        taken.push_back(g.value(group[0]).name);
+      }
+    }
+  }
+  const std::vector<std::string> expected(c.set_order.rbegin(), c.set_order.rend());
+  EXPECT_EQ(taken, expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Caffe2, MemongerFastFreedSetTest,
+    ::testing::Values(
+        FreedSetCase{"two", /*freed=*/2, /*set_order=*/{"res2a_branch1", "conv1"}},
+        FreedSetCase{"three", /*freed=*/3,
+                     /*set_order=*/{"res2a_branch2a", "res2a_branch1", "conv1"}},
+        FreedSetCase{"thirteen_no_rehash", /*freed=*/13,
+                     /*set_order=*/{"res2b", "res2c_branch2b", "res2b_branch2c",
+                                    "res2c_branch2a", "res2b_branch2a", "res2b_branch2b",
+                                    "res2a", "res2a_branch2c", "res2c_branch2c",
+                                    "res2a_branch2b", "res2a_branch2a", "res2a_branch1",
+                                    "conv1"}},
+        FreedSetCase{"fourteen_one_rehash", /*freed=*/14,
+                     /*set_order=*/{"res2c", "conv1", "res2a_branch2a", "res2a_branch2b",
+                                    "res2a_branch1", "res2c_branch2c", "res2a_branch2c",
+                                    "res2b_branch2b", "res2b_branch2a", "res2c_branch2a",
+                                    "res2a", "res2b_branch2c", "res2c_branch2b", "res2b"}},
+        FreedSetCase{"thirty_two_rehashes", /*freed=*/30,
+                     /*set_order=*/{"res3d_branch2c", "res2b", "res2c_branch2b",
+                                    "res3b_branch2b", "res2b_branch2c", "res2a",
+                                    "res2c_branch2a", "res3c_branch2b", "res2b_branch2a",
+                                    "res2a_branch2c", "res2c_branch2c", "res2a_branch1",
+                                    "res2b_branch2b", "res2a_branch2b", "res3c",
+                                    "res2a_branch2a", "res3b_branch2a", "res3a_branch2b",
+                                    "res2c", "res3c_branch2a", "res3a_branch1",
+                                    "res3a_branch2a", "res3a_branch2c", "res3a",
+                                    "res3b_branch2c", "conv1", "res3c_branch2c", "res3b",
+                                    "res3d_branch2a", "res3d_branch2b"}}),
+    [](const ::testing::TestParamInfo<FreedSetCase>& info) { return info.param.name; });
 
 // An op never gets its own inputs' memory; in place ops keep their class; static names stay.
 TEST(MemongerFastTest, NoNewInPlacePairsAndStaticsStay) {

@@ -1,0 +1,118 @@
+// Kernels for ops torch.onnx.export writes for the model zoo's models (tests/zoo/):
+// GlobalAveragePool and GlobalMaxPool (every torchvision CNN's head), HardSwish (MobileNetV3),
+// Dropout in inference (left in by some exports), Range (torch.arange positions), each against
+// a double-precision reference of the ONNX definition.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/kernel_test_support.h"
+
+namespace memonger::alloc {
+namespace {
+
+using graph::DataType;
+using testing::EmptyTensor;
+using testing::MakeTensor;
+using testing::RandomValues;
+using testing::RunKernel;
+using testing::TestTensor;
+using testing::ToDoubles;
+using ::testing::HasSubstr;
+
+double Rtol(DataType d) {
+  return d == DataType::kFloat16 ? 2e-3 : d == DataType::kBFloat16 ? 1.6e-2 : 1e-6;
+}
+
+class GlobalPoolTest : public ::testing::TestWithParam<DataType> {};
+
+TEST_P(GlobalPoolTest, MeanAndMaximumOfEveryPlane) {
+  const DataType dtype = GetParam();
+  const std::vector<int64_t> dims = {2, 3, 5, 7};
+  const std::vector<double> x = RandomValues(2 * 3 * 5 * 7, 11, -3, 3);
+  TestTensor in = MakeTensor(dtype, dims, x);
+  const std::vector<double> stored = ToDoubles(in);  // x as the storage type rounded it
+  TestTensor mean = EmptyTensor(dtype, {2, 3, 1, 1});
+  TestTensor max = EmptyTensor(dtype, {2, 3, 1, 1});
+  ASSERT_TRUE(RunKernel("GlobalAveragePool", {}, {&in}, {&mean}).ok());
+  ASSERT_TRUE(RunKernel("GlobalMaxPool", {}, {&in}, {&max}).ok());
+  const std::vector<double> got_mean = ToDoubles(mean), got_max = ToDoubles(max);
+  for (int p = 0; p < 6; ++p) {
+    double sum = 0, m = -INFINITY;
+    for (int k = 0; k < 35; ++k) {
+      sum += stored[p * 35 + k];
+      m = std::max(m, stored[p * 35 + k]);
+    }
+    EXPECT_NEAR(got_mean[p], sum / 35, Rtol(dtype) * 3 + 1e-7) << p;
+    EXPECT_NEAR(got_max[p], m, std::abs(m) * 1e-6) << p;  // float64 is pooled in float32
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, GlobalPoolTest,
+                         ::testing::Values(DataType::kFloat32, DataType::kFloat16,
+                                           DataType::kBFloat16, DataType::kFloat64));
+
+TEST(GlobalPoolTest, RefusesOutputsThatAreNotOnePerPlane) {
+  TestTensor in = MakeTensor(DataType::kFloat32, {1, 2, 2, 2}, RandomValues(8, 1));
+  TestTensor wrong = EmptyTensor(DataType::kFloat32, {1, 2, 2, 1});
+  EXPECT_FALSE(RunKernel("GlobalAveragePool", {}, {&in}, {&wrong}).ok());
+}
+
+TEST(HardSwishTest, IsXTimesTheClippedLine) {
+  const std::vector<double> x = {-5, -3, -1.5, 0, 0.25, 1.5, 3, 4.5};
+  TestTensor in = MakeTensor(DataType::kFloat32, {8}, x);
+  TestTensor out = EmptyTensor(DataType::kFloat32, {8});
+  ASSERT_TRUE(RunKernel("HardSwish", {}, {&in}, {&out}).ok());
+  const std::vector<double> y = ToDoubles(out);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double expected = x[i] * std::clamp(x[i] / 6 + 0.5, 0.0, 1.0);
+    EXPECT_NEAR(y[i], expected, 1e-6) << x[i];
+  }
+}
+
+TEST(DropoutTest, InferenceCopiesAndMasksNothing) {
+  const std::vector<double> x = RandomValues(12, 3);
+  TestTensor in = MakeTensor(DataType::kFloat32, {3, 4}, x);
+  TestTensor ratio = MakeTensor(DataType::kFloat32, {}, {0.5});
+  TestTensor training = MakeTensor(DataType::kBool, {}, {0});
+  TestTensor out = EmptyTensor(DataType::kFloat32, {3, 4});
+  TestTensor mask = EmptyTensor(DataType::kBool, {3, 4});
+  ASSERT_TRUE(RunKernel("Dropout", {}, {&in, &ratio, &training}, {&out, &mask}).ok());
+  EXPECT_EQ(ToDoubles(out), ToDoubles(in));
+  EXPECT_EQ(ToDoubles(mask), std::vector<double>(12, 1.0));
+  TestTensor train = MakeTensor(DataType::kBool, {}, {1});
+  const absl::Status s = RunKernel("Dropout", {}, {&in, &ratio, &train}, {&out});
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(RangeTest, ArangeInEveryTypeAndPlannedSizeChecked) {
+  struct Case {
+    DataType dtype;
+    double start, limit, delta;
+  };
+  for (const Case& c : {Case{DataType::kInt64, 0, 10, 3}, Case{DataType::kInt32, 5, -4, -2},
+                        Case{DataType::kFloat32, 0.5, 2.0, 0.25},
+                        Case{DataType::kFloat64, 1, 1, 1}, Case{DataType::kInt16, -3, 3, 1}}) {
+    SCOPED_TRACE(graph::DataTypeName(c.dtype));
+    const int64_t n =
+        std::max<int64_t>(static_cast<int64_t>(std::ceil((c.limit - c.start) / c.delta)), 0);
+    TestTensor start = MakeTensor(c.dtype, {}, {c.start});
+    TestTensor limit = MakeTensor(c.dtype, {}, {c.limit});
+    TestTensor delta = MakeTensor(c.dtype, {}, {c.delta});
+    TestTensor out = EmptyTensor(c.dtype, {n});
+    ASSERT_TRUE(RunKernel("Range", {}, {&start, &limit, &delta}, {&out}).ok());
+    const std::vector<double> y = ToDoubles(out);
+    for (int64_t i = 0; i < n; ++i) EXPECT_DOUBLE_EQ(y[i], c.start + i * c.delta) << i;
+    // A size planned from other values is refused, never overrun.
+    TestTensor longer = EmptyTensor(c.dtype, {n + 1});
+    const absl::Status s = RunKernel("Range", {}, {&start, &limit, &delta}, {&longer});
+    ASSERT_FALSE(s.ok());
+    EXPECT_THAT(s.message(), HasSubstr("planned with"));
+  }
+}
+
+}  // namespace
+}  // namespace memonger::alloc

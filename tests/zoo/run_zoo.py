@@ -1,0 +1,275 @@
+#!/usr/bin/python3
+"""The model zoo test: real PyTorch exports, planned and executed as a new user would.
+
+For every model export_zoo.py exports (or finds in its cache), with `optimize-net`:
+  1. plan at first try, binding only the named dynamic axes at their exported sizes (the plan is
+     checked by the tool's independent verifier before it is printed);
+  2. plan over a range of every dynamic axis (a symbolic plan);
+  3. execute on the host with PyTorch's own input (`--inputs`) and compare every output with
+     PyTorch's (`--expect`, relative error max|ours - torch| / max|torch| <= 1e-4 for float32);
+     a model whose ops lack a kernel is listed with the missing ops, not failed;
+  4. write the net (`--net-out`) and plan it again from the written file: the same arena.
+A model PyTorch itself cannot export is listed with PyTorch's error. A model listed in
+KNOWN_REFUSALS must be refused with that message (so that a fix shows here too); any other
+failure fails the test. The table (markdown) goes to stdout and to --table.
+
+  /usr/bin/python3 tests/zoo/run_zoo.py --optimize-net build/tools/optimize-net \
+      --cache ~/.cache/memonger/zoo --work build/zoo
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Refused on purpose, with the reason, until the capability exists (issue numbers are the
+# tracker's). The message must still contain the text given here.
+KNOWN_REFUSALS = {
+    "ssdlite320_mobilenet_v3_large": (
+        "control flow subgraphs are not planned",
+        "post-processing exports If/Loop (control flow: the execution issue)"),
+    "fasterrcnn_mobilenet_v3_large_320_fpn": (
+        "control flow subgraphs are not planned",
+        "post-processing exports If/Loop (control flow: the execution issue)"),
+}
+
+# Outputs whose error may exceed the default tolerance, and why.
+TOLERANCE = {
+    "float32": 1e-4,
+    "float16": 1e-2,
+    "bfloat16": 2e-2,  # PyTorch rounds every op's result to bfloat16; we keep float32 inside
+}
+
+TIMEOUT_S = 600
+
+
+def run(args, timeout=TIMEOUT_S):
+    start = time.time()
+    try:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr, time.time() - start
+    except subprocess.TimeoutExpired:
+        return 124, "", f"timed out after {timeout} s", time.time() - start
+
+
+def first_line(text):
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def human(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024.0
+    return str(n)
+
+
+def dim_flags(dims):
+    flags = []
+    for symbol, size in sorted(dims.items()):
+        flags += ["--dim", f"{symbol}={size}"]
+    return flags
+
+
+def check_model(tool, folder, work, name, info):
+    row = {"model": name}
+    if "export_error" in info:
+        row["status"] = "not exported"
+        row["note"] = "PyTorch: " + info["export_error"]
+        return row, []
+    failures = []
+    model = os.path.join(folder, info["file"])
+    mwork = os.path.join(work, name)
+    shutil.rmtree(mwork, ignore_errors=True)
+    os.makedirs(mwork)
+    dims = info.get("dims", {})
+
+    # 1. First try: only the named dynamic axes, at their exported sizes.
+    plan_json = os.path.join(mwork, "plan.json")
+    net_out = os.path.join(mwork, "net.pbtxt")
+    rc, out, err, secs = run([tool, model, *dim_flags(dims), "--format", "json",
+                              "--plan-json", plan_json, "--net-out", net_out])
+    known = KNOWN_REFUSALS.get(name)
+    if rc != 0:
+        message = first_line(err)
+        if known and known[0] in err:
+            row["status"] = "refused (known)"
+            row["note"] = known[1]
+            return row, []
+        row["status"] = "FAILED to plan"
+        row["note"] = message
+        return row, [f"{name}: does not plan at first try: {message}"]
+    if known:
+        failures.append(f"{name}: plans now, but KNOWN_REFUSALS still lists it: update the zoo")
+    plan = json.loads(out)
+    row.update(ops=plan["ops"], values=len(plan["values"]), arena=plan["arena_bytes"],
+               lower=plan["lower_bound_bytes"], plan_s=plan["planning_seconds"],
+               wall_s=round(secs, 2), weights=plan["static_bytes"])
+    if plan["arena_bytes"] < plan["lower_bound_bytes"]:
+        failures.append(f"{name}: arena {plan['arena_bytes']} below the lower bound")
+
+    # 2. Ranges of the dynamic axes.
+    ranges = info.get("ranges", {})
+    if ranges:
+        flags = []
+        for symbol, (lo, hi) in sorted(ranges.items()):
+            flags += ["--dim", f"{symbol}={lo}..{hi}"]
+        rc, out, err, _ = run([tool, model, *flags, "--time-limit", "1"])
+        if rc != 0:
+            row["range"] = "FAILED"
+            failures.append(f"{name}: does not plan over {' '.join(flags)}: {first_line(err)}")
+        else:
+            row["range"] = ", ".join(f"{s}={lo}..{hi}" for s, (lo, hi) in sorted(ranges.items()))
+    else:
+        row["range"] = "no dynamic axis"
+
+    # 3. Execute with PyTorch's input, compared with PyTorch's outputs.
+    outputs_dir = os.path.join(mwork, "outputs")
+    rc, out, err, secs = run([tool, model, *dim_flags(dims), "--execute", "host",
+                              "--inputs", os.path.join(folder, name + ".inputs"),
+                              "--outputs-out", outputs_dir])
+    if rc != 0:
+        message = first_line(err)
+        if "no kernel" in message or "has no host kernel" in message:
+            row["execution"] = "kernels missing"
+            row["note"] = message.split(": ", 1)[-1]
+        else:
+            row["execution"] = "FAILED"
+            failures.append(f"{name}: execution failed: {message}")
+    else:
+        row["exec_s"] = round(secs, 2)
+        worst = compare_outputs(folder, name, info, outputs_dir, failures)
+        row["execution"] = "" if worst is None else f"{worst:.1e}"
+
+    # 4. The written net plans again to the same arena.
+    rc, out, err, _ = run([tool, net_out, *dim_flags(dims), "--format", "json"])
+    if rc != 0:
+        row["net_out"] = "FAILED"
+        failures.append(f"{name}: --net-out does not load back: {first_line(err)}")
+    else:
+        again = json.loads(out)["arena_bytes"]
+        row["net_out"] = "same" if again == plan["arena_bytes"] else f"{again} != {row['arena']}"
+        if again != plan["arena_bytes"]:
+            failures.append(f"{name}: --net-out plans to {again}, not {plan['arena_bytes']}")
+    return row, failures
+
+
+def bf16_to_f32(a):
+    import numpy as np
+    return (a.astype(np.uint32) << 16).view(np.float32)
+
+
+def compare_outputs(folder, name, info, outputs_dir, failures):
+    import numpy as np
+    worst = 0.0
+    for out_name in info["outputs"]:
+        expected = np.load(os.path.join(folder, name + ".expected", out_name + ".npy"))
+        path = os.path.join(outputs_dir, out_name + ".npy")
+        if not os.path.exists(path):
+            failures.append(f"{name}: output '{out_name}' was not written")
+            continue
+        got = np.load(path)
+        dtype = info.get("output_dtypes", {}).get(out_name, str(expected.dtype))
+        if got.shape != expected.shape:
+            failures.append(f"{name}: output '{out_name}' has shape {got.shape}, "
+                            f"PyTorch's {expected.shape}")
+            continue
+        if dtype == "bfloat16":
+            got, expected = bf16_to_f32(got), bf16_to_f32(expected)
+        if expected.dtype.kind in "biu":
+            if not np.array_equal(got, expected):
+                failures.append(f"{name}: output '{out_name}' differs from PyTorch's")
+            continue
+        got = got.astype(np.float64)
+        expected = expected.astype(np.float64)
+        scale = max(float(np.max(np.abs(expected))) if expected.size else 0.0, 1e-30)
+        error = float(np.max(np.abs(got - expected))) / scale if expected.size else 0.0
+        if not np.isfinite(error):
+            error = float("inf")
+        worst = max(worst, error)
+        tolerance = TOLERANCE.get(dtype, 1e-4)
+        if error > tolerance:
+            failures.append(f"{name}: output '{out_name}' relative error {error:.2e} > "
+                            f"{tolerance:g}")
+    return worst
+
+
+def table(rows):
+    head = ("| model | ops | values | arena | lower bound | planning | range | execution "
+            "(rel. error) | --net-out | note |")
+    lines = [head, "|" + "---|" * 10]
+    for r in rows:
+        if "arena" not in r:
+            lines.append(f"| {r['model']} | | | | | | | {r['status']} | | {r.get('note', '')} |")
+            continue
+        lines.append(
+            f"| {r['model']} | {r['ops']} | {r['values']} | {human(r['arena'])} | "
+            f"{human(r['lower'])} | {r['plan_s']:.2f} s | {r.get('range', '')} | "
+            f"{r.get('execution', '')} | {r.get('net_out', '')} | {r.get('note', '')} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--optimize-net", required=True)
+    parser.add_argument("--cache", default=os.path.expanduser("~/.cache/memonger/zoo"))
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--only", nargs="*")
+    parser.add_argument("--table", help="also write the table here")
+    args = parser.parse_args()
+    try:
+        import numpy  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError as e:
+        print(f"zoo: {e}: run with Debian's /usr/bin/python3 and python3-torch installed "
+              "(tools/setup.sh installs it)", file=sys.stderr)
+        return 1
+    export = subprocess.run([sys.executable, os.path.join(HERE, "export_zoo.py"),
+                             "--cache", args.cache], capture_output=True, text=True)
+    sys.stderr.write(export.stderr)
+    if export.returncode != 0:
+        print("zoo: exporting failed", file=sys.stderr)
+        return 1
+    folder = export.stdout.strip().splitlines()[-1]
+    with open(os.path.join(folder, "manifest.json")) as f:
+        manifest = json.load(f)
+    os.makedirs(args.work, exist_ok=True)
+    rows, failures = [], []
+    names = sorted(manifest["models"])
+    if args.only:
+        names = [n for n in names if n in args.only]
+    for name in names:
+        start = time.time()
+        row, failed = check_model(args.optimize_net, folder, args.work, name,
+                                  manifest["models"][name])
+        rows.append(row)
+        failures += failed
+        print(f"zoo: {name}: {'ok' if not failed else 'FAILED'} ({time.time() - start:.1f} s)",
+              file=sys.stderr)
+    text = table(rows)
+    print(text)
+    if args.table:
+        with open(args.table, "w") as f:
+            f.write(text + "\n")
+    planned = sum(1 for r in rows if "arena" in r)
+    executed = sum(1 for r in rows if r.get("execution", "").startswith(("0", "1", "2", "3",
+                                                                          "4", "5", "6", "7",
+                                                                          "8", "9")))
+    print(f"zoo: {len(rows)} models, {planned} planned, {executed} executed to PyTorch's "
+          f"outputs, {len(failures)} failures")
+    for f in failures:
+        print("zoo: FAILED " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
