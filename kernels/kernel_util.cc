@@ -12,16 +12,14 @@
 #include "util/status_macros.h"
 
 namespace memonger::alloc::kernel_internal {
-namespace {
 
 const graph::Attribute* FindAttr(const KernelArgs& args, absl::string_view name) {
+  if (args.op == nullptr) return nullptr;
   for (const graph::Attribute& a : args.op->attrs) {
     if (a.name == name) return &a;
   }
   return nullptr;
 }
-
-}  // namespace
 
 absl::Status UnsupportedDtype(const KernelArgs& args, graph::DataType dtype,
                               absl::string_view supported) {

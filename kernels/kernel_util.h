@@ -143,6 +143,8 @@ absl::Status CheckArity(const KernelArgs& args, int min_inputs, int max_inputs, 
 absl::Status CheckHost(const KernelArgs& args);
 
 // Attributes. A present attribute of the wrong kind is an InvalidArgument, never the default.
+// FindAttr: the op's attribute of that name, whatever its kind; nullptr when absent.
+const graph::Attribute* FindAttr(const KernelArgs& args, absl::string_view name);
 absl::StatusOr<int64_t> IntAttr(const KernelArgs& args, absl::string_view name,
                                 int64_t fallback);
 absl::StatusOr<std::optional<int64_t>> OptionalIntAttr(const KernelArgs& args,

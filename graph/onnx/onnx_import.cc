@@ -1,6 +1,7 @@
 #include "graph/onnx/onnx_import.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -895,6 +896,40 @@ absl::StatusOr<absl::flat_hash_map<std::string, TensorType>> ResolveTypes(
   return types;
 }
 
+// ConstantOfShape's fill value is a one-element tensor attribute, and tensor attributes are not
+// carried: it becomes the number attribute 'value' (int64 for integer and bool tensors, double
+// for floating-point ones) when the number is exactly that, as the kernel reads it. A value that
+// cannot be carried exactly (an int64 beyond 2^53 is still exact as int64; a malformed tensor
+// is not) is marked 'value_not_carried', which the kernel refuses rather than fill with 0.
+void MaybeCarryFillValue(const onnx::NodeProto& node, OpSpec& op) {
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() != "value" || !a.has_t()) continue;
+    absl::StatusOr<TensorData> data = DecodeTensorProto(a.t());
+    const int64_t size = data.ok() ? DataTypeSize(data->type.dtype) : 0;
+    if (!data.ok() || size <= 0 || static_cast<int64_t>(data->bytes.size()) != size) {
+      op.attrs.push_back({"value_not_carried", int64_t{1}});
+      return;
+    }
+    const char* p = data->bytes.data();
+    auto read = [p](auto zero) {
+      decltype(zero) v;
+      std::memcpy(&v, p, sizeof(v));
+      return v;
+    };
+    switch (data->type.dtype) {
+      case DataType::kFloat32: op.attrs.push_back({"value", static_cast<double>(read(float{}))}); return;
+      case DataType::kFloat64: op.attrs.push_back({"value", read(double{})}); return;
+      case DataType::kInt64: op.attrs.push_back({"value", read(int64_t{})}); return;
+      case DataType::kInt32: op.attrs.push_back({"value", int64_t{read(int32_t{})}}); return;
+      case DataType::kInt16: op.attrs.push_back({"value", int64_t{read(int16_t{})}}); return;
+      case DataType::kInt8: op.attrs.push_back({"value", int64_t{read(int8_t{})}}); return;
+      case DataType::kUInt8: op.attrs.push_back({"value", int64_t{read(uint8_t{})}}); return;
+      case DataType::kBool: op.attrs.push_back({"value", int64_t{read(uint8_t{}) != 0}}); return;
+      default: op.attrs.push_back({"value_not_carried", int64_t{1}}); return;
+    }
+  }
+}
+
 OpSpec OpFromNode(const onnx::NodeProto& node, const WorkingModel& w) {
   OpSpec op;
   op.name = node.name();
@@ -913,6 +948,9 @@ OpSpec OpFromNode(const onnx::NodeProto& node, const WorkingModel& w) {
   for (const onnx::AttributeProto& a : node.attribute()) {
     if (drop_kernel_shape && a.name() == "kernel_shape") continue;
     if (auto attr = ConvertAttribute(a)) op.attrs.push_back(std::move(*attr));
+  }
+  if (node.op_type() == "ConstantOfShape" && IsDefaultDomain(node.domain())) {
+    MaybeCarryFillValue(node, op);
   }
   if (!input_slots.empty()) op.attrs.push_back({"onnx_input_slots", input_slots});
   if (!output_slots.empty()) op.attrs.push_back({"onnx_output_slots", output_slots});

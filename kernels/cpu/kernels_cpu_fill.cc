@@ -1,4 +1,5 @@
-// ConstantFill (Caffe2): Y filled with the `value` attribute (default 0), rounded to Y's element
+// ConstantFill (Caffe2) and ConstantOfShape (ONNX): Y filled with the `value` attribute (default
+// 0; an integer attribute is exact for int64 outputs), rounded to Y's element
 // type (to nearest for the half types; truncated toward zero for integers; bool: value != 0).
 // Y's type comes from shape inference (the `shape`, `extra_shape`, `dtype` attributes or the
 // optional input's dims), so the kernel reads only `value`; the input, if any, is not read. The
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/kernels_cpu.h"
@@ -29,13 +31,24 @@ using namespace kernel_internal;  // NOLINT: the helpers of every kernel file
 absl::Status ConstantFill(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 0, 1, 1, 1));
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  if (FindAttr(args, "value_not_carried") != nullptr) {
+    return KernelUnimplemented(args, "the fill value of the model could not be carried");
+  }
   MG_ASSIGN_OR_RETURN(const double value, FloatAttr(args, "value", 0.0));
+  // An integer value is used as it is (an int64 beyond 2^53 does not survive a double).
+  const graph::Attribute* given = FindAttr(args, "value");
+  const int64_t* exact = given != nullptr ? std::get_if<int64_t>(&given->data) : nullptr;
   const TensorType& y = *args.output_types[0];
   return DispatchAny(args, y.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     T v;
     if constexpr (std::is_same_v<T, bool>) {
       v = value != 0;
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      v = exact != nullptr ? *exact : static_cast<int64_t>(value);
+      if (exact == nullptr && (!std::isfinite(value) || std::abs(value) > 9.2e18)) {
+        return KernelError(args, absl::StrCat("value ", value, " does not fit int64"));
+      }
     } else if constexpr (std::is_integral_v<T>) {
       if (!std::isfinite(value) || value < static_cast<double>(std::numeric_limits<T>::lowest()) ||
           value > static_cast<double>(std::numeric_limits<T>::max())) {
@@ -98,6 +111,9 @@ absl::Status Range(const KernelArgs& args) {
 
 void AddCpuFillKernels(KernelMap& kernels) {
   kernels["ConstantFill"] = ConstantFill;
+  // ONNX ConstantOfShape(shape): Y (typed from the shape's values by inference) filled with the
+  // 'value' the importer carried from the tensor attribute (default 0.0).
+  kernels["ConstantOfShape"] = ConstantFill;
   kernels["Range"] = Range;
 }
 

@@ -423,9 +423,9 @@ def _flatten(outputs):
 
 
 def _range_for(size):
-    """The range a user would plan a dynamic axis over: around the exported size."""
-    lo = max(1, size // 2)
-    return [lo, max(size * 2, lo + 1)]
+    """The range a user would plan a dynamic axis over: from 1 to 64, or twice the exported
+    size where that is more."""
+    return [1, max(64, 2 * size)]
 
 
 def export_one(entry, folder):

@@ -1215,6 +1215,46 @@ TEST(OnnxImportTest, IdentityOfAWeightIsTheWeightNotAnActivation) {
   EXPECT_EQ(ValueNamed(*h, "B2").type, Type(DataType::kFloat32, {3, 2}));
 }
 
+// ConstantOfShape's tensor attribute 'value' reaches the op as a number (its kernel fills it).
+TEST(OnnxImportTest, ConstantOfShapeCarriesItsFillValue) {
+  for (const bool integer : {true, false}) {
+    OnnxModel m(17);
+    m.Input("x", TensorProto::FLOAT, {2, 3});
+    m.Node("Shape", {"x"}, {"s"}, "shape");
+    onnx::NodeProto* fill = m.Node("ConstantOfShape", {"s"}, {"c"}, "fill");
+    TensorProto value;
+    value.add_dims(1);
+    if (integer) {
+      value.set_data_type(TensorProto::INT64);
+      value.add_int64_data(-7);
+    } else {
+      value.set_data_type(TensorProto::FLOAT);
+      value.add_float_data(0.25f);
+    }
+    AttrTensor(fill, "value", value);
+    m.Node("Add", {"x", "x"}, {"y"}, "add");
+    m.Output("c");
+    m.Output("y");
+    absl::StatusOr<Graph> g = Import(m);
+    ASSERT_TRUE(g.ok()) << g.status();
+    const Value& c = ValueNamed(*g, "c");
+    ASSERT_NE(c.producer, kNone) << "a value of a graph output's node is kept as an op";
+    const Op& op = g->op(c.producer);
+    const std::optional<Attribute> carried = [&]() -> std::optional<Attribute> {
+      for (const Attribute& a : op.attrs) {
+        if (a.name == "value") return a;
+      }
+      return std::nullopt;
+    }();
+    ASSERT_TRUE(carried.has_value());
+    if (integer) {
+      EXPECT_EQ(std::get<int64_t>(carried->data), -7);
+    } else {
+      EXPECT_EQ(std::get<double>(carried->data), 0.25);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // External data: read relative to the model's folder, checked, carried with the graph.
 

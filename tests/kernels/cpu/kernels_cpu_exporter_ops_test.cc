@@ -1,6 +1,7 @@
 // Kernels for ops torch.onnx.export writes for the model zoo's models (tests/zoo/):
 // GlobalAveragePool and GlobalMaxPool (every torchvision CNN's head), HardSwish (MobileNetV3),
-// Dropout in inference (left in by some exports), Range (torch.arange positions), each against
+// Dropout in inference (left in by some exports), Range (torch.arange positions),
+// ConstantOfShape (RNN initial states, masks), each against
 // a double-precision reference of the ONNX definition.
 #include <algorithm>
 #include <cmath>
@@ -112,6 +113,24 @@ TEST(RangeTest, ArangeInEveryTypeAndPlannedSizeChecked) {
     ASSERT_FALSE(s.ok());
     EXPECT_THAT(s.message(), HasSubstr("planned with"));
   }
+}
+
+TEST(ConstantOfShapeTest, FillsWithTheCarriedValueExactly) {
+  TestTensor shape = MakeTensor(DataType::kInt64, {2}, {2, 3});
+  TestTensor ints = EmptyTensor(DataType::kInt64, {2, 3});
+  // 2^53 + 1 does not survive a double: the int64 attribute is used as it is.
+  const int64_t big = (int64_t{1} << 53) + 1;
+  ASSERT_TRUE(RunKernel("ConstantOfShape", {{"value", big}}, {&shape}, {&ints}).ok());
+  const int64_t* p = reinterpret_cast<const int64_t*>(ints.bytes());
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(p[i], big);
+  TestTensor floats = EmptyTensor(DataType::kFloat32, {2, 3});
+  ASSERT_TRUE(RunKernel("ConstantOfShape", {}, {&shape}, {&floats}).ok());  // default 0
+  EXPECT_EQ(ToDoubles(floats), std::vector<double>(6, 0.0));
+  ASSERT_TRUE(RunKernel("ConstantOfShape", {{"value", 0.5}}, {&shape}, {&floats}).ok());
+  EXPECT_EQ(ToDoubles(floats), std::vector<double>(6, 0.5));
+  const absl::Status s =
+      RunKernel("ConstantOfShape", {{"value_not_carried", int64_t{1}}}, {&shape}, {&floats});
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
 }
 
 }  // namespace
