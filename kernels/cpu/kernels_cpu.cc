@@ -23,6 +23,7 @@ KernelTable MakeCpuKernelTable() {
   AddCpuFillKernels(kernels);
   AddCpuLossKernels(kernels);
   AddCpuPoolKernels(kernels);
+  AddCpuResizeKernels(kernels);
   // The CPU kernels dereference their pointers: on any other device's memory they refuse to run.
   // (Checked here, once per table, rather than in CheckArity, which the device kernels share.)
   for (auto& [type, kernel] : kernels) {

@@ -63,6 +63,7 @@ void AddCpuConvKernels(KernelMap& kernels);               // kernels_cpu_conv.cc
 void AddCpuFillKernels(KernelMap& kernels);               // kernels_cpu_fill.cc
 void AddCpuLossKernels(KernelMap& kernels);               // kernels_cpu_loss.cc
 void AddCpuPoolKernels(KernelMap& kernels);               // kernels_cpu_pool.cc
+void AddCpuResizeKernels(KernelMap& kernels);             // kernels_cpu_resize.cc
 
 }  // namespace memonger::alloc
 

@@ -1,7 +1,7 @@
 // Kernels for ops torch.onnx.export writes for the model zoo's models (tests/zoo/):
 // GlobalAveragePool and GlobalMaxPool (every torchvision CNN's head), HardSwish (MobileNetV3),
 // Dropout in inference (left in by some exports), Range (torch.arange positions),
-// ConstantOfShape (RNN initial states, masks), each against
+// ConstantOfShape (RNN initial states, masks), Resize (segmentation heads), each against
 // a double-precision reference of the ONNX definition.
 #include <algorithm>
 #include <cmath>
@@ -131,6 +131,34 @@ TEST(ConstantOfShapeTest, FillsWithTheCarriedValueExactly) {
   const absl::Status s =
       RunKernel("ConstantOfShape", {{"value_not_carried", int64_t{1}}}, {&shape}, {&floats});
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+}
+
+// F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False) and mode="nearest" of
+// [[1, 2], [3, 4]], as PyTorch computes them (its documented results for this input).
+TEST(ResizeTest, BilinearAndNearestAsPyTorchExportsThem) {
+  TestTensor x = MakeTensor(DataType::kFloat32, {1, 1, 2, 2}, {1, 2, 3, 4});
+  TestTensor roi = MakeTensor(DataType::kFloat32, {0}, {});
+  TestTensor scales = MakeTensor(DataType::kFloat32, {4}, {1, 1, 2, 2});
+  TestTensor y = EmptyTensor(DataType::kFloat32, {1, 1, 4, 4});
+  ASSERT_TRUE(RunKernel("Resize",
+                        {{"mode", std::string("linear")},
+                         {"coordinate_transformation_mode", std::string("pytorch_half_pixel")}},
+                        {&x, &roi, &scales}, {&y})
+                  .ok());
+  const std::vector<double> bilinear = {1.0, 1.25, 1.75, 2.0, 1.5, 1.75, 2.25, 2.5,
+                                        2.5, 2.75, 3.25, 3.5, 3.0, 3.25, 3.75, 4.0};
+  const std::vector<double> got = ToDoubles(y);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], bilinear[i], 1e-6) << i;
+  ASSERT_TRUE(RunKernel("Resize",
+                        {{"mode", std::string("nearest")},
+                         {"coordinate_transformation_mode", std::string("asymmetric")},
+                         {"nearest_mode", std::string("floor")}},
+                        {&x, &roi, &scales}, {&y})
+                  .ok());
+  EXPECT_EQ(ToDoubles(y), (std::vector<double>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
+  const absl::Status cubic = RunKernel("Resize", {{"mode", std::string("cubic")}},
+                                       {&x, &roi, &scales}, {&y});
+  EXPECT_EQ(cubic.code(), absl::StatusCode::kUnimplemented);
 }
 
 }  // namespace
