@@ -27,9 +27,14 @@ using graph::TensorType;
 using namespace kernel_internal;  // NOLINT: the helpers of every kernel file
 
 // The input coordinate of output index o along an axis of `in` -> `out` elements at `scale`.
+// align_corners divides by the resized length less one, which ONNX takes as in * scale (not
+// rounded down) where scales are given.
 double SourceCoordinate(const std::string& mode, int64_t o, int64_t in, int64_t out,
-                        double scale) {
-  if (mode == "align_corners") return out <= 1 ? 0.0 : o * static_cast<double>(in - 1) / (out - 1);
+                        double scale, bool scales_given) {
+  if (mode == "align_corners") {
+    const double resized = scales_given ? in * scale : static_cast<double>(out);
+    return resized <= 1 ? 0.0 : o * static_cast<double>(in - 1) / (resized - 1);
+  }
   if (mode == "asymmetric") return o / scale;
   if (mode == "tf_half_pixel_for_nn") return (o + 0.5) / scale;
   if (mode == "pytorch_half_pixel") return out > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
@@ -107,7 +112,7 @@ absl::Status Resize(const KernelArgs& args) {
     AxisMap& m = maps[d];
     for (int64_t o = 0; o < out; ++o) {
       const double c = in == out && scales[d] <= 0 ? static_cast<double>(o)
-                                                   : SourceCoordinate(ctm, o, in, out, scale);
+                                                   : SourceCoordinate(ctm, o, in, out, scale, scales[d] > 0);
       if (mode == "nearest") {
         const int64_t i = in == out && scales[d] <= 0 ? o : NearestIndex(nearest, c, in);
         m.lo.push_back(i);
