@@ -47,7 +47,7 @@ absl::Status CheckBytes(const Value& v) {
 
 // The type a value's declaration gives, when it declares both a dtype and dims that resolve.
 // nullopt when the declaration is incomplete. `unified` sizes the symbols that only op outputs
-// declare (see DeclaredSymbolSizes).
+// declare (DeclarationChecker::sizes).
 absl::StatusOr<std::optional<TensorType>> DeclaredType(
     const Value& v, const ShapeBindings& bindings,
     const std::map<std::string, int64_t>& unified = {}) {

@@ -1028,6 +1028,7 @@ absl::StatusOr<Graph> BuildGraph(const WorkingModel& w,
 //    (kMaxFoldElements): larger results stay ops.
 // A node writing a graph output is kept (the output is the model's interface).
 // O(nodes + edges), plus the evaluation of what folds.
+// REQUIRES: `folded` empty; it receives the names of the constants made here.
 void FoldStaticNodes(WorkingModel& w, absl::flat_hash_set<std::string>& folded) {
   onnx::GraphProto& graph = *w.model.mutable_graph();
   absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers;
@@ -1041,14 +1042,14 @@ void FoldStaticNodes(WorkingModel& w, absl::flat_hash_set<std::string>& folded) 
     if (std::optional<onnx::TensorProto> t = ConstantValue(node)) constants[node.output(0)] = *t;
   }
   auto is_static = [&](const std::string& name) {
-    return initializers.contains(name) || constants.contains(name);
+    return initializers.contains(name) || constants.contains(name) || folded.contains(name);
   };
   // Decoded lazily: only the inputs of a node that may fold are read as ConstTensors. A node
   // map: the evaluator holds pointers to several entries while more are decoded.
   absl::node_hash_map<std::string, std::optional<onnx_fold::ConstTensor>> decoded;
   auto value_of = [&](const std::string& name) -> const onnx_fold::ConstTensor* {
     auto [it, inserted] = decoded.try_emplace(name);
-    if (inserted) {
+    if (inserted) {  // a file's tensor: folded results are decoded as they are made
       auto i = initializers.find(name);
       const onnx::TensorProto* t = i != initializers.end() ? i->second : &constants.at(name);
       if (!HasExternalData(*t)) it->second = onnx_fold::TensorFromProto(*t);
@@ -1068,8 +1069,8 @@ void FoldStaticNodes(WorkingModel& w, absl::flat_hash_set<std::string>& folded) 
     for (const std::string& out : node.output()) all_static = all_static && !outputs.contains(out);
     if (all_static && node.op_type() == "Identity" && node.input_size() == 1 &&
         node.output_size() == 1) {
+      // Readers are renamed to the static value itself, so a chain of Identities ends there.
       alias[node.output(0)] = node.input(0);
-      if (constants.contains(node.input(0))) constants[node.output(0)] = constants[node.input(0)];
       continue;
     }
     if (all_static && onnx_fold::IsFoldableOp(node)) {
@@ -1093,9 +1094,6 @@ void FoldStaticNodes(WorkingModel& w, absl::flat_hash_set<std::string>& folded) 
           decoded[node.output(k)] = std::move((*result)[k]);
           folded.insert(node.output(k));
         }
-        for (const onnx::TensorProto& t : new_initializers) {
-          if (!initializers.contains(t.name())) initializers.emplace(t.name(), nullptr);
-        }
         continue;
       }
     }
@@ -1104,13 +1102,11 @@ void FoldStaticNodes(WorkingModel& w, absl::flat_hash_set<std::string>& folded) 
   graph.mutable_node()->Swap(&kept);
   for (onnx::TensorProto& t : new_initializers) graph.add_initializer()->Swap(&t);
   // Declarations of the aliased names are gone with their values.
-  for (auto* list : {graph.mutable_value_info()}) {
-    google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> rest;
-    for (onnx::ValueInfoProto& vi : *list) {
-      if (!alias.contains(vi.name())) rest.Add()->Swap(&vi);
-    }
-    list->Swap(&rest);
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> rest;
+  for (onnx::ValueInfoProto& vi : *graph.mutable_value_info()) {
+    if (!alias.contains(vi.name())) rest.Add()->Swap(&vi);
   }
+  graph.mutable_value_info()->Swap(&rest);
 }
 
 // External data is read (or, without keep_data, checked) before inference, so that a missing

@@ -45,10 +45,10 @@ absl::Status ConstantFill(const KernelArgs& args) {
     if constexpr (std::is_same_v<T, bool>) {
       v = value != 0;
     } else if constexpr (std::is_same_v<T, int64_t>) {
-      v = exact != nullptr ? *exact : static_cast<int64_t>(value);
       if (exact == nullptr && (!std::isfinite(value) || std::abs(value) > 9.2e18)) {
         return KernelError(args, absl::StrCat("value ", value, " does not fit int64"));
       }
+      v = exact != nullptr ? *exact : static_cast<int64_t>(value);
     } else if constexpr (std::is_integral_v<T>) {
       if (!std::isfinite(value) || value < static_cast<double>(std::numeric_limits<T>::lowest()) ||
           value > static_cast<double>(std::numeric_limits<T>::max())) {
