@@ -264,14 +264,37 @@ absl::Status Executor::RunVerify() {
 
 absl::Status Executor::Run(const KernelTable& kernels) {
   std::vector<const Kernel*> kernel_of_step(schedule_.size(), nullptr);
+  // Every op type without a kernel is named at once, before any op runs: a user adding
+  // kernels (or choosing another runtime) learns the whole list from one run.
+  struct Missing {
+    std::string type;
+    std::string first_op;
+    size_t first_step = 0;
+    int ops = 0;
+  };
+  std::vector<Missing> missing;
   for (size_t step = 0; step < schedule_.size(); ++step) {
     const graph::Op& op = graph_->op(schedule_[step]);
     kernel_of_step[step] = kernels.Find(op.type);
-    if (kernel_of_step[step] == nullptr) {
-      return absl::UnimplementedError(absl::StrCat(
-          "no kernel for op type '", op.type, "' (", op.Label(), ", step ", step,
-          "); the kernel table has ", kernels.size(), " kernels"));
+    if (kernel_of_step[step] != nullptr) continue;
+    auto it = std::find_if(missing.begin(), missing.end(),
+                           [&](const Missing& m) { return m.type == op.type; });
+    if (it == missing.end()) {
+      missing.push_back({op.type, op.Label(), step, 1});
+    } else {
+      ++it->ops;
     }
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const Missing& m : missing) {
+      absl::StrAppend(&list, list.empty() ? "" : "; ", "'", m.type, "' (", m.ops,
+                      m.ops == 1 ? " op: " : " ops, first ", m.first_op, ", step ",
+                      m.first_step, ")");
+    }
+    return absl::UnimplementedError(absl::StrCat(
+        "no kernel for ", missing.size() == 1 ? "op type " : "op types ", list,
+        "; the kernel table has ", kernels.size(), " kernels"));
   }
   KernelArgs args;
   args.device = device();

@@ -136,6 +136,26 @@ int FindInputSlot(const KernelArgs& args, int64_t slot) {
   return -1;
 }
 
+std::vector<int64_t> OutputSlots(const KernelArgs& args) {
+  const graph::Attribute* a = FindAttr(args, "onnx_output_slots");
+  if (a != nullptr) {
+    if (const auto* v = std::get_if<std::vector<int64_t>>(&a->data)) {
+      if (v->size() == args.outputs.size()) return *v;
+    }
+  }
+  std::vector<int64_t> slots(args.outputs.size());
+  for (size_t i = 0; i < slots.size(); ++i) slots[i] = static_cast<int64_t>(i);
+  return slots;
+}
+
+int FindOutputSlot(const KernelArgs& args, int64_t slot) {
+  const std::vector<int64_t> slots = OutputSlots(args);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i] == slot) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 int64_t NumElements(const Dims& dims) { return Product(dims, 0, dims.size()); }
 
 int64_t Product(const Dims& dims, size_t begin, size_t end) {

@@ -161,6 +161,10 @@ absl::StatusOr<std::optional<std::string>> StringAttr(const KernelArgs& args,
 std::vector<int64_t> InputSlots(const KernelArgs& args);
 // Index into args.inputs of the input at ONNX node position `slot`; -1 when it was omitted.
 int FindInputSlot(const KernelArgs& args, int64_t slot);
+// The same for outputs (`onnx_output_slots`): slots[i] is the node position of args.outputs[i];
+// FindOutputSlot is -1 when the node omitted that output.
+std::vector<int64_t> OutputSlots(const KernelArgs& args);
+int FindOutputSlot(const KernelArgs& args, int64_t slot);
 
 // ---- shapes ----------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ packages=(
   libgtest-dev libgmock-dev
   libbenchmark-dev
   libonnx-dev libonnx-testdata zlib1g-dev
-  clang libclang-rt-14-dev llvm
+  clang libclang-rt-14-dev llvm lld
   # The model zoo test (tests/zoo/): PyTorch exports real models; Debian's /usr/bin/python3.
   python3-torch python3-torchvision python3-onnx python3-numpy
 )

@@ -24,6 +24,9 @@ KernelTable MakeCpuKernelTable() {
   AddCpuLossKernels(kernels);
   AddCpuPoolKernels(kernels);
   AddCpuResizeKernels(kernels);
+  AddCpuConvTransposeKernels(kernels);
+  AddCpuIndexKernels(kernels);
+  AddCpuRnnKernels(kernels);
   // The CPU kernels dereference their pointers: on any other device's memory they refuse to run.
   // (Checked here, once per table, rather than in CheckArity, which the device kernels share.)
   for (auto& [type, kernel] : kernels) {

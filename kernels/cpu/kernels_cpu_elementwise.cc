@@ -329,6 +329,79 @@ Kernel ArithKernel(Arith op) {
   };
 }
 
+// Mod(A, B) -> C (ONNX, numpy broadcasting): fmod=0 (the default) takes the divisor's sign as
+// Python's % does, fmod=1 the dividend's as C's fmod does. Integers either way; floating-point
+// types only with fmod=1 (ONNX leaves fmod=0 undefined for them). Integer division by zero is an
+// error, not a trap.
+absl::Status Mod(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
+  const DataType dtype = args.input_types[0]->dtype;
+  if (args.input_types[1]->dtype != dtype || args.output_types[0]->dtype != dtype) {
+    return KernelError(args, "A, B and the output must have one element type");
+  }
+  MG_ASSIGN_OR_RETURN(const int64_t fmod, IntAttr(args, "fmod", 0));
+  if (fmod != 0 && fmod != 1) return KernelError(args, "fmod must be 0 or 1");
+  MG_RETURN_IF_ERROR(CheckAllAliases(args));
+  return DispatchNumeric(args, dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using C = Compute<T>;
+    if constexpr (std::is_integral_v<C>) {
+      const T* b = reinterpret_cast<const T*>(args.inputs[1]);
+      const int64_t n = NumElements(args.input_types[1]->dims);
+      for (int64_t i = 0; i < n; ++i) {
+        if (b[i] == 0) return KernelError(args, "integer division by zero");
+      }
+      return BinaryLoop<T, T>(args, [fmod](const T& a, const T& d) -> T {
+        // a % -1 is 0; computing it would overflow for the type's minimum.
+        if constexpr (std::is_signed_v<T>) {
+          if (d == T(-1)) return T(0);
+        }
+        T r = static_cast<T>(a % d);
+        if constexpr (std::is_signed_v<T>) {
+          if (fmod == 0 && r != 0 && ((r < 0) != (d < 0))) r = static_cast<T>(r + d);
+        }
+        return r;
+      });
+    } else {
+      if (fmod == 0) {
+        return KernelError(args, "a floating-point Mod needs fmod=1 (ONNX defines no other)");
+      }
+      return BinaryLoop<T, T>(args, [](const T& a, const T& d) {
+        return Store<T>(std::fmod(Load(a), Load(d)));
+      });
+    }
+  });
+}
+
+// PRelu(X, slope) -> Y = X where X >= 0, else slope * X, the slope broadcast to X (nn.PReLU
+// exports one slope per channel, shaped [C, 1, 1]).
+absl::Status PRelu(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
+  const DataType dtype = args.input_types[0]->dtype;
+  if (args.input_types[1]->dtype != dtype || args.output_types[0]->dtype != dtype) {
+    return KernelError(args, "X, slope and Y must have one element type");
+  }
+  // Opsets before 7 give one slope per channel as [C] (PyTorch's own reading): as [C, 1, ...].
+  const graph::TensorType& x = *args.input_types[0];
+  const graph::TensorType& slope = *args.input_types[1];
+  graph::TensorType per_channel = slope;
+  KernelArgs channel_args = args;
+  if (!BroadcastsTo(slope.dims, x.dims) && slope.dims.size() == 1 && x.dims.size() >= 2 &&
+      slope.dims[0] == x.dims[1]) {
+    per_channel.dims.assign(x.dims.size() - 1, 1);
+    per_channel.dims[0] = slope.dims[0];
+    channel_args.input_types[1] = &per_channel;
+  }
+  MG_RETURN_IF_ERROR(CheckAllAliases(channel_args));
+  return DispatchNumeric(channel_args, dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    return BinaryLoop<T, T>(channel_args, [](const T& x, const T& slope) {
+      const auto v = Load(x);
+      return v >= 0 ? x : Store<T>(Load(slope) * v);
+    });
+  });
+}
+
 enum class Compare { kEqual, kLess, kGreater, kLessOrEqual, kGreaterOrEqual };
 
 Kernel CompareKernel(Compare op) {
@@ -570,6 +643,15 @@ void AddCpuElementwiseKernels(KernelMap& kernels) {
   });
   kernels["Round"] = UnaryKernel<true>([](auto x) { return std::nearbyint(x); });  // ties to even
   kernels["Tan"] = UnaryKernel<true>([](auto x) { return std::tan(x); });
+  kernels["Asin"] = UnaryKernel<true>([](auto x) { return std::asin(x); });
+  kernels["Acos"] = UnaryKernel<true>([](auto x) { return std::acos(x); });
+  kernels["Atan"] = UnaryKernel<true>([](auto x) { return std::atan(x); });
+  kernels["Sinh"] = UnaryKernel<true>([](auto x) { return std::sinh(x); });
+  kernels["Cosh"] = UnaryKernel<true>([](auto x) { return std::cosh(x); });
+  kernels["Asinh"] = UnaryKernel<true>([](auto x) { return std::asinh(x); });
+  kernels["Acosh"] = UnaryKernel<true>([](auto x) { return std::acosh(x); });
+  kernels["Atanh"] = UnaryKernel<true>([](auto x) { return std::atanh(x); });
+  kernels["PRelu"] = PRelu;
   kernels["ThresholdedRelu"] = AlphaKernel(1.0, [](double alpha) {
     return [alpha](auto x) { return x > static_cast<decltype(x)>(alpha) ? x : decltype(x)(0); };
   });
@@ -622,6 +704,7 @@ void AddCpuElementwiseKernels(KernelMap& kernels) {
   kernels["Mul"] = ArithKernel(Arith::kMul);
   kernels["Div"] = ArithKernel(Arith::kDiv);
   kernels["Pow"] = ArithKernel(Arith::kPow);
+  kernels["Mod"] = Mod;
   kernels["Equal"] = CompareKernel(Compare::kEqual);
   kernels["Less"] = CompareKernel(Compare::kLess);
   kernels["Greater"] = CompareKernel(Compare::kGreater);

@@ -1,6 +1,6 @@
 // Row-wise normalisation CPU kernels: Softmax, LogSoftmax (one axis), LayerNormalization
 // (ONNX: normalised over the dims from `axis`, optional Mean/InvStdDev outputs) and Caffe2's
-// LayerNorm (Y, mean, std).
+// LayerNorm (Y, mean, std); InstanceNormalization (per image and channel).
 //
 // Each row is read into a float32 (float64 for float64 data) buffer before any of it is
 // written, so Y may share its memory exactly with X (in place). Other overlaps are refused.
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/kernel_float_io.h"
 #include "kernels/cpu/kernels_cpu.h"
 #include "kernels/kernel_util.h"
 #include "util/status_macros.h"
@@ -256,9 +257,57 @@ absl::Status Caffe2LayerNorm(const KernelArgs& args) {
   return RunNorm(args, spec);
 }
 
+// InstanceNormalization(X [N, C, spatial...], scale [C], B [C]) -> Y: each (image, channel)
+// plane normalised by its own mean and biased variance, then scaled and shifted per channel:
+// y = scale[c] * (x - mean) / sqrt(var + epsilon) + B[c] (epsilon default 1e-5). Each plane is
+// read into a float32 buffer first and its statistics summed in float64, so Y may be X exactly.
+absl::Status InstanceNormalization(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 3, 3, 1, 1));
+  const TensorType& x = *args.input_types[0];
+  if (x.dims.size() < 3) return KernelError(args, "X must have rank 3 or more [N, C, ...]");
+  const int64_t n = x.dims[0], c = x.dims[1];
+  const int64_t plane = Product(x.dims, 2, x.dims.size());
+  for (int i = 1; i <= 2; ++i) {
+    if (args.input_types[i]->dims != Dims{c}) {
+      return KernelError(args, absl::StrCat(i == 1 ? "scale" : "B", " must have dims [", c,
+                                            "]"));
+    }
+  }
+  if (args.output_types[0]->dims != x.dims) return KernelError(args, "Y must have X's dims");
+  MG_RETURN_IF_ERROR(CheckRowAlias(args, 0, 0));
+  MG_RETURN_IF_ERROR(CheckNoOverlap(args, 1, 0));
+  MG_RETURN_IF_ERROR(CheckNoOverlap(args, 2, 0));
+  MG_ASSIGN_OR_RETURN(const double epsilon, FloatAttr(args, "epsilon", 1e-5));
+  MG_ASSIGN_OR_RETURN(FloatLoader load_x, LoaderFor(args, x));
+  MG_ASSIGN_OR_RETURN(FloatLoader load_scale, LoaderFor(args, *args.input_types[1]));
+  MG_ASSIGN_OR_RETURN(FloatLoader load_b, LoaderFor(args, *args.input_types[2]));
+  MG_ASSIGN_OR_RETURN(FloatStorer store_y, StorerFor(args, *args.output_types[0]));
+  const std::vector<float> scale = load_scale.Run(args.inputs[1], 0, c);
+  const std::vector<float> shift = load_b.Run(args.inputs[2], 0, c);
+  std::vector<float> values(static_cast<size_t>(plane));
+  for (int64_t p = 0; p < n * c; ++p) {
+    if (plane == 0) break;
+    load_x.run(args.inputs[0], p * plane, plane, values.data());
+    double sum = 0;
+    for (float v : values) sum += v;
+    const double mean = sum / static_cast<double>(plane);
+    double squares = 0;
+    for (float v : values) squares += (v - mean) * (v - mean);
+    const double var = squares / static_cast<double>(plane);
+    const double inv_std = 1.0 / std::sqrt(var + epsilon);
+    const int64_t ch = p % c;
+    for (float& v : values) {
+      v = static_cast<float>(scale[ch] * ((v - mean) * inv_std) + shift[ch]);
+    }
+    store_y.run(args.outputs[0], p * plane, plane, values.data());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddCpuNnKernels(KernelMap& kernels) {
+  kernels["InstanceNormalization"] = InstanceNormalization;
   kernels["Softmax"] = SoftmaxKernel(/*log=*/false);
   kernels["LogSoftmax"] = SoftmaxKernel(/*log=*/true);
   kernels["LayerNormalization"] = LayerNormalization;

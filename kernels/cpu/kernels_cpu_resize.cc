@@ -1,14 +1,23 @@
 // Resize (ONNX opsets 11-19, as torch.onnx.export writes F.interpolate and nn.Upsample):
 // X -> Y of the planned dims (from `sizes`, or `scales` and the input dims, by inference).
-// mode 'nearest' (nearest_mode round_prefer_floor, round_prefer_ceil, floor, ceil) and
-// 'linear' (separable: bilinear over two resized axes, trilinear over three), each axis by its
-// coordinate_transformation_mode: half_pixel, pytorch_half_pixel, align_corners, asymmetric,
-// tf_half_pixel_for_nn. The scale of an axis is the `scales` input where one is given (a float
-// tensor of one element per axis: the value PyTorch computed with), else out / in. 'cubic',
-// tf_crop_and_resize, antialias and the opset-18 axes/keep_aspect_ratio_policy are refused
-// (Unimplemented), never approximated. Storage float32, float16, bfloat16, float64;
-// interpolation in float32. The output must not overlap the input.
+// mode 'nearest' (nearest_mode round_prefer_floor, round_prefer_ceil, floor, ceil), 'linear'
+// (separable: bilinear over two resized axes, trilinear over three) and 'cubic' (separable,
+// four taps per axis weighted by cubic_coeff_a, -0.75 as PyTorch's bicubic; taps beyond an
+// edge read the edge element, or with exclude_outside weigh nothing and the rest are
+// renormalised), each axis by its coordinate_transformation_mode: half_pixel,
+// pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn. The scale of an axis is
+// the `scales` input where one is given (a float tensor of one element per axis: the value
+// PyTorch computed with), else out / in. tf_crop_and_resize, antialias and the opset-18
+// axes/keep_aspect_ratio_policy are refused (Unimplemented), never approximated. Storage
+// float32, float16, bfloat16, float64; interpolation in float32. The output must not overlap
+// the input.
+//
+// GridSample (opset 16, as F.grid_sample exports): X [N, C, H, W] sampled at grid [N, Ho, Wo,
+// 2] (x then y, normalised to [-1, 1]) -> Y [N, C, Ho, Wo]; modes bilinear, nearest (halves to
+// even) and bicubic (a = -0.75); padding_mode zeros, border, reflection; align_corners either
+// way; the arithmetic of PyTorch's grid_sampler_2d, in float32.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -55,11 +64,22 @@ int64_t NearestIndex(const std::string& mode, double x, int64_t in) {
   return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
 }
 
-// Per output index of one axis: two source indices and the weight of the second.
+// Per output index of one axis: two source indices and the weight of the second (nearest,
+// linear), or four taps and their weights (cubic).
 struct AxisMap {
   std::vector<int64_t> lo, hi;
   std::vector<float> w;
+  std::vector<std::array<int64_t, 4>> taps;
+  std::vector<std::array<float, 4>> tap_weights;
 };
+
+// Cubic convolution weights of the taps at floor(c) - 1 .. floor(c) + 2 for fraction t of c,
+// with coefficient a (ONNX's cubic_coeff_a, -0.75 as PyTorch's bicubic).
+std::array<double, 4> CubicWeights(double t, double a) {
+  auto near = [a](double x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };      // |x| <= 1
+  auto far = [a](double x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };  // 1 < |x| < 2
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
 
 absl::Status Resize(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 1, 4, 1, 1));
@@ -78,7 +98,7 @@ absl::Status Resize(const KernelArgs& args) {
   const std::string mode = mode_attr.value_or("nearest");
   const std::string ctm = ctm_attr.value_or("half_pixel");
   const std::string nearest = nearest_attr.value_or("round_prefer_floor");
-  if (mode != "nearest" && mode != "linear") {
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
     return KernelUnimplemented(args, absl::StrCat("mode '", mode, "' is not run"));
   }
   if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" && ctm != "align_corners" &&
@@ -90,6 +110,8 @@ absl::Status Resize(const KernelArgs& args) {
       nearest != "ceil") {
     return KernelError(args, absl::StrCat("nearest_mode '", nearest, "'"));
   }
+  MG_ASSIGN_OR_RETURN(const double cubic_a, FloatAttr(args, "cubic_coeff_a", -0.75));
+  MG_ASSIGN_OR_RETURN(const int64_t exclude_outside, IntAttr(args, "exclude_outside", 0));
   MG_ASSIGN_OR_RETURN(const int64_t antialias, IntAttr(args, "antialias", 0));
   if (antialias != 0 || FindAttr(args, "axes") != nullptr) {
     return KernelUnimplemented(args, "antialias and axes are not run");
@@ -113,7 +135,26 @@ absl::Status Resize(const KernelArgs& args) {
     for (int64_t o = 0; o < out; ++o) {
       const double c = in == out && scales[d] <= 0 ? static_cast<double>(o)
                                                    : SourceCoordinate(ctm, o, in, out, scale, scales[d] > 0);
-      if (mode == "nearest") {
+      if (mode == "cubic") {
+        // Taps outside the axis read its edge element (ONNX pads by the edge), or, with
+        // exclude_outside, weigh nothing and the others are renormalised.
+        const double i0 = std::floor(c);
+        std::array<double, 4> w = CubicWeights(c - i0, cubic_a);
+        std::array<int64_t, 4> taps;
+        double sum = 0;
+        for (int t = 0; t < 4; ++t) {
+          const int64_t i = static_cast<int64_t>(i0) - 1 + t;
+          if (exclude_outside != 0 && (i < 0 || i >= in)) w[t] = 0;
+          sum += w[t];
+          taps[t] = std::clamp<int64_t>(i, 0, in - 1);
+        }
+        std::array<float, 4> wf;
+        for (int t = 0; t < 4; ++t) {
+          wf[t] = static_cast<float>(exclude_outside != 0 && sum != 0 ? w[t] / sum : w[t]);
+        }
+        m.taps.push_back(taps);
+        m.tap_weights.push_back(wf);
+      } else if (mode == "nearest") {
         const int64_t i = in == out && scales[d] <= 0 ? o : NearestIndex(nearest, c, in);
         m.lo.push_back(i);
         m.hi.push_back(i);
@@ -141,7 +182,16 @@ absl::Status Resize(const KernelArgs& args) {
     std::vector<float> next(static_cast<size_t>(outer * n_out * inner));
     const AxisMap& m = maps[d];
     for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t j = 0; j < n_out; ++j) {
+      for (int64_t j = 0; j < n_out && !m.taps.empty(); ++j) {
+        float* dst = next.data() + (o * n_out + j) * inner;
+        const std::array<float, 4>& w = m.tap_weights[j];
+        for (int64_t i = 0; i < inner; ++i) {
+          float v = 0;
+          for (int t = 0; t < 4; ++t) v += w[t] * cur[(o * n_in + m.taps[j][t]) * inner + i];
+          dst[i] = v;
+        }
+      }
+      for (int64_t j = 0; j < n_out && m.taps.empty(); ++j) {
         const float* a = cur.data() + (o * n_in + m.lo[j]) * inner;
         const float* b = cur.data() + (o * n_in + m.hi[j]) * inner;
         float* dst = next.data() + (o * n_out + j) * inner;
@@ -155,8 +205,138 @@ absl::Status Resize(const KernelArgs& args) {
   return StoreOutput(args, 0, cur);
 }
 
+// ---- GridSample --------------------------------------------------------------------------------
+
+enum class GridPadding { kZeros, kBorder, kReflection };
+
+// A normalised grid coordinate to pixel units along an axis of `size` pixels.
+float Unnormalize(float g, int64_t size, bool align_corners) {
+  return align_corners ? (g + 1) / 2 * static_cast<float>(size - 1)
+                       : ((g + 1) * static_cast<float>(size) - 1) / 2;
+}
+
+// Mirrors `x` into [low, high] given as twice their values (so that -0.5 is exact).
+float Reflect(float x, int64_t twice_low, int64_t twice_high) {
+  if (twice_low == twice_high) return 0;
+  const float min = static_cast<float>(twice_low) / 2;
+  const float span = static_cast<float>(twice_high - twice_low) / 2;
+  x = std::fabs(x - min);
+  const float extra = std::fmod(x, span);
+  const int64_t flips = static_cast<int64_t>(std::floor(x / span));
+  return flips % 2 == 0 ? extra + min : span - extra + min;
+}
+
+// The padding mode applied to a pixel coordinate: border clamps, reflection mirrors then clamps,
+// zeros leaves it (out-of-range pixels then read as 0).
+float PadCoordinate(float x, int64_t size, GridPadding padding, bool align_corners) {
+  if (padding == GridPadding::kZeros) return x;
+  if (padding == GridPadding::kReflection) {
+    x = align_corners ? Reflect(x, 0, 2 * (size - 1)) : Reflect(x, -1, 2 * size - 1);
+  }
+  return std::clamp(x, 0.0f, static_cast<float>(size - 1));
+}
+
+absl::Status GridSample(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& x = *args.input_types[0];
+  const TensorType& grid = *args.input_types[1];
+  const TensorType& y = *args.output_types[0];
+  if (x.dims.size() != 4) {
+    return KernelUnimplemented(args, "only 4-D X [N, C, H, W] is sampled (opset 16)");
+  }
+  const int64_t n = x.dims[0], c = x.dims[1], h = x.dims[2], w = x.dims[3];
+  if (grid.dims.size() != 4 || grid.dims[0] != n || grid.dims[3] != 2) {
+    return KernelError(args, "grid must have dims [N, Ho, Wo, 2]");
+  }
+  const int64_t ho = grid.dims[1], wo = grid.dims[2];
+  if (y.dims != Dims{n, c, ho, wo} || y.dtype != x.dtype) {
+    return KernelError(args, "Y must have dims [N, C, Ho, Wo] and X's element type");
+  }
+  MG_ASSIGN_OR_RETURN(const std::optional<std::string> mode_attr, StringAttr(args, "mode"));
+  MG_ASSIGN_OR_RETURN(const std::optional<std::string> padding_attr,
+                      StringAttr(args, "padding_mode"));
+  MG_ASSIGN_OR_RETURN(const int64_t align_attr, IntAttr(args, "align_corners", 0));
+  const std::string mode = mode_attr.value_or("bilinear");
+  const std::string padding_name = padding_attr.value_or("zeros");
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") {
+    return KernelError(args, absl::StrCat("mode '", mode, "' is not bilinear, nearest or bicubic"));
+  }
+  GridPadding padding;
+  if (padding_name == "zeros") {
+    padding = GridPadding::kZeros;
+  } else if (padding_name == "border") {
+    padding = GridPadding::kBorder;
+  } else if (padding_name == "reflection") {
+    padding = GridPadding::kReflection;
+  } else {
+    return KernelError(args, absl::StrCat("padding_mode '", padding_name, "'"));
+  }
+  const bool align = align_attr != 0;
+  MG_ASSIGN_OR_RETURN(const std::vector<float> in, LoadInput(args, 0));
+  MG_ASSIGN_OR_RETURN(const std::vector<float> g, LoadInput(args, 1));
+  std::vector<float> out(static_cast<size_t>(n * c * ho * wo));
+  const int64_t plane = h * w;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t oy = 0; oy < ho; ++oy) {
+      for (int64_t ox = 0; ox < wo; ++ox) {
+        const float* gp = g.data() + ((b * ho + oy) * wo + ox) * 2;
+        const float fx = Unnormalize(gp[0], w, align);
+        const float fy = Unnormalize(gp[1], h, align);
+        float* dst = out.data() + (b * c * ho + oy) * wo + ox;  // channel 0
+        const float* src = in.data() + b * c * plane;            // channel 0
+        auto pixel = [&](int64_t ch, int64_t iy, int64_t ix) {
+          return iy >= 0 && iy < h && ix >= 0 && ix < w ? src[ch * plane + iy * w + ix] : 0.0f;
+        };
+        if (mode == "bicubic") {
+          const float x0 = std::floor(fx), y0 = std::floor(fy);
+          const std::array<double, 4> wx = CubicWeights(fx - x0, -0.75);
+          const std::array<double, 4> wy = CubicWeights(fy - y0, -0.75);
+          // Each tap's coordinate goes through the padding mode on its own.
+          std::array<int64_t, 4> tx, ty;
+          for (int t = 0; t < 4; ++t) {
+            tx[t] = static_cast<int64_t>(PadCoordinate(x0 - 1 + t, w, padding, align));
+            ty[t] = static_cast<int64_t>(PadCoordinate(y0 - 1 + t, h, padding, align));
+          }
+          for (int64_t ch = 0; ch < c; ++ch) {
+            float v = 0;
+            for (int j = 0; j < 4; ++j) {
+              float row = 0;
+              for (int i = 0; i < 4; ++i) row += static_cast<float>(wx[i]) * pixel(ch, ty[j], tx[i]);
+              v += static_cast<float>(wy[j]) * row;
+            }
+            dst[ch * ho * wo] = v;
+          }
+          continue;
+        }
+        const float px = PadCoordinate(fx, w, padding, align);
+        const float py = PadCoordinate(fy, h, padding, align);
+        if (mode == "nearest") {
+          const int64_t ix = static_cast<int64_t>(std::nearbyint(px));
+          const int64_t iy = static_cast<int64_t>(std::nearbyint(py));
+          for (int64_t ch = 0; ch < c; ++ch) dst[ch * ho * wo] = pixel(ch, iy, ix);
+          continue;
+        }
+        const int64_t x0 = static_cast<int64_t>(std::floor(px));
+        const int64_t y0 = static_cast<int64_t>(std::floor(py));
+        const float ax = px - static_cast<float>(x0), ay = py - static_cast<float>(y0);
+        for (int64_t ch = 0; ch < c; ++ch) {
+          dst[ch * ho * wo] = pixel(ch, y0, x0) * (1 - ax) * (1 - ay) +
+                              pixel(ch, y0, x0 + 1) * ax * (1 - ay) +
+                              pixel(ch, y0 + 1, x0) * (1 - ax) * ay +
+                              pixel(ch, y0 + 1, x0 + 1) * ax * ay;
+        }
+      }
+    }
+  }
+  return StoreOutput(args, 0, out);
+}
+
 }  // namespace
 
-void AddCpuResizeKernels(KernelMap& kernels) { kernels["Resize"] = Resize; }
+void AddCpuResizeKernels(KernelMap& kernels) {
+  kernels["Resize"] = Resize;
+  kernels["GridSample"] = GridSample;
+}
 
 }  // namespace memonger::alloc

@@ -7,7 +7,7 @@
 //     Dropout in inference is such a copy (and writes its optional mask, all true).
 //   - Transpose (perm / Caffe2 axes), Concat (axis, Caffe2 add_axis and split_info), Split
 //     (sizes from the output types, so the `split` attribute or input need not be read), Slice
-//     (ONNX opset 10+ inputs or opset 1 attributes; negative steps), Pad (constant mode), Gather
+//     (ONNX opset 10+ inputs or opset 1 attributes; negative steps), Pad (constant, reflect, edge), Gather
 //     (int32/int64 indices, negative indices wrap), Expand, Shape.
 // Except the copies above, these kernels refuse outputs that overlap an input
 // (FailedPrecondition): they read input elements after writing output elements.
@@ -300,17 +300,72 @@ absl::Status Slice(const KernelArgs& args) {
 
 // ---- Pad -------------------------------------------------------------------------------------
 
-// ONNX Pad, constant mode: opset 11+ inputs (data, pads, [constant_value], [axes]) or opset 2
-// attributes (pads, value). Negative pads crop.
+// Pad's reflect and edge modes: every output element copies the input element its index maps
+// to, dim by dim: edge clamps into [0, n), reflect mirrors about the first and last element
+// without repeating them (period 2 (n - 1)). `before`: the begin pad of each dim.
+absl::Status PadFromEdges(const KernelArgs& args, bool reflect, const Dims& before) {
+  const TensorType& x = *args.input_types[0];
+  const TensorType& y = *args.output_types[0];
+  const int64_t rank = Rank(x);
+  if (NumElements(y.dims) == 0) return absl::OkStatus();
+  for (int64_t d = 0; d < rank; ++d) {
+    if (x.dims[d] == 0) {
+      return KernelError(args, "reflect and edge padding need a non-empty input along every dim");
+    }
+  }
+  // source[d][o]: the input index output index o of dim d reads.
+  std::vector<Dims> source(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t n = x.dims[d];
+    for (int64_t o = 0; o < y.dims[d]; ++o) {
+      int64_t p = o - before[d];
+      if (!reflect || n == 1) {
+        p = std::clamp<int64_t>(p, 0, n - 1);
+      } else {
+        const int64_t period = 2 * (n - 1);
+        p %= period;
+        if (p < 0) p += period;
+        if (p >= n) p = period - p;
+      }
+      source[d].push_back(p);
+    }
+  }
+  const int64_t elem = ElemBytes(y);
+  const Dims in_strides = Strides(x.dims);
+  const int64_t inner = rank == 0 ? 1 : y.dims[rank - 1];
+  const int64_t rows = NumElements(y.dims) / inner;
+  Dims index(static_cast<size_t>(rank), 0);
+  std::byte* out = args.outputs[0];
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t base = 0;
+    for (int64_t d = 0; d + 1 < rank; ++d) base += source[d][index[d]] * in_strides[d];
+    for (int64_t o = 0; o < inner; ++o) {
+      const int64_t from = rank == 0 ? 0 : base + source[rank - 1][o];
+      std::memcpy(out, args.inputs[0] + from * elem, static_cast<size_t>(elem));
+      out += elem;
+    }
+    for (int64_t d = rank - 2; d >= 0; --d) {  // next row
+      if (++index[d] < y.dims[d]) break;
+      index[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ONNX Pad: opset 11+ inputs (data, pads, [constant_value], [axes]) or opset 2 attributes
+// (pads, value); modes constant, reflect and edge (opset 19's wrap is Unimplemented). Negative
+// pads crop.
 absl::Status Pad(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 1, 4, 1, 1));
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
   const TensorType& x = *args.input_types[0];
   const TensorType& y = *args.output_types[0];
   const int64_t rank = Rank(x);
-  MG_ASSIGN_OR_RETURN(std::optional<std::string> mode, StringAttr(args, "mode"));
-  if (mode.has_value() && *mode != "constant") {
-    return KernelUnimplemented(args, absl::StrCat("mode '", *mode, "' (only 'constant' is implemented)"));
+  MG_ASSIGN_OR_RETURN(const std::optional<std::string> mode_attr, StringAttr(args, "mode"));
+  const std::string mode = mode_attr.value_or("constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    return KernelUnimplemented(args, absl::StrCat("mode '", mode, "' (constant, reflect and edge "
+                                                  "are implemented)"));
   }
   Dims pads;
   Dims axes;
@@ -361,6 +416,7 @@ absl::Status Pad(const KernelArgs& args) {
   }
   const int64_t elem = ElemBytes(y);
   const int64_t n_out = NumElements(y.dims);
+  if (mode != "constant") return PadFromEdges(args, mode == "reflect", before);
   for (int64_t i = 0; i < n_out; ++i) std::memcpy(args.outputs[0] + i * elem, value.data(), elem);
   // The part of the input that survives, and where it lands.
   Dims region(rank);

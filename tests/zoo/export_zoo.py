@@ -428,6 +428,28 @@ def _range_for(size):
     return [1, max(64, 2 * size)]
 
 
+def _forward_seconds(model, inputs):
+    """PyTorch's own CPU time for one forward pass, the best of two after the warm-up run, with
+    its default threads and with one (the host executor runs one thread): what the zoo's table
+    compares the host executor with."""
+    torch = _torch()
+    threads = torch.get_num_threads()
+    best = {}
+    try:
+        for n in (threads, 1):
+            torch.set_num_threads(n)
+            times = []
+            with torch.no_grad():
+                for _ in range(2):
+                    start = time.perf_counter()
+                    model(*inputs)
+                    times.append(time.perf_counter() - start)
+            best[n] = min(times)
+    finally:
+        torch.set_num_threads(threads)
+    return {"threads": threads, "seconds": best[threads], "seconds_1thread": best[1]}
+
+
 def export_one(entry, folder):
     torch = _torch()
     import numpy as np
@@ -447,6 +469,7 @@ def export_one(entry, folder):
         inputs = make_inputs()
         with torch.no_grad():
             outputs = _flatten(model(*inputs))
+        seconds = _forward_seconds(model, inputs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(model, inputs, path, opset_version=OPSET, input_names=input_names,
@@ -483,6 +506,7 @@ def export_one(entry, folder):
             "output_dtypes": {n: str(t.dtype).replace("torch.", "")
                               for n, t in zip(graph_outputs, outputs)},
             "dims": dims, "ranges": ranges, "onnx_ops": ops, "nodes": len(proto.graph.node),
+            "torch_forward": seconds,
             "weights_bytes": sum(int(np.prod(t.dims)) * np.dtype(
                 onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[t.data_type]).itemsize
                 for t in proto.graph.initializer)}
