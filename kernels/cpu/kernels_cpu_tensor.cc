@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/kernel_float_io.h"
 #include "kernels/cpu/kernels_cpu.h"
 #include "kernels/kernel_util.h"
 #include "util/status_macros.h"
@@ -587,16 +588,30 @@ absl::Status Trilu(const KernelArgs& args) {
   return absl::OkStatus();
 }
 
-// Dropout (ONNX) in inference: the output is the data and the optional mask all true. The
-// optional inputs ratio and training_mode are read only to refuse training mode (a bool input
-// that is true): random masks are not run here.
+// Dropout (ONNX) in inference, or in training mode with ratio 0 (torchvision's Swin calls
+// F.dropout(p=0.0) without training=False, so its export says training mode): the output is the
+// data and the optional mask all true, exactly as ONNX defines both. Training mode with a
+// positive ratio draws random masks: refused (Unimplemented), not run.
 absl::Status Dropout(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 1, 3, 1, 2));
-  for (size_t k = 1; k < args.inputs.size(); ++k) {
-    if (args.input_types[k]->dtype == DataType::kBool && NumElements(args.input_types[k]->dims) == 1) {
-      bool training = false;
-      std::memcpy(&training, args.inputs[k], 1);
-      if (training) return KernelUnimplemented(args, "Dropout in training mode is not run");
+  bool training = false;
+  if (const int in = FindInputSlot(args, 2); in >= 0) {
+    if (args.input_types[in]->dtype != DataType::kBool ||
+        NumElements(args.input_types[in]->dims) != 1) {
+      return KernelError(args, "training_mode must be one bool");
+    }
+    std::memcpy(&training, args.inputs[in], 1);
+  }
+  if (training) {
+    double ratio = 0.5;  // ONNX's default
+    if (const int in = FindInputSlot(args, 1); in >= 0) {
+      if (NumElements(args.input_types[in]->dims) != 1) return KernelError(args, "ratio must be one value");
+      MG_ASSIGN_OR_RETURN(FloatLoader load, LoaderFor(args, *args.input_types[in]));
+      ratio = load.At(args.inputs[in], 0);
+    }
+    if (ratio != 0) {
+      return KernelUnimplemented(args, absl::StrCat("Dropout in training mode (ratio ", ratio,
+                                                    ") draws random masks; not run"));
     }
   }
   const TensorType& x = *args.input_types[0];

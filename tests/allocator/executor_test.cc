@@ -482,11 +482,14 @@ TEST(ExecutorTest, RunCallsKernelsInScheduleOrderWithPlannedAddresses) {
   EXPECT_EQ(calls, (std::vector<std::string>{"make_a", "bump1", "bump2", "as_view", "read_both"}));
 
   // A kernel's error comes back with the op's label.
-  const KernelTable failing({{"Rand", [](const KernelArgs&) {
-                                return absl::InternalError("boom");
-                              }}});
+  const KernelTable failing({{"Rand", record}});
   const absl::Status s = executor->Run(failing);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);  // RandInPlace has no kernel
+  EXPECT_EQ(calls.size(), 5u) << "a kernel ran before the refusal";
+  // Every missing type at once, each with its count and first op, before any kernel runs.
+  EXPECT_THAT(std::string(s.message()),
+              AllOf(HasSubstr("no kernel for op types 'RandInPlace' (2 ops, first "),
+                    HasSubstr("bump1"), HasSubstr("'Identity' (1 op: "), HasSubstr("as_view")));
   const KernelTable all_failing({{"Rand", [](const KernelArgs&) {
                                     return absl::InternalError("boom");
                                   }},

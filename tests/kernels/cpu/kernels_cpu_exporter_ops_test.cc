@@ -87,6 +87,13 @@ TEST(DropoutTest, InferenceCopiesAndMasksNothing) {
   TestTensor train = MakeTensor(DataType::kBool, {}, {1});
   const absl::Status s = RunKernel("Dropout", {}, {&in, &ratio, &train}, {&out});
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  // Training mode with ratio 0 (torchvision's Swin exports it) is the identity, as ONNX says.
+  TestTensor zero = MakeTensor(DataType::kFloat32, {}, {0.0});
+  TestTensor out2 = EmptyTensor(DataType::kFloat32, {3, 4});
+  TestTensor mask2 = EmptyTensor(DataType::kBool, {3, 4});
+  ASSERT_TRUE(RunKernel("Dropout", {}, {&in, &zero, &train}, {&out2, &mask2}).ok());
+  EXPECT_EQ(ToDoubles(out2), ToDoubles(in));
+  EXPECT_EQ(ToDoubles(mask2), std::vector<double>(12, 1.0));
 }
 
 TEST(RangeTest, ArangeInEveryTypeAndPlannedSizeChecked) {
@@ -156,9 +163,21 @@ TEST(ResizeTest, BilinearAndNearestAsPyTorchExportsThem) {
                         {&x, &roi, &scales}, {&y})
                   .ok());
   EXPECT_EQ(ToDoubles(y), (std::vector<double>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
-  const absl::Status cubic = RunKernel("Resize", {{"mode", std::string("cubic")}},
-                                       {&x, &roi, &scales}, {&y});
-  EXPECT_EQ(cubic.code(), absl::StatusCode::kUnimplemented);
+  // mode="bicubic" exports cubic with a = -0.75 and pytorch_half_pixel; PyTorch's result
+  // (F.interpolate of this input) is exact in binary.
+  ASSERT_TRUE(RunKernel("Resize",
+                        {{"mode", std::string("cubic")}, {"cubic_coeff_a", -0.75},
+                         {"coordinate_transformation_mode", std::string("pytorch_half_pixel")}},
+                        {&x, &roi, &scales}, {&y})
+                  .ok());
+  const std::vector<double> bicubic = {
+      0.68359375, 1.015625,  1.5625,    1.89453125, 1.34765625, 1.6796875, 2.2265625, 2.55859375,
+      2.44140625, 2.7734375, 3.3203125, 3.65234375, 3.10546875, 3.4375,    3.984375,  4.31640625};
+  const std::vector<double> cubic_got = ToDoubles(y);
+  for (size_t i = 0; i < cubic_got.size(); ++i) EXPECT_NEAR(cubic_got[i], bicubic[i], 1e-6) << i;
+  const absl::Status antialias = RunKernel("Resize", {{"antialias", int64_t{1}}},
+                                           {&x, &roi, &scales}, {&y});
+  EXPECT_EQ(antialias.code(), absl::StatusCode::kUnimplemented);
 }
 
 }  // namespace
