@@ -7,7 +7,8 @@
 // P output positions, K = prod(k) taps):
 //   1. im2col: col [Cg*K, P] float32, col[c*K + t, p] = X[n, g*Cg + c, p*stride - pad +
 //      t*dilation] (0 in the padding);
-//   2. forward: Y_g [Mg, P] = W_g [Mg, Cg*K] x col, plus b, rounded once into Y;
+//   2. forward: Y_g [Mg, P] = W_g [Mg, Cg*K] x col, plus b, rounded once into Y (depthwise
+//      groups, one input channel each, add their taps directly instead: DepthwiseConv);
 //   3. backward: dW_g += dY_g [Mg, P] x col^T, db += the row sums of dY_g, and
 //      dcol = W_g^T x dY_g scattered back (col2im) into a float32 dX of the image.
 // Products go through GemmCpu (float32 sums over k in ascending order); images are visited in
@@ -135,6 +136,60 @@ GemmOperand FloatOperand(const std::vector<float>& m, int64_t ld, bool transpose
                      transposed};
 }
 
+// Conv where every group reads one input channel (depthwise: MobileNet, EfficientNet, MnasNet,
+// ShuffleNet, RegNet): each output plane is its channel's taps added straight from the input,
+// with no column matrix and no matrix product (one per group would cost more in packing than in
+// arithmetic). Each sum runs over the taps in the column matrix's order from 0, the bias added
+// last, skipping the taps that read the padding (zeros there): the same sums as the im2col
+// path.
+absl::Status DepthwiseConv(const KernelArgs& args, const ConvShape& s,
+                           const std::vector<float>& bias, const FloatLoader& load,
+                           const FloatStorer& store) {
+  const WindowGeometry& w = s.win;
+  MG_ASSIGN_OR_RETURN(const FloatLoader load_w, LoaderFor(args, *args.input_types[1]));
+  const std::vector<float> weights =
+      load_w.Run(args.inputs[1], 0, NumElements(args.input_types[1]->dims));
+  std::vector<float> plane(static_cast<size_t>(w.in_size()));
+  std::vector<float> out(static_cast<size_t>(s.positions));
+  for (int64_t n = 0; n < w.batch; ++n) {
+    for (int64_t g = 0; g < s.group; ++g) {
+      load.run(args.inputs[0], (n * w.channels + g) * w.in_size(), w.in_size(), plane.data());
+      for (int64_t mi = 0; mi < s.group_maps; ++mi) {
+        const int64_t m = g * s.group_maps + mi;
+        const float* taps = weights.data() + m * s.taps;
+        std::fill(out.begin(), out.end(), 0.0f);
+        int64_t t = 0;
+        for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
+          for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
+            for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2, ++t) {
+              const float wt = taps[t];
+              const int64_t off2 = k2 * w.dilation[2] - w.pad[2];
+              int64_t lo = 0, hi = w.out[2];
+              while (lo < hi && lo * w.stride[2] + off2 < 0) ++lo;
+              while (hi > lo && (hi - 1) * w.stride[2] + off2 >= w.in[2]) --hi;
+              for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
+                const int64_t i0 = o0 * w.stride[0] - w.pad[0] + k0 * w.dilation[0];
+                if (i0 < 0 || i0 >= w.in[0]) continue;
+                for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
+                  const int64_t i1 = o1 * w.stride[1] - w.pad[1] + k1 * w.dilation[1];
+                  if (i1 < 0 || i1 >= w.in[1]) continue;
+                  const float* row = plane.data() + (i0 * w.in[1] + i1) * w.in[2] + off2;
+                  float* dst = out.data() + (o0 * w.out[1] + o1) * w.out[2];
+                  const int64_t stride = w.stride[2];
+                  for (int64_t o2 = lo; o2 < hi; ++o2) dst[o2] += wt * row[o2 * stride];
+                }
+              }
+            }
+          }
+        }
+        for (float& v : out) v += bias[m];
+        store.run(args.outputs[0], (n * s.maps + m) * s.positions, s.positions, out.data());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Conv(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 2, 3, 1, 1));
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
@@ -150,6 +205,7 @@ absl::Status Conv(const KernelArgs& args) {
   }
   MG_ASSIGN_OR_RETURN(const FloatLoader load, LoaderFor(args, x));
   MG_ASSIGN_OR_RETURN(const FloatStorer store, StorerFor(args, y));
+  if (s.group_channels == 1 && s.group > 1) return DepthwiseConv(args, s, bias, load, store);
   const int64_t w_elem = graph::DataTypeSize(w.dtype);
   std::vector<float> col, row;
   for (int64_t n = 0; n < s.win.batch; ++n) {

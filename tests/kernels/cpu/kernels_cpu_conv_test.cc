@@ -139,6 +139,13 @@ std::vector<ConvCase> Cases() {
   return {
       {"conv2d_grouped_strided_padded", {2, 4, 7, 6}, {6, 2, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2,
        {{"kernel", int64_t{3}}, {"stride", int64_t{2}}, {"pad", int64_t{1}}, {"group", int64_t{2}}}},
+      // Depthwise (one input channel per group): the direct path, with a channel multiplier of
+      // 2 in the second.
+      {"conv2d_depthwise_strided_padded", {2, 4, 7, 6}, {4, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 4,
+       {{"kernel", int64_t{3}}, {"stride", int64_t{2}}, {"pad", int64_t{1}}, {"group", int64_t{4}}}},
+      {"conv2d_depthwise_multiplier_dilated", {1, 3, 8, 7}, {6, 1, 3, 2}, {1, 2}, {2, 0}, {1, 1}, {2, 1}, 3,
+       {{"pads", std::vector<int64_t>{2, 0, 1, 1}}, {"strides", std::vector<int64_t>{1, 2}},
+        {"dilations", std::vector<int64_t>{2, 1}}, {"group", int64_t{3}}}},
       {"conv2d_asymmetric_pads_dilated", {1, 3, 8, 7}, {4, 3, 3, 2}, {1, 2}, {2, 0}, {1, 1}, {2, 1}, 1,
        {{"pads", std::vector<int64_t>{2, 0, 1, 1}}, {"strides", std::vector<int64_t>{1, 2}},
         {"dilations", std::vector<int64_t>{2, 1}}}},

@@ -159,7 +159,11 @@ TEST(TensorKernelTest, PadConstantAndCrop) {
   TestTensor y2 = EmptyTensor(DataType::kFloat16, {2, 5});
   ASSERT_TRUE(RunKernel("Pad", {{"pads", std::vector<int64_t>{0, 1, 0, 1}}, {"value", 0.5}}, {&x}, {&y2}).ok());
   EXPECT_EQ(ToDoubles(y2), (std::vector<double>{0.5, 0, 1, 2, 0.5, 0.5, 3, 4, 5, 0.5}));
-  EXPECT_EQ(RunKernel("Pad", {{"pads", std::vector<int64_t>{0, 1, 0, 1}}, {"mode", std::string("reflect")}},
+  ASSERT_TRUE(RunKernel("Pad", {{"pads", std::vector<int64_t>{0, 1, 0, 1}}, {"mode", std::string("reflect")}},
+                        {&x}, {&y2})
+                  .ok());
+  EXPECT_EQ(ToDoubles(y2), (std::vector<double>{1, 0, 1, 2, 1, 4, 3, 4, 5, 4}));
+  EXPECT_EQ(RunKernel("Pad", {{"pads", std::vector<int64_t>{0, 1, 0, 1}}, {"mode", std::string("wrap")}},
                       {&x}, {&y2})
                 .code(),
             absl::StatusCode::kUnimplemented);
