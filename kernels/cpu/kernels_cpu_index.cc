@@ -115,6 +115,35 @@ absl::Status Combine(const KernelArgs& args, Reduction reduction, std::byte* to,
 
 // ---- GatherElements, ScatterElements ---------------------------------------------------------
 
+// For each element of `indices` (input 1, any shape of data's rank, every dim within data's
+// except along `axis`): the offset in data of the element it names, i.e. its own multi-index
+// with the axis coordinate replaced by its (wrapped) value.
+absl::StatusOr<std::vector<int64_t>> ElementOffsets(const KernelArgs& args, int64_t axis) {
+  const TensorType& data = *args.input_types[0];
+  const TensorType& idx_type = *args.input_types[1];
+  const int64_t rank = Rank(data);
+  MG_ASSIGN_OR_RETURN(const Dims indices, ReadInts(args, 1, "indices"));
+  const Dims data_strides = Strides(data.dims);
+  std::vector<int64_t> offsets(indices.size());
+  Dims pos(static_cast<size_t>(rank), 0);
+  for (size_t i = 0; i < indices.size(); ++i) {
+    MG_ASSIGN_OR_RETURN(const int64_t at, WrapIndex(args, indices[i], data.dims[axis], axis));
+    int64_t offset = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (pos[d] >= data.dims[d] && d != axis) {
+        return KernelError(args, "indices reach outside data along a dim other than axis");
+      }
+      offset += (d == axis ? at : pos[d]) * data_strides[d];
+    }
+    offsets[i] = offset;
+    for (int64_t d = rank - 1; d >= 0; --d) {  // next multi-index of indices
+      if (++pos[d] < idx_type.dims[d]) break;
+      pos[d] = 0;
+    }
+  }
+  return offsets;
+}
+
 absl::Status GatherElements(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
   MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
@@ -127,25 +156,11 @@ absl::Status GatherElements(const KernelArgs& args) {
   if (Rank(idx_type) != rank || out.dims != idx_type.dims || out.dtype != data.dtype) {
     return KernelError(args, "indices must have data's rank and the output indices' dims");
   }
-  MG_ASSIGN_OR_RETURN(const Dims indices, ReadInts(args, 1, "indices"));
-  const Dims data_strides = Strides(data.dims);
+  MG_ASSIGN_OR_RETURN(const std::vector<int64_t> offsets, ElementOffsets(args, axis));
   const int64_t bytes = ElementBytes(data);
-  Dims pos(static_cast<size_t>(rank), 0);
-  for (int64_t i = 0; i < static_cast<int64_t>(indices.size()); ++i) {
-    MG_ASSIGN_OR_RETURN(const int64_t at, WrapIndex(args, indices[i], data.dims[axis], axis));
-    int64_t offset = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      if (pos[d] >= data.dims[d] && d != axis) {
-        return KernelError(args, "indices reach outside data along a dim other than axis");
-      }
-      offset += (d == axis ? at : pos[d]) * data_strides[d];
-    }
-    std::memcpy(args.outputs[0] + i * bytes, args.inputs[0] + offset * bytes,
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    std::memcpy(args.outputs[0] + i * bytes, args.inputs[0] + offsets[i] * bytes,
                 static_cast<size_t>(bytes));
-    for (int64_t d = rank - 1; d >= 0; --d) {  // next multi-index of indices
-      if (++pos[d] < idx_type.dims[d]) break;
-      pos[d] = 0;
-    }
   }
   return absl::OkStatus();
 }
@@ -162,26 +177,13 @@ absl::Status ScatterElements(const KernelArgs& args) {
   if (Rank(idx_type) != rank || updates.dims != idx_type.dims || updates.dtype != data.dtype) {
     return KernelError(args, "indices and updates must have one shape, of data's rank");
   }
+  // Every index is checked before the output is touched: a refused scatter leaves it alone.
+  MG_ASSIGN_OR_RETURN(const std::vector<int64_t> offsets, ElementOffsets(args, axis));
   MG_RETURN_IF_ERROR(CopyDataToOutput(args));
-  MG_ASSIGN_OR_RETURN(const Dims indices, ReadInts(args, 1, "indices"));
-  const Dims data_strides = Strides(data.dims);
   const int64_t bytes = ElementBytes(data);
-  Dims pos(static_cast<size_t>(rank), 0);
-  for (int64_t i = 0; i < static_cast<int64_t>(indices.size()); ++i) {
-    MG_ASSIGN_OR_RETURN(const int64_t at, WrapIndex(args, indices[i], data.dims[axis], axis));
-    int64_t offset = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      if (pos[d] >= data.dims[d] && d != axis) {
-        return KernelError(args, "indices reach outside data along a dim other than axis");
-      }
-      offset += (d == axis ? at : pos[d]) * data_strides[d];
-    }
-    MG_RETURN_IF_ERROR(Combine(args, reduction, args.outputs[0] + offset * bytes,
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    MG_RETURN_IF_ERROR(Combine(args, reduction, args.outputs[0] + offsets[i] * bytes,
                                args.inputs[2] + i * bytes, 1));
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++pos[d] < idx_type.dims[d]) break;
-      pos[d] = 0;
-    }
   }
   return absl::OkStatus();
 }
