@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -151,30 +152,37 @@ absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
   if (m == 0 || n == 0) return absl::OkStatus();
   // B's column tile is packed once for all of K (each block of kKc rows at its own offset),
   // then reused by every row tile of A; A's blocks are packed per (row tile, K block).
+  // The buffers are sized by the product, not by the blocking's maxima: a small product (the
+  // many [20 x 64] x [64 x 64] of a small transformer) would otherwise allocate and touch
+  // half a megabyte per call. The packs write every element they are read at (padding zeros
+  // included), so only the accumulator tile is initialised.
   const int64_t k_blocks = std::max<int64_t>((k + kKc - 1) / kKc, 1);
   const int64_t kc_max = std::min(kKc, std::max<int64_t>(k, 1));
-  std::vector<float> packed_a(static_cast<size_t>(kMc * kc_max));
-  std::vector<float> packed_b(static_cast<size_t>(k_blocks * kKc * kNc));
-  std::vector<float> tile(static_cast<size_t>(kMc * kNc));
+  const int64_t mc_cap = std::min(kMc, RoundUp(m, kMr));
+  const int64_t nc_cap = std::min(kNc, RoundUp(n, kNr));
+  const int64_t b_block = kc_max * nc_cap;  // one packed K block of a column tile
+  std::unique_ptr<float[]> packed_a(new float[static_cast<size_t>(mc_cap * kc_max)]);
+  std::unique_ptr<float[]> packed_b(new float[static_cast<size_t>(k_blocks * b_block)]);
+  std::unique_ptr<float[]> tile(new float[static_cast<size_t>(mc_cap * nc_cap)]);
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nc = std::min(kNc, n - j0);
     const int64_t nc_padded = RoundUp(nc, kNr);
     for (int64_t p0 = 0; p0 < k; p0 += kKc) {
-      pack_b(b, p0, std::min(kKc, k - p0), j0, nc, packed_b.data() + (p0 / kKc) * kKc * kNc);
+      pack_b(b, p0, std::min(kKc, k - p0), j0, nc, packed_b.get() + (p0 / kKc) * b_block);
     }
     for (int64_t i0 = 0; i0 < m; i0 += kMc) {
       const int64_t mc = std::min(kMc, m - i0);
       const int64_t mc_padded = RoundUp(mc, kMr);
       // The accumulator tile starts at +0.0: the first add of each sum is exact, as in the
       // naive loop that starts from 0.
-      std::fill(tile.begin(), tile.end(), 0.0f);
+      std::fill(tile.get(), tile.get() + mc_padded * nc_cap, 0.0f);
       for (int64_t p0 = 0; p0 < k; p0 += kKc) {
         const int64_t kc = std::min(kKc, k - p0);
-        pack_a(a, i0, mc, p0, kc, packed_a.data());
-        MacroKernel(mc_padded, nc_padded, kc, packed_a.data(),
-                    packed_b.data() + (p0 / kKc) * kKc * kNc, tile.data(), kNc);
+        pack_a(a, i0, mc, p0, kc, packed_a.get());
+        MacroKernel(mc_padded, nc_padded, kc, packed_a.get(),
+                    packed_b.get() + (p0 / kKc) * b_block, tile.get(), nc_cap);
       }
-      for (int64_t r = 0; r < mc; ++r) epilogue(i0 + r, j0, nc, tile.data() + r * kNc);
+      for (int64_t r = 0; r < mc; ++r) epilogue(i0 + r, j0, nc, tile.get() + r * nc_cap);
     }
   }
   return absl::OkStatus();

@@ -24,7 +24,9 @@
 // run time). Results are therefore reproducible across plans and machines.
 //
 // Limits: one thread; memory for packing and accumulators, allocated per call outside the
-// arena: K x kNc floats for B (1 KiB per unit of K: 3 MiB for K = 3072) plus about 0.3 MiB.
+// arena and sized by the product: K x min(N, kNc) floats for B (at most 1 KiB per unit of K:
+// 3 MiB for K = 3072), min(M, kMc) x min(K, kKc) for A and min(M, kMc) x min(N, kNc) for the
+// accumulators (together at most about 0.3 MiB).
 #ifndef MEMONGER_KERNELS_CPU_GEMM_CPU_H_
 #define MEMONGER_KERNELS_CPU_GEMM_CPU_H_
 
