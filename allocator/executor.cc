@@ -262,7 +262,7 @@ absl::Status Executor::RunVerify() {
   return absl::OkStatus();
 }
 
-absl::Status Executor::Run(const KernelTable& kernels) {
+absl::Status Executor::Run(const KernelTable& kernels, int threads) {
   std::vector<const Kernel*> kernel_of_step(schedule_.size(), nullptr);
   // Every op type without a kernel is named at once, before any op runs: a user adding
   // kernels (or choosing another runtime) learns the whole list from one run.
@@ -298,6 +298,7 @@ absl::Status Executor::Run(const KernelTable& kernels) {
   }
   KernelArgs args;
   args.device = device();
+  args.threads = std::max(threads, 1);
   for (size_t step = 0; step < schedule_.size(); ++step) {
     const graph::Op& op = graph_->op(schedule_[step]);
     args.op = &op;

@@ -73,11 +73,11 @@ class Executor {
   // that wrote over it; FailedPrecondition when the device's verify kernels cannot run.
   absl::Status RunVerify();
 
-  // Runs the net with real kernels. Unimplemented, naming the op type and an op, when `kernels`
-  // lacks a kernel for some op (checked before anything runs); a kernel's error is returned
-  // with the op's label and step prepended. Graph inputs and static values are whatever the
+  // Runs the net with real kernels, each allowed `threads` threads (KernelArgs::threads).
+  // Unimplemented, naming every op type without a kernel (checked before anything runs); a
+  // kernel's error is returned with the op's label and step prepended. Graph inputs and static values are whatever the
   // caller wrote at ValueAddress() before the call.
-  absl::Status Run(const KernelTable& kernels);
+  absl::Status Run(const KernelTable& kernels, int threads = 1);
 
   // Where value `id` lives: base + offset for values in the arena, else its static memory.
   std::byte* ValueAddress(graph::ValueId id) const;

@@ -116,14 +116,14 @@ absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan
 
   const auto start = std::chrono::steady_clock::now();
   if (target.kernels != nullptr) {
-    MG_RETURN_IF_ERROR(executor.Run(*target.kernels));
+    MG_RETURN_IF_ERROR(executor.Run(*target.kernels, options.threads));
     if (target.finish) MG_RETURN_IF_ERROR(target.finish());
   } else {
     KernelTable kernels = MakeCpuKernelTable();
     if (options.fp16_census != nullptr) {
       kernels = WithFp16Census(std::move(kernels), options.fp16_census);
     }
-    MG_RETURN_IF_ERROR(executor.Run(kernels));
+    MG_RETURN_IF_ERROR(executor.Run(kernels, options.threads));
   }
   report.kernel_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -53,6 +53,9 @@ struct HostRunOptions {
   // Non-null: every Cast to float16 is counted there (fp16_census.h). Caller-owned, built
   // for the same graph.
   Fp16Census* fp16_census = nullptr;
+  // Threads the host kernels may use (KernelArgs::threads): the outputs are the same bytes for
+  // any count.
+  int threads = 1;
 };
 
 struct HostRunOutput {

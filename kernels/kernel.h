@@ -37,6 +37,9 @@ struct KernelArgs {
   std::vector<const graph::TensorType*> input_types;
   std::vector<std::byte*> outputs;                  // op->outputs order
   std::vector<const graph::TensorType*> output_types;
+  // Threads the kernel may use. A kernel's results never depend on it (the CPU kernels split
+  // only whole output tiles of their matrix products, kernels/cpu/gemm_cpu.h).
+  int threads = 1;
 };
 using Kernel = std::function<absl::Status(const KernelArgs&)>;
 

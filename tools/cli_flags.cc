@@ -414,8 +414,9 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
                  "the best found")
       ->capture_default_str();
   app.add_option("--threads", numbers.threads,
-                 "threads of the offset planners' portfolio (default: every core; the plan is "
-                 "the same for any count, unless a clock cuts a search: --time-limit, or auto's "
+                 "threads of the offset planners' portfolio and of --execute host's matrix "
+                 "products (default: every core; the outputs are the same bytes for any count, "
+                 "and so is the plan, unless a clock cuts a search: --time-limit, or auto's "
                  "local search, which stops at a quarter of it)");
   app.add_option("--max-input-bytes", numbers.max_input_bytes,
                  "the largest input file read (default 2GiB, protobuf's own limit; 512MiB, "

@@ -385,6 +385,7 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::G
   options.seed_missing = flags.seed_missing;
   options.outputs_dir = flags.outputs_out;
   options.keep_outputs = !flags.expect.empty();
+  options.threads = flags.threads;
   if (!flags.inputs.empty()) {
     MG_ASSIGN_OR_RETURN(auto inputs, alloc::ReadTensorFiles(flags.inputs, flags.limits));
     MG_RETURN_IF_ERROR(alloc::CheckRunInputs(graph, inputs));

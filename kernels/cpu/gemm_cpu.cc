@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -136,8 +137,82 @@ void MacroKernel(int64_t mc_padded, int64_t nc_padded, int64_t kc, const float* 
 
 }  // namespace
 
+namespace {
+
+// One product's geometry and operands, shared read-only by its workers.
+struct GemmJob {
+  int64_t m, n, k;
+  const GemmOperand& a;
+  const GemmOperand& b;
+  PackFn pack_a, pack_b;
+  GemmEpilogue epilogue;
+  // The buffers are sized by the product, not by the blocking's maxima: a small product (the
+  // many [20 x 64] x [64 x 64] of a small transformer) would otherwise allocate and touch
+  // half a megabyte per call.
+  int64_t kc_max() const { return std::min(kKc, std::max<int64_t>(k, 1)); }
+  int64_t k_blocks() const { return std::max<int64_t>((k + kKc - 1) / kKc, 1); }
+  int64_t mc_cap() const { return std::min(kMc, RoundUp(m, kMr)); }
+  int64_t nc_cap() const { return std::min(kNc, RoundUp(n, kNr)); }
+  int64_t b_block() const { return kc_max() * nc_cap(); }  // one packed K block of a tile
+};
+
+// A worker's buffers. The packs write every element they are read at (padding zeros
+// included), so they are left uninitialised; the accumulator tile is cleared per row tile.
+struct GemmScratch {
+  std::unique_ptr<float[]> a, b, tile;
+  GemmScratch(const GemmJob& job, bool with_b)
+      : a(new float[static_cast<size_t>(job.mc_cap() * job.kc_max())]),
+        b(with_b ? new float[static_cast<size_t>(job.k_blocks() * job.b_block())] : nullptr),
+        tile(new float[static_cast<size_t>(job.mc_cap() * job.nc_cap())]) {}
+};
+
+// Packs B's column tile at j0, all of K, into `packed_b`.
+void PackColumnTile(const GemmJob& job, int64_t j0, float* packed_b) {
+  const int64_t nc = std::min(kNc, job.n - j0);
+  for (int64_t p0 = 0; p0 < job.k; p0 += kKc) {
+    job.pack_b(job.b, p0, std::min(kKc, job.k - p0), j0, nc,
+               packed_b + (p0 / kKc) * job.b_block());
+  }
+}
+
+// C's tile at rows i0.., columns j0.. from the packed column tile, handed to the epilogue.
+void RowTile(const GemmJob& job, int64_t j0, int64_t i0, const float* packed_b,
+             float* packed_a, float* tile) {
+  const int64_t nc = std::min(kNc, job.n - j0);
+  const int64_t nc_padded = RoundUp(nc, kNr);
+  const int64_t mc = std::min(kMc, job.m - i0);
+  const int64_t mc_padded = RoundUp(mc, kMr);
+  const int64_t ldc = job.nc_cap();
+  // The accumulator tile starts at +0.0: the first add of each sum is exact, as in the naive
+  // loop that starts from 0.
+  std::fill(tile, tile + mc_padded * ldc, 0.0f);
+  for (int64_t p0 = 0; p0 < job.k; p0 += kKc) {
+    const int64_t kc = std::min(kKc, job.k - p0);
+    job.pack_a(job.a, i0, mc, p0, kc, packed_a);
+    MacroKernel(mc_padded, nc_padded, kc, packed_a, packed_b + (p0 / kKc) * job.b_block(), tile,
+                ldc);
+  }
+  for (int64_t r = 0; r < mc; ++r) job.epilogue(i0 + r, j0, nc, tile + r * ldc);
+}
+
+// Runs body(w) for w in [0, workers): workers - 1 new threads and this one.
+template <typename Body>
+void OnWorkers(int workers, Body body) {
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(workers - 1));
+  for (int w = 1; w < workers; ++w) pool.emplace_back(body, w);
+  body(0);
+  for (std::thread& t : pool) t.join();
+}
+
+// Below this many multiply-adds a product stays on one thread: starting one costs tens of
+// microseconds, about what 2^22 multiply-adds take.
+constexpr double kMinParallelMacs = 4.0 * 1024 * 1024;
+
+}  // namespace
+
 absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
-                     const GemmOperand& b, GemmEpilogue epilogue) {
+                     const GemmOperand& b, GemmEpilogue epilogue, int threads) {
   if (m < 0 || n < 0 || k < 0) {
     return absl::InvalidArgumentError(absl::StrCat("GEMM sizes must not be negative: m=", m,
                                                    " n=", n, " k=", k));
@@ -150,39 +225,44 @@ absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
         " and ", graph::DataTypeName(b.dtype)));
   }
   if (m == 0 || n == 0) return absl::OkStatus();
-  // B's column tile is packed once for all of K (each block of kKc rows at its own offset),
-  // then reused by every row tile of A; A's blocks are packed per (row tile, K block).
-  // The buffers are sized by the product, not by the blocking's maxima: a small product (the
-  // many [20 x 64] x [64 x 64] of a small transformer) would otherwise allocate and touch
-  // half a megabyte per call. The packs write every element they are read at (padding zeros
-  // included), so only the accumulator tile is initialised.
-  const int64_t k_blocks = std::max<int64_t>((k + kKc - 1) / kKc, 1);
-  const int64_t kc_max = std::min(kKc, std::max<int64_t>(k, 1));
-  const int64_t mc_cap = std::min(kMc, RoundUp(m, kMr));
-  const int64_t nc_cap = std::min(kNc, RoundUp(n, kNr));
-  const int64_t b_block = kc_max * nc_cap;  // one packed K block of a column tile
-  std::unique_ptr<float[]> packed_a(new float[static_cast<size_t>(mc_cap * kc_max)]);
-  std::unique_ptr<float[]> packed_b(new float[static_cast<size_t>(k_blocks * b_block)]);
-  std::unique_ptr<float[]> tile(new float[static_cast<size_t>(mc_cap * nc_cap)]);
-  for (int64_t j0 = 0; j0 < n; j0 += kNc) {
-    const int64_t nc = std::min(kNc, n - j0);
-    const int64_t nc_padded = RoundUp(nc, kNr);
-    for (int64_t p0 = 0; p0 < k; p0 += kKc) {
-      pack_b(b, p0, std::min(kKc, k - p0), j0, nc, packed_b.get() + (p0 / kKc) * b_block);
-    }
-    for (int64_t i0 = 0; i0 < m; i0 += kMc) {
-      const int64_t mc = std::min(kMc, m - i0);
-      const int64_t mc_padded = RoundUp(mc, kMr);
-      // The accumulator tile starts at +0.0: the first add of each sum is exact, as in the
-      // naive loop that starts from 0.
-      std::fill(tile.get(), tile.get() + mc_padded * nc_cap, 0.0f);
-      for (int64_t p0 = 0; p0 < k; p0 += kKc) {
-        const int64_t kc = std::min(kKc, k - p0);
-        pack_a(a, i0, mc, p0, kc, packed_a.get());
-        MacroKernel(mc_padded, nc_padded, kc, packed_a.get(),
-                    packed_b.get() + (p0 / kKc) * b_block, tile.get(), nc_cap);
+  const GemmJob job{m, n, k, a, b, pack_a, pack_b, epilogue};
+  const int64_t col_tiles = (n + kNc - 1) / kNc;
+  const int64_t row_tiles = (m + kMc - 1) / kMc;
+  int workers = 1;
+  if (threads > 1 && static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >=
+                         kMinParallelMacs) {
+    workers = static_cast<int>(std::min<int64_t>(threads, std::max(col_tiles, row_tiles)));
+  }
+  // Every tile is computed as on one thread, whichever worker takes it: the same bits.
+  if (workers > 1 && col_tiles >= workers) {
+    // Each worker packs and computes whole column tiles: w, w + workers, ...
+    OnWorkers(workers, [&](int w) {
+      GemmScratch scratch(job, /*with_b=*/true);
+      for (int64_t t = w; t < col_tiles; t += workers) {
+        PackColumnTile(job, t * kNc, scratch.b.get());
+        for (int64_t i0 = 0; i0 < m; i0 += kMc) {
+          RowTile(job, t * kNc, i0, scratch.b.get(), scratch.a.get(), scratch.tile.get());
+        }
       }
-      for (int64_t r = 0; r < mc; ++r) epilogue(i0 + r, j0, nc, tile.get() + r * nc_cap);
+    });
+    return absl::OkStatus();
+  }
+  // One column tile at a time (B packed once for all of its row tiles), row tiles spread over
+  // the workers when there are fewer column tiles than workers.
+  GemmScratch scratch(job, /*with_b=*/true);
+  for (int64_t j0 = 0; j0 < n; j0 += kNc) {
+    PackColumnTile(job, j0, scratch.b.get());
+    if (workers > 1) {
+      OnWorkers(workers, [&](int w) {
+        GemmScratch own(job, /*with_b=*/false);
+        for (int64_t t = w; t < row_tiles; t += workers) {
+          RowTile(job, j0, t * kMc, scratch.b.get(), own.a.get(), own.tile.get());
+        }
+      });
+    } else {
+      for (int64_t i0 = 0; i0 < m; i0 += kMc) {
+        RowTile(job, j0, i0, scratch.b.get(), scratch.a.get(), scratch.tile.get());
+      }
     }
   }
   return absl::OkStatus();

@@ -8,7 +8,7 @@
 //   MG_RETURN_IF_ERROR(GemmCpu(m, n, k, a, b, [&](int64_t row, int64_t col, int64_t count,
 //                                                 const float* acc) { ...store acc[0..count) }));
 //
-// The algorithm (the GotoBLAS loop nest, without threads):
+// The algorithm (the GotoBLAS loop nest):
 //   1. C is cut into column tiles of kNc; for each, all of op(B)'s rows in that tile are packed
 //      once, in blocks of kKc rows, into panels of kNr columns (converted to float32 while
 //      packing, so half types cost one conversion per packed element).
@@ -23,7 +23,13 @@
 // or the vector width the CPU offers (the micro-kernel is also compiled for AVX2 and chosen at
 // run time). Results are therefore reproducible across plans and machines.
 //
-// Limits: one thread; memory for packing and accumulators, allocated per call outside the
+// Threads: with `threads` > 1 a product of at least 2^22 multiply-adds is split over up to that
+// many threads by whole tiles of C (column tiles, or row tiles where there are fewer column
+// tiles than threads). Every tile is computed exactly as on one thread, so the results are the
+// same bits for any thread count; the epilogue is then called from several threads at once,
+// for disjoint parts of C, and must be safe for that.
+//
+// Limits: memory for packing and accumulators, allocated per call (per thread) outside the
 // arena and sized by the product: K x min(N, kNc) floats for B (at most 1 KiB per unit of K:
 // 3 MiB for K = 3072), min(M, kMc) x min(K, kKc) for A and min(M, kMc) x min(N, kNc) for the
 // accumulators (together at most about 0.3 MiB).
@@ -56,7 +62,7 @@ using GemmEpilogue =
 // C[m x n] = op(A)[m x k] x op(B)[k x n]. InvalidArgument for negative sizes or an operand
 // whose element type is not float32/float16/bfloat16. k == 0 hands over zeros.
 absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
-                     const GemmOperand& b, GemmEpilogue epilogue);
+                     const GemmOperand& b, GemmEpilogue epilogue, int threads = 1);
 
 }  // namespace memonger::alloc
 

@@ -11,8 +11,9 @@
 //      groups, one input channel each, add their taps directly instead: DepthwiseConv);
 //   3. backward: dW_g += dY_g [Mg, P] x col^T, db += the row sums of dY_g, and
 //      dcol = W_g^T x dY_g scattered back (col2im) into a float32 dX of the image.
-// Products go through GemmCpu (float32 sums over k in ascending order); images are visited in
-// order, so dW and db accumulate deterministically. The col buffers (Cg*K*P floats per group)
+// Products go through GemmCpu (float32 sums over k in ascending order; the forward product on
+// KernelArgs::threads threads, the same bits for any count); images are visited in order, so dW
+// and db accumulate deterministically. The col buffers (Cg*K*P floats per group)
 // are scratch outside the arena, like GemmCpu's packing buffers: the schema gives Conv no
 // workspace. Storage float32, float16, bfloat16 (X, W, dY of one type). Outputs must not
 // overlap inputs (FailedPrecondition).
@@ -207,22 +208,27 @@ absl::Status Conv(const KernelArgs& args) {
   MG_ASSIGN_OR_RETURN(const FloatStorer store, StorerFor(args, y));
   if (s.group_channels == 1 && s.group > 1) return DepthwiseConv(args, s, bias, load, store);
   const int64_t w_elem = graph::DataTypeSize(w.dtype);
-  std::vector<float> col, row;
+  std::vector<float> col;
   for (int64_t n = 0; n < s.win.batch; ++n) {
     for (int64_t g = 0; g < s.group; ++g) {
       Im2Col(s, load, args.inputs[0], n, g, col);
       const GemmOperand wg{w.dtype, args.inputs[1] + g * s.group_maps * s.col_rows() * w_elem,
                            s.col_rows(), false};
       const int64_t y_base = (n * s.maps + g * s.group_maps) * s.positions;
-      MG_RETURN_IF_ERROR(GemmCpu(s.group_maps, s.positions, s.col_rows(), wg,
-                                 FloatOperand(col, s.positions, false),
-                                 [&](int64_t r, int64_t c, int64_t count, const float* acc) {
-                                   row.resize(count);
-                                   const float b = bias[g * s.group_maps + r];
-                                   for (int64_t j = 0; j < count; ++j) row[j] = acc[j] + b;
-                                   store.run(args.outputs[0], y_base + r * s.positions + c, count,
-                                             row.data());
-                                 }));
+      // Called from several threads at once (args.threads): its buffer is its own.
+      MG_RETURN_IF_ERROR(GemmCpu(
+          s.group_maps, s.positions, s.col_rows(), wg, FloatOperand(col, s.positions, false),
+          [&](int64_t r, int64_t c, int64_t count, const float* acc) {
+            constexpr int64_t kChunk = 64;
+            float row[kChunk];
+            const float b = bias[g * s.group_maps + r];
+            for (int64_t j0 = 0; j0 < count; j0 += kChunk) {
+              const int64_t len = std::min(kChunk, count - j0);
+              for (int64_t j = 0; j < len; ++j) row[j] = acc[j0 + j] + b;
+              store.run(args.outputs[0], y_base + r * s.positions + c + j0, len, row);
+            }
+          },
+          args.threads));
     }
   }
   return absl::OkStatus();

@@ -109,10 +109,13 @@ absl::Status MatMul(const KernelArgs& args) {
     const GemmOperand gb{tb.dtype, args.inputs[1] + off_b * matrix_b * elem, g.cols_b(),
                          g.trans_b};
     const int64_t out_base = bi * m * n;
-    MG_RETURN_IF_ERROR(GemmCpu(m, n, k, ga, gb,
-                               [&](int64_t row, int64_t col, int64_t count, const float* acc) {
-                                 store(out, out_base + row * n + col, count, acc);
-                               }));
+    // The epilogue keeps no state: safe on KernelArgs::threads threads at once.
+    MG_RETURN_IF_ERROR(GemmCpu(
+        m, n, k, ga, gb,
+        [&](int64_t row, int64_t col, int64_t count, const float* acc) {
+          store(out, out_base + row * n + col, count, acc);
+        },
+        args.threads));
     for (size_t d = batch_rank; d-- > 0;) {
       if (++index[d] < batch[d]) break;
       index[d] = 0;

@@ -51,6 +51,10 @@ double SourceCoordinate(const std::string& mode, int64_t o, int64_t in, int64_t 
 }
 
 int64_t NearestIndex(const std::string& mode, double x, int64_t in) {
+  // Bounded first (the result is clamped to [0, in) anyway): a coordinate from a huge or NaN
+  // scale never reaches an out-of-range conversion.
+  if (!(x > -1)) x = -1;
+  if (x > static_cast<double>(in)) x = static_cast<double>(in);
   double r;
   if (mode == "floor") {
     r = std::floor(x);
@@ -138,8 +142,11 @@ absl::Status Resize(const KernelArgs& args) {
       if (mode == "cubic") {
         // Taps outside the axis read its edge element (ONNX pads by the edge), or, with
         // exclude_outside, weigh nothing and the others are renormalised.
-        const double i0 = std::floor(c);
-        std::array<double, 4> w = CubicWeights(c - i0, cubic_a);
+        // Beyond two of an edge every tap reads the edge: bounded there, so that a huge or NaN
+        // coordinate never reaches an out-of-range conversion.
+        const double bounded = c > -2 ? std::min(c, static_cast<double>(in) + 1) : -2.0;
+        const double i0 = std::floor(bounded);
+        std::array<double, 4> w = CubicWeights(bounded - i0, cubic_a);
         std::array<int64_t, 4> taps;
         double sum = 0;
         for (int t = 0; t < 4; ++t) {
@@ -222,8 +229,9 @@ float Reflect(float x, int64_t twice_low, int64_t twice_high) {
   const float span = static_cast<float>(twice_high - twice_low) / 2;
   x = std::fabs(x - min);
   const float extra = std::fmod(x, span);
-  const int64_t flips = static_cast<int64_t>(std::floor(x / span));
-  return flips % 2 == 0 ? extra + min : span - extra + min;
+  // The parity of the flips in floating point: a huge coordinate has no int64 flip count.
+  const bool even = std::fmod(std::floor(x / span), 2.0f) == 0;
+  return even ? extra + min : span - extra + min;
 }
 
 // The padding mode applied to a pixel coordinate: border clamps, reflection mirrors then clamps,
@@ -234,6 +242,14 @@ float PadCoordinate(float x, int64_t size, GridPadding padding, bool align_corne
     x = align_corners ? Reflect(x, 0, 2 * (size - 1)) : Reflect(x, -1, 2 * size - 1);
   }
   return std::clamp(x, 0.0f, static_cast<float>(size - 1));
+}
+
+// A pixel coordinate as an index: NaN, infinities and coordinates far outside any image (a grid
+// is data: it may hold anything) become an index outside every image, read as padding, never
+// an out-of-range conversion.
+int64_t PixelIndex(float v) {
+  constexpr int64_t kOutside = -(int64_t{1} << 40);
+  return std::isfinite(v) && std::abs(v) < 1e9f ? static_cast<int64_t>(v) : kOutside;
 }
 
 absl::Status GridSample(const KernelArgs& args) {
@@ -295,8 +311,8 @@ absl::Status GridSample(const KernelArgs& args) {
           // Each tap's coordinate goes through the padding mode on its own.
           std::array<int64_t, 4> tx, ty;
           for (int t = 0; t < 4; ++t) {
-            tx[t] = static_cast<int64_t>(PadCoordinate(x0 - 1 + t, w, padding, align));
-            ty[t] = static_cast<int64_t>(PadCoordinate(y0 - 1 + t, h, padding, align));
+            tx[t] = PixelIndex(PadCoordinate(x0 - 1 + t, w, padding, align));
+            ty[t] = PixelIndex(PadCoordinate(y0 - 1 + t, h, padding, align));
           }
           for (int64_t ch = 0; ch < c; ++ch) {
             float v = 0;
@@ -312,14 +328,14 @@ absl::Status GridSample(const KernelArgs& args) {
         const float px = PadCoordinate(fx, w, padding, align);
         const float py = PadCoordinate(fy, h, padding, align);
         if (mode == "nearest") {
-          const int64_t ix = static_cast<int64_t>(std::nearbyint(px));
-          const int64_t iy = static_cast<int64_t>(std::nearbyint(py));
+          const int64_t ix = PixelIndex(std::nearbyint(px));
+          const int64_t iy = PixelIndex(std::nearbyint(py));
           for (int64_t ch = 0; ch < c; ++ch) dst[ch * ho * wo] = pixel(ch, iy, ix);
           continue;
         }
-        const int64_t x0 = static_cast<int64_t>(std::floor(px));
-        const int64_t y0 = static_cast<int64_t>(std::floor(py));
-        const float ax = px - static_cast<float>(x0), ay = py - static_cast<float>(y0);
+        const int64_t x0 = PixelIndex(std::floor(px));
+        const int64_t y0 = PixelIndex(std::floor(py));
+        const float ax = px - std::floor(px), ay = py - std::floor(py);
         for (int64_t ch = 0; ch < c; ++ch) {
           dst[ch * ho * wo] = pixel(ch, y0, x0) * (1 - ax) * (1 - ay) +
                               pixel(ch, y0, x0 + 1) * ax * (1 - ay) +

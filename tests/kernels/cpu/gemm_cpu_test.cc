@@ -84,6 +84,42 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{"bfloat16_transposed_b", 20, 18, 70, false, true, DataType::kBFloat16}),
     [](const ::testing::TestParamInfo<GemmCase>& info) { return info.param.name; });
 
+// Split over threads (by column tiles, and by row tiles where there is one column tile), every
+// element is handed over once and is the same bits as on one thread.
+TEST(GemmCpuThreadsTest, AnyThreadCountGivesTheSameBits) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (const Shape& sh : {Shape{130, 1100, 40}, Shape{700, 200, 40}, Shape{61, 300, 250}}) {
+    SCOPED_TRACE(absl::StrCat(sh.m, "x", sh.n, "x", sh.k));
+    TestTensor a = MakeTensor(DataType::kFloat32, {sh.m, sh.k}, RandomValues(sh.m * sh.k, 3));
+    TestTensor b = MakeTensor(DataType::kFloat16, {sh.k, sh.n}, RandomValues(sh.k * sh.n, 4));
+    const GemmOperand ga{DataType::kFloat32, a.bytes(), sh.k, false};
+    const GemmOperand gb{DataType::kFloat16, b.bytes(), sh.n, false};
+    std::vector<float> one;
+    for (int threads : {1, 2, 3, 8}) {
+      std::vector<float> result(static_cast<size_t>(sh.m * sh.n), -1.0f);
+      std::vector<int> visits(result.size(), 0);
+      ASSERT_TRUE(GemmCpu(sh.m, sh.n, sh.k, ga, gb,
+                          [&](int64_t row, int64_t col, int64_t count, const float* acc) {
+                            for (int64_t j = 0; j < count; ++j) {
+                              result[row * sh.n + col + j] = acc[j];
+                              ++visits[row * sh.n + col + j];
+                            }
+                          },
+                          threads)
+                      .ok());
+      ASSERT_EQ(visits, std::vector<int>(result.size(), 1)) << threads;
+      if (threads == 1) {
+        one = result;
+      } else {
+        ASSERT_EQ(std::memcmp(one.data(), result.data(), one.size() * sizeof(float)), 0)
+            << threads << " threads";
+      }
+    }
+  }
+}
+
 TEST(GemmCpuErrorsTest, BadArgumentsAreErrors) {
   float x = 1;
   const GemmOperand f{DataType::kFloat32, reinterpret_cast<const std::byte*>(&x), 1, false};

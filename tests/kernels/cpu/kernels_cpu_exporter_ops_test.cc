@@ -180,5 +180,31 @@ TEST(ResizeTest, BilinearAndNearestAsPyTorchExportsThem) {
   EXPECT_EQ(antialias.code(), absl::StatusCode::kUnimplemented);
 }
 
+// F.grid_sample of [[1, 2], [3, 4]] at the corners and the centre, as PyTorch samples them; a
+// grid is data, so NaN and huge coordinates read as padding (zeros) and never reach an
+// out-of-range conversion (UBSan would report one).
+TEST(GridSampleTest, BilinearAsPyTorchAndHostileCoordinatesReadAsPadding) {
+  TestTensor x = MakeTensor(DataType::kFloat32, {1, 1, 2, 2}, {1, 2, 3, 4});
+  const double nan = std::nan("");
+  TestTensor grid = MakeTensor(DataType::kFloat32, {1, 1, 4, 2},
+                               {-1, -1, 0, 0, nan, 0.5, 1e30, -1e30});
+  TestTensor y = EmptyTensor(DataType::kFloat32, {1, 1, 1, 4});
+  ASSERT_TRUE(RunKernel("GridSample", {{"align_corners", int64_t{1}}}, {&x, &grid}, {&y}).ok());
+  const std::vector<double> got = ToDoubles(y);
+  EXPECT_EQ(got[0], 1.0);  // the top-left corner with align_corners
+  EXPECT_EQ(got[1], 2.5);  // the centre: the mean of the four
+  EXPECT_TRUE(std::isnan(got[2]) || got[2] == 0.0);
+  EXPECT_EQ(got[3], 0.0);
+  for (const char* mode : {"nearest", "bicubic"}) {
+    SCOPED_TRACE(mode);
+    for (const char* padding : {"zeros", "border", "reflection"}) {
+      ASSERT_TRUE(RunKernel("GridSample",
+                            {{"mode", std::string(mode)}, {"padding_mode", std::string(padding)}},
+                            {&x, &grid}, {&y})
+                      .ok());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memonger::alloc
