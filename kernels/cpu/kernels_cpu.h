@@ -30,8 +30,9 @@
 // ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) do nothing when the plan made the output
 // a view of the input (one address).
 //
-// Single-threaded and deterministic: the same inputs give the same bytes wherever the plan puts
-// the values (no result depends on an address or an alignment).
+// Deterministic: the same inputs give the same bytes for any KernelArgs::threads (only the
+// matrix products of Conv and MatMul use threads, splitting whole output tiles) and wherever
+// the plan puts the values (no result depends on an address or an alignment).
 #ifndef MEMONGER_KERNELS_CPU_KERNELS_CPU_H_
 #define MEMONGER_KERNELS_CPU_KERNELS_CPU_H_
 
