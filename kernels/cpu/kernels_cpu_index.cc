@@ -9,6 +9,7 @@
 //       (or combined)
 //   CumSum(x, axis; exclusive, reverse) -> running sums along one axis
 //   TopK(X, K; axis, largest, sorted) -> Values, Indices (int64)
+//   OneHot(indices, depth, values; axis) -> on at each index along a new axis, off elsewhere
 //
 // Indices are int32 or int64, negative ones counted from the end; one out of range is an
 // InvalidArgument naming it (never a read or write outside the tensor). Reductions of the
@@ -111,6 +112,24 @@ absl::Status Combine(const KernelArgs& args, Reduction reduction, std::byte* to,
     }
     return absl::OkStatus();
   });
+}
+
+// OneHot's indices (input 0), which ONNX lets be of any numeric type: floats truncate.
+absl::StatusOr<Dims> ReadIndexValues(const KernelArgs& args) {
+  const TensorType& t = *args.input_types[0];
+  if (t.dtype == DataType::kInt32 || t.dtype == DataType::kInt64) return ReadInts(args, 0, "indices");
+  Dims out(static_cast<size_t>(NumElements(t.dims)));
+  MG_RETURN_IF_ERROR(DispatchNumeric(args, t.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const T* p = reinterpret_cast<const T*>(args.inputs[0]);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const double v = static_cast<double>(Load(p[i]));
+      // Beyond any depth (or NaN): a row of `off`, never an out-of-range conversion.
+      out[i] = std::abs(v) < 9.0e15 ? static_cast<int64_t>(v) : int64_t{1} << 62;
+    }
+    return absl::OkStatus();
+  }));
+  return out;
 }
 
 // ---- GatherElements, ScatterElements ---------------------------------------------------------
@@ -389,9 +408,63 @@ absl::Status TopK(const KernelArgs& args) {
   });
 }
 
+// ---- OneHot --------------------------------------------------------------------------------
+
+// OneHot(indices, depth, values [off, on]; axis = -1) -> a new axis of `depth` at `axis` holding
+// `on` where the index is (negative indices count from depth's end), `off` elsewhere; an index
+// outside [-depth, depth) gives a row of `off`, as ONNX says. depth is read at run time and must
+// be the output's planned size along the new axis.
+absl::Status OneHot(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 3, 3, 1, 1));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& idx_type = *args.input_types[0];
+  const TensorType& values = *args.input_types[2];
+  const TensorType& out = *args.output_types[0];
+  if (NumElements(values.dims) != 2 || out.dtype != values.dtype) {
+    return KernelError(args, "values must hold [off, on], of the output's element type");
+  }
+  const int64_t out_rank = Rank(idx_type) + 1;
+  MG_ASSIGN_OR_RETURN(const int64_t axis_attr, IntAttr(args, "axis", -1));
+  MG_ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(args, axis_attr, out_rank, "axis"));
+  // depth: one number of any numeric type (ONNX allows floats; a float depth is truncated).
+  if (NumElements(args.input_types[1]->dims) != 1) return KernelError(args, "depth must be one value");
+  int64_t depth = 0;
+  MG_RETURN_IF_ERROR(DispatchNumeric(args, args.input_types[1]->dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const double v = static_cast<double>(Load(*reinterpret_cast<const T*>(args.inputs[1])));
+    if (!(v >= 1 && v < 9.0e15)) return KernelError(args, absl::StrCat("depth ", v, " is not positive"));
+    depth = static_cast<int64_t>(v);
+    return absl::OkStatus();
+  }));
+  Dims want = idx_type.dims;
+  want.insert(want.begin() + axis, depth);
+  if (out.dims != want) {
+    return KernelError(args, absl::StrCat("depth ", depth, " gives ", graph::DimsToString(want),
+                                          "; the plan has ", graph::DimsToString(out.dims)));
+  }
+  MG_ASSIGN_OR_RETURN(const Dims indices, ReadIndexValues(args));
+  const int64_t outer = Product(idx_type.dims, 0, static_cast<size_t>(axis));
+  const int64_t inner = Product(idx_type.dims, static_cast<size_t>(axis), idx_type.dims.size());
+  const int64_t bytes = ElementBytes(out);
+  const std::byte* off = args.inputs[2];
+  const std::byte* on = args.inputs[2] + bytes;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t d = 0; d < depth; ++d) {
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t at = indices[o * inner + i];
+        if (at < 0) at += depth;
+        std::memcpy(args.outputs[0] + ((o * depth + d) * inner + i) * bytes, at == d ? on : off,
+                    static_cast<size_t>(bytes));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddCpuIndexKernels(KernelMap& kernels) {
+  kernels["OneHot"] = OneHot;
   kernels["GatherElements"] = GatherElements;
   kernels["ScatterElements"] = ScatterElements;
   kernels["GatherND"] = GatherND;

@@ -633,9 +633,67 @@ absl::Status Dropout(const KernelArgs& args) {
   return absl::OkStatus();
 }
 
+// DepthToSpace (modes DCR, the default, and CRD) and SpaceToDepth with `blocksize` b, on
+// [N, C, H, W]: the moves of ONNX's reshape-transpose-reshape definitions, element by element.
+// depth_to_space: [N, C, H, W] -> [N, C / b^2, H b, W b]; else [N, C, H, W] -> [N, C b^2, H / b,
+// W / b]. Any element type; the output must not overlap the input.
+Kernel BlockKernel(bool depth_to_space) {
+  return [depth_to_space](const KernelArgs& args) -> absl::Status {
+    MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
+    MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+    const TensorType& x = *args.input_types[0];
+    const TensorType& y = *args.output_types[0];
+    MG_ASSIGN_OR_RETURN(const int64_t b, IntAttr(args, "blocksize", 0));
+    MG_ASSIGN_OR_RETURN(const std::optional<std::string> mode_attr, StringAttr(args, "mode"));
+    const std::string mode = mode_attr.value_or("DCR");
+    if (mode != "DCR" && mode != "CRD") {
+      return KernelError(args, absl::StrCat("mode '", mode, "' is not DCR or CRD"));
+    }
+    if (x.dims.size() != 4 || b <= 0 || y.dtype != x.dtype) {
+      return KernelError(args, "X must be [N, C, H, W] and blocksize positive");
+    }
+    // (n, c, h, w) of the space side and the depth side: the depth side has C' = C b^2.
+    const Dims& space = depth_to_space ? y.dims : x.dims;
+    const Dims& depth = depth_to_space ? x.dims : y.dims;
+    if (depth[0] != space[0] || depth[1] != space[1] * b * b || depth[2] * b != space[2] ||
+        depth[3] * b != space[3]) {
+      return KernelError(args, absl::StrCat("blocksize ", b, " does not map ",
+                                            graph::DimsToString(x.dims), " to ",
+                                            graph::DimsToString(y.dims)));
+    }
+    const int64_t n = space[0], c = space[1], h = depth[2], w = depth[3];
+    const int64_t elem = ElemBytes(x);
+    const bool crd = depth_to_space && mode == "CRD";
+    for (int64_t in = 0; in < n; ++in) {
+      for (int64_t ic = 0; ic < c; ++ic) {
+        for (int64_t by = 0; by < b; ++by) {
+          for (int64_t bx = 0; bx < b; ++bx) {
+            // The depth channel holding block offset (by, bx) of space channel ic.
+            const int64_t dc = crd ? (ic * b + by) * b + bx : (by * b + bx) * c + ic;
+            for (int64_t ih = 0; ih < h; ++ih) {
+              for (int64_t iw = 0; iw < w; ++iw) {
+                const int64_t at_depth = ((in * depth[1] + dc) * h + ih) * w + iw;
+                const int64_t at_space =
+                    ((in * c + ic) * space[2] + ih * b + by) * space[3] + iw * b + bx;
+                const int64_t from = depth_to_space ? at_depth : at_space;
+                const int64_t to = depth_to_space ? at_space : at_depth;
+                std::memcpy(args.outputs[0] + to * elem, args.inputs[0] + from * elem,
+                            static_cast<size_t>(elem));
+              }
+            }
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
+}
+
 }  // namespace
 
 void AddCpuTensorKernels(KernelMap& kernels) {
+  kernels["DepthToSpace"] = BlockKernel(/*depth_to_space=*/true);
+  kernels["SpaceToDepth"] = BlockKernel(/*depth_to_space=*/false);
   kernels["Dropout"] = Dropout;
   kernels["Size"] = Size;
   kernels["Tile"] = Tile;

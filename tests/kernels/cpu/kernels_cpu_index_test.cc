@@ -163,6 +163,20 @@ TEST(TopKTest, LargestFirstTiesByIndexNanFirstAndKCheckedAgainstThePlan) {
   EXPECT_THAT(s.message(), HasSubstr("the plan has [1, 4]"));
 }
 
+TEST(OneHotTest, NegativeAndOutOfRangeIndicesAndDepthCheckedAgainstThePlan) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  TestTensor idx = MakeTensor(DataType::kFloat32, {4}, {1, -1, 3, nan});
+  TestTensor depth = MakeTensor(DataType::kInt64, {1}, {3});
+  TestTensor values = MakeTensor(DataType::kFloat32, {2}, {0, 5});
+  TestTensor out = EmptyTensor(DataType::kFloat32, {4, 3});
+  ASSERT_TRUE(RunKernel("OneHot", {}, {&idx, &depth, &values}, {&out}).ok());
+  // 1 -> column 1; -1 -> column 2; 3 and NaN are outside: rows of off.
+  EXPECT_EQ(ToDoubles(out), (std::vector<double>{0, 5, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0}));
+  TestTensor depth4 = MakeTensor(DataType::kInt64, {1}, {4});
+  const absl::Status s = RunKernel("OneHot", {}, {&idx, &depth4, &values}, {&out});
+  EXPECT_THAT(s.message(), HasSubstr("the plan has [4,3]"));
+}
+
 TEST(ModTest, SignsOfBothModesAndDivisionByZeroRefused) {
   TestTensor a = MakeTensor(DataType::kInt32, {4}, {7, -7, 7, -7});
   TestTensor b = MakeTensor(DataType::kInt32, {4}, {3, 3, -3, -3});
