@@ -24,7 +24,6 @@ KernelTable MakeCpuKernelTable() {
   AddCpuLossKernels(kernels);
   AddCpuPoolKernels(kernels);
   AddCpuResizeKernels(kernels);
-  AddCpuConvTransposeKernels(kernels);
   AddCpuIndexKernels(kernels);
   AddCpuRnnKernels(kernels);
   // The CPU kernels dereference their pointers: on any other device's memory they refuse to run.

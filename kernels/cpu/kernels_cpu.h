@@ -66,7 +66,6 @@ void AddCpuLossKernels(KernelMap& kernels);               // kernels_cpu_loss.cc
 void AddCpuPoolKernels(KernelMap& kernels);               // kernels_cpu_pool.cc
 void AddCpuResizeKernels(KernelMap& kernels);             // kernels_cpu_resize.cc
 // What exporters emit beyond those (docs/kernels.md, "Op types").
-void AddCpuConvTransposeKernels(KernelMap& kernels);  // kernels_cpu_conv_transpose.cc
 void AddCpuIndexKernels(KernelMap& kernels);          // kernels_cpu_index.cc
 void AddCpuRnnKernels(KernelMap& kernels);            // kernels_cpu_rnn.cc
 

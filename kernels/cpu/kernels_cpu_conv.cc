@@ -2,6 +2,8 @@
 // dilations, pads; kernel_window.h reads the attributes):
 //   Conv(X [N, C, in...], W [M, C/group, k...], [b [M]]) -> Y [N, M, out...]
 //   ConvGradient(X, W, dY) -> dW, db, [dX]; with no_bias=1: dW, [dX]
+//   ConvTranspose(X [N, C, in...], W [C, M/group, k...], [B [M]]) -> Y [N, M, out...]: the
+//   backward data pass with X as dY (see ConvTranspose below)
 //
 // The algorithm, per image n and group g (Cg = C/group input channels, Mg = M/group maps,
 // P output positions, K = prod(k) taps):
@@ -132,9 +134,11 @@ void Col2ImAdd(const ConvShape& s, const std::vector<float>& dcol, int64_t g, fl
   }
 }
 
+GemmOperand FloatOperand(const float* m, int64_t ld, bool transposed) {
+  return GemmOperand{DataType::kFloat32, reinterpret_cast<const std::byte*>(m), ld, transposed};
+}
 GemmOperand FloatOperand(const std::vector<float>& m, int64_t ld, bool transposed) {
-  return GemmOperand{DataType::kFloat32, reinterpret_cast<const std::byte*>(m.data()), ld,
-                     transposed};
+  return FloatOperand(m.data(), ld, transposed);
 }
 
 // Conv where every group reads one input channel (depthwise: MobileNet, EfficientNet, MnasNet,
@@ -305,9 +309,152 @@ absl::Status ConvGradient(const KernelArgs& args) {
   return absl::OkStatus();
 }
 
+// ConvTranspose's spatial attribute: `count` values, or `fallback` for each when absent.
+absl::StatusOr<Dims> SpatialAttr(const KernelArgs& args, absl::string_view name, size_t count,
+                                 int64_t fallback) {
+  MG_ASSIGN_OR_RETURN(const std::optional<Dims> v, IntsAttr(args, name));
+  if (!v.has_value()) return Dims(count, fallback);
+  if (v->size() != count) {
+    return KernelError(args, absl::StrCat("attribute '", name, "' has ", v->size(),
+                                          " values; ", count, " expected"));
+  }
+  return *v;
+}
+
+// ConvTranspose (ONNX, as torch.onnx.export writes nn.ConvTranspose1d/2d/3d):
+// X [N, C, in...], W [C, M / group, k...], [B [M]] -> Y [N, M, out...]. It is Conv's backward
+// data pass with X in dY's place: input position i and tap k write output position
+// i * stride + k * dilation - pad_begin (positions outside [0, out) dropped), so per image and
+// group the columns W_g^T x X_g ([M/group * K, in positions]) are scattered by Col2ImAdd, with
+// the window's roles swapped (its "input" is Y, its "output" X). Y's dims are the planned ones;
+// the begin pads come from `pads`, or, where `output_shape` or auto_pad SAME_* decide them, from
+// the total padding stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - out split as
+// ONNX's reference splits it (SAME_UPPER puts the smaller half first; halves round down, and the
+// total may be negative). Storage float32, float16, bfloat16, float64 (through float32).
+absl::Status ConvTranspose(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 2, 3, 1, 1));
+  const TensorType& x = *args.input_types[0];
+  const TensorType& w = *args.input_types[1];
+  const TensorType& y = *args.output_types[0];
+  const size_t rank = x.dims.size();
+  if (rank < 3 || rank > 5 || w.dims.size() != rank || y.dims.size() != rank) {
+    return KernelError(args, "X, W and Y must have one rank, 3 to 5 (1 to 3 spatial dims)");
+  }
+  const size_t spatial = rank - 2;
+  MG_ASSIGN_OR_RETURN(const int64_t group, IntAttr(args, "group", 1));
+  const int64_t n = x.dims[0], c = x.dims[1], m = y.dims[1];
+  if (group <= 0 || c % group != 0 || w.dims[0] != c || w.dims[1] * group != m ||
+      y.dims[0] != n) {
+    return KernelError(args, absl::StrCat("W ", graph::DimsToString(w.dims), " and group ", group,
+                                          " do not fit X's ", c, " channels and Y's ", m));
+  }
+  const int b_input = FindInputSlot(args, 2);
+  if (b_input >= 0 && args.input_types[b_input]->dims != Dims{m}) {
+    return KernelError(args, absl::StrCat("B must have dims [", m, "]"));
+  }
+  const Dims kernel_dims(w.dims.begin() + 2, w.dims.end());
+  if (FindAttr(args, "kernel_shape") != nullptr) {
+    MG_ASSIGN_OR_RETURN(const Dims kernel, SpatialAttr(args, "kernel_shape", spatial, 0));
+    if (kernel != kernel_dims) return KernelError(args, "kernel_shape contradicts W's dims");
+  }
+  MG_ASSIGN_OR_RETURN(const Dims strides, SpatialAttr(args, "strides", spatial, 1));
+  MG_ASSIGN_OR_RETURN(const Dims dilations, SpatialAttr(args, "dilations", spatial, 1));
+  MG_ASSIGN_OR_RETURN(const Dims output_padding,
+                      SpatialAttr(args, "output_padding", spatial, 0));
+  MG_ASSIGN_OR_RETURN(const Dims pads, SpatialAttr(args, "pads", 2 * spatial, 0));
+  MG_ASSIGN_OR_RETURN(const std::optional<std::string> auto_pad_attr,
+                      StringAttr(args, "auto_pad"));
+  const std::string auto_pad = auto_pad_attr.value_or("NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" &&
+      auto_pad != "VALID") {
+    return KernelError(args, absl::StrCat("auto_pad '", auto_pad, "' is not supported"));
+  }
+  const bool derive_pads = FindAttr(args, "output_shape") != nullptr ||
+                           auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  // The window as Conv's backward pass sees it: in = Y's positions, out = X's.
+  ConvShape s;
+  s.win.batch = n;
+  s.win.channels = m;
+  for (size_t i = 0; i < spatial; ++i) {
+    const size_t at = 3 - spatial + i;
+    if (strides[i] <= 0 || dilations[i] <= 0 || output_padding[i] < 0) {
+      return KernelError(args, "strides and dilations must be positive, output_padding not "
+                               "negative");
+    }
+    s.win.in[at] = y.dims[2 + i];
+    s.win.out[at] = x.dims[2 + i];
+    s.win.kernel[at] = kernel_dims[i];
+    s.win.stride[at] = strides[i];
+    s.win.dilation[at] = dilations[i];
+    const int64_t reach = strides[i] * (s.win.out[at] - 1) + output_padding[i] +
+                          (kernel_dims[i] - 1) * dilations[i] + 1;
+    if (derive_pads) {
+      const int64_t total = reach - s.win.in[at];
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // rounded down
+      s.win.pad[at] = auto_pad == "SAME_UPPER" ? half : total - half;
+    } else {
+      s.win.pad[at] = auto_pad == "VALID" ? 0 : pads[i];
+      const int64_t end = auto_pad == "VALID" ? 0 : pads[spatial + i];
+      if (reach - s.win.pad[at] - end != s.win.in[at]) {
+        return KernelError(args, absl::StrCat("Y's spatial dim ", i, " is ", s.win.in[at],
+                                              "; the attributes give ",
+                                              reach - s.win.pad[at] - end));
+      }
+    }
+  }
+  s.group = group;
+  s.maps = c;
+  s.group_channels = m / group;  // Y's channels per group: the rows Col2ImAdd scatters
+  s.group_maps = c / group;      // X's channels per group: the product's inner dimension
+  s.taps = s.win.kernel_size();
+  s.positions = s.win.out_size();
+  for (const TensorType* t : {&x, &w, &y}) {
+    if (!graph::IsFloatingPoint(t->dtype)) {
+      return UnsupportedDtype(args, t->dtype, "float32, float16, bfloat16, float64");
+    }
+  }
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+
+  MG_ASSIGN_OR_RETURN(const FloatLoader load_x, LoaderFor(args, x));
+  MG_ASSIGN_OR_RETURN(const FloatLoader load_w, LoaderFor(args, w));
+  MG_ASSIGN_OR_RETURN(const FloatStorer store_y, StorerFor(args, y));
+  std::vector<float> bias(static_cast<size_t>(m), 0.0f);
+  if (b_input >= 0) {
+    MG_ASSIGN_OR_RETURN(bias, LoadInput(args, b_input));
+  }
+  const std::vector<float> weights = load_w.Run(args.inputs[1], 0, NumElements(w.dims));
+  const int64_t cg = s.group_maps, rows = s.col_rows();  // rows = M/group * K
+  const int64_t in_positions = s.positions, out_size = s.win.in_size();
+  std::vector<float> image(static_cast<size_t>(c * in_positions));
+  std::vector<float> columns(static_cast<size_t>(rows * in_positions));
+  std::vector<float> out(static_cast<size_t>(m * out_size));
+  for (int64_t img = 0; img < n; ++img) {
+    load_x.run(args.inputs[0], img * c * in_positions, c * in_positions, image.data());
+    std::fill(out.begin(), out.end(), 0.0f);
+    for (int64_t g = 0; g < group; ++g) {
+      // columns[(oc * K + tap), i] = sum over ic of W[g * cg + ic, oc, tap] * X[ic, i]; W_g is
+      // stored [cg, M/group * K], so its transpose is the left operand.
+      MG_RETURN_IF_ERROR(GemmCpu(
+          rows, in_positions, cg, FloatOperand(weights.data() + g * cg * rows, rows, true),
+          FloatOperand(image.data() + g * cg * in_positions, in_positions, false),
+          [&](int64_t r, int64_t col, int64_t count, const float* values) {
+            std::copy_n(values, count, columns.begin() + r * in_positions + col);
+          }));
+      Col2ImAdd(s, columns, g, out.data());
+    }
+    for (int64_t oc = 0; oc < m; ++oc) {
+      float* plane = out.data() + oc * out_size;
+      for (int64_t i = 0; i < out_size; ++i) plane[i] += bias[oc];
+    }
+    store_y.run(args.outputs[0], img * m * out_size, m * out_size, out.data());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddCpuConvKernels(KernelMap& kernels) {
+  kernels["ConvTranspose"] = ConvTranspose;
   for (const char* type : {"Conv", "Conv1D", "Conv2D", "Conv3D"}) kernels[type] = Conv;
   for (const char* type : {"ConvGradient", "Conv1DGradient", "Conv2DGradient", "Conv3DGradient"}) {
     kernels[type] = ConvGradient;

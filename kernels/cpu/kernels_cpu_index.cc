@@ -44,8 +44,6 @@ using graph::DataType;
 using graph::TensorType;
 using namespace kernel_internal;  // NOLINT: the helpers of every kernel file
 
-int64_t ElementBytes(const TensorType& t) { return graph::DataTypeSize(t.dtype); }
-
 // `index` counted from the end when negative; InvalidArgument when outside [0, dim).
 absl::StatusOr<int64_t> WrapIndex(const KernelArgs& args, int64_t index, int64_t dim,
                                   int64_t axis) {
@@ -92,7 +90,7 @@ absl::Status Combine(const KernelArgs& args, Reduction reduction, std::byte* to,
                      const std::byte* from, int64_t count) {
   const TensorType& data = *args.input_types[0];
   if (reduction == Reduction::kNone) {
-    std::memcpy(to, from, static_cast<size_t>(count * ElementBytes(data)));
+    std::memcpy(to, from, static_cast<size_t>(count * graph::DataTypeSize(data.dtype)));
     return absl::OkStatus();
   }
   return DispatchNumeric(args, data.dtype, [&](auto tag) -> absl::Status {
@@ -176,7 +174,7 @@ absl::Status GatherElements(const KernelArgs& args) {
     return KernelError(args, "indices must have data's rank and the output indices' dims");
   }
   MG_ASSIGN_OR_RETURN(const std::vector<int64_t> offsets, ElementOffsets(args, axis));
-  const int64_t bytes = ElementBytes(data);
+  const int64_t bytes = graph::DataTypeSize(data.dtype);
   for (size_t i = 0; i < offsets.size(); ++i) {
     std::memcpy(args.outputs[0] + i * bytes, args.inputs[0] + offsets[i] * bytes,
                 static_cast<size_t>(bytes));
@@ -199,7 +197,7 @@ absl::Status ScatterElements(const KernelArgs& args) {
   // Every index is checked before the output is touched: a refused scatter leaves it alone.
   MG_ASSIGN_OR_RETURN(const std::vector<int64_t> offsets, ElementOffsets(args, axis));
   MG_RETURN_IF_ERROR(CopyDataToOutput(args));
-  const int64_t bytes = ElementBytes(data);
+  const int64_t bytes = graph::DataTypeSize(data.dtype);
   for (size_t i = 0; i < offsets.size(); ++i) {
     MG_RETURN_IF_ERROR(Combine(args, reduction, args.outputs[0] + offsets[i] * bytes,
                                args.inputs[2] + i * bytes, 1));
@@ -272,7 +270,7 @@ absl::Status GatherND(const KernelArgs& args) {
   if (out.dtype != data.dtype || NumElements(out.dims) != g.tuples * g.slice) {
     return KernelError(args, "the output does not hold the gathered slices");
   }
-  const int64_t bytes = ElementBytes(data);
+  const int64_t bytes = graph::DataTypeSize(data.dtype);
   for (int64_t t = 0; t < g.tuples; ++t) {
     std::memcpy(args.outputs[0] + t * g.slice * bytes, args.inputs[0] + g.offsets[t] * bytes,
                 static_cast<size_t>(g.slice * bytes));
@@ -290,7 +288,7 @@ absl::Status ScatterND(const KernelArgs& args) {
     return KernelError(args, "updates must hold one slice per index tuple, of data's type");
   }
   MG_RETURN_IF_ERROR(CopyDataToOutput(args));
-  const int64_t bytes = ElementBytes(data);
+  const int64_t bytes = graph::DataTypeSize(data.dtype);
   for (int64_t t = 0; t < g.tuples; ++t) {
     MG_RETURN_IF_ERROR(Combine(args, reduction, args.outputs[0] + g.offsets[t] * bytes,
                                args.inputs[2] + t * g.slice * bytes, g.slice));
@@ -445,7 +443,7 @@ absl::Status OneHot(const KernelArgs& args) {
   MG_ASSIGN_OR_RETURN(const Dims indices, ReadIndexValues(args));
   const int64_t outer = Product(idx_type.dims, 0, static_cast<size_t>(axis));
   const int64_t inner = Product(idx_type.dims, static_cast<size_t>(axis), idx_type.dims.size());
-  const int64_t bytes = ElementBytes(out);
+  const int64_t bytes = graph::DataTypeSize(out.dtype);
   const std::byte* off = args.inputs[2];
   const std::byte* on = args.inputs[2] + bytes;
   for (int64_t o = 0; o < outer; ++o) {

@@ -155,7 +155,6 @@ absl::StatusOr<std::vector<Activation>> ReadActivations(const KernelArgs& args,
 
 // The op's geometry and options, checked against every present input and output.
 struct RnnSpec {
-  Cell cell = Cell::kRnn;
   int gates = 1;
   int directions = 1;
   bool reverse_only = false;  // direction 'reverse'
@@ -183,7 +182,6 @@ absl::StatusOr<RnnSpec> ResolveRnn(const KernelArgs& args, Cell cell) {
   const int max_outputs = cell == Cell::kLstm ? 3 : 2;
   MG_RETURN_IF_ERROR(CheckArity(args, 3, max_inputs, 0, max_outputs));
   RnnSpec s;
-  s.cell = cell;
   s.gates = GateCount(cell);
   for (int slot = 0; slot < 3; ++slot) {
     if (FindInputSlot(args, slot) != slot) {
