@@ -55,29 +55,18 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
         graph.num_ops(), " ops"));
   }
 
-  // The plan's schedule, and liveness computed with the plan's options: alias classes and
-  // which values belong in the arena.
-  Schedule schedule;
-  schedule.order = plan.order;
-  for (const PlanStep& step : plan.steps) schedule.ops.push_back(step.op);
-  LivenessOptions liveness_options;
-  liveness_options.plan_static = plan.plan_static;
-  liveness_options.views = plan.views;
-  liveness_options.recycle_inputs = plan.recycle_inputs;
-  liveness_options.static_names = plan.static_names;
-  if (plan.size_blind) {
+  // Liveness computed with the plan's options: alias classes and which values belong in the
+  // arena, and the lifetimes the plan states (per name for the memonger baselines).
+  if (plan.liveness.size_blind) {
     return absl::InvalidArgumentError(
         "a size-blind plan says which values share a buffer, not where they live: it cannot "
         "be executed (plan with the graph inputs' shapes)");
   }
-  MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
-  // The lifetimes the plan states: per name for the memonger baselines (Plan::blob_per_name).
+  MG_ASSIGN_OR_RETURN(Liveness liveness,
+                      LivenessOfPlan(graph, plan, PlanLifetimes::kPerVersion));
   std::optional<Liveness> by_name;
-  if (plan.blob_per_name) {
-    LivenessOptions named = liveness_options;
-    named.blob_per_name = true;
-    named.names_need_order = plan.execution == ExecutionModel::kParallel;
-    MG_ASSIGN_OR_RETURN(by_name, ComputeLiveness(graph, schedule, named));
+  if (plan.liveness.blob_per_name) {
+    MG_ASSIGN_OR_RETURN(by_name, LivenessOfPlan(graph, plan));
   }
   const Liveness& stated = by_name.has_value() ? *by_name : liveness;
 
@@ -95,7 +84,7 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
           graph::RoleName(v.role), " '", v.DisplayName(), "' ",
           liveness.planned[id] ? "belongs in the arena but the plan gives it no offset"
                                : "is static and not planned, but the plan gives it an offset",
-          " (plan_static: ", plan.plan_static ? "true" : "false", ")"));
+          " (plan_static: ", plan.liveness.plan_static ? "true" : "false", ")"));
     }
     if (offset == kNoOffset) continue;
     const auto end = util::CheckedAdd(offset, bytes);
@@ -144,7 +133,7 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
   MG_ASSIGN_OR_RETURN(Arena static_arena, Arena::Create(arena.device(), static_total));
 
   Executor executor(graph, arena, std::move(static_arena));
-  executor.schedule_ = std::move(schedule.ops);
+  executor.schedule_ = std::move(liveness.schedule.ops);
   executor.offset_of_value_ = plan.offset_of_value;
   executor.static_offset_ = std::move(static_offset);
   executor.bytes_ = liveness.bytes;

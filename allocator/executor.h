@@ -24,7 +24,7 @@
 //      outputs must not overlap its own inputs, except the bytes it overwrites in place);
 //   3. after the last step, every graph output is checked.
 //   An in-place output writes its own pattern over the value it overwrites (the schedule runs
-//   every reader of the old version first). A view output (Plan::views) writes nothing: it reads
+//   every reader of the old version first). A view output (LivenessOptions::views) writes nothing: it reads
 //   as its input's pattern. A mismatch is DataLoss naming the clobbered value, the op that found
 //   it, and the op (and value) that wrote over it, with byte ranges.
 //

@@ -79,21 +79,21 @@ void BM_MemongerDag(benchmark::State& state) {
   MG_CHECK(schedule.ok());
   absl::StatusOr<Liveness> liveness = ComputeLiveness(g, *schedule);
   MG_CHECK(liveness.ok());
-  PlanOptions options;
-  options.planner = PlannerKind::kMemongerDag;
-  options.execution = parallel ? ExecutionModel::kParallel : ExecutionModel::kSerial;
+  const MemongerOptions options;  // inference: every planned value may share
+  const ExecutionModel execution = parallel ? ExecutionModel::kParallel : ExecutionModel::kSerial;
 
   SharingGroups groups;
   for (auto _ : state) {
-    absl::StatusOr<SharingGroups> r = PlanMemongerDag(g, *liveness, options);
+    absl::StatusOr<SharingGroups> r =
+        PlanMemongerDag(g, *liveness, options, execution);
     MG_CHECK(r.ok());
     groups = *std::move(r);
     benchmark::DoNotOptimize(groups);
   }
 
   Plan plan;
-  plan.execution = options.execution;
-  InitPlan(g, *liveness, options.alignment, plan);
+  plan.execution = execution;
+  InitPlan(g, *liveness, /*alignment=*/256, plan);
   BuildSharingPlan(g, *liveness, groups, plan);
   FinishPlan(plan);
   int classes = 0;

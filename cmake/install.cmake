@@ -4,7 +4,8 @@
 include(CMakePackageConfigHelpers)
 
 set(memonger_export_targets memonger_proto memonger_util memonger_graph memonger_workloads
-  memonger_core memonger_kernels memonger_report memonger_allocator memonger_all)
+  memonger_plan memonger_sharing memonger_offsets memonger_core memonger_kernels memonger_report
+  memonger_allocator memonger_all)
 install(TARGETS ${memonger_export_targets}
   EXPORT memongerTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -177,10 +177,10 @@ void FuzzPlanners(FuzzedDataProvider& in) {
                                        OrderKind::kLongestPath, OrderKind::kMemoryAware});
   options.execution =
       in.ConsumeIntegralInRange<int>(0, 3) == 0 ? ExecutionModel::kParallel : ExecutionModel::kSerial;
-  options.mode = in.ConsumeBool() ? Mode::kTraining : Mode::kInference;
-  options.views = in.ConsumeBool();
-  options.plan_static = in.ConsumeBool();
-  options.share_activations = in.ConsumeBool();
+  options.memonger.mode = in.ConsumeBool() ? Mode::kTraining : Mode::kInference;
+  options.liveness.views = in.ConsumeBool();
+  options.liveness.plan_static = in.ConsumeBool();
+  options.memonger.share_activations = in.ConsumeBool();
   // Some problems get a limit of 0: every time-limited planner then takes its cut path (the
   // completions and their notes), which 10 ms reaches only on a slow machine; a cut
   // greedy-by-size once made an arena above the naive bytes, found only by a sanitized CI run.
@@ -191,9 +191,10 @@ void FuzzPlanners(FuzzedDataProvider& in) {
       records ? "records" : "graph", " of ", graph.num_ops(), " ops and ", graph.num_values(),
       " values; order ", OrderName(options.order), ", execution ",
       ExecutionName(options.execution), ", alignment ", options.alignment,
-      options.mode == Mode::kTraining ? ", training" : "", options.views ? ", views" : "",
-      options.plan_static ? ", plan_static" : "",
-      options.share_activations ? ", share_activations" : "",
+      options.memonger.mode == Mode::kTraining ? ", training" : "",
+      options.liveness.views ? ", views" : "",
+      options.liveness.plan_static ? ", plan_static" : "",
+      options.memonger.share_activations ? ", share_activations" : "",
       options.time_limit_seconds == 0 ? ", time limit 0" : "");
   if (std::getenv("MEMONGER_FUZZ_VERBOSE") != nullptr) {
     std::fprintf(stderr, "%s\n%s", options_text.c_str(), DescribeProblem(graph).c_str());

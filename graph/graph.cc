@@ -1,18 +1,14 @@
 #include "graph/graph.h"
 
 #include <algorithm>
-#include <functional>
 #include <numeric>
 #include <optional>
-#include <queue>
-
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/depth_first_search.hpp>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/dependencies.h"
 #include "util/check.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
@@ -159,15 +155,6 @@ bool IsGradientOp(const Op& op) {
          (op.type.size() > 8 && op.type.compare(op.type.size() - 8, 8, "Gradient") == 0);
 }
 
-// Records the first back edge a depth-first search meets: proof of a cycle.
-struct BackEdgeRecorder : public boost::default_dfs_visitor {
-  explicit BackEdgeRecorder(std::optional<std::pair<int, int>>* found) : found(found) {}
-  template <typename Edge, typename G>
-  void back_edge(Edge e, const G& g) {
-    if (!found->has_value()) *found = std::make_pair(boost::source(e, g), boost::target(e, g));
-  }
-  std::optional<std::pair<int, int>>* found;
-};
 
 }  // namespace
 
@@ -195,49 +182,17 @@ uint32_t GraphBuilder::AddNames(const std::vector<std::string>& names) {
   return static_cast<uint32_t>(names.size());  // a vector of 2^32 strings does not fit memory
 }
 
-absl::StatusOr<Graph> GraphBuilder::Build() && {
-  if (static_cast<int64_t>(ops_.size()) > util::kMaxOps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the net has ", ops_.size(), " ops, more than the limit of ", util::kMaxOps));
-  }
-  Graph g;
-  g.name_ = name_;
-  g.prefers_parallel_ = prefers_parallel_;
-  g.net_type_ = net_type_;
-  g.static_data_ = std::move(static_data_);
+namespace {
 
-  // Sized up front: a million values moved on every growth of these vectors, and a map rehashed
-  // as it grows, were a large part of building a big graph.
-  size_t value_count = external_inputs_.size();
-  for (const OpNameCounts& counts : op_name_counts_) value_count += counts.outputs;
-  g.values_.reserve(value_count);
-  g.versions_ = NameIndex(g.values_.data(), value_count);
-  // `name` is taken by value and moved into the value (built from the builder's name buffer).
-  auto new_value = [&](std::string name, OpId producer) -> ValueId {
-    const ValueId id = static_cast<ValueId>(g.values_.size());
-    MG_CHECK(g.values_.size() < g.values_.capacity());  // the index reads names in place
-    Value& v = g.values_.emplace_back();
-    v.name = std::move(name);
-    v.version = g.versions_.Add(id);
-    v.producer = producer;
-    if (v.version > 0) {
-      // Every version, the same declaration.
-      v.declared = g.values_[g.versions_.Versions(v.name).front()].declared;
-    }
-    if (!facts_.empty()) {
-      if (auto it = facts_.find(v.name); it != facts_.end()) {
-        NameFacts& facts = it->second;
-        // Build() consumes the builder: the first version takes the declaration itself.
-        if (v.version == 0 && facts.declared) v.declared = std::move(facts.declaration);
-        v.alignment = facts.alignment;
-      }
-    }
-    return id;
-  };
+// Ops have a handful of inputs and outputs: below this many, a linear scan beats a hash set
+// (no allocation per op, which dominated building a graph of a million values).
+constexpr size_t kLinearScan = 16;
 
-  // Ops have a handful of inputs and outputs: below this many, a linear scan beats a hash set
-  // (no allocation per op, which dominated building a graph of a million values).
-  constexpr size_t kLinearScan = 16;
+}  // namespace
+
+// Every op has a type and a name (a default one given), no empty input or output name, and no
+// output written twice.
+absl::Status GraphBuilder::CheckOpNames() {
   // Each op's names start where the previous op's end: inputs, outputs, control inputs.
   size_t first_name = 0;
   for (OpId i = 0; i < static_cast<OpId>(ops_.size()); ++i) {
@@ -274,24 +229,45 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     }
     first_name = first_output + counts.outputs + counts.control_inputs;
   }
+  return absl::OkStatus();
+}
 
+// A new version of `name`, with the declaration and alignment the file gave the name. `name`
+// is taken by value and moved into the value (built from the builder's name buffer).
+ValueId GraphBuilder::NewValue(Graph& g, std::string name, OpId producer) {
+  const ValueId id = static_cast<ValueId>(g.values_.size());
+  MG_CHECK(g.values_.size() < g.values_.capacity());  // the index reads names in place
+  Value& v = g.values_.emplace_back();
+  v.name = std::move(name);
+  v.version = g.versions_.Add(id);
+  v.producer = producer;
+  if (v.version > 0) {
+    // Every version, the same declaration.
+    v.declared = g.values_[g.versions_.Versions(v.name).front()].declared;
+  }
+  if (!facts_.empty()) {
+    if (auto it = facts_.find(v.name); it != facts_.end()) {
+      NameFacts& facts = it->second;
+      // Build() consumes the builder: the first version takes the declaration itself.
+      if (v.version == 0 && facts.declared) v.declared = std::move(facts.declaration);
+      v.alignment = facts.alignment;
+    }
+  }
+  return id;
+}
+
+// The external inputs, then every op's inputs and outputs as values in program order.
+absl::Status GraphBuilder::ResolveInProgramOrder(Graph& g, std::vector<PendingRead>& pending) {
   absl::flat_hash_set<absl::string_view> external_set;  // views of external_inputs_
   external_set.reserve(external_inputs_.size());
   for (const std::string& name : external_inputs_) {
     if (name.empty()) return absl::InvalidArgumentError("an external input has an empty name");
     if (!external_set.insert(name).second) continue;  // listed twice: one value
-    g.inputs_.push_back(new_value(name, kNone));
+    g.inputs_.push_back(NewValue(g, name, kNone));
   }
 
-  // Pass 1: program order. Inputs resolve to the latest version written so far; outputs become
-  // new versions. Reads of names not yet written are resolved in pass 2.
-  struct PendingRead {
-    OpId op;
-    size_t slot;
-    bool control;
-    std::string name;  // the name read (a copy: the builder's names are released after pass 1)
-  };
-  std::vector<PendingRead> pending;
+  // Program order: inputs resolve to the latest version written so far; outputs become new
+  // versions. Reads of names not yet written wait in `pending`.
   // The latest version of a name written so far is the last of its versions (values are
   // made in program order): the name index answers it, no second map.
   auto current = [&](absl::string_view name) -> ValueId {
@@ -302,7 +278,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   // resolved.
   g.ops_ = std::move(ops_);
   ops_ = std::vector<Op>();
-  first_name = 0;
+  size_t first_name = 0;
   for (OpId i = 0; i < g.num_ops(); ++i) {
     const OpNameCounts& counts = op_name_counts_[i];
     const size_t first_output = first_name + counts.inputs;
@@ -344,7 +320,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
             op.type, " op '", op.name, "' writes '", out,
             "' in place, but no earlier op produces it and it is not an external input"));
       }
-      const ValueId id = new_value(std::string(out), i);
+      const ValueId id = NewValue(g, std::string(out), i);
       g.values_[id].inplace_of = overwritten;
       op.outputs.push_back(id);
     }
@@ -354,9 +330,12 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   op_name_counts_ = std::vector<OpNameCounts>();
   name_chars_ = std::string();
   name_ends_ = std::vector<size_t>();
+  return absl::OkStatus();
+}
 
-  // Pass 2: reads of names written later in the list (nets not in dependency order), resolved
-  // by the writers of each name (built only for such nets).
+// Reads of names written later in the list (nets not in dependency order), resolved by the
+// writers of each name (built only for such nets).
+absl::Status GraphBuilder::ResolveLaterWrites(Graph& g, const std::vector<PendingRead>& pending) {
   absl::flat_hash_map<std::string, std::vector<OpId>> writers;
   if (!pending.empty()) {
     for (OpId i = 0; i < g.num_ops(); ++i) {
@@ -385,6 +364,11 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     }
   }
 
+  return absl::OkStatus();
+}
+
+// External outputs, losses and parameter gradients by name.
+absl::Status GraphBuilder::ResolveNamedValues(Graph& g) const {
   absl::flat_hash_set<ValueId> output_set;
   for (const std::string& name : external_outputs_) {
     auto id = g.FindValue(name);
@@ -409,7 +393,12 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
     g.param_grads_.emplace_back(*p, *d);
   }
 
-  // Roles: declared > external output > (external: input) > gradient-op output > activation.
+  return absl::OkStatus();
+}
+
+// Roles: declared > external output > (external: input) > gradient-op output > activation.
+// A declaration of a name the net does not have, and a static value an op writes, are refused.
+absl::Status GraphBuilder::AssignRoles(Graph& g) const {
   for (Value& v : g.values_) {
     if (v.producer == kNone) {
       v.role = Role::kInput;
@@ -450,13 +439,12 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
           "' writes it; static values must be external inputs"));
     }
   }
-  // The builder's own storage is spent: released now, so that what follows (and shape
-  // inference after Build()) reuses its memory. (Assigning `{}` would clear and keep the
-  // capacity.)
-  facts_ = decltype(facts_)();
+  return absl::OkStatus();
+}
 
-  g.IndexConsumers();
-
+// The topological order the graph keeps (Graph::TopologicalOrder): program order where it is
+// valid, else the smallest-index order; a cycle is refused with a value on it.
+absl::Status GraphBuilder::OrderOps(Graph& g) {
   // In program order already (every producer and every overwritten value's other readers come
   // before the op)? Then that is the topological order (Kahn's algorithm below, taking the ready
   // op listed first, gives exactly it), and no dependency graph need be built.
@@ -479,77 +467,70 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   if (program_order_is_topological) {
     g.topological_order_.resize(g.num_ops());
     std::iota(g.topological_order_.begin(), g.topological_order_.end(), 0);
-    return g;
+    return absl::OkStatus();
   }
 
-  // Dependency edges producer -> reader (data and control). A cycle is reported with a value on it.
-  using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
-  BoostGraph deps(g.num_ops());
-  for (OpId i = 0; i < g.num_ops(); ++i) {
-    const Op& op = g.ops_[i];
-    auto add_edges = [&](const auto& list) {
-      for (ValueId in : list) {
-        const OpId p = g.values_[in].producer;
-        if (p != kNone) boost::add_edge(p, i, deps);
-      }
-    };
-    add_edges(op.inputs);
-    add_edges(op.control_inputs);
-  }
-  // An in-place write must also wait for every other reader of the memory it overwrites.
-  for (const Value& v : g.values_) {
-    if (v.inplace_of == kNone) continue;
-    for (OpId reader : g.consumers(v.inplace_of)) {
-      if (reader == v.producer) continue;
-      boost::add_edge(reader, v.producer, deps);
-    }
-  }
-  {
-    std::optional<std::pair<int, int>> back_edge;
-    boost::depth_first_search(deps, boost::visitor(BackEdgeRecorder(&back_edge)));
-    if (back_edge) {
-      const auto [from, to] = *back_edge;
-      // A data edge names the value read; an in-place ordering edge names the overwritten one.
-      std::string value_name = "?";
-      for (ValueId out : g.ops_[to].outputs) {
-        const ValueId base = g.values_[out].inplace_of;
-        if (base != kNone) value_name = g.values_[base].DisplayName();
-      }
-      for (ValueId out : g.ops_[from].outputs) {
-        const auto& ins = g.ops_[to].inputs;
-        const auto& ctl = g.ops_[to].control_inputs;
-        if (std::find(ins.begin(), ins.end(), out) != ins.end() ||
-            std::find(ctl.begin(), ctl.end(), out) != ctl.end()) {
-          value_name = g.values_[out].DisplayName();
-          break;
-        }
-      }
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the net has a cycle: value '", value_name, "' (written by ", g.ops_[from].Label(),
-          ", read by ", g.ops_[to].Label(), ") lies on it"));
-    }
-  }
-
-  // Kahn's algorithm, always taking the ready op listed first: program order when valid.
-  std::vector<int> indegree(g.num_ops(), 0);
-  for (auto [e, end] = boost::edges(deps); e != end; ++e) ++indegree[boost::target(*e, deps)];
-  std::priority_queue<OpId, std::vector<OpId>, std::greater<OpId>> ready;
-  for (OpId i = 0; i < g.num_ops(); ++i) {
-    if (indegree[i] == 0) ready.push(i);
-  }
-  while (!ready.empty()) {
-    const OpId i = ready.top();
-    ready.pop();
-    g.topological_order_.push_back(i);
-    for (auto [e, end] = boost::out_edges(i, deps); e != end; ++e) {
-      const int t = static_cast<int>(boost::target(*e, deps));
-      if (--indegree[t] == 0) ready.push(t);
-    }
-  }
-
+  // The smallest-index topological order: program order where valid. Ops left out of it lie
+  // on a cycle (or after one), which is reported with a value on it.
+  const std::vector<std::vector<OpId>> successors = OpSuccessors(g);
+  g.topological_order_ = SmallestIndexOrder(successors);
   if (static_cast<int>(g.topological_order_.size()) != g.num_ops()) {
-    return absl::InternalError("topological order incomplete although no cycle was found");
+    const std::optional<std::pair<OpId, OpId>> back_edge = FindCycleEdge(successors);
+    if (!back_edge) {
+      return absl::InternalError("topological order incomplete although no cycle was found");
+    }
+    const auto [from, to] = *back_edge;
+    // A data edge names the value read; an in-place ordering edge names the overwritten one.
+    std::string value_name = "?";
+    for (ValueId out : g.ops_[to].outputs) {
+      const ValueId base = g.values_[out].inplace_of;
+      if (base != kNone) value_name = g.values_[base].DisplayName();
+    }
+    for (ValueId out : g.ops_[from].outputs) {
+      const auto& ins = g.ops_[to].inputs;
+      const auto& ctl = g.ops_[to].control_inputs;
+      if (std::find(ins.begin(), ins.end(), out) != ins.end() ||
+          std::find(ctl.begin(), ctl.end(), out) != ctl.end()) {
+        value_name = g.values_[out].DisplayName();
+        break;
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the net has a cycle: value '", value_name, "' (written by ", g.ops_[from].Label(),
+        ", read by ", g.ops_[to].Label(), ") lies on it"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Graph> GraphBuilder::Build() && {
+  if (static_cast<int64_t>(ops_.size()) > util::kMaxOps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the net has ", ops_.size(), " ops, more than the limit of ", util::kMaxOps));
+  }
+  Graph g;
+  g.name_ = name_;
+  g.prefers_parallel_ = prefers_parallel_;
+  g.net_type_ = net_type_;
+  g.static_data_ = std::move(static_data_);
+
+  // Sized up front: a million values moved on every growth of these vectors, and a map rehashed
+  // as it grows, were a large part of building a big graph.
+  size_t value_count = external_inputs_.size();
+  for (const OpNameCounts& counts : op_name_counts_) value_count += counts.outputs;
+  g.values_.reserve(value_count);
+  g.versions_ = NameIndex(g.values_.data(), value_count);
+  MG_RETURN_IF_ERROR(CheckOpNames());
+  std::vector<PendingRead> pending;
+  MG_RETURN_IF_ERROR(ResolveInProgramOrder(g, pending));
+  MG_RETURN_IF_ERROR(ResolveLaterWrites(g, pending));
+  MG_RETURN_IF_ERROR(ResolveNamedValues(g));
+  MG_RETURN_IF_ERROR(AssignRoles(g));
+  // The builder's own storage is spent: released now, so that what follows (and shape
+  // inference after Build()) reuses its memory. (Assigning `{}` would clear and keep the
+  // capacity.)
+  facts_ = decltype(facts_)();
+  g.IndexConsumers();
+  MG_RETURN_IF_ERROR(OrderOps(g));
   return g;
 }
 

@@ -316,6 +316,22 @@ class GraphBuilder {
   bool prefers_parallel_ = false;
   std::string net_type_;
   std::shared_ptr<const StaticData> static_data_;
+
+  // Build()'s steps, in order (graph.cc says what each checks).
+  // A read of a name no op has written yet in program order, resolved once all ops are read.
+  struct PendingRead {
+    OpId op;
+    size_t slot;
+    bool control;
+    std::string name;  // a copy: the builder's names are released after the first pass
+  };
+  absl::Status CheckOpNames();
+  ValueId NewValue(Graph& g, std::string name, OpId producer);
+  absl::Status ResolveInProgramOrder(Graph& g, std::vector<PendingRead>& pending);
+  static absl::Status ResolveLaterWrites(Graph& g, const std::vector<PendingRead>& pending);
+  absl::Status ResolveNamedValues(Graph& g) const;
+  absl::Status AssignRoles(Graph& g) const;
+  static absl::Status OrderOps(Graph& g);
 };
 
 }  // namespace memonger::graph

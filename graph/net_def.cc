@@ -313,7 +313,7 @@ absl::StatusOr<Graph> GraphFromNetDef(const proto::NetDef& net) {
   absl::flat_hash_set<std::string> declared_names;
   for (const proto::ValueInfo& info : net.value_info()) {
     if (info.name().empty()) return absl::InvalidArgumentError("a value_info has an empty name");
-    // Two declarations of one name: which one holds is a guess (the last used to win).
+    // Two declarations of one name: which one holds would be a guess.
     if (!declared_names.insert(info.name()).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("value_info '", info.name(), "' is given twice"));

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "graph/dependencies.h"
 #include "memonger/caffe2_exact.h"
 #include "util/deep_stack.h"
 #include "util/limits.h"
@@ -164,8 +165,7 @@ class DagRecycler {
       }
       for (const std::string& out : op.outputs) {
         ++blob_seen[out];
-        // CopyGPUToCPU runs under a GPU device option but writes CPU memory.
-        blob_device_[out] = op.type == "CopyGPUToCPU" ? kCpu : op.device;
+        blob_device_[out] = graph::OutputDevice(op.type, op.device);
       }
     }
     return absl::OkStatus();

@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "graph/dependencies.h"
 #include "memonger/caffe2_exact.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
@@ -378,7 +379,7 @@ Hazards SimulateRenamedNet(const NameNet& net, const Renames& renames) {
             util::Quote(blob), "', which holds ", describe(held->second)));
       }
     }
-    const graph::Device written_on = op.type == "CopyGPUToCPU" ? graph::Device{} : op.device;
+    const graph::Device written_on = graph::OutputDevice(op.type, op.device);
     for (const std::string& out : op.outputs) {
       const int v = ++version[out];
       const std::string& blob = physical(out);

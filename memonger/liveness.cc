@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "graph/dependencies.h"
 #include "graph/op_schema.h"
 #include "util/check.h"
 #include "util/checked_math.h"
@@ -51,21 +52,6 @@ int64_t AlignUp(int64_t bytes, int64_t alignment) {
 }
 
 }  // namespace
-
-absl::string_view ExecutionName(ExecutionModel execution) {
-  switch (execution) {
-    case ExecutionModel::kSerial: return "serial";
-    case ExecutionModel::kParallel: return "parallel";
-  }
-  return "serial";
-}
-
-absl::StatusOr<ExecutionModel> ParseExecution(absl::string_view name) {
-  if (name == "serial") return ExecutionModel::kSerial;
-  if (name == "parallel") return ExecutionModel::kParallel;
-  return absl::InvalidArgumentError(absl::StrCat("unknown execution model '", util::Quote(name),
-                                                 "' (expected serial, parallel)"));
-}
 
 absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, const Schedule& schedule,
                                          const LivenessOptions& options) {
@@ -149,9 +135,8 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, Schedule&& schedule
     const absl::Span<const OpId> readers = graph.consumers(id);
     for (OpId reader : readers) last_read = std::max(last_read, step_of[reader]);
     if (v.producer != kNone) {
-      // Caffe2's CopyGPUToCPU runs with the GPU's device option and writes host memory.
       const graph::Op& producer = graph.op(v.producer);
-      live.device[id] = producer.type == "CopyGPUToCPU" ? graph::Device{} : producer.device;
+      live.device[id] = graph::OutputDevice(producer.type, producer.device);
     } else if (!readers.empty()) {
       // The first reader in the net's own order, not the schedule's: a value's device (and
       // so its alias classes) must not depend on the order the ops run in.

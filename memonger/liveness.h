@@ -23,13 +23,10 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "graph/graph.h"
+#include "memonger/execution.h"
 #include "memonger/schedule.h"
 
 namespace memonger {
-
-enum class ExecutionModel { kSerial, kParallel };
-absl::string_view ExecutionName(ExecutionModel execution);  // "serial", "parallel"
-absl::StatusOr<ExecutionModel> ParseExecution(absl::string_view name);
 
 struct Lifetime {
   int first_step = 0;  // inclusive
@@ -70,8 +67,8 @@ struct LivenessOptions {
 };
 
 // Each alias class's members, oldest first, at the index of the class's root (empty at every
-// other value's): one flat array of ids, and where each value's list starts in it. (A vector per
-// value held 45 MB of a million-value graph's planning.)
+// other value's): one flat array of ids, and where each value's list starts in it (a vector
+// per value costs a heap block each, which dominates on a million values).
 class ClassMembers {
  public:
   ClassMembers() = default;

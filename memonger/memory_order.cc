@@ -13,7 +13,9 @@
 #include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
 #include "memonger/schedule.h"
+#include "memonger/time_shares.h"
 #include "util/checked_math.h"
+#include "util/deadline.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -481,7 +483,12 @@ std::optional<SegmentResult> SolveSegment(const MemoryModel& m, const std::vecto
   layers[0][0] = State{0, start_memory, 0};
   int64_t states = 1;
   for (int size = 0; size < k; ++size) {
-    for (const auto& [done, state] : layers[size]) {
+    // The sets in ascending order, not the hash map's: its order changes from run to run (the
+    // hash is seeded per process), and it decides which of two equally good orders is kept.
+    std::vector<std::pair<Mask, State>> sets(layers[size].begin(), layers[size].end());
+    std::sort(sets.begin(), sets.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [done, state] : sets) {
       for (int i = 0; i < k; ++i) {
         const Mask bit = Mask{1} << i;
         if ((done & bit) != 0 || (pred_mask[i] & ~done) != 0) continue;
@@ -554,9 +561,10 @@ absl::StatusOr<MemoryOrder> FindMemoryAwareOrder(const Graph& graph,
   if (time_left()) consider("bfs", KahnQueueOrder(model, /*lifo=*/false));
   if (time_left()) consider("dfs", KahnQueueOrder(model, /*lifo=*/true));
 
-  // Local search gets half of what is left, the exact search the rest.
+  // Local search gets its share of what is left, the exact search the rest.
   const auto now = Clock::now();
-  const auto local_deadline = now + (deadline > now ? (deadline - now) / 2 : Clock::duration{0});
+  const auto local_deadline =
+      now + util::ShareOfTimeLeft(now, deadline, time_shares::kOrderLocalSearch);
   std::vector<OpId> searched = best.ops;
   if (LocalSearch(model, searched, options.local_search_moves, local_deadline)) {
     consider("local-search", std::move(searched));

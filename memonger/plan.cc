@@ -22,12 +22,7 @@ void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t align
   const int n = graph.num_values();
   plan.order = liveness.schedule.order;
   plan.alignment = alignment;
-  plan.plan_static = liveness.options.plan_static;
-  plan.views = liveness.options.views;
-  plan.recycle_inputs = liveness.options.recycle_inputs;
-  plan.static_names = liveness.options.static_names;
-  plan.size_blind = liveness.options.size_blind;
-  plan.blob_per_name = liveness.options.blob_per_name;
+  plan.liveness = liveness.options;
 
   const std::vector<int64_t> live_bytes = LiveBytesPerStep(liveness, alignment);
   plan.steps.assign(liveness.num_steps, PlanStep{});
@@ -96,6 +91,22 @@ void FinishPlan(Plan& plan) {
   }
 }
 
+Schedule ScheduleOfPlan(const Plan& plan) {
+  Schedule schedule;
+  schedule.order = plan.order;
+  schedule.ops.reserve(plan.steps.size());
+  for (const PlanStep& step : plan.steps) schedule.ops.push_back(step.op);
+  return schedule;
+}
+
+absl::StatusOr<Liveness> LivenessOfPlan(const graph::Graph& graph, const Plan& plan,
+                                        PlanLifetimes lifetimes) {
+  LivenessOptions options = plan.liveness;
+  options.names_need_order = plan.execution == ExecutionModel::kParallel;
+  if (lifetimes == PlanLifetimes::kPerVersion) options.blob_per_name = false;
+  return ComputeLiveness(graph, ScheduleOfPlan(plan), options);
+}
+
 int64_t SumOfBufferSizes(const Plan& plan) {
   int64_t sum = 0;
   for (const PlanBuffer& b : plan.buffers) sum += b.size;
@@ -103,7 +114,7 @@ int64_t SumOfBufferSizes(const Plan& plan) {
 }
 
 bool ViewKeptInInputMemory(const graph::Graph& graph, const Plan& plan, const graph::Op& op) {
-  if (!plan.views || !op.view || op.inputs.empty() || op.outputs.empty()) return false;
+  if (!plan.liveness.views || !op.view || op.inputs.empty() || op.outputs.empty()) return false;
   const graph::ValueId in = op.inputs[0];
   const graph::ValueId out = op.outputs[0];
   if (graph.value(out).inplace_of != graph::kNone) return false;

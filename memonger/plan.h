@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "memonger/liveness.h"
 #include "memonger/schedule.h"
@@ -78,17 +79,11 @@ struct Plan {
   OrderKind order = OrderKind::kGiven;
   ExecutionModel execution = ExecutionModel::kSerial;
   int64_t alignment = 256;
-  // The liveness options the plan was made with (VerifyPlan recomputes liveness with them).
-  bool plan_static = false;  // params and constants placed in the arena too
-  bool views = false;        // view outputs alias their input (LivenessOptions::views)
-  bool recycle_inputs = false;            // LivenessOptions::recycle_inputs
-  std::vector<std::string> static_names;  // LivenessOptions::static_names
-  // Made size-blind (LivenessOptions::size_blind): every value counted as one byte. Says which
-  // values share a buffer, not how large it is.
-  bool size_blind = false;
-  // Made with LivenessOptions::blob_per_name (the memonger baselines): `lifetime` is each
-  // name's, over all its versions. The verifier still checks every version on its own.
-  bool blob_per_name = false;
+  // The liveness options the plan was made with: LivenessOfPlan computes its liveness again
+  // with them. size_blind: every value counted as one byte (the plan says which values share a
+  // buffer, not how large it is). blob_per_name (the memonger baselines): `lifetime` is each
+  // name's, over all its versions; the verifier still checks every version on its own.
+  LivenessOptions liveness;
 
   std::vector<PlanStep> steps;  // steps[step].op is the schedule
   // Per value (indexed by ValueId). Static values (not planned): buffer -1, offset kNoOffset.
@@ -122,8 +117,8 @@ struct Plan {
 // buffers and offsets (every value unplaced); the planner then fills buffers and
 // buffer_of_value and calls FinishPlan. `top_values` bounds peak_values. With
 // `copy_lifetimes` false, plan.lifetime is left empty for the caller to move the liveness's in
-// when planning is done (PlanMemory: a copy held through planning was 55 MB of a 4M-op net's
-// peak).
+// when planning is done (PlanMemory: a copy held through planning would be 4 bytes a value
+// more at the peak).
 // REQUIRES: the aligned sums fit in int64 (PlanMemory checks the naive sum first).
 void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t alignment, Plan& plan,
               int top_values = 8, bool copy_lifetimes = true);
@@ -132,10 +127,25 @@ void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t align
 // from the buffers' extent (0 without buffers), aligned up to the plan's alignment.
 void FinishPlan(Plan& plan);
 
+// The plan's schedule: its steps' ops in order, under the plan's order kind. Not checked
+// (CheckSchedule says whether it is a valid order of a graph).
+Schedule ScheduleOfPlan(const Plan& plan);
+
+// Which lifetimes LivenessOfPlan computes: as the plan states them (per name with
+// blob_per_name), or every version of a name with its own (what the verifier and the executor
+// check memory against).
+enum class PlanLifetimes { kAsPlanned, kPerVersion };
+
+// The liveness of the plan's schedule with the plan's liveness options (Plan::liveness), as
+// the planner computed it; names_need_order follows the plan's execution model. Errors of
+// ComputeLiveness (an invalid schedule, a value without a type).
+absl::StatusOr<Liveness> LivenessOfPlan(const graph::Graph& graph, const Plan& plan,
+                                        PlanLifetimes lifetimes = PlanLifetimes::kAsPlanned);
+
 // Sum of buffer sizes (memonger's objective for sharing planners).
 int64_t SumOfBufferSizes(const Plan& plan);
 
-// Whether the plan keeps view `op`'s output in its input's memory (plan.views, liveness merged
+// Whether the plan keeps view `op`'s output in its input's memory (plan.liveness.views, liveness merged
 // them: the same buffer over the same class lifetime; two values apart never share both): the
 // JSON plan names the two aliases, and a rewritten net names them apart.
 bool ViewKeptInInputMemory(const graph::Graph& graph, const Plan& plan, const graph::Op& op);

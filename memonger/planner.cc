@@ -17,6 +17,7 @@
 #include "memonger/sharing/memonger_dag.h"
 #include "memonger/sharing/memonger_fast.h"
 #include "memonger/sharing/sharing.h"
+#include "memonger/time_shares.h"
 #include "util/checked_math.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
@@ -24,24 +25,17 @@
 namespace memonger {
 
 absl::Status CheckServesParallelExecution(PlannerKind planner) {
+  constexpr ExecutionModel kParallel = ExecutionModel::kParallel;
   switch (planner) {
     case PlannerKind::kGreedyBySize:
     case PlannerKind::kBestFit:
     case PlannerKind::kExact:
-      return absl::InvalidArgumentError(absl::StrCat(
-          PlannerName(planner),
-          " places offsets over serial lifetimes; for a parallel executor use memonger-dag (auto "
-          "does so by itself)"));
+      return CheckSerialExecution(kParallel, PlannerName(planner), SerialReliance::kOffsets);
     case PlannerKind::kMemongerGreedy:
     case PlannerKind::kMemongerDp:
-      return absl::InvalidArgumentError(absl::StrCat(
-          PlannerName(planner),
-          " (memonger's optimize_interference) shares along one serial op order and is not safe "
-          "for the parallel execution model; use memonger-dag or --execution serial"));
+      return CheckSerialExecution(kParallel, PlannerName(planner), SerialReliance::kInterference);
     case PlannerKind::kMemongerFast:
-      return absl::InvalidArgumentError(
-          "memonger-fast (memonger's optimize_inference_fast) is for simple nets run in one "
-          "serial order; use memonger-dag for a parallel executor");
+      return CheckSerialExecution(kParallel, PlannerName(planner), SerialReliance::kFastPass);
     default:
       return absl::OkStatus();
   }
@@ -65,9 +59,6 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 // The offset planners, each an OffsetStrategy run on every device's problem.
 absl::Status PlaceWithOffsets(const graph::Graph& graph, const Liveness& liveness,
                               const PlanOptions& options, Plan& plan) {
-  if (options.execution == ExecutionModel::kParallel) {
-    MG_RETURN_IF_ERROR(CheckServesParallelExecution(options.planner));
-  }
   OffsetStrategy strategy = OffsetStrategy::kAuto;
   switch (options.planner) {
     case PlannerKind::kGreedyBySize: strategy = OffsetStrategy::kGreedyBySize; break;
@@ -75,12 +66,16 @@ absl::Status PlaceWithOffsets(const graph::Graph& graph, const Liveness& livenes
     case PlannerKind::kExact: strategy = OffsetStrategy::kExact; break;
     default: break;
   }
-  return PlaceOffsets(graph, liveness, options, strategy, plan);
+  OffsetSolveOptions solve;
+  solve.time_limit_seconds = options.time_limit_seconds;
+  solve.threads = options.threads;
+  solve.exact_progress = options.exact_progress;
+  return PlaceOffsets(graph, liveness, strategy, solve, plan);
 }
 
 absl::Status ValidateOptions(const PlanOptions& options) {
   MG_RETURN_IF_ERROR(util::CheckAlignment(options.alignment, "alignment"));
-  if (options.size_blind && !IsMemongerBaseline(options.planner) &&
+  if (options.memonger.size_blind && !IsMemongerBaseline(options.planner) &&
       options.planner != PlannerKind::kNone) {
     return absl::InvalidArgumentError(absl::StrCat(
         "planning without sizes (size-blind) is for the memonger baselines (memonger-dag, "
@@ -111,6 +106,7 @@ absl::StatusOr<SharingGroups> SharingGroupsFor(const graph::Graph& graph,
                                                const Liveness& liveness,
                                                const PlanOptions& options, Plan& plan,
                                                std::vector<std::string>& names) {
+  const SharingRun run{options.alignment, options.execution, options.time_limit_seconds};
   switch (options.planner) {
     case PlannerKind::kGreedyBySize:
     case PlannerKind::kBestFit:
@@ -125,13 +121,13 @@ absl::StatusOr<SharingGroups> SharingGroupsFor(const graph::Graph& graph,
       return groups;
     }
     case PlannerKind::kMemongerDag:
-      return PlanMemongerDag(graph, liveness, options, &names);
+      return PlanMemongerDag(graph, liveness, options.memonger, options.execution, &names);
     case PlannerKind::kMemongerGreedy:
-      return PlanMemongerInterference(graph, liveness, options, /*dynamic_programming=*/false,
-                                      &names);
+      return PlanMemongerInterference(graph, liveness, options.memonger, run,
+                                      /*dynamic_programming=*/false, &names);
     case PlannerKind::kMemongerDp:
-      return PlanMemongerInterference(graph, liveness, options, /*dynamic_programming=*/true,
-                                      &names);
+      return PlanMemongerInterference(graph, liveness, options.memonger, run,
+                                      /*dynamic_programming=*/true, &names);
     case PlannerKind::kMemongerFast: {
       if (options.execution == ExecutionModel::kParallel) {
         MG_RETURN_IF_ERROR(CheckServesParallelExecution(options.planner));
@@ -239,16 +235,12 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   for (const graph::Value& v : graph.values()) {
     if (v.type.has_value()) continue;
     all_typed = false;
-    if (!options.size_blind) {
+    if (!options.memonger.size_blind) {
       return absl::FailedPreconditionError(absl::StrCat(
           "value '", v.DisplayName(), "' has no type: run shape inference before planning"));
     }
   }
-  LivenessOptions liveness_options;
-  liveness_options.plan_static = options.plan_static;
-  liveness_options.views = options.views;
-  liveness_options.recycle_inputs = options.recycle_inputs;
-  liveness_options.static_names = options.static_names;
+  LivenessOptions liveness_options = options.liveness;
   // One blob per name, as in Caffe2. Two ops writing one name need not be ordered in our graph
   // (it has no write-after-write edges), so for a parallel executor a version joins its name's
   // class only when it is ordered after it.
@@ -259,11 +251,11 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   std::optional<OrderSearch> order_search;
   PlanOptions planner_options = options;
   if (options.order == OrderKind::kMemoryAware) {
-    // The order search takes half of the time limit, the planner what is left (below).
+    // The order search takes its share of the time limit, the planner what is left (below).
     MemoryOrderOptions order_options;
     order_options.alignment = options.alignment;
     order_options.liveness = liveness_options;
-    order_options.time_limit_seconds = options.time_limit_seconds / 2;
+    order_options.time_limit_seconds = options.time_limit_seconds * time_shares::kOrderSearch;
     MG_ASSIGN_OR_RETURN(MemoryOrder best, FindMemoryAwareOrder(graph, order_options));
     schedule.order = OrderKind::kMemoryAware;
     schedule.ops = std::move(best.ops);

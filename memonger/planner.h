@@ -23,6 +23,7 @@
 #include "memonger/offsets/exact_offsets.h"
 #include "memonger/plan.h"
 #include "memonger/schedule.h"
+#include "memonger/sharing/sharing.h"
 
 namespace memonger {
 
@@ -40,7 +41,7 @@ enum class PlannerKind {
 };
 absl::string_view PlannerName(PlannerKind planner);
 // The memonger baselines (memonger-dag, -greedy, -dp, -fast): they plan Caffe2's way, one blob
-// per name (LivenessOptions::blob_per_name), and may plan size-blind.
+// per name (LivenessOptions::blob_per_name), and may plan size-blind (MemongerOptions).
 bool IsMemongerBaseline(PlannerKind planner);
 // InvalidArgument listing the known planners for an unknown name; Unimplemented for a planner
 // named by DESIGN.md that is not built yet.
@@ -51,50 +52,26 @@ absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name);
 // a plan with it, and optimize-net as a usage error where --execution parallel is given.
 absl::Status CheckServesParallelExecution(PlannerKind planner);
 
-enum class Mode { kInference, kTraining };
-
+// Everything PlanMemory is asked, composed of the options of the parts it runs: liveness
+// (how values are counted), the memonger baselines' (sharing/), and the whole call's order,
+// executor, alignment, time and threads, from which it gives the offset planners theirs
+// (offsets/offset_planning.h).
 struct PlanOptions {
   PlannerKind planner = PlannerKind::kAuto;
   OrderKind order = OrderKind::kGiven;
   ExecutionModel execution = ExecutionModel::kSerial;
-  Mode mode = Mode::kInference;
   int64_t alignment = 256;          // power of two, >= 1
-  double time_limit_seconds = 2;    // for searching planners; the best found is returned
+  double time_limit_seconds = 2;    // the whole call's; searching planners return the best found
   int threads = 1;                  // offset planners' portfolio; same plan for any count, but
                                     // where the time limit cuts a run
-  bool plan_static = false;         // place params and constants in the arena too
-  bool views = false;               // view-capable ops alias their input
+  // plan_static, views, recycle_inputs, static_names. PlanMemory sets blob_per_name,
+  // names_need_order and size_blind itself (from the planner, the executor and the types):
+  // what is given for them here is not read.
+  LivenessOptions liveness;
+  MemongerOptions memonger;         // the memonger baselines (memonger-dag, -greedy, -dp)
   std::string model_name;
   // `exact` and `auto`: called about once per second while the branch and bound runs.
   std::function<void(const ExactProgress&)> exact_progress;
-
-  // Graph inputs may be recycled after their last reader (LivenessOptions::recycle_inputs);
-  // by default they are live for the whole run, like outputs. `static_names` are kept live for
-  // the whole run too, and never shared (Caffe2's static_blobs).
-  bool recycle_inputs = false;
-  std::vector<std::string> static_names;
-
-  // memonger-dag (training, Caffe2's share_grad_blobs): the losses to start from (default: the
-  // graph's declared losses) and names never shared. A gradient is a value named
-  // "<namescope>...<x>_grad" (or "_<namescope>..."), not a parameter gradient; nets that declare
-  // roles or set is_gradient_op also have those (docs/memonger.md). Parameter gradients:
-  // `param_grads`, else the net's declared ones, else "P_grad" for each graph input P that no op
-  // reads as its first input (weights and biases, not data).
-  std::vector<std::string> losses;
-  std::string namescope;
-  std::vector<std::string> param_grads;
-  // Caffe2's activation heuristic: an output b of an op that reads "b_w", not a graph output,
-  // the last two such left out. share_all_activations: every activation instead (not Caffe2).
-  bool share_activations = false;
-  bool share_all_activations = false;
-  std::vector<std::string> dont_share;
-  // memonger-dag (inference): the values to start from (default: the graph's non-static inputs).
-  std::vector<std::string> heads;
-  // The memonger baselines decide without sizes, as Caffe2 runs them without blob shapes
-  // (every value one unit). Types may then be unknown: without them the plan says which values
-  // share a buffer and under what name, and its bytes mean nothing (LivenessOptions::size_blind,
-  // Plan::size_blind); with them the plan has its real bytes.
-  bool size_blind = false;
 };
 
 absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& options);

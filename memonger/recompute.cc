@@ -18,6 +18,7 @@
 #include "graph/shape_inference.h"
 #include "memonger/op_flops.h"
 #include "memonger/schedule.h"
+#include "memonger/time_shares.h"
 #include "util/checked_math.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
@@ -628,11 +629,8 @@ absl::StatusOr<RecomputedPlan> PlanWithRecomputation(const Graph& graph,
   recompute.kind = kind;
   recompute.budget_bytes = budget_bytes;
   recompute.alignment = options.alignment;
-  recompute.liveness.views = options.views;
-  recompute.liveness.plan_static = options.plan_static;
-  recompute.liveness.recycle_inputs = options.recycle_inputs;
-  recompute.liveness.static_names = options.static_names;
-  recompute.time_limit_seconds = options.time_limit_seconds / 2;
+  recompute.liveness = options.liveness;
+  recompute.time_limit_seconds = options.time_limit_seconds * time_shares::kRecomputeChoice;
   MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(graph, recompute));
   if (!choice.fits) {
     // Only an exhaustive search proves that nothing fits; the portfolio's lowest depends on its
@@ -648,7 +646,8 @@ absl::StatusOr<RecomputedPlan> PlanWithRecomputation(const Graph& graph,
   }
   MG_ASSIGN_OR_RETURN(Graph rewritten, ApplyRecomputation(graph, choice.ops));
   PlanOptions rest = options;
-  rest.time_limit_seconds = std::max(options.time_limit_seconds / 2, 1e-3);
+  rest.time_limit_seconds =
+      std::max(options.time_limit_seconds * (1 - time_shares::kRecomputeChoice), 1e-3);
   MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(rewritten, rest));
   plan.recompute = RecomputeSummary{choice.method,
                                     static_cast<int>(choice.ops.size()),

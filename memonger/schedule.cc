@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "memonger/memory_order.h"
+#include "graph/dependencies.h"
 #include "util/check.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
@@ -19,31 +19,6 @@ using graph::Graph;
 using graph::kNone;
 using graph::OpId;
 using graph::ValueId;
-
-enum class DependencyKind { kData, kControl, kInPlace };
-
-// Calls fn(predecessor, kind, value) for every dependency of `op`: the producer of each value it
-// reads (kData) or lists as a control input (kControl), and every other reader of a value it
-// overwrites in place (kInPlace, `value` is the overwritten one). May repeat a predecessor.
-template <typename Fn>
-void ForEachPredecessor(const Graph& graph, OpId op, Fn&& fn) {
-  const graph::Op& o = graph.op(op);
-  for (ValueId in : o.inputs) {
-    const OpId p = graph.value(in).producer;
-    if (p != kNone && p != op) fn(p, DependencyKind::kData, in);
-  }
-  for (ValueId in : o.control_inputs) {
-    const OpId p = graph.value(in).producer;
-    if (p != kNone && p != op) fn(p, DependencyKind::kControl, in);
-  }
-  for (ValueId out : o.outputs) {
-    const ValueId base = graph.value(out).inplace_of;
-    if (base == kNone) continue;
-    for (OpId reader : graph.consumers(base)) {
-      if (reader != op) fn(reader, DependencyKind::kInPlace, base);
-    }
-  }
-}
 
 std::vector<int> InDegrees(const std::vector<std::vector<OpId>>& successors) {
   std::vector<int> indegree(successors.size(), 0);
@@ -76,16 +51,11 @@ std::vector<OpId> KahnOrder(const std::vector<std::vector<OpId>>& successors,
   return order;
 }
 
-// Smallest op index first.
-std::vector<OpId> TopologicalByIndex(const std::vector<std::vector<OpId>>& successors) {
-  return KahnOrder(successors, [](OpId a, OpId b) { return a > b; });
-}
-
 // memonger's topological_sort_traversal_longest_path; see schedule.h for the steps.
 std::vector<OpId> LongestPathOrder(const std::vector<std::vector<OpId>>& successors) {
   const int n = static_cast<int>(successors.size());
   if (n == 0) return {};
-  const std::vector<OpId> topo = TopologicalByIndex(successors);
+  const std::vector<OpId> topo = graph::SmallestIndexOrder(successors);
 
   // 1. The sink: the only op without successors, else a virtual node n fed by all of them.
   std::vector<OpId> sinks;
@@ -208,18 +178,6 @@ absl::StatusOr<OrderKind> ParseOrder(absl::string_view name) {
       "' (expected given, topological, longest-path, memory-aware)"));
 }
 
-std::vector<std::vector<OpId>> OpSuccessors(const Graph& graph) {
-  std::vector<std::vector<OpId>> successors(graph.num_ops());
-  // Ops in ascending index: every list is built ascending, duplicates adjacent.
-  for (OpId op = 0; op < graph.num_ops(); ++op) {
-    ForEachPredecessor(graph, op, [&](OpId pred, DependencyKind, ValueId) {
-      std::vector<OpId>& list = successors[pred];
-      if (list.empty() || list.back() != op) list.push_back(op);
-    });
-  }
-  return successors;
-}
-
 absl::StatusOr<Schedule> MakeSchedule(const Graph& graph, OrderKind order) {
   Schedule schedule;
   schedule.order = order;
@@ -228,16 +186,16 @@ absl::StatusOr<Schedule> MakeSchedule(const Graph& graph, OrderKind order) {
       schedule.ops = graph.TopologicalOrder();
       break;
     case OrderKind::kTopological:
-      schedule.ops = TopologicalByIndex(OpSuccessors(graph));
+      schedule.ops = graph::SmallestIndexOrder(graph::OpSuccessors(graph));
       break;
     case OrderKind::kLongestPath:
-      schedule.ops = LongestPathOrder(OpSuccessors(graph));
+      schedule.ops = LongestPathOrder(graph::OpSuccessors(graph));
       break;
-    case OrderKind::kMemoryAware: {
-      MG_ASSIGN_OR_RETURN(MemoryOrder best, FindMemoryAwareOrder(graph, MemoryOrderOptions{}));
-      schedule.ops = std::move(best.ops);
-      break;
-    }
+    case OrderKind::kMemoryAware:
+      // A search with the plan's own options, not a fixed rule: PlanMemory runs it.
+      return absl::InvalidArgumentError(
+          "the memory-aware order is searched with a plan's options (FindMemoryAwareOrder, "
+          "or PlanMemory with OrderKind::kMemoryAware); MakeSchedule builds the fixed orders");
   }
   schedule.step_of_op.assign(graph.num_ops(), -1);
   for (int step = 0; step < static_cast<int>(schedule.ops.size()); ++step) {
@@ -268,7 +226,8 @@ absl::Status CheckSchedule(const Graph& graph, const std::vector<OpId>& ops) {
   for (int step = 0; step < static_cast<int>(ops.size()); ++step) {
     const OpId op = ops[step];
     absl::Status status;
-    ForEachPredecessor(graph, op, [&](OpId pred, DependencyKind kind, ValueId value) {
+    using graph::DependencyKind;
+    graph::ForEachPredecessor(graph, op, [&](OpId pred, DependencyKind kind, ValueId value) {
       if (!status.ok() || step_of[pred] < step) return;
       const std::string name = graph.value(value).DisplayName();
       const std::string first = absl::StrCat(graph.op(op).Label(), " (step ", step, ")");

@@ -20,9 +20,9 @@
 //                 among equally long paths follows its relaxation order; here a path always
 //                 continues to the successor with the longest remaining path, the smallest op
 //                 index on ties, so the paths merge into a tree. O((ops + edges) log ops).
-//   memory-aware  the lowest peak found by memory_order.h's portfolio and exact search. Here
-//                 with MemoryOrderOptions' defaults (alignment 256, no views, statics outside,
-//                 1 s); PlanMemory searches with the plan's own options.
+//   memory-aware  the lowest peak found by memory_order.h's search, with the plan's own
+//                 liveness options and a share of its time: PlanMemory runs it, not
+//                 MakeSchedule (the order depends on how values are counted).
 //
 // Every schedule respects data edges, control inputs and in-place ordering (a write in place
 // waits for the other readers of the memory it overwrites).
@@ -33,6 +33,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "graph/dependencies.h"
 #include "graph/graph.h"
 
 namespace memonger {
@@ -48,14 +49,11 @@ struct Schedule {
   std::vector<int> step_of_op;   // step_of_op[op]
 };
 
-// Errors: those of FindMemoryAwareOrder for the memory-aware order (a value without a type).
+// One of the fixed orders (given, topological, longest-path); InvalidArgument for the
+// memory-aware order, which FindMemoryAwareOrder searches.
 absl::StatusOr<Schedule> MakeSchedule(const graph::Graph& graph, OrderKind order);
 
-// The dependency edges every schedule respects: successors[op] are the ops that must run after
-// `op` because they read a value it writes (data), list it as a control input (control), or
-// overwrite in place a value it reads (in-place ordering, as Graph::Build orders them).
-// Ascending, without duplicates. O(ops + edges).
-std::vector<std::vector<graph::OpId>> OpSuccessors(const graph::Graph& graph);
+// The dependency edges every schedule respects: graph::OpSuccessors (graph/dependencies.h).
 
 // Every op exactly once and every dependency (data, control, in-place) respected; else
 // InvalidArgument naming the first violated dependency. Used on plans read back from files.

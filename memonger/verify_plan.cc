@@ -64,7 +64,7 @@ absl::Status CheckShapes(const Graph& graph, const Plan& plan) {
 }
 
 // Buffers, offsets, alignment, sizes, devices and alias classes, value by value.
-// `named`: the lifetimes the plan states (per name with Plan::blob_per_name, else `live`'s).
+// `named`: the lifetimes the plan states (per name with LivenessOptions::blob_per_name, else `live`'s).
 absl::Status CheckPlacement(const Graph& graph, const Plan& plan, const Liveness& live,
                             const Liveness& named) {
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
@@ -251,27 +251,14 @@ absl::Status CheckParallel(const Graph& graph, const Liveness& live,
 absl::Status VerifyPlan(const Graph& graph, const Plan& plan) {
   MG_RETURN_IF_ERROR(CheckShapes(graph, plan));
   MG_RETURN_IF_ERROR(CheckEnforcedInPlace(graph));
-  Schedule schedule;
-  schedule.order = plan.order;
-  schedule.ops.reserve(plan.steps.size());
-  for (const PlanStep& step : plan.steps) schedule.ops.push_back(step.op);
-  if (absl::Status s = CheckSchedule(graph, schedule.ops); !s.ok()) {
+  if (absl::Status s = CheckSchedule(graph, ScheduleOfPlan(plan).ops); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("the plan's schedule is invalid: ", s.message()));
   }
-  LivenessOptions options;
-  options.plan_static = plan.plan_static;
-  options.views = plan.views;
-  options.recycle_inputs = plan.recycle_inputs;
-  options.static_names = plan.static_names;
-  options.size_blind = plan.size_blind;
-  MG_ASSIGN_OR_RETURN(Liveness live, ComputeLiveness(graph, std::move(schedule), options));
   // Versions of a name placed together (blob_per_name) are checked as the values they are: each
   // with its own lifetime, so two versions live at once in one buffer are caught.
-  if (plan.blob_per_name) {
-    LivenessOptions by_name = options;
-    by_name.blob_per_name = true;
-    by_name.names_need_order = plan.execution == ExecutionModel::kParallel;
-    MG_ASSIGN_OR_RETURN(Liveness named, ComputeLiveness(graph, live.schedule, by_name));
+  MG_ASSIGN_OR_RETURN(Liveness live, LivenessOfPlan(graph, plan, PlanLifetimes::kPerVersion));
+  if (plan.liveness.blob_per_name) {
+    MG_ASSIGN_OR_RETURN(Liveness named, LivenessOfPlan(graph, plan));
     MG_RETURN_IF_ERROR(CheckPlacement(graph, plan, live, named));
   } else {
     MG_RETURN_IF_ERROR(CheckPlacement(graph, plan, live, live));

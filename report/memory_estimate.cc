@@ -23,7 +23,7 @@ MemongerStatistics ComputeStatistics(const graph::Graph& graph, const Plan& plan
     const int32_t b = plan.buffer_of_value[v];
     if (b < 0 || !graph.value(v).type.has_value()) continue;
     const int64_t bytes = graph::ByteSize(*graph.value(v).type, "").value_or(0);
-    if (plan.blob_per_name) {
+    if (plan.liveness.blob_per_name) {
       int64_t& named = by_name[graph.value(v).name];
       named = std::max(named, bytes);
     } else if (graph.value(v).inplace_of == graph::kNone) {
@@ -113,7 +113,7 @@ std::optional<MemongerAccount> AccountPlan(const graph::Graph& graph, const Plan
   for (graph::ValueId id : graph.outputs()) external_outputs.push_back(names[id]);
   const std::vector<std::vector<absl::string_view>> frees_after = FreesAfter(
       ops, external_outputs,
-      std::set<std::string>(plan.static_names.begin(), plan.static_names.end()));
+      std::set<std::string>(plan.liveness.static_names.begin(), plan.liveness.static_names.end()));
   MemongerAccount account;
   account.statistics = ComputeStatistics(graph, plan);
   account.estimate = Estimate(ops, bytes_of, nullptr);

@@ -195,7 +195,7 @@ absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Pla
   for (ValueId id : graph.inputs()) external[id] = true;
   for (ValueId id : graph.outputs()) external[id] = true;
   // --static names are the caller's too: the latest version keeps its name.
-  for (const std::string& name : plan.static_names) {
+  for (const std::string& name : plan.liveness.static_names) {
     if (std::optional<ValueId> id = graph.FindValue(name)) external[*id] = true;
   }
 
@@ -204,8 +204,8 @@ absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Pla
   // VerifyInplaceBlobs refuses a rewrite that adds one) and hands the view's shape to any later
   // reader of the input (a Concat reading a Split's output that a Reshape had viewed). So a
   // view the plan keeps in its input's memory is named apart, with its in-place chain; the
-  // plan's offsets still say the two share memory. (Both used to take the buffer's one name,
-  // and every such net was refused by the checks below.)
+  // plan's offsets still say the two share memory. (With the buffer's one name for both, the
+  // checks below would refuse every such net.)
   std::vector<bool> named_apart(graph.num_values(), false);
   for (const graph::Op& op : graph.ops()) {
     if (ViewKeptInInputMemory(graph, plan, op)) named_apart[op.outputs[0]] = true;
@@ -285,7 +285,7 @@ absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Pla
         const ValueId r = in_place_roots[v];
         const bool seen = std::any_of(roots.begin(), roots.end(), [&](ValueId other) {
           return other == r ||
-                 (plan.blob_per_name && graph.value(other).name == graph.value(r).name);
+                 (plan.liveness.blob_per_name && graph.value(other).name == graph.value(r).name);
         });
         if (!seen) roots.push_back(r);
       }

@@ -11,7 +11,7 @@
 //   2. a buffer holding two or more alias classes is named "__mg_shared_<k>";
 //   3. a buffer holding one alias class keeps the name of the class's first value (with
 //      "__v<version>" appended for versions after the first, so that reordered ops cannot
-//      confuse two versions of one name); with one blob per name (Plan::blob_per_name), a
+//      confuse two versions of one name); with one blob per name (LivenessOptions::blob_per_name), a
 //      buffer holding the versions of one name only keeps that name.
 // A view's output the plan keeps in its input's memory (--views) is named apart, as are the
 // values written in place over it: one name would make the view an in-place op and hand its
@@ -67,7 +67,7 @@ void ApplyRenames(proto::NetDef& net, const std::map<std::string, std::string>& 
 // memonger's count_blobs: the distinct names among the ops' inputs and outputs.
 int CountBlobs(const proto::NetDef& net);
 
-// The report of a size-blind plan (Plan::size_blind, the memonger baselines without sizes):
+// The report of a size-blind plan (LivenessOptions::size_blind, the memonger baselines without sizes):
 // planner, blob counts before (`reference`) and after renaming (`rewritten`), and each shared
 // buffer's name with the names it holds. No bytes: the plan has none.
 std::string SizeBlindPlanToText(const graph::Graph& graph, const Plan& plan,

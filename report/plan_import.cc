@@ -134,8 +134,7 @@ absl::StatusOr<PlanFrame> PlanFrameFromJson(const graph::Graph& graph, const nlo
     op_by_name[graph.op(i).name] = i;
     ++op_name_count[graph.op(i).name];
   }
-  Schedule schedule;
-  schedule.order = order_kind;
+  plan.order = order_kind;
   const Json& steps = doc["steps"];
   for (size_t s = 0; s < steps.size(); ++s) {
     const std::string where = absl::StrCat(source_name, ": step ", s);
@@ -161,20 +160,15 @@ absl::StatusOr<PlanFrame> PlanFrameFromJson(const graph::Graph& graph, const nlo
       }
       op = it->second;
     }
-    schedule.ops.push_back(op);
+    plan.steps.push_back(PlanStep{op});
   }
-  MG_RETURN_IF_ERROR(CheckSchedule(graph, schedule.ops));
-  schedule.step_of_op.assign(graph.num_ops(), -1);
-  for (int s = 0; s < static_cast<int>(schedule.ops.size()); ++s) {
-    schedule.step_of_op[schedule.ops[s]] = s;
-  }
+  MG_RETURN_IF_ERROR(CheckSchedule(graph, ScheduleOfPlan(plan).ops));
 
-  LivenessOptions liveness_options;
+  LivenessOptions& liveness_options = plan.liveness;
   liveness_options.plan_static = BoolField(doc, "plan_static");
   liveness_options.views = BoolField(doc, "views");
   liveness_options.recycle_inputs = BoolField(doc, "recycle_inputs");
   liveness_options.blob_per_name = BoolField(doc, "blob_per_name");
-  liveness_options.names_need_order = plan.execution == ExecutionModel::kParallel;
   if (auto it = doc.find("static"); it != doc.end()) {
     if (!it->is_array()) {
       return absl::InvalidArgumentError(
@@ -188,7 +182,7 @@ absl::StatusOr<PlanFrame> PlanFrameFromJson(const graph::Graph& graph, const nlo
       liveness_options.static_names.push_back(name.get<std::string>());
     }
   }
-  MG_ASSIGN_OR_RETURN(frame.liveness, ComputeLiveness(graph, schedule, liveness_options));
+  MG_ASSIGN_OR_RETURN(frame.liveness, LivenessOfPlan(graph, plan));
   const Liveness& liveness = frame.liveness;
   for (graph::ValueId v = 0; v < graph.num_values(); ++v) {
     if (!liveness.planned[v]) continue;
@@ -344,9 +338,8 @@ std::string PlanToMiniMallocCsv(const graph::Graph& graph, const Plan& plan) {
   std::sort(ordered.begin(), ordered.end(),
             [](const Row& a, const Row& b) { return a.first_member < b.first_member; });
   // Each row's own bytes and the alignment its offset keeps (the plan's, or a value's own where
-  // larger): a trace read back is the same problem at any --alignment. Rows used to carry the
-  // bytes rounded up to the plan's alignment and no alignment, so the problem read back was
-  // another (at 256: 8.50 KiB of values where the net has 4.22 KiB).
+  // larger): a trace read back is the same problem at any --alignment (bytes rounded up to the
+  // plan's alignment would make it another: 8.50 KiB of values where a net has 4.22 KiB).
   std::string out = "id,lower,upper,size,alignment,offset\n";
   for (const Row& row : ordered) {
     const graph::ValueId v = row.first_member;

@@ -12,15 +12,16 @@ absl::StatusOr<Plan> PlanWithOffsetStrategy(const graph::Graph& g, const PlanOpt
                                             OffsetStrategy strategy, Liveness* liveness_out) {
   absl::StatusOr<Schedule> schedule = MakeSchedule(g, options.order);
   if (!schedule.ok()) return schedule.status();
-  LivenessOptions liveness_options;
-  liveness_options.plan_static = options.plan_static;
-  liveness_options.views = options.views;
-  absl::StatusOr<Liveness> liveness = ComputeLiveness(g, *schedule, liveness_options);
+  absl::StatusOr<Liveness> liveness = ComputeLiveness(g, *schedule, options.liveness);
   if (!liveness.ok()) return liveness.status();
   Plan plan;
   plan.execution = options.execution;
   InitPlan(g, *liveness, options.alignment, plan);
-  absl::Status placed = PlaceOffsets(g, *liveness, options, strategy, plan);
+  OffsetSolveOptions solve;
+  solve.time_limit_seconds = options.time_limit_seconds;
+  solve.threads = options.threads;
+  solve.exact_progress = options.exact_progress;
+  absl::Status placed = PlaceOffsets(g, *liveness, strategy, solve, plan);
   if (!placed.ok()) return placed;
   if (liveness_out != nullptr) *liveness_out = *std::move(liveness);
   return plan;

@@ -54,8 +54,9 @@ absl::StatusOr<std::map<std::string, int64_t>> ByteSizes(const graph::Graph& gra
 // The static blobs Caffe2's callers pass to optimize_interference and optimize_inference_fast:
 // the external inputs (unless --recycle-inputs) and outputs, and --static names.
 std::set<std::string> StaticBlobs(const caffe2::NameNet& net, const PlanOptions& options) {
-  std::set<std::string> names(options.static_names.begin(), options.static_names.end());
-  if (!options.recycle_inputs) names.insert(net.external_inputs.begin(), net.external_inputs.end());
+  const LivenessOptions& liveness = options.liveness;
+  std::set<std::string> names(liveness.static_names.begin(), liveness.static_names.end());
+  if (!liveness.recycle_inputs) names.insert(net.external_inputs.begin(), net.external_inputs.end());
   names.insert(net.external_outputs.begin(), net.external_outputs.end());
   return names;
 }
@@ -64,7 +65,7 @@ absl::StatusOr<caffe2::Renames> Plan(const Flags& flags, const graph::Graph& gra
                                      const caffe2::NameNet& net, const PlanOptions& options,
                                      bool sized) {
   const std::set<std::string> dont_share(flags.dont_share.begin(), flags.dont_share.end());
-  if (flags.planner == "memonger-dag" && options.mode == Mode::kTraining) {
+  if (flags.planner == "memonger-dag" && options.memonger.mode == Mode::kTraining) {
     std::vector<std::string> losses = flags.losses;
     if (losses.empty()) losses = Names(graph, graph.losses());
     if (losses.empty()) losses = caffe2::AutogenLosses(net);
@@ -75,7 +76,7 @@ absl::StatusOr<caffe2::Renames> Plan(const Flags& flags, const graph::Graph& gra
     }
     std::set<std::string> param_grads(flags.param_grads.begin(), flags.param_grads.end());
     if (param_grads.empty()) param_grads = caffe2::DefaultParamGrads(graph);
-    return caffe2::ShareGradBlobs(net, losses, param_grads, options.namescope, dont_share,
+    return caffe2::ShareGradBlobs(net, losses, param_grads, options.memonger.namescope, dont_share,
                                   flags.share_activations,
                                   sized ? Shapes(graph) : caffe2::BlobShapes());
   }
@@ -86,7 +87,7 @@ absl::StatusOr<caffe2::Renames> Plan(const Flags& flags, const graph::Graph& gra
         if (!graph::IsStatic(graph.value(v).role)) heads.push_back(graph.value(v).name);
       }
     }
-    return caffe2::OptimizeInferenceForDag(net, heads, options.namescope);
+    return caffe2::OptimizeInferenceForDag(net, heads, options.memonger.namescope);
   }
   if (flags.planner == "memonger-fast") {
     return caffe2::OptimizeInferenceFast(net, StaticBlobs(net, options));

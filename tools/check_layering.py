@@ -10,8 +10,14 @@ dispatches to the planners, the loader that dispatches to the ONNX importer). A 
 is included with quotes (not <...>) by its path from the root (not ../ or ./), and lives in a
 known folder: a new top-level folder with sources must be added to LAYERS first.
 
+Where a layer is built as several libraries (memonger/: plan, sharing, offsets, core), each file
+belongs to the library whose memonger_library(...) call in the folder's CMakeLists.txt lists it
+(a header to the library of its .cc, or of the other files of its folder), and it includes
+headers only of its own library and of the libraries that library depends on (DEPS, followed
+transitively): memonger/sharing/ and memonger/offsets/ never include the planner registry.
+
 Only direct includes are checked: a header may pass on what it includes (memonger/planner.h
-includes memonger/offsets/exact_offsets.h, and the sharing planners include planner.h).
+includes memonger/offsets/exact_offsets.h).
 
   tools/check_layering.py [--root DIR]   exit 0 when the tree follows the rules, else 1 with
                                          one line per offending #include
@@ -43,7 +49,7 @@ CLIENTS = {'tests', 'bench', 'examples'}
 # Files allowed to include a subfolder of their own layer: the tops of layers that dispatch to
 # their subfolders, and a subfolder's file that drives a sibling's planners.
 ENTRY_POINTS = {
-    'memonger/planner.h': {'memonger/offsets'},
+    'memonger/planner.h': {'memonger/offsets', 'memonger/sharing'},
     'memonger/planner.cc': {'memonger/sharing', 'memonger/offsets'},
     'graph/model_loader.cc': {'graph/onnx'},
     # The symbolic planner runs the offset planners at its planning bindings, as PlanMemory does.
@@ -52,6 +58,7 @@ ENTRY_POINTS = {
 GENERATED = {'proto/memonger.pb.h'}
 SOURCE_SUFFIXES = ('.h', '.cc', '.cu', '.hpp', '.cuh', '.inc')
 INCLUDE = re.compile(r'^\s*#\s*include\s+(["<])([^">]+)[">]', re.M)
+LIBRARY = re.compile(r'memonger_library\(\s*(\w+)(.*?)\)', re.S)
 SKIPPED_DIRS = {'.git', 'cmake', 'docs'}
 
 
@@ -122,6 +129,69 @@ def source_folders(root):
     return folders
 
 
+def libraries(root, layer):
+    """{file: library} and {library: the libraries it may include} of a layer built as several
+    memonger_library targets; empty for a layer of one library."""
+    path = os.path.join(root, layer, 'CMakeLists.txt')
+    if not os.path.isfile(path):
+        return {}, {}
+    with open(path, encoding='utf-8') as f:
+        text = re.sub(r'#[^\n]*', '', f.read())
+    owner, deps = {}, {}
+    for match in LIBRARY.finditer(text):
+        name, body = match.group(1), match.group(2)
+        words = body.split()
+        sources = words[words.index('SOURCES') + 1:] if 'SOURCES' in words else []
+        if 'DEPS' in sources:
+            sources = sources[:sources.index('DEPS')]
+        deps[name] = {w.split('::')[1] for w in (words[words.index('DEPS') + 1:]
+                                                  if 'DEPS' in words else [])
+                      if w.startswith('memonger::')}
+        for source in sources:
+            owner[f'{layer}/{source}'] = name
+    if len(deps) < 2:
+        return {}, {}
+    # A header belongs to the library of its .cc; a header without one to the library of the
+    # other files of its folder, where they all belong to one.
+    by_folder = {}
+    for source, name in owner.items():
+        by_folder.setdefault(os.path.dirname(source), set()).add(name)
+    for dirpath, _, filenames in os.walk(os.path.join(root, layer)):
+        for filename in filenames:
+            if not filename.endswith('.h'):
+                continue
+            header = os.path.relpath(os.path.join(dirpath, filename), root).replace(os.sep, '/')
+            stem = header[:-2]
+            for suffix in ('.cc', '.cu'):
+                if stem + suffix in owner:
+                    owner[header] = owner[stem + suffix]
+                    break
+            else:
+                folder = by_folder.get(os.path.dirname(header), set())
+                if len(folder) == 1:
+                    owner[header] = next(iter(folder))
+    # What each library may include: itself and its dependencies, transitively.
+    reach = {}
+    for name in deps:
+        seen, todo = {name}, [name]
+        while todo:
+            for d in deps.get(todo.pop(), set()):
+                if d in deps and d not in seen:
+                    seen.add(d)
+                    todo.append(d)
+        reach[name] = seen
+    return owner, reach
+
+
+def check_library(src, header, owner, reach):
+    """The reason a file of one library may not include `header`, or None."""
+    have, want = owner.get(src), owner.get(header)
+    if have is None or want is None or want in reach[have]:
+        return None
+    return (f'library memonger_{have} may not include memonger_{want}\'s headers (it depends on: '
+            + ', '.join(sorted(f'memonger_{d}' for d in reach[have] if d != have)) + ')')
+
+
 def check_tree(root):
     errors = []
     for top in source_folders(root):
@@ -129,6 +199,7 @@ def check_tree(root):
             errors.append(f'{top}/: sources in a folder that is not a known layer '
                           '(add it to LAYERS in tools/check_layering.py)')
             continue
+        owner, reach = libraries(root, top) if top in LAYERS else ({}, {})
         for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
             dirnames.sort()
             for name in sorted(filenames):
@@ -142,6 +213,8 @@ def check_tree(root):
                     quoted = match.group(1) == '"'
                     header = match.group(2)
                     reason = check_include(src, header, root, quoted)
+                    if not reason and quoted and owner:
+                        reason = check_library(src, header, owner, reach)
                     if reason:
                         line = text.count('\n', 0, match.start()) + 1
                         shown = f'"{header}"' if quoted else f'<{header}>'
@@ -173,6 +246,13 @@ def self_test():
         'tests/helper.h': '',
         'fuzz/f.cc': '#include "tools/t.h"\n#include "tests/helper.h"\n',  # a layer: no tests/
         'tools/t.h': '#include "report/r.h"\n',
+        # Two libraries in one layer: base before top; base may not include top's headers.
+        'workloads/CMakeLists.txt': 'memonger_library(base SOURCES base.cc DEPS memonger::graph)\n'
+                                    'memonger_library(top SOURCES top.cc DEPS memonger::base)\n',
+        'workloads/base.h': '',
+        'workloads/base.cc': '#include "workloads/top.h"\n',                # base -> top
+        'workloads/top.h': '#include "workloads/base.h"\n',                 # top -> base: fine
+        'workloads/top.cc': '#include "workloads/top.h"\n',
     }
     with tempfile.TemporaryDirectory() as root:
         for rel, text in files.items():
@@ -182,7 +262,7 @@ def self_test():
         errors = check_tree(root)
     expected = ['memonger/offsets/o.h', 'kernels/k.h', 'graph/bad.h', 'memonger/core.h',
                 'allocator/x.cc', 'graph/loader.cc', 'bench/b.cc', 'kernels/rel.cc',
-                'kernels/angle.cc', 'newlayer/', 'fuzz/f.cc']
+                'kernels/angle.cc', 'newlayer/', 'fuzz/f.cc', 'workloads/base.cc']
     found = sorted(e.split(':')[0] for e in errors)
     if found != sorted(expected):
         print('self-test: expected errors in', sorted(expected), 'got:', *errors, sep='\n  ')

@@ -81,9 +81,8 @@ absl::Status ParseNumbers(const NumberTexts& texts, Flags& flags) {
   return absl::OkStatus();
 }
 
-// Checks that need no model: combinations of flags, names of planners and orders, bindings, output
-// paths (writable directory, known extension). Each failure is a usage error.
-absl::Status CheckFlags(Flags& flags) {
+// A model or a workload, and the planner and order by name.
+absl::Status CheckWhatToPlan(const Flags& flags) {
   if (flags.model.empty() && flags.workload.empty()) {
     return absl::InvalidArgumentError("give a MODEL file or --workload SPEC (see --help)");
   }
@@ -99,6 +98,11 @@ absl::Status CheckFlags(Flags& flags) {
   if (auto o = ParseOrder(flags.order); !o.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--order: ", o.status().message()));
   }
+  return absl::OkStatus();
+}
+
+// What needs a run with real kernels, and the tolerance it is checked to.
+absl::Status CheckExecuteFlags(const Flags& flags) {
   if (!flags.outputs_out.empty() && (flags.execute == "none" || flags.verify)) {
     return absl::InvalidArgumentError(
         "--outputs-out needs --execute host or cuda (without --verify)");
@@ -114,6 +118,11 @@ absl::Status CheckFlags(Flags& flags) {
   if (!(flags.tolerance >= 0) || !std::isfinite(flags.tolerance)) {
     return absl::InvalidArgumentError("--tolerance must be a finite number >= 0");
   }
+  return absl::OkStatus();
+}
+
+// Recomputation, --insert-free and --size-blind: what each needs and excludes.
+absl::Status CheckRewriteFlags(const Flags& flags) {
   if (flags.recompute == "auto" && flags.budget < 0) {
     return absl::InvalidArgumentError("--recompute auto needs --budget (the bytes to fit)");
   }
@@ -131,6 +140,11 @@ absl::Status CheckFlags(Flags& flags) {
         "--size-blind is for the memonger baselines (memonger-dag, memonger-greedy, "
         "memonger-dp, memonger-fast), which Caffe2 ran without sizes");
   }
+  return absl::OkStatus();
+}
+
+// --caffe2-bugs (Caffe2's own answer) and the activation heuristics.
+absl::Status CheckCaffe2Flags(const Flags& flags) {
   if (flags.caffe2_bugs) {
     if (flags.planner != "memonger-dag" && flags.planner != "memonger-greedy" &&
         flags.planner != "memonger-dp" && flags.planner != "memonger-fast") {
@@ -158,6 +172,11 @@ absl::Status CheckFlags(Flags& flags) {
         "--share-activations (Caffe2's heuristic) and --share-all-activations exclude each "
         "other");
   }
+  return absl::OkStatus();
+}
+
+// --fit: its budget, its key, and what it does not go with.
+absl::Status CheckFitFlags(const Flags& flags) {
   if (!flags.fit.empty() && flags.budget < 0) {
     return absl::InvalidArgumentError("--fit needs --budget");
   }
@@ -177,6 +196,11 @@ absl::Status CheckFlags(Flags& flags) {
         "--fit plans many sizes: it does not go with --compare, --variant, --plan-in or "
         "--execute");
   }
+  return absl::OkStatus();
+}
+
+// --dim values and ranges into flags.bindings and flags.ranges.
+absl::Status ParseDims(Flags& flags) {
   const bool plain_dims = std::any_of(flags.dims.begin(), flags.dims.end(),
                                       [](const std::string& d) { return !graph::IsDimRange(d); });
   if (!flags.workload.empty() &&
@@ -198,6 +222,11 @@ absl::Status CheckFlags(Flags& flags) {
           absl::StrCat("--dim ", r.symbol, " is given both as a value and as a range"));
     }
   }
+  return absl::OkStatus();
+}
+
+// A range (--dim S=LO..HI): what needs one concrete plan, and the planner it needs.
+absl::Status CheckRangeFlags(const Flags& flags) {
   if (!flags.ranges.empty()) {
     // One plan for a box of bindings: what needs one concrete plan needs one binding.
     const std::vector<std::pair<bool, const char*>> concrete_only = {
@@ -233,6 +262,11 @@ absl::Status CheckFlags(Flags& flags) {
       return absl::InvalidArgumentError(range.message());
     }
   }
+  return absl::OkStatus();
+}
+
+// --input-shape and --input-type into flags.bindings; --net-out's format; --fit against --dim.
+absl::Status ParseInputsAndNetOut(Flags& flags) {
   for (const std::string& s : flags.input_shapes) {
     if (absl::Status st = graph::ParseInputShapeBinding(s, flags.bindings); !st.ok()) return st;
   }
@@ -256,6 +290,21 @@ absl::Status CheckFlags(Flags& flags) {
           util::Quote(dim)));
     }
   }
+  return absl::OkStatus();
+}
+
+// Checks that need no model: combinations of flags, names of planners and orders, bindings, output
+// paths (writable directory, known extension). Each failure is a usage error; the groups run in
+// this order, so that a run with several mistakes is told the first.
+absl::Status CheckFlags(Flags& flags) {
+  MG_RETURN_IF_ERROR(CheckWhatToPlan(flags));
+  MG_RETURN_IF_ERROR(CheckExecuteFlags(flags));
+  MG_RETURN_IF_ERROR(CheckRewriteFlags(flags));
+  MG_RETURN_IF_ERROR(CheckCaffe2Flags(flags));
+  MG_RETURN_IF_ERROR(CheckFitFlags(flags));
+  MG_RETURN_IF_ERROR(ParseDims(flags));
+  MG_RETURN_IF_ERROR(CheckRangeFlags(flags));
+  MG_RETURN_IF_ERROR(ParseInputsAndNetOut(flags));
   // Every output file is checked before any work (a run of minutes must not end in "cannot write");
   // the outputs are written together at the end (util::OutputFiles).
   util::OutputFiles outputs;
@@ -309,15 +358,10 @@ absl::Status DeclareOutputs(const Flags& flags, util::OutputFiles& outputs) {
   return absl::OkStatus();
 }
 
-std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std::ostream& out,
-                                          std::ostream& err) {
-  CLI::App app{
-      "optimize-net: plans the memory of a neural-network graph.\n"
-      "Loads MODEL, infers every value's dtype and shape, works out lifetimes, lets values\n"
-      "whose lifetimes do not overlap share memory, verifies the plan and reports it."};
-  app.set_version_flag("--version", "optimize-net 0.1.0");
-  Flags flags;
-  NumberTexts numbers;
+namespace {
+
+// The model and its bindings: MODEL or --workload, the what-if variants, shapes and types.
+void AddModelOptions(CLI::App& app, Flags& flags) {
   CLI::Option* model =
       app.add_option("model", flags.model,
                      "model file: .onnx, .pb (binary NetDef), .pbtxt (text NetDef), .json (usage "
@@ -356,6 +400,10 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
                  "plan: --plan-json writes memonger.plan/v2; with --workload attention the "
                  "symbols are n and batch)")
       ->allow_extra_args(false);
+}
+
+// How to plan: planner, order, executor, training.
+void AddPlanningOptions(CLI::App& app, Flags& flags) {
   app.add_option("--planner", flags.planner,
                  "auto, best-fit, greedy-by-size, exact, exact-sharing, memonger-dag, "
                  "memonger-greedy, memonger-dp, memonger-fast, none")
@@ -368,6 +416,11 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
   app.add_option("--mode", flags.mode, "inference or training")
       ->check(CLI::IsMember({"inference", "training"}))
       ->capture_default_str();
+}
+
+// The memonger baselines' own options: what Caffe2's share_grad_blobs and
+// optimize_inference_for_dag are given, and Caffe2's static blobs.
+void AddMemongerOptions(CLI::App& app, Flags& flags) {
   app.add_option("--loss", flags.losses, "a loss to start gradient sharing from (training)")
       ->allow_extra_args(false);
   app.add_flag("--share-activations", flags.share_activations,
@@ -406,6 +459,10 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
   app.add_option("--head", flags.heads,
                  "memonger-dag inference: a value to start from (default: the graph inputs)")
       ->allow_extra_args(false);
+}
+
+// Limits, static placement, views, the budget and its cures.
+void AddLimitOptions(CLI::App& app, Flags& flags, NumberTexts& numbers) {
   app.add_option("--alignment", numbers.alignment,
                  "byte alignment of every offset (a power of two, at most 2^30)")
       ->capture_default_str();
@@ -438,6 +495,10 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
                  "with --budget: the largest value of SYMBOL (a --dim symbol of the model, or a "
                  "workload key such as n or batch) whose plan fits, for the given and the "
                  "memory-aware order");
+}
+
+// What to write and run: plan files, the rewritten net, execution, the report.
+void AddOutputOptions(CLI::App& app, Flags& flags, NumberTexts& numbers) {
   app.add_option("--plan-json", flags.plan_json, "write the plan (memonger.plan/v1) to FILE")
       ->check(kNonEmptyPath);
   app.add_option("--plan-csv", flags.plan_csv,
@@ -490,6 +551,24 @@ std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std
                "print the wall time of each phase (load, plan, verify, outputs, report) on stderr");
   app.add_option("--top", flags.top, "how many of the largest values to list")
       ->check(CLI::Range(0, 1000000));
+}
+
+}  // namespace
+
+std::variant<Flags, int> ParseCommandLine(int argc, const char* const* argv, std::ostream& out,
+                                          std::ostream& err) {
+  CLI::App app{
+      "optimize-net: plans the memory of a neural-network graph.\n"
+      "Loads MODEL, infers every value's dtype and shape, works out lifetimes, lets values\n"
+      "whose lifetimes do not overlap share memory, verifies the plan and reports it."};
+  app.set_version_flag("--version", "optimize-net 0.1.0");
+  Flags flags;
+  NumberTexts numbers;
+  AddModelOptions(app, flags);
+  AddPlanningOptions(app, flags);
+  AddMemongerOptions(app, flags);
+  AddLimitOptions(app, flags, numbers);
+  AddOutputOptions(app, flags, numbers);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -75,7 +75,7 @@ struct Flags {
   std::string plan_csv;
   std::string plan_in;
   // With --plan-in: the flags given that the saved plan decides instead (its planner, order,
-  // alignment), for a note: they used to be ignored without a word.
+  // alignment), for a note: ignoring them without a word would mislead.
   std::vector<std::string> plan_in_overrides;
   std::string net_out;
   std::string html;

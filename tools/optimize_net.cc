@@ -40,6 +40,7 @@
 #include "kernels/fp16_census.h"
 #include "memonger/planner.h"
 #include "memonger/recompute.h"
+#include "memonger/time_shares.h"
 #include "memonger/verify_plan.h"
 #include "report/fit.h"
 #include "report/symbolic_plan_json.h"
@@ -149,13 +150,14 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
   } else {
     MG_ASSIGN_OR_RETURN(options.execution, memonger::ParseExecution(flags.execution));
   }
-  options.mode = flags.mode == "training" ? memonger::Mode::kTraining : memonger::Mode::kInference;
+  options.memonger.mode =
+      flags.mode == "training" ? memonger::Mode::kTraining : memonger::Mode::kInference;
   MG_RETURN_IF_ERROR(CheckValueNames(flags, graph));
   options.alignment = flags.alignment;
   options.time_limit_seconds = flags.time_limit;
   options.threads = flags.threads;
-  options.plan_static = flags.plan_static;
-  options.views = flags.views;
+  options.liveness.plan_static = flags.plan_static;
+  options.liveness.views = flags.views;
   options.model_name = flags.model.empty() ? flags.workload : flags.model;
   // Progress of a long branch and bound, for a person watching a terminal.
   if (isatty(STDERR_FILENO)) {
@@ -169,17 +171,17 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
                 << std::flush;
     };
   }
-  options.losses = flags.losses;
-  options.share_activations = flags.share_activations;
-  options.share_all_activations = flags.share_all_activations;
-  options.namescope = flags.namescope;
-  options.param_grads = flags.param_grads;
-  options.dont_share = flags.dont_share;
-  options.heads = flags.heads;
-  options.static_names = flags.static_names;
-  options.recycle_inputs = flags.recycle_inputs;
-  options.size_blind = flags.size_blind;
-  if (!flags.losses.empty() && options.mode != memonger::Mode::kTraining) {
+  options.memonger.losses = flags.losses;
+  options.memonger.share_activations = flags.share_activations;
+  options.memonger.share_all_activations = flags.share_all_activations;
+  options.memonger.namescope = flags.namescope;
+  options.memonger.param_grads = flags.param_grads;
+  options.memonger.dont_share = flags.dont_share;
+  options.memonger.heads = flags.heads;
+  options.liveness.static_names = flags.static_names;
+  options.liveness.recycle_inputs = flags.recycle_inputs;
+  options.memonger.size_blind = flags.size_blind;
+  if (!flags.losses.empty() && options.memonger.mode != memonger::Mode::kTraining) {
     return absl::InvalidArgumentError("--loss needs --mode training");
   }
   if (IsRecordsGraph(graph) && options.order != memonger::OrderKind::kGiven) {
@@ -189,19 +191,24 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
   return options;
 }
 
-// The net to plan: the workload (with `fit_value` set for --fit's key when given) or the model
+// The net to plan: the workload (with request.fit_value set for --fit's key) or the model
 // file (with --fit's symbol bound to it), typed, with its backward pass for --mode training and
-// its fp16 storage rewrite.
-// `size_blind`, when given, may plan without sizes: it is set (and shape inference skipped)
-// for a memonger baseline whose graph inputs' shapes are unknown (a note says which unless
-// --size-blind asked for it), as Caffe2's memonger plans without blob shapes. With the shapes
-// known, --size-blind only makes the baselines decide without sizes (PlanOptions::size_blind)
-// and the plan keeps real bytes.
+// its fp16 storage rewrite. `request.size_blind`, when given, may plan without sizes: it is set
+// (and shape inference skipped) for a memonger baseline whose graph inputs' shapes are unknown
+// (a note says which unless --size-blind asked for it), as Caffe2's memonger plans without blob
+// shapes. With the shapes known, --size-blind only makes the baselines decide without sizes
+// (MemongerOptions::size_blind) and the plan keeps real bytes.
+struct GraphRequest {
+  std::optional<int64_t> fit_value;           // --fit's key or symbol set to this value
+  bool* size_blind = nullptr;                 // may plan without sizes: set where it does
+  std::vector<std::string>* notes = nullptr;  // where the size-blind note goes
+  bool symbolic_workload = false;             // a workload declaring its inputs in symbols
+};
 absl::StatusOr<memonger::graph::Graph> MakeGraph(
     const Flags& flags, const memonger::graph::LoadOptions& base_load,
     const std::optional<memonger::graph::WorkloadSpec>& workload,
-    std::optional<int64_t> fit_value = std::nullopt, bool* size_blind = nullptr,
-    std::vector<std::string>* notes = nullptr, bool symbolic_workload = false) {
+    const GraphRequest& request = {}) {
+  const std::optional<int64_t>& fit_value = request.fit_value;
   namespace graph = memonger::graph;
   absl::StatusOr<graph::Graph> g;
   const absl::StatusOr<memonger::PlannerKind> planner = memonger::ParsePlanner(flags.planner);
@@ -210,17 +217,18 @@ absl::StatusOr<memonger::graph::Graph> MakeGraph(
     graph::WorkloadSpec spec = *workload;
     if (fit_value.has_value()) spec = graph::WithParam(spec, flags.fit, absl::StrCat(*fit_value));
     // typed already; a symbolic one declares its inputs in its symbols (for symbolic plans)
-    g = symbolic_workload ? graph::BuildSymbolicWorkload(spec, nullptr) : graph::BuildWorkload(spec);
+    g = request.symbolic_workload ? graph::BuildSymbolicWorkload(spec, nullptr)
+                                  : graph::BuildWorkload(spec);
   } else {
     graph::LoadOptions load = base_load;
     if (fit_value.has_value()) load.bindings.dims[flags.fit] = *fit_value;
     g = graph::LoadModel(flags.model, load);
     if (!g.ok()) return g.status();
     const std::vector<std::string> unknown = graph::InputsWithoutShape(*g, load.bindings);
-    if (size_blind != nullptr && baseline && !unknown.empty()) {
-      *size_blind = true;
-      if (!flags.size_blind && notes != nullptr) {
-        notes->push_back(absl::StrCat(
+    if (request.size_blind != nullptr && baseline && !unknown.empty()) {
+      *request.size_blind = true;
+      if (!flags.size_blind && request.notes != nullptr) {
+        request.notes->push_back(absl::StrCat(
             "the shapes of ", unknown.size(), " graph input(s) are unknown (",
             memonger::util::Quote(unknown.front()), unknown.size() > 1 ? ", ..." : "",
             "): planning size-blind, as Caffe2's memonger does without blob shapes; give "
@@ -273,7 +281,9 @@ int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
   };
   auto plan_at = [&](int64_t value, const memonger::FitCure& cure)
       -> absl::StatusOr<memonger::FitPoint> {
-    MG_ASSIGN_OR_RETURN(memonger::graph::Graph g, MakeGraph(flags, load, workload, value));
+    GraphRequest at_value;
+    at_value.fit_value = value;
+    MG_ASSIGN_OR_RETURN(memonger::graph::Graph g, MakeGraph(flags, load, workload, at_value));
     MG_ASSIGN_OR_RETURN(memonger::Plan plan, memonger::PlanMemory(g, cure.options));
     MG_ASSIGN_OR_RETURN(memonger::FitPoint point, point_of(g, plan));
     if (!cure.recompute || point.device_bytes <= budget) return point;
@@ -286,11 +296,9 @@ int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
       memonger::RecomputeOptions r;
       r.budget_bytes = std::max<int64_t>(arena_budget, 0);
       r.alignment = cure.options.alignment;
-      r.liveness.views = cure.options.views;
-      r.liveness.plan_static = cure.options.plan_static;
-      r.liveness.recycle_inputs = cure.options.recycle_inputs;
-      r.liveness.static_names = cure.options.static_names;
-      r.time_limit_seconds = cure.options.time_limit_seconds / 2;
+      r.liveness = cure.options.liveness;
+      r.time_limit_seconds =
+          cure.options.time_limit_seconds * memonger::time_shares::kRecomputeChoice;
       MG_ASSIGN_OR_RETURN(memonger::RecomputeChoice choice, memonger::ChooseRecomputation(g, r));
       point.lower_bound_bytes = choice.lower_bound_bytes;
       point.arena_bytes = choice.lower_bound_bytes;
@@ -367,18 +375,72 @@ void PrintCures(const memonger::graph::Graph& graph, const memonger::PlanOptions
 // host, the device kernels on CUDA), on the user's --inputs where given, checked against
 // --expect. Returns the report's lines; `beyond_tolerance` names the first output whose error
 // exceeds --tolerance ("" when none does).
+absl::StatusOr<std::string> ExecuteVerify(const Flags& flags, const memonger::graph::Graph& graph,
+                                          const memonger::Plan& plan) {
+  namespace alloc = memonger::alloc;
+  const auto device = flags.execute == "cuda" ? alloc::Device::kCuda : alloc::Device::kHost;
+  MG_ASSIGN_OR_RETURN(alloc::Arena arena,
+                      alloc::Arena::Create(device, plan.arena_bytes, plan.alignment));
+  MG_ASSIGN_OR_RETURN(alloc::Executor executor, alloc::Executor::Create(graph, plan, arena));
+  MG_RETURN_IF_ERROR(executor.RunVerify());
+  return absl::StrCat("executed        verify mode on ", flags.execute, ": ", graph.num_ops(),
+                      " ops, every input intact\n");
+}
+
+// One line per output compared with --expect; `beyond_tolerance` names the first beyond
+// --tolerance.
+absl::StatusOr<std::string> CompareWithExpected(
+    const Flags& flags, const memonger::graph::Graph& graph,
+    const memonger::alloc::HostRunReport& report,
+    const std::map<std::string, memonger::graph::TensorData>& expected,
+    std::string& beyond_tolerance) {
+  MG_ASSIGN_OR_RETURN(const std::vector<memonger::alloc::OutputError> errors,
+                      memonger::alloc::CompareOutputs(graph, report, expected));
+  std::string text;
+  for (const memonger::alloc::OutputError& e : errors) {
+    const bool beyond = !(e.relative <= flags.tolerance);
+    absl::StrAppend(&text, "expect          '", memonger::util::EscapeAsText(e.name),
+                    "': max abs error ", absl::StrFormat("%.3g", e.max_abs), ", relative ",
+                    absl::StrFormat("%.3g", e.relative), beyond ? " > " : " <= ",
+                    absl::StrFormat("%g", flags.tolerance), "\n");
+    if (beyond && beyond_tolerance.empty()) {
+      beyond_tolerance = absl::StrCat("output '", memonger::util::EscapeAsText(e.name),
+                                      "' differs from --expect: relative error ",
+                                      absl::StrFormat("%.3g", e.relative), " > --tolerance ",
+                                      absl::StrFormat("%g", flags.tolerance));
+    }
+  }
+  return text;
+}
+
+// What a run with real kernels says beyond its time: seeded statics, the outputs written.
+std::string RunSummary(const Flags& flags, const memonger::graph::Graph& graph,
+                       const memonger::alloc::HostRunReport& report) {
+  std::string text;
+  if (!report.seeded_statics.empty()) {
+    absl::StrAppend(&text, "seeded statics  ", report.seeded_statics.size(),
+                    " params/constants without data in the model",
+                    graph.static_data() != nullptr ? " (--seed-missing)" : " (the format carries none)",
+                    ", e.g. '", report.seeded_statics.front(), "'\n");
+  }
+  if (!flags.outputs_out.empty()) {
+    absl::StrAppend(&text, "outputs         ", report.outputs.size(), " written to ",
+                    flags.outputs_out, " (.npy)\n");
+    // Where a file is not named as its output: which output it holds.
+    for (const memonger::alloc::HostRunOutput& out : report.outputs) {
+      const std::string file = std::filesystem::path(out.file).filename().string();
+      if (file != out.name + ".npy") {
+        absl::StrAppend(&text, "  ", memonger::util::EscapeAsText(out.name), " -> ", file, "\n");
+      }
+    }
+  }
+  return text;
+}
+
 absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::Graph& graph,
                                     const memonger::Plan& plan, std::string& beyond_tolerance) {
   namespace alloc = memonger::alloc;
-  if (flags.verify) {
-    const auto device = flags.execute == "cuda" ? alloc::Device::kCuda : alloc::Device::kHost;
-    MG_ASSIGN_OR_RETURN(alloc::Arena arena,
-                        alloc::Arena::Create(device, plan.arena_bytes, plan.alignment));
-    MG_ASSIGN_OR_RETURN(alloc::Executor executor, alloc::Executor::Create(graph, plan, arena));
-    MG_RETURN_IF_ERROR(executor.RunVerify());
-    return absl::StrCat("executed        verify mode on ", flags.execute, ": ", graph.num_ops(),
-                        " ops, every input intact\n");
-  }
+  if (flags.verify) return ExecuteVerify(flags, graph, plan);
   const bool cuda = flags.execute == "cuda";
   alloc::HostRunOptions options;
   options.seed = flags.seed;
@@ -418,40 +480,12 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::G
       report.from_model, " from the model, ", report.seeded, " seeded (seed ", flags.seed,
       ")\n");
   if (!flags.expect.empty()) {
-    MG_ASSIGN_OR_RETURN(const std::vector<alloc::OutputError> errors,
-                        alloc::CompareOutputs(graph, report, expected));
-    for (const alloc::OutputError& e : errors) {
-      const bool beyond = !(e.relative <= flags.tolerance);
-      absl::StrAppend(&text, "expect          '", memonger::util::EscapeAsText(e.name),
-                      "': max abs error ", absl::StrFormat("%.3g", e.max_abs), ", relative ",
-                      absl::StrFormat("%.3g", e.relative), beyond ? " > " : " <= ",
-                      absl::StrFormat("%g", flags.tolerance), "\n");
-      if (beyond && beyond_tolerance.empty()) {
-        beyond_tolerance = absl::StrCat("output '", memonger::util::EscapeAsText(e.name),
-                                        "' differs from --expect: relative error ",
-                                        absl::StrFormat("%.3g", e.relative), " > --tolerance ",
-                                        absl::StrFormat("%g", flags.tolerance));
-      }
-    }
+    MG_ASSIGN_OR_RETURN(std::string compared,
+                        CompareWithExpected(flags, graph, report, expected, beyond_tolerance));
+    absl::StrAppend(&text, compared);
   }
   if (!cuda) absl::StrAppend(&text, census.ToText());
-  if (!report.seeded_statics.empty()) {
-    absl::StrAppend(&text, "seeded statics  ", report.seeded_statics.size(),
-                    " params/constants without data in the model",
-                    graph.static_data() != nullptr ? " (--seed-missing)" : " (the format carries none)",
-                    ", e.g. '", report.seeded_statics.front(), "'\n");
-  }
-  if (!flags.outputs_out.empty()) {
-    absl::StrAppend(&text, "outputs         ", report.outputs.size(), " written to ",
-                    flags.outputs_out, " (.npy)\n");
-    // Where a file is not named as its output: which output it holds.
-    for (const memonger::alloc::HostRunOutput& out : report.outputs) {
-      const std::string file = std::filesystem::path(out.file).filename().string();
-      if (file != out.name + ".npy") {
-        absl::StrAppend(&text, "  ", memonger::util::EscapeAsText(out.name), " -> ", file, "\n");
-      }
-    }
-  }
+  absl::StrAppend(&text, RunSummary(flags, graph, report));
   return text;
 }
 
@@ -469,12 +503,13 @@ int RunSizeBlind(const Flags& flags, const memonger::graph::Graph& graph,
         flag, " needs byte sizes, and this plan is size-blind (graph inputs without shapes): "
         "give every graph input's shape (--input-shape)")));
   }
-  if (options.mode == memonger::Mode::kTraining && !memonger::graph::HasGradientOps(graph)) {
+  if (options.memonger.mode == memonger::Mode::kTraining &&
+      !memonger::graph::HasGradientOps(graph)) {
     return fail(absl::InvalidArgumentError(
         "--mode training on a net without gradient ops builds its backward pass, which needs "
         "shapes: give every graph input's shape (--input-shape)"));
   }
-  options.size_blind = true;
+  options.memonger.size_blind = true;
   absl::StatusOr<memonger::Plan> plan = memonger::PlanMemory(graph, options);
   if (!plan.ok()) return fail(plan.status());
   if (auto s = memonger::VerifyPlan(graph, *plan); !s.ok()) {
@@ -496,228 +531,238 @@ int RunSizeBlind(const Flags& flags, const memonger::graph::Graph& graph,
   return kExitOk;
 }
 
-// Returns the exit code; prints what failed.
-int Run(const Flags& flags) {
-  auto fail = [](const absl::Status& status) {
-    std::cerr << "optimize-net: " << OneLine(status.message()) << "\n";
-    return kExitFailed;
-  };
-  const int64_t budget = flags.budget;
-  // The output files were checked with the flags; they are written together at the end, and
-  // only when the whole run succeeds.
-  memonger::util::OutputFiles outputs;
-  if (absl::Status s = memonger::tools::DeclareOutputs(flags, outputs); !s.ok()) return fail(s);
-  memonger::graph::LoadOptions load;
-  load.bindings = flags.bindings;
-  load.limits = flags.limits;
-  load.keep_data = flags.execute != "none" && !flags.verify;
-  std::vector<std::string> notes;
-  load.notes = &notes;
-  std::optional<memonger::graph::WorkloadSpec> workload;
-  if (!flags.workload.empty()) {
-    auto spec = memonger::graph::ParseWorkloadSpec(flags.workload);
-    if (!spec.ok()) return fail(spec.status());
-    workload = *spec;
-  }
-  if (!flags.ranges.empty() && (!flags.compare.empty() || !flags.variants.empty())) {
-    // The what-if table over a range: one symbolic plan per variant.
-    if (!workload.has_value()) {
-      return fail(absl::InvalidArgumentError("--compare and --variant need a --workload"));
-    }
-    auto variants = memonger::ExpandVariants(*workload, flags.variants, flags.compare);
-    if (!variants.ok()) return fail(variants.status());
-    absl::StatusOr<memonger::graph::Graph> base =
-        MakeGraph(flags, load, workload, std::nullopt, nullptr, nullptr, /*symbolic=*/true);
-    if (!base.ok()) return fail(base.status());
-    auto options = MakePlanOptions(flags, *base);
-    if (!options.ok()) return fail(options.status());
-    auto rows = memonger::PlanVariantsOverRange(*variants, *options, flags.ranges, flags.budget);
-    if (!rows.ok()) return fail(rows.status());
-    std::cout << memonger::WhatIfRangeToText(*workload, flags.ranges, *rows, flags.budget);
-    for (const memonger::WhatIfRangeRow& row : *rows) {
-      if (flags.budget >= 0 && row.device_low > flags.budget) return kExitOverBudget;
-    }
-    return kExitOk;
-  }
-  if (!flags.ranges.empty()) {
-    // One plan for a box of bindings: the net is typed at each binding the planner asks for.
-    auto graph_at = [&](const memonger::graph::SymbolBindings& at)
-        -> absl::StatusOr<memonger::graph::Graph> {
-      if (workload.has_value()) {
-        memonger::graph::WorkloadSpec spec = *workload;
-        for (const auto& [symbol, value] : at) {
-          spec = memonger::graph::WithParam(spec, symbol, absl::StrCat(value));
-        }
-        return MakeGraph(flags, load, spec, std::nullopt, nullptr, nullptr, /*symbolic=*/true);
-      }
-      memonger::graph::LoadOptions at_load = load;
-      at_load.notes = nullptr;
-      for (const auto& [symbol, value] : at) at_load.bindings.dims[symbol] = value;
-      return MakeGraph(flags, at_load, std::nullopt);
-    };
-    memonger::graph::ShapeBindings fixed = flags.bindings;
-    if (workload.has_value()) {
-      memonger::graph::SymbolBindings values;
-      auto built = memonger::graph::BuildSymbolicWorkload(*workload, &values);
-      if (!built.ok()) return fail(built.status());
-      for (const auto& [symbol, value] : values) {
-        if (flags.ranges.Find(symbol) == nullptr) fixed.dims[symbol] = value;
-      }
-    }
-    auto report = memonger::tools::RunSymbolic(
-        flags, fixed, graph_at,
-        [&](const memonger::graph::Graph& g) { return MakePlanOptions(flags, g); }, outputs);
-    if (!report.ok()) return fail(report.status());
-    for (const std::string& note : report->notes) std::cerr << "optimize-net: note: " << note << "\n";
-    if (absl::Status s = outputs.Commit(); !s.ok()) return fail(s);
-    std::cout << report->text;
-    return report->over_budget ? kExitOverBudget : kExitOk;
-  }
-  // A symbolic plan (memonger.plan/v2) is bound to this run's binding, not planned again.
-  std::optional<std::string> plan_in_text;
-  bool symbolic_plan_in = false;
-  if (!flags.plan_in.empty()) {
-    absl::StatusOr<std::string> text = memonger::util::ReadInputFile(flags.plan_in, flags.limits);
-    if (!text.ok()) return fail(text.status());
-    plan_in_text = *std::move(text);
-    symbolic_plan_in = memonger::IsSymbolicPlanJson(*plan_in_text);
-  }
-  if (!flags.fit.empty() && !workload.has_value() && load.bindings.dims.count(flags.fit) == 0) {
-    // The model must plan as given (every other symbol bound): bind the fitted one to 1 first.
-    load.bindings.dims[flags.fit] = 1;
-  }
-  memonger::tools::PhaseClock clock;
-  bool size_blind = false;
-  absl::StatusOr<memonger::graph::Graph> graph =
-      MakeGraph(flags, load, workload, std::nullopt, &size_blind, &notes, symbolic_plan_in);
-  if (!graph.ok()) return fail(graph.status());
-  clock.Mark("load");
+// Writes `status` as optimize-net's one line of error; returns the exit code of a failed run.
+int Fail(const absl::Status& status) {
+  std::cerr << "optimize-net: " << OneLine(status.message()) << "\n";
+  return kExitFailed;
+}
+
+void PrintNotes(const std::vector<std::string>& notes) {
   for (const std::string& note : notes) std::cerr << "optimize-net: note: " << note << "\n";
-  load.notes = nullptr;  // --fit loads the model again
-  auto options = MakePlanOptions(flags, *graph);
-  if (!options.ok()) return fail(options.status());
-  if (flags.caffe2_bugs) {
-    absl::StatusOr<memonger::tools::Caffe2ExactReport> report = memonger::tools::RunCaffe2Exact(
-        flags, *graph, *options, !size_blind && !flags.size_blind, outputs);
-    if (!report.ok()) return fail(report.status());
-    for (const std::string& warning : report->warnings) {
-      std::cerr << "optimize-net: warning: " << warning << "\n";
-    }
-    if (absl::Status s = outputs.Commit(); !s.ok()) return fail(s);
-    std::cout << report->text;
-    return kExitOk;
+}
+
+// What every step of a run reads: the flags, how models are loaded, the workload when one is
+// given, and the output files, written together at the end and only when the run succeeds.
+struct RunContext {
+  const Flags& flags;
+  memonger::graph::LoadOptions load;
+  std::optional<memonger::graph::WorkloadSpec> workload;
+  memonger::util::OutputFiles outputs;
+};
+
+// --compare / --variant over a range: one symbolic plan per variant, side by side.
+int RunWhatIfOverRange(RunContext& run) {
+  const Flags& flags = run.flags;
+  if (!run.workload.has_value()) {
+    return Fail(absl::InvalidArgumentError("--compare and --variant need a --workload"));
   }
-  if (size_blind) return RunSizeBlind(flags, *graph, *options);
-  const bool training = memonger::graph::HasGradientOps(*graph);
-  if (!flags.fit.empty()) return RunFit(flags, load, workload, *options, budget, training);
-  if (flags.recompute != "none" && !training) {
-    return fail(absl::InvalidArgumentError(
-        "--recompute is for training nets: this net has no backward ops (add --mode training)"));
+  auto variants = memonger::ExpandVariants(*run.workload, flags.variants, flags.compare);
+  if (!variants.ok()) return Fail(variants.status());
+  GraphRequest symbolic;
+  symbolic.symbolic_workload = true;
+  absl::StatusOr<memonger::graph::Graph> base = MakeGraph(flags, run.load, run.workload, symbolic);
+  if (!base.ok()) return Fail(base.status());
+  auto options = MakePlanOptions(flags, *base);
+  if (!options.ok()) return Fail(options.status());
+  auto rows = memonger::PlanVariantsOverRange(*variants, *options, flags.ranges, flags.budget);
+  if (!rows.ok()) return Fail(rows.status());
+  std::cout << memonger::WhatIfRangeToText(*run.workload, flags.ranges, *rows, flags.budget);
+  for (const memonger::WhatIfRangeRow& row : *rows) {
+    if (flags.budget >= 0 && row.device_low > flags.budget) return kExitOverBudget;
   }
-  if (!flags.compare.empty() || !flags.variants.empty()) {
-    // The what-if report: the workload in each variant, planned and verified, side by side.
-    auto variants = memonger::ExpandVariants(*workload, flags.variants, flags.compare);
-    if (!variants.ok()) return fail(variants.status());
-    auto rows = memonger::PlanVariants(*variants, *options);
-    if (!rows.ok()) return fail(rows.status());
-    std::cout << (flags.format == "json" ? memonger::WhatIfToJson(*workload, *rows, budget)
-                                         : memonger::WhatIfToText(*workload, *rows, budget));
-    for (const memonger::WhatIfRow& row : *rows) {
-      if (budget >= 0 && row.device_bytes > budget) return kExitOverBudget;
-    }
-    return kExitOk;
-  }
-  absl::StatusOr<memonger::Plan> plan;
-  if (flags.recompute != "none") {
-    // The net is rewritten: everything below (verification, outputs, execution) uses the
-    // rewritten net.
-    auto kind = memonger::ParseRecompute(flags.recompute);
-    if (!kind.ok()) return fail(kind.status());
-    auto recomputed = memonger::PlanWithRecomputation(*graph, *options, *kind, budget);
-    if (!recomputed.ok()) {
-      if (absl::IsResourceExhausted(recomputed.status())) {
-        std::cerr << "optimize-net: the budget is infeasible: " << OneLine(recomputed.status().message())
-                  << "\n";
-        return kExitOverBudget;
+  return kExitOk;
+}
+
+// A range (--dim S=LO..HI): one plan for the box of bindings, the net typed at each binding
+// the planner asks for.
+int RunRange(RunContext& run) {
+  const Flags& flags = run.flags;
+  auto graph_at = [&](const memonger::graph::SymbolBindings& at)
+      -> absl::StatusOr<memonger::graph::Graph> {
+    if (run.workload.has_value()) {
+      memonger::graph::WorkloadSpec spec = *run.workload;
+      for (const auto& [symbol, value] : at) {
+        spec = memonger::graph::WithParam(spec, symbol, absl::StrCat(value));
       }
-      return fail(recomputed.status());
+      GraphRequest symbolic;
+      symbolic.symbolic_workload = true;
+      return MakeGraph(flags, run.load, spec, symbolic);
     }
+    memonger::graph::LoadOptions at_load = run.load;
+    at_load.notes = nullptr;
+    for (const auto& [symbol, value] : at) at_load.bindings.dims[symbol] = value;
+    return MakeGraph(flags, at_load, std::nullopt);
+  };
+  memonger::graph::ShapeBindings fixed = flags.bindings;
+  if (run.workload.has_value()) {
+    memonger::graph::SymbolBindings values;
+    auto built = memonger::graph::BuildSymbolicWorkload(*run.workload, &values);
+    if (!built.ok()) return Fail(built.status());
+    for (const auto& [symbol, value] : values) {
+      if (flags.ranges.Find(symbol) == nullptr) fixed.dims[symbol] = value;
+    }
+  }
+  auto report = memonger::tools::RunSymbolic(
+      flags, fixed, graph_at,
+      [&](const memonger::graph::Graph& g) { return MakePlanOptions(flags, g); }, run.outputs);
+  if (!report.ok()) return Fail(report.status());
+  PrintNotes(report->notes);
+  if (absl::Status s = run.outputs.Commit(); !s.ok()) return Fail(s);
+  std::cout << report->text;
+  return report->over_budget ? kExitOverBudget : kExitOk;
+}
+
+// The what-if report: the workload in each variant, planned and verified, side by side.
+int RunWhatIf(const RunContext& run, const memonger::PlanOptions& options) {
+  const Flags& flags = run.flags;
+  auto variants = memonger::ExpandVariants(*run.workload, flags.variants, flags.compare);
+  if (!variants.ok()) return Fail(variants.status());
+  auto rows = memonger::PlanVariants(*variants, options);
+  if (!rows.ok()) return Fail(rows.status());
+  const memonger::graph::WorkloadSpec& workload = *run.workload;
+  std::cout << (flags.format == "json" ? memonger::WhatIfToJson(workload, *rows, flags.budget)
+                                       : memonger::WhatIfToText(workload, *rows, flags.budget));
+  for (const memonger::WhatIfRow& row : *rows) {
+    if (flags.budget >= 0 && row.device_bytes > flags.budget) return kExitOverBudget;
+  }
+  return kExitOk;
+}
+
+// A saved plan (--plan-in): its text, and whether it is a symbolic one (memonger.plan/v2),
+// which is bound to this run's binding rather than planned again.
+struct SavedPlan {
+  std::optional<std::string> text;
+  bool symbolic = false;
+};
+
+// The plan of `graph`: recomputed (the net is rewritten, and `graph` becomes the rewritten
+// net), planned, or read from --plan-in. `exit_code` is set where the run ends without a plan
+// and without an error to print (an infeasible budget for recomputation).
+absl::StatusOr<memonger::Plan> MakePlan(const RunContext& run, const SavedPlan& saved,
+                                        const memonger::PlanOptions& options,
+                                        memonger::graph::Graph& graph,
+                                        std::optional<int>& exit_code) {
+  const Flags& flags = run.flags;
+  if (flags.recompute != "none") {
+    MG_ASSIGN_OR_RETURN(memonger::RecomputeKind kind, memonger::ParseRecompute(flags.recompute));
+    auto recomputed = memonger::PlanWithRecomputation(graph, options, kind, flags.budget);
+    if (absl::IsResourceExhausted(recomputed.status())) {
+      std::cerr << "optimize-net: the budget is infeasible: "
+                << OneLine(recomputed.status().message()) << "\n";
+      exit_code = kExitOverBudget;
+      return recomputed.status();
+    }
+    if (!recomputed.ok()) return recomputed.status();
     graph = std::move(recomputed->graph);
-    plan = std::move(recomputed->plan);
-  } else if (flags.plan_in.empty()) {
-    plan = memonger::PlanMemory(*graph, *options);
-    if (options->exact_progress) std::cerr << "\r\033[K" << std::flush;  // clear the progress line
-  } else if (symbolic_plan_in) {
+    return std::move(recomputed->plan);
+  }
+  if (flags.plan_in.empty()) {
+    absl::StatusOr<memonger::Plan> plan = memonger::PlanMemory(graph, options);
+    if (options.exact_progress) std::cerr << "\r\033[K" << std::flush;  // clear the progress line
+    return plan;
+  }
+  if (saved.symbolic) {
     // The binding: the --dim values, or the workload's own n and batch.
     memonger::graph::SymbolBindings dims = flags.bindings.dims;
-    if (workload.has_value()) {
-      auto built = memonger::graph::BuildSymbolicWorkload(*workload, &dims);
-      if (!built.ok()) return fail(built.status());
+    if (run.workload.has_value()) {
+      MG_RETURN_IF_ERROR(memonger::graph::BuildSymbolicWorkload(*run.workload, &dims).status());
     }
-    plan = memonger::BindSymbolicPlanJson(*graph, *plan_in_text, flags.plan_in, dims);
-  } else {
-    plan = memonger::PlanFromJson(*graph, *plan_in_text, flags.plan_in);
+    return memonger::BindSymbolicPlanJson(graph, *saved.text, flags.plan_in, dims);
   }
-  if (!plan.ok()) return fail(plan.status());
-  clock.Mark("plan");
-  for (const std::string& note : plan->notes) std::cerr << "optimize-net: note: " << note << "\n";
-  if (flags.cuda_graphs || flags.execute == "cuda") {
-    // Which steps a CUDA graph could capture with the device kernels (the table made on the
-    // host has the same ops and checks as the CUDA one).
-    plan->graphable = memonger::alloc::FindGraphableSections(
-        *graph, *plan, memonger::alloc::MakeDeviceKernelTableOnHost());
-  }
-  // Every plan is checked by the independent verifier before anyone sees it.
-  if (auto s = memonger::VerifyPlan(*graph, *plan); !s.ok()) {
+  return memonger::PlanFromJson(graph, *saved.text, flags.plan_in);
+}
+
+// Every plan is checked by the independent verifier before anyone sees it; a saved plan that
+// verifies at the lower bound (recomputed from the model, not read) is optimal as surely as a
+// planner's.
+absl::Status CheckPlan(const Flags& flags, const memonger::graph::Graph& graph,
+                       memonger::Plan& plan) {
+  if (auto s = memonger::VerifyPlan(graph, plan); !s.ok()) {
     if (!flags.plan_in.empty()) {
-      return fail(absl::InvalidArgumentError(
-          absl::StrCat(flags.plan_in, ": the plan is not valid for this model: ", s.message())));
+      return absl::InvalidArgumentError(
+          absl::StrCat(flags.plan_in, ": the plan is not valid for this model: ", s.message()));
     }
-    return fail(absl::InternalError(absl::StrCat("the planner '", plan->planner,
-                                                 "' produced an invalid plan: ", s.message())));
+    return absl::InternalError(absl::StrCat("the planner '", plan.planner,
+                                            "' produced an invalid plan: ", s.message()));
   }
   // Said once the saved plan has verified (a plan refused gets its one line of error only).
   if (!flags.plan_in_overrides.empty()) {
     std::cerr << "optimize-net: note: " << absl::StrJoin(flags.plan_in_overrides, ", ")
               << " given with --plan-in are not used: the saved plan's own planner ("
-              << plan->planner << "), order (" << memonger::OrderName(plan->order)
-              << ") and alignment (" << plan->alignment << ") are\n";
+              << plan.planner << "), order (" << memonger::OrderName(plan.order)
+              << ") and alignment (" << plan.alignment << ") are\n";
   }
-  // A saved plan, verified, at the lower bound (recomputed from the model, not read) is
-  // optimal as surely as a planner's: the round trip keeps "proven optimal".
-  if (!flags.plan_in.empty() && plan->arena_bytes <= plan->lower_bound_bytes) {
-    plan->proven_optimal = true;
+  if (!flags.plan_in.empty() && plan.arena_bytes <= plan.lower_bound_bytes) {
+    plan.proven_optimal = true;
   }
-  clock.Mark("verify");
-  if (!flags.plan_json.empty()) outputs.Set(flags.plan_json, memonger::PlanToJson(*graph, *plan));
+  return absl::OkStatus();
+}
+
+// --plan-json, --plan-csv, --html, --net-out: set to be written with the other outputs.
+absl::Status SetPlanOutputs(const Flags& flags, const memonger::graph::Graph& graph,
+                            const memonger::Plan& plan, memonger::util::OutputFiles& outputs) {
+  if (!flags.plan_json.empty()) outputs.Set(flags.plan_json, memonger::PlanToJson(graph, plan));
   if (!flags.plan_csv.empty()) {
-    outputs.Set(flags.plan_csv, memonger::PlanToMiniMallocCsv(*graph, *plan));
+    outputs.Set(flags.plan_csv, memonger::PlanToMiniMallocCsv(graph, plan));
   }
-  if (!flags.html.empty()) outputs.Set(flags.html, memonger::PlanToHtml(*graph, *plan));
+  if (!flags.html.empty()) outputs.Set(flags.html, memonger::PlanToHtml(graph, plan));
   if (!flags.net_out.empty()) {
-    absl::StatusOr<std::string> net = RewrittenNetBytes(*graph, *plan, flags.net_out, flags);
-    if (!net.ok()) return fail(net.status());
-    outputs.Set(flags.net_out, *std::move(net));
+    MG_ASSIGN_OR_RETURN(std::string net, RewrittenNetBytes(graph, plan, flags.net_out, flags));
+    outputs.Set(flags.net_out, std::move(net));
   }
+  return absl::OkStatus();
+}
+
+// The report on stdout: the plan document (--format json), or the model summary, the plan's
+// text (and --ascii map) and what executing it said.
+absl::Status PrintReport(const Flags& flags, const memonger::graph::Graph& graph,
+                         const memonger::PlanOptions& options, const memonger::Plan& plan,
+                         const std::string& execution_report) {
+  if (flags.format == "json") {
+    std::cout << memonger::PlanToJson(graph, plan);
+    return absl::OkStatus();
+  }
+  MG_ASSIGN_OR_RETURN(memonger::ModelSummary summary,
+                      memonger::SummarizeModel(graph, options.model_name, flags.top));
+  std::cout << memonger::SummaryToText(graph, summary) << "\n"
+            << memonger::PlanToText(graph, plan);
+  if (flags.ascii) std::cout << "\n" << memonger::PlanToAscii(graph, plan);
+  std::cout << execution_report;
+  return absl::OkStatus();
+}
+
+// One plan of one net: made, verified, written, executed where asked, reported; exit code 3
+// with the cures where it exceeds --budget.
+int PlanAndReport(RunContext& run, const SavedPlan& saved, memonger::graph::Graph& graph,
+                  const memonger::PlanOptions& options, memonger::tools::PhaseClock& clock) {
+  const Flags& flags = run.flags;
+  std::optional<int> exit_code;
+  absl::StatusOr<memonger::Plan> plan = MakePlan(run, saved, options, graph, exit_code);
+  if (exit_code.has_value()) return *exit_code;
+  if (!plan.ok()) return Fail(plan.status());
+  clock.Mark("plan");
+  PrintNotes(plan->notes);
+  if (flags.cuda_graphs || flags.execute == "cuda") {
+    // Which steps a CUDA graph could capture with the device kernels (the table made on the
+    // host has the same ops and checks as the CUDA one).
+    plan->graphable = memonger::alloc::FindGraphableSections(
+        graph, *plan, memonger::alloc::MakeDeviceKernelTableOnHost());
+  }
+  if (absl::Status s = CheckPlan(flags, graph, *plan); !s.ok()) return Fail(s);
+  clock.Mark("verify");
+  if (absl::Status s = SetPlanOutputs(flags, graph, *plan, run.outputs); !s.ok()) return Fail(s);
   std::string execution_report;
   std::string beyond_tolerance;
   if (flags.execute != "none") {
-    auto report = Execute(flags, *graph, *plan, beyond_tolerance);
-    if (!report.ok()) return fail(report.status());
+    auto report = Execute(flags, graph, *plan, beyond_tolerance);
+    if (!report.ok()) return Fail(report.status());
     execution_report = *std::move(report);
     clock.Mark("execute");
   }
-  if (absl::Status s = outputs.Commit(); !s.ok()) return fail(s);
+  if (absl::Status s = run.outputs.Commit(); !s.ok()) return Fail(s);
   clock.Mark("outputs");
-  if (flags.format == "json") {
-    std::cout << memonger::PlanToJson(*graph, *plan);
-  } else {
-    auto summary = memonger::SummarizeModel(*graph, options->model_name, flags.top);
-    if (!summary.ok()) return fail(summary.status());
-    std::cout << memonger::SummaryToText(*graph, *summary) << "\n"
-              << memonger::PlanToText(*graph, *plan);
-    if (flags.ascii) std::cout << "\n" << memonger::PlanToAscii(*graph, *plan);
-    std::cout << execution_report;
+  if (absl::Status s = PrintReport(flags, graph, options, *plan, execution_report); !s.ok()) {
+    return Fail(s);
   }
   clock.Mark("report");
   if (flags.timings) clock.Print(std::cerr);
@@ -725,15 +770,85 @@ int Run(const Flags& flags) {
     std::cerr << "optimize-net: " << beyond_tolerance << "\n";
     return kExitFailed;
   }
+  const int64_t budget = flags.budget;
   if (budget >= 0 && plan->arena_bytes > budget) {
     std::cerr << "optimize-net: the arena needs " << memonger::util::FormatBytes(plan->arena_bytes)
               << " (" << plan->arena_bytes << " bytes), "
               << memonger::util::FormatBytes(plan->arena_bytes - budget)
               << " more than the budget of " << memonger::util::FormatBytes(budget) << "\n";
-    PrintCures(*graph, *options, *plan, budget, flags.recompute != "none");
+    PrintCures(graph, options, *plan, budget, flags.recompute != "none");
     return kExitOverBudget;
   }
   return kExitOk;
+}
+
+// Returns the exit code; prints what failed. The flags say which kind of run this is: a range,
+// --fit, --caffe2-bugs, a size-blind baseline, a what-if table, or one plan.
+int Run(const Flags& flags) {
+  RunContext run{flags, {}, std::nullopt, {}};
+  if (absl::Status s = memonger::tools::DeclareOutputs(flags, run.outputs); !s.ok()) {
+    return Fail(s);
+  }
+  run.load.bindings = flags.bindings;
+  run.load.limits = flags.limits;
+  run.load.keep_data = flags.execute != "none" && !flags.verify;
+  std::vector<std::string> notes;
+  run.load.notes = &notes;
+  if (!flags.workload.empty()) {
+    auto spec = memonger::graph::ParseWorkloadSpec(flags.workload);
+    if (!spec.ok()) return Fail(spec.status());
+    run.workload = *spec;
+  }
+  const bool what_if = !flags.compare.empty() || !flags.variants.empty();
+  if (!flags.ranges.empty()) return what_if ? RunWhatIfOverRange(run) : RunRange(run);
+  SavedPlan saved;
+  if (!flags.plan_in.empty()) {
+    absl::StatusOr<std::string> text = memonger::util::ReadInputFile(flags.plan_in, flags.limits);
+    if (!text.ok()) return Fail(text.status());
+    saved.text = *std::move(text);
+    saved.symbolic = memonger::IsSymbolicPlanJson(*saved.text);
+  }
+  if (!flags.fit.empty() && !run.workload.has_value() &&
+      run.load.bindings.dims.count(flags.fit) == 0) {
+    // The model must plan as given (every other symbol bound): bind the fitted one to 1 first.
+    run.load.bindings.dims[flags.fit] = 1;
+  }
+  memonger::tools::PhaseClock clock;
+  bool size_blind = false;
+  GraphRequest request;
+  request.size_blind = &size_blind;
+  request.notes = &notes;
+  request.symbolic_workload = saved.symbolic;
+  absl::StatusOr<memonger::graph::Graph> graph =
+      MakeGraph(flags, run.load, run.workload, request);
+  if (!graph.ok()) return Fail(graph.status());
+  clock.Mark("load");
+  PrintNotes(notes);
+  run.load.notes = nullptr;  // --fit loads the model again
+  auto options = MakePlanOptions(flags, *graph);
+  if (!options.ok()) return Fail(options.status());
+  if (flags.caffe2_bugs) {
+    absl::StatusOr<memonger::tools::Caffe2ExactReport> report = memonger::tools::RunCaffe2Exact(
+        flags, *graph, *options, !size_blind && !flags.size_blind, run.outputs);
+    if (!report.ok()) return Fail(report.status());
+    for (const std::string& warning : report->warnings) {
+      std::cerr << "optimize-net: warning: " << warning << "\n";
+    }
+    if (absl::Status s = run.outputs.Commit(); !s.ok()) return Fail(s);
+    std::cout << report->text;
+    return kExitOk;
+  }
+  if (size_blind) return RunSizeBlind(flags, *graph, *options);
+  const bool training = memonger::graph::HasGradientOps(*graph);
+  if (!flags.fit.empty()) {
+    return RunFit(flags, run.load, run.workload, *options, flags.budget, training);
+  }
+  if (flags.recompute != "none" && !training) {
+    return Fail(absl::InvalidArgumentError(
+        "--recompute is for training nets: this net has no backward ops (add --mode training)"));
+  }
+  if (what_if) return RunWhatIf(run, *options);
+  return PlanAndReport(run, saved, *graph, *options, clock);
 }
 
 }  // namespace

@@ -17,6 +17,15 @@ inline std::chrono::steady_clock::time_point DeadlineAfter(
                      std::chrono::duration<double>(std::min(seconds, kMaxDeadlineSeconds)));
 }
 
+// `share` of the time from `now` to `deadline` (none where it has passed), as a duration of the
+// clock: what a step gets of what is left.
+inline std::chrono::steady_clock::duration ShareOfTimeLeft(
+    std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point deadline,
+    double share) {
+  if (deadline <= now) return std::chrono::steady_clock::duration::zero();
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>((deadline - now) * share);
+}
+
 }  // namespace memonger::util
 
 #endif  // MEMONGER_UTIL_DEADLINE_H_

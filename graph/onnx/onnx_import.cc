@@ -118,7 +118,7 @@ absl::Status CheckSupported(const onnx::ModelProto& model) {
 // An Einsum equation as the ONNX spec writes it: one term per input, separated by commas, then
 // optionally "->" and the output's term; a term is letters with at most one "..."; the output
 // names each letter once, and only letters of the inputs. libonnx leaves a malformed equation's
-// output shape unknown, which used to read as a data-dependent shape.
+// output shape unknown, which would read as a data-dependent shape.
 absl::Status CheckEinsumEquation(const onnx::NodeProto& node, int index) {
   std::string equation;
   for (const onnx::AttributeProto& a : node.attribute()) {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "memonger/offsets/split_pass.h"
+#include "memonger/time_shares.h"
 #include "util/check.h"
 #include "util/deadline.h"
 #include "util/status_macros.h"
@@ -403,7 +404,7 @@ absl::StatusOr<BestFitResult> RunBestFitPortfolioWithin(const OffsetProblem& pro
                                                         int threads) {
   return RunBestFitPortfolio(problem, util::DeadlineAfter(start, limit_seconds * start_share),
                              threads,
-                             util::DeadlineAfter(start, limit_seconds * kSearchShareOfLimit),
+                             util::DeadlineAfter(start, limit_seconds * time_shares::kOffsetSearches),
                              util::DeadlineAfter(start, limit_seconds * 1.1));
 }
 

@@ -142,12 +142,8 @@ absl::StatusOr<ResumedPortfolio> ResumeBestFitPortfolio(
     const OffsetProblem& problem, const PortfolioProgress& progress, int64_t height_to_beat,
     std::chrono::steady_clock::time_point deadline, int threads = 1);
 
-// The share of a time limit that searches ending in a plan may use: what follows them (applying
-// the offsets and checking them, O(n log n)) takes about the rest on a million items.
-inline constexpr double kSearchShareOfLimit = 0.95;
-
 // RunBestFitPortfolio within `limit_seconds` from `start`: no run starts after `start_share` of
-// the limit, and every run but the first gives up then; the first is cut at kSearchShareOfLimit
+// the limit, and every run but the first gives up then; the first is cut at time_shares::kOffsetSearches
 // of it (and completed quickly), unless on course to end within a tenth past the limit. On a
 // million items the whole portfolio takes seconds (12 greedy passes).
 absl::StatusOr<BestFitResult> RunBestFitPortfolioWithin(const OffsetProblem& problem,

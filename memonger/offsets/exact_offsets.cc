@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "memonger/offsets/interval_index.h"
 #include "memonger/offsets/perfect_packing.h"
+#include "memonger/time_shares.h"
 #include "util/check.h"
 #include "util/deadline.h"
 #include "util/deep_stack.h"
@@ -807,9 +808,11 @@ absl::StatusOr<OffsetSolution> PlaceExact(const OffsetProblem& problem,
   bool bound_unreachable = false;
   {
     const Clock::time_point now = Clock::now();
-    const Clock::duration left = util::DeadlineAfter(start, options.time_limit_seconds) - now;
     absl::StatusOr<PerfectPacking> perfect = SolvePerfectPacking(
-        problem, now + left / 2, std::numeric_limits<int64_t>::max(), options.threads);
+        problem,
+        now + util::ShareOfTimeLeft(now, util::DeadlineAfter(start, options.time_limit_seconds),
+                                    time_shares::kPerfectPacking),
+        std::numeric_limits<int64_t>::max(), options.threads);
     // No thread with the stack it needs: the branch and bound below still runs.
     if (!perfect.ok() && !absl::IsResourceExhausted(perfect.status())) return perfect.status();
     if (perfect.ok() && perfect->outcome == PerfectPacking::kFound) {

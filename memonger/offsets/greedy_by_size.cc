@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "memonger/offsets/best_fit.h"
 #include "memonger/offsets/interval_index.h"
+#include "memonger/time_shares.h"
 #include "util/deadline.h"
 #include "util/status_macros.h"
 
@@ -48,7 +49,7 @@ absl::StatusOr<OffsetSolution> PlanGreedyBySizeWithin(const OffsetProblem& probl
   GreedyPlacer placer(problem);
   int placed_greedily = 0;
   OffsetSolution solution = placer.PlaceUntil(
-      order, FitRule::kBestFit, util::DeadlineAfter(start, limit_seconds * kSearchShareOfLimit),
+      order, FitRule::kBestFit, util::DeadlineAfter(start, limit_seconds * time_shares::kOffsetSearches),
       util::DeadlineAfter(start, limit_seconds * 1.1), &placed_greedily);
   if (placed_greedily < static_cast<int>(order.size())) {
     solution.cut_pass_seconds_short =

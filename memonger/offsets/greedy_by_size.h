@@ -48,7 +48,7 @@ std::vector<int> SizeDescendingOrder(const OffsetProblem& problem);
 absl::StatusOr<OffsetSolution> PlanGreedyBySize(const OffsetProblem& problem);
 
 // As PlanGreedyBySize, within `limit_seconds` from `start`: the pass is cut at
-// kSearchShareOfLimit of the limit (less the completion's share, PlaceUntil), unless on course
+// time_shares::kOffsetSearches of the limit (less the completion's share, PlaceUntil), unless on course
 // to end within a tenth past it, and then completed quickly. The plan is PlanGreedyBySize's
 // wherever the pass is not cut. InvalidArgument as PlanGreedyBySize, or for a negative limit.
 absl::StatusOr<OffsetSolution> PlanGreedyBySizeWithin(const OffsetProblem& problem,

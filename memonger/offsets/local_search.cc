@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "memonger/offsets/best_fit.h"
 #include "memonger/offsets/window_repair.h"
+#include "memonger/time_shares.h"
 #include "util/deadline.h"
 #include "util/splitmix64.h"
 #include "util/status_macros.h"
@@ -149,7 +150,7 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   // and checking them) is O(n log n) work that takes about that long on a million items, so
   // the whole call keeps to the limit.
   const Clock::time_point deadline =
-      util::DeadlineAfter(now, options.time_limit_seconds * kSearchShareOfLimit);
+      util::DeadlineAfter(now, options.time_limit_seconds * time_shares::kOffsetSearches);
   // The portfolio starts no run after a quarter of the limit (portfolio_time_limit_seconds
   // where given): on a large problem one greedy pass takes about that long, and window repair
   // does more with the time than another order. Its first pass stops at that limit's search
@@ -158,8 +159,9 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   // completion.
   const double portfolio_limit =
       options.portfolio_time_limit_seconds.value_or(options.time_limit_seconds);
-  MG_ASSIGN_OR_RETURN(BestFitResult start, RunBestFitPortfolioWithin(problem, now, portfolio_limit,
-                                                                     0.25, options.threads));
+  MG_ASSIGN_OR_RETURN(BestFitResult start,
+                      RunBestFitPortfolioWithin(problem, now, portfolio_limit,
+                                                time_shares::kPortfolioStarts, options.threads));
   PortfolioProgress progress{start.settled_runs, start.first_run_seconds};
   if (portfolio != nullptr) *portfolio = progress;
   if (start.solution.proven_optimal || start.first_run_cut || Clock::now() >= deadline) {
@@ -170,7 +172,8 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
   // half of it on average: where the portfolio's greedy passes say that half a pass does not fit
   // in the climber's time, it would not finish one step, and window repair gets all the time.
   const Clock::time_point after_portfolio = Clock::now();
-  const Clock::duration climb_time = (deadline - after_portfolio) / 2;
+  const Clock::duration climb_time =
+      util::ShareOfTimeLeft(after_portfolio, deadline, time_shares::kHillClimb);
   // The first run's own time (the runs may have gone in parallel).
   const Clock::duration pass_time = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(start.first_run_seconds));

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "memonger/offsets/best_fit.h"  // kSearchShareOfLimit
+#include "memonger/offsets/best_fit.h"
 #include "memonger/offsets/interval_index.h"
 #include "memonger/offsets/offset_problem.h"
 

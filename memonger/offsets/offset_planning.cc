@@ -16,6 +16,7 @@
 #include "memonger/offsets/local_search.h"
 #include "memonger/offsets/peak_window.h"
 #include "memonger/offsets/window_repair.h"
+#include "memonger/time_shares.h"
 #include "util/check.h"
 #include "util/bytes.h"
 #include "util/checked_math.h"
@@ -48,7 +49,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
     case OffsetStrategy::kBestFit: {
       MG_ASSIGN_OR_RETURN(BestFitResult portfolio,
                           RunBestFitPortfolioWithin(problem, start, options.time_limit_seconds,
-                                                    kSearchShareOfLimit, options.threads));
+                                                    time_shares::kOffsetSearches, options.threads));
       return std::move(portfolio.solution);
     }
     case OffsetStrategy::kBestFitWithLocalSearch:
@@ -72,17 +73,17 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
     // above kMaxPeakWindowProblemItems nothing searches after it.
     MG_ASSIGN_OR_RETURN(BestFitResult portfolio,
                         RunBestFitPortfolioWithin(problem, start, options.time_limit_seconds,
-                                                  windows ? 0.25 : kSearchShareOfLimit,
+                                                  windows ? time_shares::kPortfolioStarts
+                                                          : time_shares::kOffsetSearches,
                                                   options.threads));
     incumbent = std::move(portfolio.solution);
     portfolio_progress = {portfolio.settled_runs, portfolio.first_run_seconds};
   } else {
-    // A quarter of the limit, or all of it where nothing exact would search (too many items):
-    // peak windows need the time more. With half, S_1 stayed at 1.0012 (auto 2 s); with a
-    // quarter its windows prove the bound in 1.5 s.
+    // Its share of the limit, or all of it where nothing exact would search (too many items).
     local.threads = options.threads;
-    local.time_limit_seconds = windows ? options.time_limit_seconds / 4
-                                       : options.time_limit_seconds;
+    local.time_limit_seconds =
+        windows ? options.time_limit_seconds * time_shares::kLocalSearchBeforeWindows
+                : options.time_limit_seconds;
     // The portfolio and its first pass keep the time they have without windows.
     if (windows) local.portfolio_time_limit_seconds = options.time_limit_seconds;
     MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local, &portfolio_progress));
@@ -99,13 +100,15 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   // gets what they leave.
   using Clock = std::chrono::steady_clock;
   const Clock::time_point searches_end =
-      util::DeadlineAfter(start, options.time_limit_seconds * kSearchShareOfLimit);
+      util::DeadlineAfter(start, options.time_limit_seconds * time_shares::kOffsetSearches);
   if (windows) {
     const Clock::time_point now = Clock::now();
     PeakWindowOptions window_options;
     window_options.threads = options.threads;
-    const Clock::duration left = std::max(Clock::duration::zero(), searches_end - now);
-    window_options.deadline = now + (branch_and_bound ? left / 2 : left);
+    window_options.deadline =
+        now + util::ShareOfTimeLeft(
+                  now, searches_end,
+                  branch_and_bound ? time_shares::kWindowsBeforeBranchAndBound : 1.0);
     MG_ASSIGN_OR_RETURN(PeakWindowResult windowed,
                         PlacePeakWindows(problem, incumbent, window_options));
     if (windowed.solution.proven_optimal) return windowed.solution;
@@ -403,30 +406,22 @@ absl::StatusOr<std::vector<OffsetSolution>> SolveOffsetProblems(
 }
 
 absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,
-                          const PlanOptions& options, OffsetStrategy strategy, Plan& plan) {
-  if (options.execution == ExecutionModel::kParallel) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        OffsetStrategyName(strategy),
-        " assumes the serial execution model; use --execution serial, or memonger-dag for a "
-        "parallel executor"));
-  }
+                          OffsetStrategy strategy, const OffsetSolveOptions& options,
+                          Plan& plan) {
+  MG_RETURN_IF_ERROR(CheckSerialExecution(plan.execution, OffsetStrategyName(strategy),
+                                          SerialReliance::kOffsets));
   const auto start = std::chrono::steady_clock::now();
   // FinishPlan sets the offsets per value again at the end: not held through the search
   // (8 bytes a value, at the peak of a 4M-op net's run).
   std::vector<int64_t>().swap(plan.offset_of_value);
   MG_ASSIGN_OR_RETURN(std::vector<DeviceOffsetProblem> problems,
-                      OffsetProblemsFor(graph, liveness, options.alignment));
-  OffsetSolveOptions solve;
+                      OffsetProblemsFor(graph, liveness, plan.alignment));
   // The limit covers building the problems, and applying and checking the offsets after the
-  // search: that costs about five times what building the problems did (0.73 s against 0.15 s
-  // on a 2^22-op graph's 4.4M items, 0.18 s against 0.04 s on 1.1M), and the search leaves it.
-  // Before, a 4.4M-item plan ran 1.4 s past any limit.
-  constexpr double kApplyPerBuild = 5;
+  // search, which the search leaves.
   const double building = SecondsSince(start);
-  solve.time_limit_seconds =
-      std::max(0.0, options.time_limit_seconds - building * (1 + kApplyPerBuild));
-  solve.threads = options.threads;
-  solve.exact_progress = options.exact_progress;
+  OffsetSolveOptions solve = options;
+  solve.time_limit_seconds = std::max(
+      0.0, options.time_limit_seconds - building * (1 + time_shares::kApplyPerBuild));
   MG_ASSIGN_OR_RETURN(std::vector<OffsetSolution> solutions,
                       SolveOffsetProblems(problems, strategy, solve));
   return ApplyOffsetSolutions(graph, liveness, std::move(problems), std::move(solutions), plan);

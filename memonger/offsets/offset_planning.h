@@ -5,14 +5,14 @@
 // planned alias class, runs an offset planner, and writes the offsets back into a Plan.
 //
 //   Plan plan;
-//   InitPlan(graph, liveness, options.alignment, plan);
-//   MG_RETURN_IF_ERROR(PlaceOffsets(graph, liveness, options, OffsetStrategy::kBestFit, plan));
+//   InitPlan(graph, liveness, alignment, plan);
+//   MG_RETURN_IF_ERROR(PlaceOffsets(graph, liveness, OffsetStrategy::kBestFit, {}, plan));
 //   // plan.buffers: one per alias class; plan.offset_of_value: every planned value's offset
 //
 // Items: one per planned alias class (Liveness::alias_root == id), with the class's merged
-// lifetime. Its alignment is the largest of options.alignment and its members' own
+// lifetime. Its alignment is the largest of the plan's alignment and its members' own
 // Value::alignment, and its bytes are class_bytes rounded up to that alignment. Where that
-// rounding adds bytes beyond options.alignment, the problem asks more than the values need, so
+// rounding adds bytes beyond the plan's alignment, the problem asks more than the values need, so
 // a plan is then never said to be proven optimal (Plan::proven_optimal).
 //
 // Devices: a real runtime allocates one arena per device, and values on different devices never
@@ -38,7 +38,6 @@
 #include "memonger/offsets/exact_offsets.h"
 #include "memonger/offsets/offset_problem.h"
 #include "memonger/plan.h"
-#include "memonger/planner.h"
 
 namespace memonger {
 
@@ -120,14 +119,15 @@ absl::StatusOr<std::vector<OffsetSolution>> SolveOffsetProblems(
     const std::vector<DeviceOffsetProblem>& problems, OffsetStrategy strategy,
     const OffsetSolveOptions& options);
 
-// OffsetProblemsFor, SolveOffsetProblems (with options.time_limit_seconds and
-// options.exact_progress), then ApplyOffsetSolutions. InvalidArgument for the parallel
-// execution model: the items carry serial lifetimes, and disjoint serial lifetimes do not
-// order two values under a parallel executor. The offsets per value are released at the start
+// OffsetProblemsFor at plan.alignment, SolveOffsetProblems within options (its time limit
+// covers this whole call), then ApplyOffsetSolutions. InvalidArgument for plan.execution
+// parallel: the items carry serial lifetimes, and disjoint serial lifetimes do not order two
+// values under a parallel executor. The offsets per value are released at the start
 // (FinishPlan sets them at the end): after an error the plan is not usable.
-// REQUIRES: plan initialised by InitPlan.
+// REQUIRES: plan initialised by InitPlan, its execution set.
 absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,
-                          const PlanOptions& options, OffsetStrategy strategy, Plan& plan);
+                          OffsetStrategy strategy, const OffsetSolveOptions& options,
+                          Plan& plan);
 
 }  // namespace memonger
 

@@ -9,6 +9,7 @@
 #include "memonger/offsets/best_fit.h"
 #include "memonger/offsets/exact_offsets.h"
 #include "memonger/offsets/interval_index.h"
+#include "memonger/time_shares.h"
 #include "util/status_macros.h"
 
 namespace memonger {
@@ -144,8 +145,9 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
     exact.threads = options.threads;
     // At most half of the time left: a window the branch and bound cannot settle must leave
     // time for what follows (the next phase's search, or a plan from elsewhere).
-    exact.time_limit_seconds =
-        options.deadline.has_value() ? SecondsUntil(*options.deadline) / 2 : 1e9;
+    exact.time_limit_seconds = options.deadline.has_value()
+                                   ? SecondsUntil(*options.deadline) * time_shares::kWindowSearch
+                                   : 1e9;
     MG_ASSIGN_OR_RETURN(const OffsetSolution solved,
                         PlaceExact(window.problem, OffsetSolution{}, exact));
     ++result.windows_solved;

@@ -393,22 +393,22 @@ absl::StatusOr<SharingGroups> AssignMemongerChains(const std::vector<SharingItem
 
 absl::StatusOr<SharingGroups> PlanMemongerInterference(const graph::Graph& graph,
                                                        const Liveness& liveness,
-                                                       const PlanOptions& options,
+                                                       const MemongerOptions& options,
+                                                       const SharingRun& run,
                                                        bool dynamic_programming,
                                                        std::vector<std::string>* names) {
-  if (options.execution == ExecutionModel::kParallel) {
-    MG_RETURN_IF_ERROR(CheckServesParallelExecution(
-        dynamic_programming ? PlannerKind::kMemongerDp : PlannerKind::kMemongerGreedy));
-  }
+  MG_RETURN_IF_ERROR(CheckSerialExecution(run.execution,
+                                          dynamic_programming ? "memonger-dp" : "memonger-greedy",
+                                          SerialReliance::kInterference));
   DpLimits limits;
-  limits.time_limit_seconds = options.time_limit_seconds;
+  limits.time_limit_seconds = run.time_limit_seconds;
   // memonger's compute_assignments: static blobs are left out of the chains and appended as
   // chains of their own; a blob nobody reads counts as used after every other (memonger's
   // max_live), so it ends its chain and sorts last.
   const std::vector<bool> is_static = StaticClasses(graph, liveness);
   std::vector<SharingItem> items;
   SharingGroups statics;
-  for (SharingItem& item : SharingItems(graph, liveness, options.alignment)) {
+  for (SharingItem& item : SharingItems(graph, liveness, run.alignment)) {
     if (is_static[item.root]) {
       statics.push_back({item.root});
       continue;

@@ -48,7 +48,6 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "memonger/liveness.h"
-#include "memonger/planner.h"
 #include "memonger/sharing/sharing.h"
 
 namespace memonger {
@@ -95,15 +94,16 @@ absl::StatusOr<SharingGroups> AssignMemongerChains(const std::vector<SharingItem
 
 // The planner: liveness -> one LiveRange per planned alias class (defined = first_step, used =
 // last_step, or after every step for a class nobody reads; size = class bytes aligned to
-// options.alignment) -> chains per device -> groups of alias-class roots, then each static class
-// (StaticClasses) alone, as memonger appends its static blobs. `names`, when given, gets one
+// run.alignment, or 1 with options.size_blind) -> chains per device -> groups of alias-class
+// roots, then each static class (StaticClasses) alone, as memonger appends its static blobs. `names`, when given, gets one
 // entry per group: the name memonger gives the chain's blobs (its last member's), or "" for a
 // group of one. InvalidArgument for the parallel execution model (optimize_interference
 // assumes the serial order it computed); DeadlineExceeded from memonger-dp as above, within
-// options.time_limit_seconds.
+// run.time_limit_seconds.
 absl::StatusOr<SharingGroups> PlanMemongerInterference(const graph::Graph& graph,
                                                        const Liveness& liveness,
-                                                       const PlanOptions& options,
+                                                       const MemongerOptions& options,
+                                                       const SharingRun& run,
                                                        bool dynamic_programming,
                                                        std::vector<std::string>* names = nullptr);
 

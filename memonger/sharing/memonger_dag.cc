@@ -83,11 +83,12 @@ bool EndsWith(absl::string_view s, absl::string_view suffix) {
 // The whole computation; one object per call (no state survives it).
 class DagPlanner {
  public:
-  DagPlanner(const graph::Graph& graph, const Liveness& liveness, const PlanOptions& options)
+  DagPlanner(const graph::Graph& graph, const Liveness& liveness,
+             const MemongerOptions& options, ExecutionModel execution)
       : graph_(graph),
         liveness_(liveness),
         options_(options),
-        parallel_(options.execution == ExecutionModel::kParallel),
+        parallel_(execution == ExecutionModel::kParallel),
         // share_grad_blobs uses shapes when it is given them; optimize_inference_for_dag never.
         size_aware_(options.mode == Mode::kTraining && !options.size_blind),
         // A token is minted per traversal root and per op entered from a fork, each op entered
@@ -257,7 +258,7 @@ class DagPlanner {
     if (training) {
       for (const auto& [param, grad] : graph_.param_grads()) excluded[grad] = true;
     }
-    for (const auto* names : {&options_.dont_share, &options_.static_names}) {
+    for (const auto* names : {&options_.dont_share, &liveness_.options.static_names}) {
       for (const std::string& name : *names) {
         for (ValueId v : graph_.FindVersions(name)) excluded[v] = true;
       }
@@ -812,7 +813,7 @@ class DagPlanner {
 
   const graph::Graph& graph_;
   const Liveness& liveness_;
-  const PlanOptions& options_;
+  const MemongerOptions& options_;
   const bool parallel_;
   const bool size_aware_;  // share_grad_blobs got shapes; optimize_inference_for_dag did not
   std::optional<HappensBefore> happens_before_;
@@ -872,9 +873,10 @@ class DagPlanner {
 
 absl::StatusOr<SharingGroups> PlanMemongerDag(const graph::Graph& graph,
                                               const Liveness& liveness,
-                                              const PlanOptions& options,
+                                              const MemongerOptions& options,
+                                              ExecutionModel execution,
                                               std::vector<std::string>* names) {
-  DagPlanner planner(graph, liveness, options);
+  DagPlanner planner(graph, liveness, options, execution);
   return planner.Run(names);
 }
 

@@ -6,10 +6,11 @@
 //
 //   MG_ASSIGN_OR_RETURN(Schedule schedule, MakeSchedule(graph, OrderKind::kGiven));
 //   MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule));
-//   PlanOptions options;
+//   MemongerOptions options;
 //   options.mode = Mode::kTraining;             // heads = the losses, gradient ops only
 //   options.share_activations = true;
-//   MG_ASSIGN_OR_RETURN(SharingGroups groups, PlanMemongerDag(graph, liveness, options));
+//   MG_ASSIGN_OR_RETURN(SharingGroups groups,
+//                       PlanMemongerDag(graph, liveness, options, ExecutionModel::kSerial));
 //
 // memonger works on blob names; here a "blob" is an alias class: an in-place chain, and with
 // LivenessOptions::blob_per_name (PlanMemory sets it for the memonger baselines) every version
@@ -28,7 +29,7 @@
 //        inference  heads = options.heads (default: the graph's non-static inputs); all ops;
 //                   shareable = every planned value that is neither a graph input nor output.
 //      Never shareable: options.dont_share names (every version), graph inputs and outputs,
-//      static values; a class is shareable only when all its members are.
+//      static values (and LivenessOptions::static_names); a class is shareable only when all its members are.
 //   2. Setup, in topological order: each traversed op's in-degree is the number of traversed
 //      writes of the shareable classes it reads, up to the member it reads (an in-place chain
 //      written by k ops counts k for a reader of its last version); every read of a shareable
@@ -95,7 +96,6 @@
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "memonger/liveness.h"
-#include "memonger/planner.h"
 #include "memonger/sharing/sharing.h"
 
 namespace memonger {
@@ -113,7 +113,8 @@ namespace memonger {
 // REQUIRES: `liveness` computed for `graph`.
 absl::StatusOr<SharingGroups> PlanMemongerDag(const graph::Graph& graph,
                                               const Liveness& liveness,
-                                              const PlanOptions& options,
+                                              const MemongerOptions& options,
+                                              ExecutionModel execution,
                                               std::vector<std::string>* names = nullptr);
 
 }  // namespace memonger

@@ -5,20 +5,61 @@
 // interference.h, exact_sharing.h); PlanMemory (memonger/planner.h) turns it into a plan:
 //
 //   Plan plan;
-//   InitPlan(graph, liveness, options.alignment, plan);
-//   MG_ASSIGN_OR_RETURN(SharingGroups groups,
-//                       PlanMemongerInterference(graph, liveness, options, /*dp=*/false));
+//   InitPlan(graph, liveness, run.alignment, plan);
+//   MG_ASSIGN_OR_RETURN(SharingGroups groups, PlanMemongerInterference(
+//                           graph, liveness, MemongerOptions{}, run, /*dynamic_programming=*/false));
 //   BuildSharingPlan(graph, liveness, groups, plan);
 #ifndef MEMONGER_MEMONGER_SHARING_SHARING_H_
 #define MEMONGER_MEMONGER_SHARING_SHARING_H_
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
+#include "memonger/execution.h"
 #include "memonger/liveness.h"
 #include "memonger/plan.h"
 
 namespace memonger {
+
+enum class Mode { kInference, kTraining };
+
+// The memonger baselines' own options: what Caffe2's share_grad_blobs,
+// optimize_inference_for_dag and optimize_interference are given (memonger_dag.h and
+// interference.h say how each is read).
+struct MemongerOptions {
+  Mode mode = Mode::kInference;
+  // Training (share_grad_blobs): the losses to start from (default: the graph's declared
+  // losses) and names never shared. A gradient is a value named "<namescope>...<x>_grad" (or
+  // "_<namescope>..."), not a parameter gradient; nets that declare roles or set is_gradient_op
+  // also have those (docs/memonger.md). Parameter gradients: `param_grads`, else the net's
+  // declared ones, else "P_grad" for each graph input P that no op reads as its first input
+  // (weights and biases, not data).
+  std::vector<std::string> losses;
+  std::string namescope;
+  std::vector<std::string> param_grads;
+  // Caffe2's activation heuristic: an output b of an op that reads "b_w", not a graph output,
+  // the last two such left out. share_all_activations: every activation instead (not Caffe2).
+  bool share_activations = false;
+  bool share_all_activations = false;
+  std::vector<std::string> dont_share;
+  // Inference (optimize_inference_for_dag): the values to start from (default: the graph's
+  // non-static inputs).
+  std::vector<std::string> heads;
+  // Decide without sizes, as Caffe2 runs memonger without blob shapes (every value one unit).
+  // Types may then be unknown: without them the plan says which values share a buffer and
+  // under what name, and its bytes mean nothing (LivenessOptions::size_blind); with them the
+  // plan has its real bytes.
+  bool size_blind = false;
+};
+
+// What a sharing planner is given besides the liveness and its own options: the plan's.
+struct SharingRun {
+  int64_t alignment = 256;  // items' bytes aligned up to it
+  ExecutionModel execution = ExecutionModel::kSerial;
+  double time_limit_seconds = 2;  // for the planners that search
+};
 
 // Each group: alias-class roots (Liveness::alias_root) sharing one buffer. Every planned class
 // must appear in exactly one group.

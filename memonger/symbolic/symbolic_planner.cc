@@ -385,13 +385,8 @@ absl::StatusOr<SymbolicPlan> PlanSymbolic(const graph::Graph& graph,
     return absl::InvalidArgumentError("symbolic shapes of another net");
   }
   MG_RETURN_IF_ERROR(sym.box.CheckContains(sym.reference));
-  LivenessOptions liveness_options;
-  liveness_options.plan_static = options.plan_static;
-  liveness_options.views = options.views;
-  liveness_options.recycle_inputs = options.recycle_inputs;
-  liveness_options.static_names = options.static_names;
   MG_ASSIGN_OR_RETURN(Schedule schedule, MakeSchedule(graph, options.order));
-  MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
+  MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, options.liveness));
 
   SymbolicPlan plan;
   plan.box = sym.box;

@@ -147,8 +147,8 @@ TEST_P(ExecutorRandomGraphTest, VerifyRunPassesOnGoodPlans) {
                                     : OrderKind::kLongestPath;
     const int64_t alignments[] = {1, 64, 256};
     options.alignment = alignments[(seed / 3) % 3];
-    options.views = seed % 5 == 0;
-    options.plan_static = seed % 7 == 0;
+    options.liveness.views = seed % 5 == 0;
+    options.liveness.plan_static = seed % 7 == 0;
     // Searching planners return their best plan at the limit; any plan must run clean.
     options.time_limit_seconds =
         planner == PlannerKind::kExact || planner == PlannerKind::kAuto ? 0.2 : 2;
@@ -204,7 +204,7 @@ TEST(ExecutorTest, WorkloadTrainingNetsPassVerifyMode) {
       SCOPED_TRACE(absl::StrCat(spec, " ", PlannerName(planner)));
       PlanOptions options;
       options.planner = planner;
-      options.mode = Mode::kTraining;
+      options.memonger.mode = Mode::kTraining;
       options.alignment = 64;
       options.time_limit_seconds = 0.5;
       const absl::Status s = PlanAndVerifyRun(*g, options);
@@ -222,7 +222,7 @@ TEST(ExecutorTest, InPlaceAndViewsPass) {
     SCOPED_TRACE(views);
     PlanOptions options;
     options.planner = PlannerKind::kExactSharing;
-    options.views = views;
+    options.liveness.views = views;
     EXPECT_TRUE(PlanAndVerifyRun(g, options).ok()) << PlanAndVerifyRun(g, options);
   }
 }
@@ -456,7 +456,7 @@ TEST(ExecutorTest, RunWithoutAKernelIsUnimplementedNamingTheType) {
 TEST(ExecutorTest, RunCallsKernelsInScheduleOrderWithPlannedAddresses) {
   const Graph g = Typed(kInPlaceAndViews);
   PlanOptions options;
-  options.views = true;
+  options.liveness.views = true;
   absl::StatusOr<Plan> plan = PlanMemory(g, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   absl::StatusOr<Arena> arena = Arena::Create(Device::kHost, plan->arena_bytes);
@@ -534,7 +534,7 @@ TEST(ExecutorOnnxTest, VerifyRunPassesOnOnnxTestModels) {
       PlanOptions options;
       options.planner = planner;
       options.time_limit_seconds = 2;
-      options.views = ran % 2 == 0;
+      options.liveness.views = ran % 2 == 0;
       const absl::Status status = PlanAndVerifyRun(*g, options);
       ASSERT_TRUE(status.ok()) << PlannerName(planner) << ": " << status;
     }
@@ -615,7 +615,7 @@ TEST(ExecutorTest, MemongerBaselinesOnRewrittenNames) {
           PlanOptions options;
           options.planner = planner;
           options.order = order;
-          options.recycle_inputs = recycle;
+          options.liveness.recycle_inputs = recycle;
           const absl::Status s = PlanAndVerifyRun(g, options);
           EXPECT_TRUE(s.ok()) << s;
           ++runs;

@@ -99,8 +99,8 @@ TEST_P(SharedVsUnsharedTest, OutputsAreByteIdenticalUnderEveryPlan) {
     SCOPED_TRACE(variant.name);
     PlanOptions options;
     options.planner = variant.planner;
-    options.views = variant.views;
-    options.plan_static = variant.plan_static;
+    options.liveness.views = variant.views;
+    options.liveness.plan_static = variant.plan_static;
     options.time_limit_seconds = 1;
     absl::StatusOr<Plan> plan = PlanMemory(*g, options);
     ASSERT_TRUE(plan.ok()) << plan.status();

@@ -124,9 +124,9 @@ TEST_P(TrainingBitIdentityTest, EveryValueIsByteIdenticalUnderEveryPlan) {
     SCOPED_TRACE(variant.name);
     PlanOptions options;
     options.planner = variant.planner;
-    options.views = variant.views;
+    options.liveness.views = variant.views;
     options.order = variant.order;
-    options.mode = Mode::kTraining;
+    options.memonger.mode = Mode::kTraining;
     options.time_limit_seconds = 0.3;
     absl::StatusOr<PlannedRun> run = RunUnder(*g, options, watch, /*seed=*/3);
     ASSERT_TRUE(run.ok()) << run.status();
@@ -227,7 +227,7 @@ TEST_P(EfficientVsMathTest, OutputsAndGradientsAgree) {
     std::vector<ValueId> watch = {*g->FindValue("y")};
     for (const auto& [param, grad] : g->param_grads()) watch.push_back(grad);
     PlanOptions options;
-    options.mode = Mode::kTraining;
+    options.memonger.mode = Mode::kTraining;
     options.time_limit_seconds = 0.2;
     absl::StatusOr<PlannedRun> run = RunUnder(*g, options, watch, /*seed=*/5);
     ASSERT_TRUE(run.ok()) << run.status();

@@ -466,7 +466,7 @@ TEST(GradientBuilderTest, GemmBatchNormTrainingNetPassesVerifyMode) {
     SCOPED_TRACE(PlannerName(planner));
     PlanOptions options;
     options.planner = planner;
-    options.mode = Mode::kTraining;
+    options.memonger.mode = Mode::kTraining;
     options.alignment = 64;
     options.time_limit_seconds = 0.3;
     absl::StatusOr<Plan> plan = PlanMemory(*g, options);

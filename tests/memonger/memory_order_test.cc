@@ -240,7 +240,7 @@ TEST(MemoryOrderTest, RandomTrainingNetIsReordered) {
   ASSERT_TRUE(g.ok()) << g.status();
   PlanOptions options;
   options.order = OrderKind::kMemoryAware;
-  options.mode = Mode::kTraining;
+  options.memonger.mode = Mode::kTraining;
   options.time_limit_seconds = 0.3;
   absl::StatusOr<Plan> plan = PlanMemory(*g, options);
   ASSERT_TRUE(plan.ok()) << plan.status();

@@ -120,7 +120,7 @@ TEST(PlanMemoryTest, Resnet50TrainingPlans) {
     SCOPED_TRACE(PlannerName(kPlanners[i]));
     PlanOptions options;
     options.planner = kPlanners[i];
-    options.mode = Mode::kTraining;
+    options.memonger.mode = Mode::kTraining;
     absl::StatusOr<Plan> plan = PlanMemory(*g, options);
     ASSERT_TRUE(plan.ok()) << plan.status();
     EXPECT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);

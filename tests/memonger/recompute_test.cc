@@ -74,8 +74,8 @@ int64_t LivenessLowerBound(const Graph& g, const RecomputeOptions& options) {
   PlanOptions plan_options;
   plan_options.planner = PlannerKind::kNone;
   plan_options.alignment = options.alignment;
-  plan_options.views = options.liveness.views;
-  plan_options.plan_static = options.liveness.plan_static;
+  plan_options.liveness.views = options.liveness.views;
+  plan_options.liveness.plan_static = options.liveness.plan_static;
   absl::StatusOr<Plan> plan = PlanMemory(g, plan_options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? plan->lower_bound_bytes : -1;
@@ -121,7 +121,7 @@ TEST(RecomputeTest, ModelLowerBoundEqualsLivenessOnTheRewrittenNet) {
 // Runs `g` under the default planner and returns the watched values' bytes.
 std::vector<std::string> RunAndWatch(const Graph& g, const std::vector<ValueId>& watch) {
   PlanOptions options;
-  options.mode = Mode::kTraining;
+  options.memonger.mode = Mode::kTraining;
   options.time_limit_seconds = 0.2;
   absl::StatusOr<Plan> plan = PlanMemory(g, options);
   EXPECT_TRUE(plan.ok()) << plan.status();

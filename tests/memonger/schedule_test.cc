@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "memonger/memory_order.h"
 #include "tests/random_graphs.h"
 #include "tests/test_support.h"
 
@@ -67,9 +68,18 @@ TEST(OrderNameTest, RoundTripsAndRejectsUnknownNames) {
 // memory-aware needs types (the peak counts bytes): untyped, it says so.
 TEST(ScheduleTest, MemoryAwareNeedsTypes) {
   Graph g = MustParse(R"pb(external_input: "x" op { type: "Relu" input: "x" output: "y" })pb");
-  absl::StatusOr<Schedule> s = MakeSchedule(g, OrderKind::kMemoryAware);
+  absl::StatusOr<MemoryOrder> s = FindMemoryAwareOrder(g, MemoryOrderOptions{});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// The memory-aware order is a search with a plan's options, not one of MakeSchedule's rules.
+TEST(ScheduleTest, MakeScheduleLeavesTheMemoryAwareOrderToItsSearch) {
+  Graph g = MustParse(R"pb(external_input: "x" op { type: "Relu" input: "x" output: "y" })pb");
+  absl::StatusOr<Schedule> s = MakeSchedule(g, OrderKind::kMemoryAware);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("FindMemoryAwareOrder"));
 }
 
 TEST(ScheduleTest, GivenIsTheGraphsDependencyOrder) {
@@ -222,12 +232,14 @@ TEST(SchedulePropertyTest, EveryOrderIsValidOnRandomGraphs) {
     options.control_input_probability = 0.1;
     options.inplace_probability = 0.3;
     const Graph g = testing::RandomGraph(seed, options);
-    for (OrderKind order : {OrderKind::kGiven, OrderKind::kTopological, OrderKind::kLongestPath,
-                            OrderKind::kMemoryAware}) {
+    for (OrderKind order : {OrderKind::kGiven, OrderKind::kTopological, OrderKind::kLongestPath}) {
       absl::StatusOr<Schedule> s = MakeSchedule(g, order);
       ASSERT_TRUE(s.ok()) << s.status();
       EXPECT_TRUE(CheckSchedule(g, s->ops).ok()) << CheckSchedule(g, s->ops);
     }
+    absl::StatusOr<MemoryOrder> memory_aware = FindMemoryAwareOrder(g, MemoryOrderOptions{});
+    ASSERT_TRUE(memory_aware.ok()) << memory_aware.status();
+    EXPECT_TRUE(CheckSchedule(g, memory_aware->ops).ok()) << CheckSchedule(g, memory_aware->ops);
   }
 }
 

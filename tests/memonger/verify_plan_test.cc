@@ -115,7 +115,7 @@ TEST(VerifyPlanTest, GraphInputsAreKeptUnlessThePlanRecyclesThem) {
   recycle.recycle_inputs = true;
   const Plan recycled =
       SharingPlan(g, {{"a", "c"}, {"x", "b", "d"}}, ExecutionModel::kSerial, 256, recycle);
-  EXPECT_TRUE(recycled.recycle_inputs);
+  EXPECT_TRUE(recycled.liveness.recycle_inputs);
   EXPECT_EQ(recycled.buffers.size(), 2u);
   EXPECT_TRUE(VerifyPlan(g, recycled).ok()) << VerifyPlan(g, recycled);
   const Plan parallel =
@@ -293,7 +293,7 @@ TEST(VerifyPlanTest, StaticValuesStayOutOfTheArenaUnlessPlanned) {
 
   PlanOptions options;
   options.planner = PlannerKind::kNone;
-  options.plan_static = true;
+  options.liveness.plan_static = true;
   absl::StatusOr<Plan> planned = PlanMemory(g, options);
   ASSERT_TRUE(planned.ok()) << planned.status();
   EXPECT_GE(planned->buffer_of_value[w], 0);

@@ -116,7 +116,7 @@ TEST(NetRewriteTest, ViewsKeptInTheirInputsMemoryAreNamedApart) {
       SCOPED_TRACE(absl::StrCat("seed ", seed, " ", PlannerName(planner)));
       PlanOptions options;
       options.planner = planner;
-      options.views = true;
+      options.liveness.views = true;
       absl::StatusOr<Plan> plan = PlanMemory(*g, options);
       ASSERT_TRUE(plan.ok()) << plan.status();
       absl::StatusOr<RewrittenNet> rewritten = RewriteNet(*g, *plan);
@@ -176,7 +176,7 @@ TEST(NetRewriteTest, MemongerBaselinesUseMemongersNames) {
     SCOPED_TRACE(PlannerName(planner));
     PlanOptions options;
     options.planner = planner;
-    options.namescope = "ns/";
+    options.memonger.namescope = "ns/";
     auto plan = PlanMemory(g, options);
     ASSERT_TRUE(plan.ok()) << plan.status();
     ASSERT_TRUE(VerifyPlan(g, *plan).ok()) << VerifyPlan(g, *plan);
@@ -215,7 +215,7 @@ TEST(NetRewriteTest, StaticNamesKeepTheirName) {
     SCOPED_TRACE(PlannerName(planner));
     PlanOptions options;
     options.planner = planner;
-    options.static_names = {"s"};
+    options.liveness.static_names = {"s"};
     auto plan = PlanMemory(g, options);
     ASSERT_TRUE(plan.ok()) << plan.status();
     ASSERT_TRUE(VerifyPlan(g, *plan).ok()) << VerifyPlan(g, *plan);

@@ -177,8 +177,8 @@ TEST(PlanJsonTest, ValuesSharingLiveMemoryNameTheSameAliasRoot) {
     for (bool views : {false, true}) {
       SCOPED_TRACE(absl::StrCat(spec, views ? " --views" : ""));
       PlanOptions options;
-      options.views = views;
-      options.mode = absl::StrContains(spec, "mode=training") ? Mode::kTraining : Mode::kInference;
+      options.liveness.views = views;
+      options.memonger.mode = absl::StrContains(spec, "mode=training") ? Mode::kTraining : Mode::kInference;
       absl::StatusOr<Plan> plan = PlanMemory(*g, options);
       ASSERT_TRUE(plan.ok()) << plan.status();
       const nlohmann::json doc = nlohmann::json::parse(PlanToJson(*g, *plan));

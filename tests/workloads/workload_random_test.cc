@@ -435,8 +435,8 @@ TEST_P(RandomWorkloadPlannerTest, PlansVerify) {
       PlanOptions options;
       options.planner = c.planner;
       options.execution = c.execution;
-      options.mode = std::string(mode) == "training" ? Mode::kTraining : Mode::kInference;
-      options.views = seed % 2 == 0;
+      options.memonger.mode = std::string(mode) == "training" ? Mode::kTraining : Mode::kInference;
+      options.liveness.views = seed % 2 == 0;
       options.alignment = seed % 3 == 0 ? 64 : 256;
       options.time_limit_seconds = 0.2;
       absl::StatusOr<Plan> plan = PlanMemory(g, options);
@@ -492,7 +492,7 @@ TEST(RandomWorkloadTest, TrainingNetRunsIdenticallyUnderEveryPlan) {
       SCOPED_TRACE(PlannerName(planner));
       PlanOptions options;
       options.planner = planner;
-      options.mode = Mode::kTraining;
+      options.memonger.mode = Mode::kTraining;
       options.time_limit_seconds = 0.2;
       absl::StatusOr<Plan> plan = PlanMemory(g, options);
       ASSERT_TRUE(plan.ok()) << plan.status();

@@ -5,7 +5,8 @@ Every model is built with seeded random weights (torchvision's `weights=None`; n
 downloaded), put in eval mode, run once on a seeded input, and exported with
 `torch.onnx.export` at opset 17 with the dynamic axes a user would name, exactly as the PyTorch
 docs show. Beside each `MODEL.onnx` the zoo keeps PyTorch's input (`MODEL.inputs/NAME.npy`) and
-PyTorch's outputs for it (`MODEL.expected/NAME.npy`), and `manifest.json` says, per model, which
+PyTorch's outputs for it (`MODEL.expected/NAME.npy`; for a bfloat16 model also the same
+module's float32 forward, `MODEL.reference_f32/NAME.npy`), and `manifest.json` says, per model, which
 dims a user binds at first try (`dims`, the export's own sizes of the named dynamic axes), the
 range to plan over (`ranges`), or the exporter's error when PyTorch itself cannot export it.
 
@@ -407,6 +408,24 @@ def _as_numpy(t):
     return t.numpy()
 
 
+def _float32_reference(model, inputs, outputs):
+    """For a model with half-precision outputs: the same module in float32 (its weights are the
+    half-precision values exactly) on the same inputs. PyTorch's own half-precision CPU kernels
+    round inside their sums, by how much depending on the CPU (without native bfloat16 its
+    convolution is far less exact); our kernels keep float32 inside and round where values are
+    stored, so the float32 forward is what they are held to. None for other models."""
+    torch = _torch()
+    half = (torch.bfloat16, torch.float16)
+    if not any(t.dtype in half for t in outputs) or not all(
+            isinstance(t, torch.Tensor) for t in inputs):
+        return None
+    import copy
+    model32 = copy.deepcopy(model).float()
+    inputs32 = tuple(t.float() if t.dtype in half else t for t in inputs)
+    with torch.no_grad():
+        return [t.float() for t in _flatten(model32(*inputs32))]
+
+
 class ExportError(Exception):
     """PyTorch could not build, run or export the model: a row of the zoo."""
 
@@ -469,6 +488,7 @@ def export_one(entry, folder):
         inputs = make_inputs()
         with torch.no_grad():
             outputs = _flatten(model(*inputs))
+        reference_f32 = _float32_reference(model, inputs, outputs)
         seconds = _forward_seconds(model, inputs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -493,6 +513,10 @@ def export_one(entry, folder):
         raise RuntimeError(f"{len(graph_outputs)} graph outputs for {len(outputs)} of PyTorch's")
     for n, t in zip(graph_outputs, outputs):
         np.save(os.path.join(folder, name + ".expected", n + ".npy"), _as_numpy(t))
+    if reference_f32 is not None:
+        os.makedirs(os.path.join(folder, name + ".reference_f32"))
+        for n, t in zip(graph_outputs, reference_f32):
+            np.save(os.path.join(folder, name + ".reference_f32", n + ".npy"), _as_numpy(t))
     dims, ranges = {}, {}
     for input_name, axes in (dynamic_axes or {}).items():
         if input_name not in by_name:

@@ -156,7 +156,7 @@ TEST_P(GradientCheckTest, ParameterGradientsMatchCentralDifferences) {
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_FALSE(g->param_grads().empty());
   PlanOptions options;
-  options.mode = Mode::kTraining;
+  options.memonger.mode = Mode::kTraining;
   options.time_limit_seconds = 0.2;
   absl::StatusOr<Plan> plan = PlanMemory(*g, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -648,7 +648,7 @@ TEST_P(HalfPrecisionGradientTest, GemmAndBatchNormalizationFollowFloat32) {
     MG_ASSIGN_OR_RETURN(Graph training, graph::AddGradientOps(forward, {"loss"}));
     r.graph = std::make_unique<Graph>(std::move(training));
     PlanOptions options;
-    options.mode = Mode::kTraining;
+    options.memonger.mode = Mode::kTraining;
     options.time_limit_seconds = 0.2;
     MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(*r.graph, options));
     std::vector<ValueId> watch;

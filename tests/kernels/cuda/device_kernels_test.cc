@@ -67,7 +67,7 @@ absl::StatusOr<alloc::HostRunReport> PlanAndRun(const graph::Graph& g, PlannerKi
                                                 alloc::NetRunTarget target, int64_t head_dim) {
   PlanOptions options;
   options.planner = planner;
-  options.mode = training ? Mode::kTraining : Mode::kInference;
+  options.memonger.mode = training ? Mode::kTraining : Mode::kInference;
   options.time_limit_seconds = 0.2;
   absl::StatusOr<Plan> plan = PlanMemory(g, options);
   if (!plan.ok()) return plan.status();

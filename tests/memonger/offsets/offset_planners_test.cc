@@ -250,8 +250,8 @@ TYPED_TEST(OffsetPlannersTest, GraphPlansVerifyAndLieBetweenTheBounds) {
     const graph::Graph g = testing::RandomGraph(seed, graph_options);
     PlanOptions options;
     options.alignment = int64_t{1} << (seed % 9);
-    options.views = seed % 2 == 0;
-    options.plan_static = seed % 5 == 0;
+    options.liveness.views = seed % 2 == 0;
+    options.liveness.plan_static = seed % 5 == 0;
     // The searching strategies return their best plan when the limit ends: still valid.
     options.time_limit_seconds = 0.5;
     absl::StatusOr<Plan> plan = testing::PlanWithOffsetStrategy(g, options, TypeParam::kStrategy);

@@ -292,11 +292,13 @@ TEST(PlanMemongerInterferenceTest, ChainNetFromLiveness) {
   // appended after the others, as memonger's compute_assignments does.
   const graph::ValueId x = *g->FindValue("x"), a = *g->FindValue("a"), b = *g->FindValue("b"),
                        c = *g->FindValue("c"), d = *g->FindValue("d");
-  PlanOptions options;
-  options.alignment = 1;
+  const MemongerOptions options;
+  SharingRun run;
+  run.alignment = 1;
   for (bool dp : {false, true}) {
     SCOPED_TRACE(dp ? "memonger-dp" : "memonger-greedy");
-    absl::StatusOr<SharingGroups> groups = PlanMemongerInterference(*g, *liveness, options, dp);
+    absl::StatusOr<SharingGroups> groups =
+        PlanMemongerInterference(*g, *liveness, options, run, dp);
     ASSERT_TRUE(groups.ok()) << groups.status();
     // The DP lists its chains in another order than the greedy pass (as memonger's does).
     EXPECT_THAT(*groups, UnorderedElementsAre(ElementsAre(a, c), ElementsAre(b), ElementsAre(x),
@@ -306,7 +308,7 @@ TEST(PlanMemongerInterferenceTest, ChainNetFromLiveness) {
     // Named as memonger names them: a chain's blobs take its last member's name.
     std::vector<std::string> names;
     absl::StatusOr<SharingGroups> again =
-        PlanMemongerInterference(*g, *liveness, options, dp, &names);
+        PlanMemongerInterference(*g, *liveness, options, run, dp, &names);
     ASSERT_TRUE(again.ok());
     ASSERT_EQ(names.size(), again->size());
     for (size_t i = 0; i < names.size(); ++i) {
@@ -319,7 +321,8 @@ TEST(PlanMemongerInterferenceTest, ChainNetFromLiveness) {
   absl::StatusOr<Liveness> recycled = ComputeLiveness(*g, *schedule, recycle);
   ASSERT_TRUE(recycled.ok()) << recycled.status();
   for (bool dp : {false, true}) {
-    absl::StatusOr<SharingGroups> groups = PlanMemongerInterference(*g, *recycled, options, dp);
+    absl::StatusOr<SharingGroups> groups =
+        PlanMemongerInterference(*g, *recycled, options, run, dp);
     ASSERT_TRUE(groups.ok()) << groups.status();
     EXPECT_THAT(*groups,
                 UnorderedElementsAre(ElementsAre(x, b), ElementsAre(a, c), ElementsAre(d)));
@@ -333,10 +336,10 @@ TEST(PlanMemongerInterferenceTest, ParallelExecutionIsRejected) {
     external_output: "y"
   )pb");
   ASSERT_TRUE(g.ok()) << g.status();
-  PlanOptions options;
-  options.execution = ExecutionModel::kParallel;
-  absl::StatusOr<SharingGroups> groups =
-      PlanMemongerInterference(*g, Liveness{}, options, /*dynamic_programming=*/false);
+  SharingRun run;
+  run.execution = ExecutionModel::kParallel;
+  absl::StatusOr<SharingGroups> groups = PlanMemongerInterference(
+      *g, Liveness{}, MemongerOptions{}, run, /*dynamic_programming=*/false);
   ASSERT_FALSE(groups.ok());
   EXPECT_EQ(groups.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(groups.status().message()), HasSubstr("parallel"));

@@ -317,17 +317,13 @@ DagResult PlanDag(const graph::Graph& g, PlanOptions options) {
   r.plan = *std::move(plan);
   const absl::Status verified = VerifyPlan(g, r.plan);
   EXPECT_TRUE(verified.ok()) << verified;
-  absl::StatusOr<Schedule> schedule = MakeSchedule(g, options.order);
-  EXPECT_TRUE(schedule.ok()) << schedule.status();
-  LivenessOptions lo;
-  lo.plan_static = options.plan_static;
-  lo.views = options.views;
-  lo.blob_per_name = true;  // as PlanMemory does for the memonger baselines
-  lo.names_need_order = options.execution == ExecutionModel::kParallel;
-  absl::StatusOr<Liveness> live = ComputeLiveness(g, *schedule, lo);
+  // The plan's liveness: one blob per name, as PlanMemory computes it for the baselines.
+  EXPECT_TRUE(r.plan.liveness.blob_per_name);
+  absl::StatusOr<Liveness> live = LivenessOfPlan(g, r.plan);
   EXPECT_TRUE(live.ok()) << live.status();
   r.liveness = *std::move(live);
-  absl::StatusOr<SharingGroups> groups = PlanMemongerDag(g, r.liveness, options);
+  absl::StatusOr<SharingGroups> groups =
+      PlanMemongerDag(g, r.liveness, options.memonger, options.execution);
   EXPECT_TRUE(groups.ok()) << groups.status();
   if (groups.ok()) r.groups = *std::move(groups);
   EXPECT_EQ(static_cast<int>(r.plan.buffers.size()), static_cast<int>(r.groups.size()));
@@ -377,7 +373,7 @@ int SharedBuffers(const SharingGroups& groups) {
 
 PlanOptions Training(ExecutionModel execution = ExecutionModel::kSerial) {
   PlanOptions o;
-  o.mode = Mode::kTraining;
+  o.memonger.mode = Mode::kTraining;
   o.execution = execution;
   return o;
 }
@@ -446,8 +442,8 @@ TEST(MemongerDagTest, GradientOptimActivationsAndDontShare) {
     EXPECT_LT(static_cast<int>(a.groups.size()), classes) << Describe(g, a.groups);
 
     PlanOptions on = Training();
-    on.share_activations = true;
-    on.dont_share = {"name_x/fc1_w_grad"};
+    on.memonger.share_activations = true;
+    on.memonger.dont_share = {"name_x/fc1_w_grad"};
     const DagResult b = PlanDag(g, on);
     EXPECT_LE(b.groups.size(), a.groups.size()) << Describe(g, b.groups);
     EXPECT_LE(SumOfBufferSizes(b.plan), SumOfBufferSizes(a.plan));
@@ -464,7 +460,7 @@ TEST(MemongerDagTest, GradientOptimActivationsAndDontShare) {
     // A shareable gradient named in dont_share stays alone (memonger could still map it onto
     // a free buffer; we never share it), and every version of the name is covered.
     PlanOptions keep = on;
-    keep.dont_share = {"name_x/fc3_grad"};
+    keep.memonger.dont_share = {"name_x/fc3_grad"};
     const DagResult c = PlanDag(g, keep);
     for (ValueId v : g.FindVersions("name_x/fc3_grad")) {
       const ValueId root = c.liveness.alias_root[v];
@@ -487,8 +483,8 @@ TEST(MemongerDagTest, GradientOptimTreeTwoLosses) {
   for (ExecutionModel execution : {ExecutionModel::kSerial, ExecutionModel::kParallel}) {
     SCOPED_TRACE(ExecutionName(execution));
     PlanOptions o = Training(execution);
-    o.share_activations = true;
-    o.dont_share = {"name_x/fc6", "name_x/fc5", "name_x/fc1_w_grad"};
+    o.memonger.share_activations = true;
+    o.memonger.dont_share = {"name_x/fc6", "name_x/fc5", "name_x/fc1_w_grad"};
     const DagResult r = PlanDag(g, o);
     SCOPED_TRACE(Describe(g, r.groups));
     EXPECT_LT(static_cast<int>(r.groups.size()), NumPlannedClasses(g, r.liveness));
@@ -501,10 +497,10 @@ TEST(MemongerDagTest, GradientOptimTreeTwoLosses) {
   // The declared losses given explicitly are the same heads.
   PlanOptions o = Training();
   const DagResult declared = PlanDag(g, o);
-  o.losses = {"name_x/loss1", "name_x/loss2"};
+  o.memonger.losses = {"name_x/loss1", "name_x/loss2"};
   const DagResult a = PlanDag(g, o);
   EXPECT_EQ(a.groups, declared.groups);
-  o.losses = {"name_x/loss1"};
+  o.memonger.losses = {"name_x/loss1"};
   const DagResult one = PlanDag(g, o);
   // From loss1 alone, the ops that wait for loss2's gradient are never reached: less sharing.
   EXPECT_GE(one.groups.size(), a.groups.size());
@@ -516,7 +512,7 @@ TEST(MemongerDagTest, ForwardDaggyBranchesNeverShare) {
     const graph::Graph g = Build(ForwardDaggy(harder));
     PlanOptions o;
     o.execution = ExecutionModel::kParallel;
-    o.heads = {"name_x/data"};
+    o.memonger.heads = {"name_x/data"};
     const DagResult r = PlanDag(g, o);
     SCOPED_TRACE(Describe(g, r.groups));
     EXPECT_LT(static_cast<int>(r.groups.size()), NumPlannedClasses(g, r.liveness));
@@ -527,16 +523,16 @@ TEST(MemongerDagTest, ForwardDaggyBranchesNeverShare) {
       for (const auto& y : b) EXPECT_FALSE(Share(g, r, x, y)) << x << " " << y;
     }
     // Heads [data] and [data, fc1_w] give the same result (fc1_w feeds only the root op).
-    o.heads = {"name_x/data", "name_x/fc1_w"};
+    o.memonger.heads = {"name_x/data", "name_x/fc1_w"};
     const DagResult r2 = PlanDag(g, o);
     EXPECT_EQ(r2.groups, r.groups);
     // Heads [fc5_w, data] (test 9, dag_traversal): fc5_w feeds an op that is not a root (it
     // waits for fc4), so no traversal starts there; the same result, no failure.
-    o.heads = {"name_x/fc5_w", "name_x/data"};
+    o.memonger.heads = {"name_x/fc5_w", "name_x/data"};
     const DagResult r4 = PlanDag(g, o);
     EXPECT_EQ(r4.groups, r.groups);
     // The default heads (the non-static inputs: data, label) too.
-    o.heads.clear();
+    o.memonger.heads.clear();
     const DagResult r3 = PlanDag(g, o);
     EXPECT_EQ(r3.groups, r.groups);
   }
@@ -556,8 +552,8 @@ TEST(MemongerDagTest, ForwardDaggySerialAndParallelAgree) {
 TEST(MemongerDagTest, CpuAndGpuNeverShare) {
   const graph::Graph g = Build(MixCpuGpu());
   PlanOptions o = Training();
-  o.share_activations = true;
-  o.losses = {"loss"};
+  o.memonger.share_activations = true;
+  o.memonger.losses = {"loss"};
   const DagResult r = PlanDag(g, o);
   SCOPED_TRACE(Describe(g, r.groups));
   EXPECT_GT(SharedBuffers(r.groups), 0);
@@ -580,7 +576,7 @@ TEST(MemongerDagTest, CpuAndGpuNeverShare) {
 TEST(MemongerDagTest, UnknownLossOrHead) {
   const graph::Graph g = Build(N1());
   PlanOptions o = Training();
-  o.losses = {"x"};
+  o.memonger.losses = {"x"};
   absl::StatusOr<Plan> plan = [&] {
     PlanOptions p = o;
     p.planner = PlannerKind::kMemongerDag;
@@ -595,8 +591,9 @@ TEST(MemongerDagTest, UnknownLossOrHead) {
   absl::StatusOr<Liveness> live = ComputeLiveness(g, *schedule);
   ASSERT_TRUE(live.ok());
   PlanOptions inference;
-  inference.heads = {"nope"};
-  absl::StatusOr<SharingGroups> groups = PlanMemongerDag(g, *live, inference);
+  inference.memonger.heads = {"nope"};
+  absl::StatusOr<SharingGroups> groups =
+      PlanMemongerDag(g, *live, inference.memonger, inference.execution);
   ASSERT_FALSE(groups.ok());
   EXPECT_EQ(groups.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(groups.status().message(), HasSubstr("head 'nope'"));
@@ -608,7 +605,8 @@ TEST(MemongerDagTest, TrainingWithoutLossIsAnError) {
   ASSERT_TRUE(schedule.ok());
   absl::StatusOr<Liveness> live = ComputeLiveness(g, *schedule);
   ASSERT_TRUE(live.ok());
-  absl::StatusOr<SharingGroups> groups = PlanMemongerDag(g, *live, Training());
+  absl::StatusOr<SharingGroups> groups =
+      PlanMemongerDag(g, *live, Training().memonger, ExecutionModel::kSerial);
   ASSERT_FALSE(groups.ok());
   EXPECT_EQ(groups.status().code(), absl::StatusCode::kInvalidArgument);
 }
@@ -669,7 +667,7 @@ TEST(MemongerDagTest, InferenceIsSizeBlindTrainingIsSizeAware) {
                                     {"m_grad", 1},
                                     {"o_grad", 500}});
   PlanOptions inference;
-  inference.heads = {"x"};
+  inference.memonger.heads = {"x"};
   const DagResult ri = PlanDag(g, inference);
   EXPECT_TRUE(Share(g, ri, "a_small_grad", "o_grad")) << Describe(g, ri.groups);
   const DagResult rt = PlanDag(g, Training());
@@ -794,7 +792,7 @@ TEST(MemongerDagTest, InPlaceWriteOfAHead) {
   for (ExecutionModel execution : {ExecutionModel::kSerial, ExecutionModel::kParallel}) {
     PlanOptions o;
     o.execution = execution;
-    o.heads = {"A"};
+    o.memonger.heads = {"A"};
     const DagResult r = PlanDag(g, o);
     SCOPED_TRACE(Describe(g, r.groups));
     EXPECT_EQ(Sharers(g, r, "A"), 1);
@@ -892,7 +890,7 @@ TEST(MemongerDagTest, EnforcedInPlaceOps) {
                               PlannerKind::kMemongerFast, PlannerKind::kAuto}) {
     PlanOptions o;
     o.planner = planner;
-    o.heads = {"A"};
+    o.memonger.heads = {"A"};
     absl::StatusOr<Plan> plan = PlanMemory(invalid, o);
     ASSERT_FALSE(plan.ok()) << PlannerName(planner);
     EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
@@ -909,7 +907,7 @@ TEST(MemongerDagTest, EnforcedInPlaceOps) {
     external_output: "E"
   )pb", {});
   PlanOptions o;
-  o.heads = {"A"};
+  o.memonger.heads = {"A"};
   const DagResult r = PlanDag(valid, o);
   EXPECT_GT(SharedBuffers(r.groups), 0) << Describe(valid, r.groups);  // the count drops
   EXPECT_TRUE(Share(valid, r, "B", "D"));
@@ -972,7 +970,7 @@ TEST_P(MemongerDagRandomTest, InferenceVerifies) {
           PlanOptions o;
           o.execution = execution;
           o.order = order;
-          o.views = views;
+          o.liveness.views = views;
           o.alignment = 64;
           const DagResult r = PlanDag(g, o);
           EXPECT_GE(r.plan.arena_bytes, r.plan.lower_bound_bytes);
@@ -1092,7 +1090,7 @@ TEST(MemongerDagRandomTrainingTest, TrainingVerifies) {
                                     activations ? " activations" : ""));
           PlanOptions o = Training(execution);
           o.order = order;
-          o.share_activations = activations;
+          o.memonger.share_activations = activations;
           const DagResult r = PlanDag(g, o);
           EXPECT_GE(r.plan.arena_bytes, r.plan.lower_bound_bytes);
           EXPECT_LE(r.plan.arena_bytes, r.plan.naive_bytes);

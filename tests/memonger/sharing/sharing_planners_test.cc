@@ -71,8 +71,8 @@ PlanOptions SweepOptions(uint64_t seed, PlannerKind planner, ExecutionModel exec
                                   : OrderKind::kLongestPath;
   const int64_t alignments[] = {1, 64, 256};
   options.alignment = alignments[seed % 3 == 0 ? (seed / 3) % 3 : seed % 3];
-  options.views = seed % 5 == 0;
-  options.plan_static = seed % 7 == 0;
+  options.liveness.views = seed % 5 == 0;
+  options.liveness.plan_static = seed % 7 == 0;
   options.time_limit_seconds = planner == PlannerKind::kMemongerDp ? 1 : 5;
   return options;
 }
