@@ -1,8 +1,5 @@
 #include "graph/dependencies.h"
 
-#include <functional>
-#include <queue>
-
 namespace memonger::graph {
 
 std::vector<std::vector<OpId>> OpSuccessors(const Graph& graph) {
@@ -15,28 +12,6 @@ std::vector<std::vector<OpId>> OpSuccessors(const Graph& graph) {
     });
   }
   return successors;
-}
-
-std::vector<OpId> SmallestIndexOrder(const std::vector<std::vector<OpId>>& successors) {
-  std::vector<int> indegree(successors.size(), 0);
-  for (const auto& list : successors) {
-    for (OpId s : list) ++indegree[s];
-  }
-  std::priority_queue<OpId, std::vector<OpId>, std::greater<OpId>> ready;
-  for (OpId i = 0; i < static_cast<OpId>(successors.size()); ++i) {
-    if (indegree[i] == 0) ready.push(i);
-  }
-  std::vector<OpId> order;
-  order.reserve(successors.size());
-  while (!ready.empty()) {
-    const OpId op = ready.top();
-    ready.pop();
-    order.push_back(op);
-    for (OpId s : successors[op]) {
-      if (--indegree[s] == 0) ready.push(s);
-    }
-  }
-  return order;
 }
 
 std::optional<std::pair<OpId, OpId>> FindCycleEdge(

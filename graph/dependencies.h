@@ -13,7 +13,9 @@
 #ifndef MEMONGER_GRAPH_DEPENDENCIES_H_
 #define MEMONGER_GRAPH_DEPENDENCIES_H_
 
+#include <functional>
 #include <optional>
+#include <queue>
 #include <utility>
 #include <vector>
 
@@ -52,11 +54,39 @@ void ForEachPredecessor(const Graph& graph, OpId op, Fn&& fn) {
 // successors[op]: the ops that depend on `op`, ascending, without duplicates. O(ops + edges).
 std::vector<std::vector<OpId>> OpSuccessors(const Graph& graph);
 
-// Kahn's algorithm taking, among ready ops, the one with the smallest index: the net's own
-// order whenever that is valid. Ops on a cycle (and those after them) are left out, so the
-// result is shorter than the graph exactly when the dependencies have a cycle.
+// Kahn's algorithm: among ready ops, `runs_later(a, b)` says a waits while b is ready (a strict
+// weak order, as std::priority_queue takes it). Ops on a cycle (and those after them) are left
+// out, so the result is shorter than the graph exactly when the dependencies have a cycle.
 // O((ops + edges) log ops).
-std::vector<OpId> SmallestIndexOrder(const std::vector<std::vector<OpId>>& successors);
+template <typename RunsLater>
+std::vector<OpId> KahnOrder(const std::vector<std::vector<OpId>>& successors,
+                            RunsLater runs_later) {
+  std::vector<int> indegree(successors.size(), 0);
+  for (const auto& list : successors) {
+    for (OpId s : list) ++indegree[s];
+  }
+  std::priority_queue<OpId, std::vector<OpId>, RunsLater> ready(runs_later);
+  for (OpId i = 0; i < static_cast<OpId>(successors.size()); ++i) {
+    if (indegree[i] == 0) ready.push(i);
+  }
+  std::vector<OpId> order;
+  order.reserve(successors.size());
+  while (!ready.empty()) {
+    const OpId op = ready.top();
+    ready.pop();
+    order.push_back(op);
+    for (OpId s : successors[op]) {
+      if (--indegree[s] == 0) ready.push(s);
+    }
+  }
+  return order;
+}
+
+// KahnOrder taking, among ready ops, the one with the smallest index: the net's own order
+// whenever that is valid.
+inline std::vector<OpId> SmallestIndexOrder(const std::vector<std::vector<OpId>>& successors) {
+  return KahnOrder(successors, std::greater<OpId>());
+}
 
 // A dependency edge (from, to) that closes a cycle, found by a depth-first search from the ops
 // in ascending index (successors ascending); none for a DAG. O(ops + edges).

@@ -1,8 +1,6 @@
 #include "memonger/schedule.h"
 
 #include <algorithm>
-#include <functional>
-#include <queue>
 #include <string>
 #include <utility>
 
@@ -26,29 +24,6 @@ std::vector<int> InDegrees(const std::vector<std::vector<OpId>>& successors) {
     for (OpId s : list) ++indegree[s];
   }
   return indegree;
-}
-
-// Kahn's algorithm; among ready ops, `runs_later(a, b)` says a waits while b is ready.
-// REQUIRES: the successor lists form a DAG over all ops.
-std::vector<OpId> KahnOrder(const std::vector<std::vector<OpId>>& successors,
-                            const std::function<bool(OpId, OpId)>& runs_later) {
-  std::vector<int> indegree = InDegrees(successors);
-  std::priority_queue<OpId, std::vector<OpId>, std::function<bool(OpId, OpId)>> ready(runs_later);
-  for (OpId i = 0; i < static_cast<OpId>(successors.size()); ++i) {
-    if (indegree[i] == 0) ready.push(i);
-  }
-  std::vector<OpId> order;
-  order.reserve(successors.size());
-  while (!ready.empty()) {
-    const OpId op = ready.top();
-    ready.pop();
-    order.push_back(op);
-    for (OpId s : successors[op]) {
-      if (--indegree[s] == 0) ready.push(s);
-    }
-  }
-  MG_CHECK(order.size() == successors.size());  // Graph::Build rejects cycles
-  return order;
 }
 
 // memonger's topological_sort_traversal_longest_path; see schedule.h for the steps.
@@ -153,7 +128,10 @@ std::vector<OpId> LongestPathOrder(const std::vector<std::vector<OpId>>& success
 
   // networkx's lexicographical_topological_sort with key = n - position: the ready op listed
   // last runs first.
-  return KahnOrder(successors, [&](OpId a, OpId b) { return position[a] < position[b]; });
+  std::vector<OpId> order = graph::KahnOrder(
+      successors, [&](OpId a, OpId b) { return position[a] < position[b]; });
+  MG_CHECK(order.size() == successors.size());  // Graph::Build rejects cycles
+  return order;
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 #   tools/plan_snapshot.sh build/tools/optimize-net /tmp/after && diff -r /tmp/before /tmp/after
 #
 # The set: every trace of the planning corpus with each offset planner; the workloads with the
-# memonger baselines, training, views, recycled inputs, recomputation and a parallel executor;
+# memonger baselines, training, views, recycled inputs, the topological and longest-path
+# orders, recomputation and a parallel executor;
 # exact sharing and the memory-aware order on small nets; every ONNX file of the model zoo's
 # export cache (tests/zoo/run_zoo.py fills it) with best-fit, views and memonger-dag. Time-limited searches get limits
 # far above what these problems need, so that the clock cannot cut them.
@@ -78,6 +79,9 @@ has_part workloads && for w in "${workloads[@]}"; do
   plan "wl-$n-recycle" --workload "$w" --planner best-fit --recycle-inputs --plan-static \
     --threads 1
   plan "wl-$n-parallel" --workload "$w" --planner memonger-dag --execution parallel
+  for order in topological longest-path; do
+    plan "wl-$n-$order" --workload "$w" --planner best-fit --order "$order" --threads 1
+  done
 done
 # Searches that end where they prove their answer: small nets only, so that no limit cuts them.
 has_part workloads && for w in "mlp:layers=3" "mlp:layers=3,mode=training" \
