@@ -471,14 +471,30 @@ absl::Status GraphBuilder::OrderOps(Graph& g) {
   }
 
   // The smallest-index topological order: program order where valid. Ops left out of it lie
-  // on a cycle (or after one), which is reported with a value on it.
-  const std::vector<std::vector<OpId>> successors = OpSuccessors(g);
-  g.topological_order_ = SmallestIndexOrder(successors);
-  if (static_cast<int>(g.topological_order_.size()) != g.num_ops()) {
-    const std::optional<std::pair<OpId, OpId>> back_edge = FindCycleEdge(successors);
-    if (!back_edge) {
-      return absl::InternalError("topological order incomplete although no cycle was found");
+  // on a cycle (or after one), which is reported with a value on it. An op that reads its own
+  // output (a control input naming it) waits for itself: a cycle of one op, which the
+  // dependency lists leave out (graph::ForEachPredecessor never names the op itself).
+  std::optional<std::pair<OpId, OpId>> back_edge;
+  for (OpId i = 0; i < g.num_ops() && !back_edge; ++i) {
+    auto reads_own_output = [&](const auto& reads) {
+      return std::any_of(reads.begin(), reads.end(),
+                         [&](ValueId in) { return g.values_[in].producer == i; });
+    };
+    if (reads_own_output(g.ops_[i].inputs) || reads_own_output(g.ops_[i].control_inputs)) {
+      back_edge = std::make_pair(i, i);
     }
+  }
+  if (!back_edge) {
+    const std::vector<std::vector<OpId>> successors = OpSuccessors(g);
+    g.topological_order_ = SmallestIndexOrder(successors);
+    if (static_cast<int>(g.topological_order_.size()) != g.num_ops()) {
+      back_edge = FindCycleEdge(successors);
+      if (!back_edge) {
+        return absl::InternalError("topological order incomplete although no cycle was found");
+      }
+    }
+  }
+  if (back_edge) {
     const auto [from, to] = *back_edge;
     // A data edge names the value read; an in-place ordering edge names the overwritten one.
     std::string value_name = "?";

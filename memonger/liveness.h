@@ -64,6 +64,18 @@ struct LivenessOptions {
   // assumes without blob shapes. For the decisions of the size-blind memonger baselines only;
   // such a plan's bytes mean nothing.
   bool size_blind = false;
+
+  // The options a caller chooses (plan_static, views, recycle_inputs, static_names), with those
+  // a planner derives from its planner, executor and types (blob_per_name, names_need_order,
+  // size_blind) at their defaults.
+  LivenessOptions CallerChosen() const {
+    LivenessOptions chosen;
+    chosen.plan_static = plan_static;
+    chosen.views = views;
+    chosen.recycle_inputs = recycle_inputs;
+    chosen.static_names = static_names;
+    return chosen;
+  }
 };
 
 // Each alias class's members, oldest first, at the index of the class's root (empty at every

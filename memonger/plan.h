@@ -117,7 +117,7 @@ struct Plan {
 // buffers and offsets (every value unplaced); the planner then fills buffers and
 // buffer_of_value and calls FinishPlan. `top_values` bounds peak_values. With
 // `copy_lifetimes` false, plan.lifetime is left empty for the caller to move the liveness's in
-// when planning is done (PlanMemory: a copy held through planning would be 4 bytes a value
+// when planning is done (PlanMemory: a copy held through planning would be 8 bytes a value
 // more at the peak).
 // REQUIRES: the aligned sums fit in int64 (PlanMemory checks the naive sum first).
 void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t alignment, Plan& plan,

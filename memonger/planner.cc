@@ -19,6 +19,7 @@
 #include "memonger/sharing/sharing.h"
 #include "memonger/time_shares.h"
 #include "util/checked_math.h"
+#include "util/deadline.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
 
@@ -228,6 +229,8 @@ bool IsMemongerBaseline(PlannerKind planner) {
 
 absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  // The whole call's limit: the order search gets its share, the planner what is left.
+  const util::Deadline limit(start, options.time_limit_seconds);
   MG_RETURN_IF_ERROR(ValidateOptions(options));
   MG_RETURN_IF_ERROR(CheckEnforcedInPlace(graph));
   // Size-blind decisions need no types; without them every value counts as one byte.
@@ -240,7 +243,7 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
           "value '", v.DisplayName(), "' has no type: run shape inference before planning"));
     }
   }
-  LivenessOptions liveness_options = options.liveness;
+  LivenessOptions liveness_options = options.liveness.CallerChosen();
   // One blob per name, as in Caffe2. Two ops writing one name need not be ordered in our graph
   // (it has no write-after-write edges), so for a parallel executor a version joins its name's
   // class only when it is ordered after it.
@@ -255,7 +258,7 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
     MemoryOrderOptions order_options;
     order_options.alignment = options.alignment;
     order_options.liveness = liveness_options;
-    order_options.time_limit_seconds = options.time_limit_seconds * time_shares::kOrderSearch;
+    order_options.time_limit_seconds = limit.Share(time_shares::kOrderSearch).limit_seconds();
     MG_ASSIGN_OR_RETURN(MemoryOrder best, FindMemoryAwareOrder(graph, order_options));
     schedule.order = OrderKind::kMemoryAware;
     schedule.ops = std::move(best.ops);
@@ -276,7 +279,7 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   const double after_planner =
       options.planner == PlannerKind::kExactSharing ? liveness_seconds : 0.0;
   planner_options.time_limit_seconds =
-      std::max(0.0, options.time_limit_seconds - SecondsSince(start) - after_planner);
+      std::max(0.0, options.time_limit_seconds - limit.SecondsSpent() - after_planner);
 
   // Offsets over serial lifetimes are not safe under a parallel executor; memonger's token DFS
   // is: `auto` runs memonger-dag there.

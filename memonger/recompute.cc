@@ -629,7 +629,7 @@ absl::StatusOr<RecomputedPlan> PlanWithRecomputation(const Graph& graph,
   recompute.kind = kind;
   recompute.budget_bytes = budget_bytes;
   recompute.alignment = options.alignment;
-  recompute.liveness = options.liveness;
+  recompute.liveness = options.liveness.CallerChosen();
   recompute.time_limit_seconds = options.time_limit_seconds * time_shares::kRecomputeChoice;
   MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(graph, recompute));
   if (!choice.fits) {

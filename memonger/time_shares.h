@@ -1,7 +1,8 @@
 // How planning divides a time limit: every share of a limit that a planning step hands to the
 // steps below it, in one place, each with the reason for its size. The call that owns a limit
-// (PlanMemory, PlanWithRecomputation, SolveOffsetProblem, ...) computes the deadlines or
-// seconds of the steps it runs from these; the steps themselves invent no share.
+// (PlanMemory, PlanWithRecomputation, SolveOffsetProblem, ...) holds it as a util::Deadline
+// (util/deadline.h) and hands the steps it runs their shares of it; the steps themselves invent
+// no share.
 //
 // A share of "the limit" is measured from the owner's start; a share of "what is left" from
 // the moment the step begins. The sizes were chosen on the planning corpus and the scale
@@ -26,14 +27,20 @@ inline constexpr double kRecomputeChoice = 0.5;  // "half of --time-limit" in it
 // after them is O(n log n) work that takes about the rest on a million items.
 inline constexpr double kOffsetSearches = 0.95;
 
+// A time-limited first greedy pass that is on course to end within this share of its limit past
+// it is let finish rather than cut and completed quickly: a pass that nearly fits is worth far
+// more than the quick completion.
+inline constexpr double kFinishingPassOverrun = 0.1;
+
 // PlaceOffsets: applying and checking the offsets costs about this many times what building the
 // problems did (0.73 s against 0.15 s on a 2^22-op graph's 4.4M items), so the searches get the
 // limit less the building time times (1 + this).
 inline constexpr double kApplyPerBuild = 5;
 
-// exact and auto where peak windows follow: the best-fit portfolio starts no run after this
-// share of the limit. On a large problem one greedy pass takes about that long, and the windows
-// (and window repair) do more with the time than another order.
+// Local search (best-fit+local-search, and auto's), and exact where peak windows follow: the
+// best-fit portfolio starts no run after this share of the limit. On a large problem one greedy
+// pass takes about that long, and the climber, the windows and window repair do more with the
+// time than another order.
 inline constexpr double kPortfolioStarts = 0.25;
 
 // auto where peak windows follow: local search gets this share of the limit (its portfolio

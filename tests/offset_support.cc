@@ -12,7 +12,10 @@ absl::StatusOr<Plan> PlanWithOffsetStrategy(const graph::Graph& g, const PlanOpt
                                             OffsetStrategy strategy, Liveness* liveness_out) {
   absl::StatusOr<Schedule> schedule = MakeSchedule(g, options.order);
   if (!schedule.ok()) return schedule.status();
-  absl::StatusOr<Liveness> liveness = ComputeLiveness(g, *schedule, options.liveness);
+  LivenessOptions liveness_options;
+  liveness_options.plan_static = options.liveness.plan_static;
+  liveness_options.views = options.liveness.views;
+  absl::StatusOr<Liveness> liveness = ComputeLiveness(g, *schedule, liveness_options);
   if (!liveness.ok()) return liveness.status();
   Plan plan;
   plan.execution = options.execution;

@@ -296,7 +296,7 @@ int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
       memonger::RecomputeOptions r;
       r.budget_bytes = std::max<int64_t>(arena_budget, 0);
       r.alignment = cure.options.alignment;
-      r.liveness = cure.options.liveness;
+      r.liveness = cure.options.liveness.CallerChosen();
       r.time_limit_seconds =
           cure.options.time_limit_seconds * memonger::time_shares::kRecomputeChoice;
       MG_ASSIGN_OR_RETURN(memonger::RecomputeChoice choice, memonger::ChooseRecomputation(g, r));
@@ -370,11 +370,7 @@ void PrintCures(const memonger::graph::Graph& graph, const memonger::PlanOptions
   }
 }
 
-// Runs the net in one arena of the planned size: verify mode (--verify: every op fills its
-// outputs with a pattern and checks its inputs) or the real kernels (the CPU kernels on the
-// host, the device kernels on CUDA), on the user's --inputs where given, checked against
-// --expect. Returns the report's lines; `beyond_tolerance` names the first output whose error
-// exceeds --tolerance ("" when none does).
+// Verify mode (--verify): every op fills its outputs with a pattern and checks its inputs.
 absl::StatusOr<std::string> ExecuteVerify(const Flags& flags, const memonger::graph::Graph& graph,
                                           const memonger::Plan& plan) {
   namespace alloc = memonger::alloc;
@@ -437,6 +433,10 @@ std::string RunSummary(const Flags& flags, const memonger::graph::Graph& graph,
   return text;
 }
 
+// Runs the net in one arena of the planned size: verify mode or the real kernels (the CPU
+// kernels on the host, the device kernels on CUDA), on the user's --inputs where given, checked
+// against --expect. Returns the report's lines; `beyond_tolerance` names the first output whose
+// error exceeds --tolerance ("" when none does).
 absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::Graph& graph,
                                     const memonger::Plan& plan, std::string& beyond_tolerance) {
   namespace alloc = memonger::alloc;

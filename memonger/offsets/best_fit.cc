@@ -399,13 +399,11 @@ absl::StatusOr<ResumedPortfolio> ResumeBestFitPortfolio(
 }
 
 absl::StatusOr<BestFitResult> RunBestFitPortfolioWithin(const OffsetProblem& problem,
-                                                        std::chrono::steady_clock::time_point start,
-                                                        double limit_seconds, double start_share,
-                                                        int threads) {
-  return RunBestFitPortfolio(problem, util::DeadlineAfter(start, limit_seconds * start_share),
-                             threads,
-                             util::DeadlineAfter(start, limit_seconds * time_shares::kOffsetSearches),
-                             util::DeadlineAfter(start, limit_seconds * 1.1));
+                                                        const util::Deadline& limit,
+                                                        double start_share, int threads) {
+  return RunBestFitPortfolio(problem, limit.EndOfShare(start_share), threads,
+                             limit.EndOfShare(time_shares::kOffsetSearches),
+                             limit.EndOfShare(1 + time_shares::kFinishingPassOverrun));
 }
 
 absl::StatusOr<OffsetSolution> PlanBestFit(const OffsetProblem& problem, int threads) {

@@ -49,6 +49,7 @@
 #include "absl/status/statusor.h"
 #include "memonger/offsets/interval_index.h"
 #include "memonger/offsets/offset_problem.h"
+#include "util/deadline.h"
 
 namespace memonger {
 
@@ -142,14 +143,13 @@ absl::StatusOr<ResumedPortfolio> ResumeBestFitPortfolio(
     const OffsetProblem& problem, const PortfolioProgress& progress, int64_t height_to_beat,
     std::chrono::steady_clock::time_point deadline, int threads = 1);
 
-// RunBestFitPortfolio within `limit_seconds` from `start`: no run starts after `start_share` of
-// the limit, and every run but the first gives up then; the first is cut at time_shares::kOffsetSearches
-// of it (and completed quickly), unless on course to end within a tenth past the limit. On a
-// million items the whole portfolio takes seconds (12 greedy passes).
+// RunBestFitPortfolio within `limit`: no run starts after `start_share` of it, and every run but
+// the first gives up then; the first is cut at time_shares::kOffsetSearches of it (and completed
+// quickly), unless on course to end within time_shares::kFinishingPassOverrun past the limit.
+// On a million items the whole portfolio takes seconds (12 greedy passes).
 absl::StatusOr<BestFitResult> RunBestFitPortfolioWithin(const OffsetProblem& problem,
-                                                        std::chrono::steady_clock::time_point start,
-                                                        double limit_seconds, double start_share,
-                                                        int threads);
+                                                        const util::Deadline& limit,
+                                                        double start_share, int threads);
 
 }  // namespace memonger
 

@@ -37,20 +37,19 @@ absl::StatusOr<OffsetSolution> PlanGreedyBySize(const OffsetProblem& problem) {
 }
 
 absl::StatusOr<OffsetSolution> PlanGreedyBySizeWithin(const OffsetProblem& problem,
-                                                      std::chrono::steady_clock::time_point start,
-                                                      double limit_seconds) {
+                                                      const util::Deadline& limit) {
   MG_RETURN_IF_ERROR(ValidateOffsetProblem(problem));
-  if (!(limit_seconds >= 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("greedy-by-size: time limit ", limit_seconds, " s is not >= 0"));
+  if (!(limit.limit_seconds() >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("greedy-by-size: time limit ",
+                                                   limit.limit_seconds(), " s is not >= 0"));
   }
   const std::vector<int> order = SizeDescendingOrder(problem);
   const auto run_start = std::chrono::steady_clock::now();
   GreedyPlacer placer(problem);
   int placed_greedily = 0;
   OffsetSolution solution = placer.PlaceUntil(
-      order, FitRule::kBestFit, util::DeadlineAfter(start, limit_seconds * time_shares::kOffsetSearches),
-      util::DeadlineAfter(start, limit_seconds * 1.1), &placed_greedily);
+      order, FitRule::kBestFit, limit.EndOfShare(time_shares::kOffsetSearches),
+      limit.EndOfShare(1 + time_shares::kFinishingPassOverrun), &placed_greedily);
   if (placed_greedily < static_cast<int>(order.size())) {
     solution.cut_pass_seconds_short =
         CutPassSecondsShort(run_start, placed_greedily, order.size());

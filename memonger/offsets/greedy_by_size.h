@@ -37,6 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "memonger/offsets/offset_problem.h"
+#include "util/deadline.h"
 
 namespace memonger {
 
@@ -47,13 +48,13 @@ std::vector<int> SizeDescendingOrder(const OffsetProblem& problem);
 // the height equals OffsetLowerBound.
 absl::StatusOr<OffsetSolution> PlanGreedyBySize(const OffsetProblem& problem);
 
-// As PlanGreedyBySize, within `limit_seconds` from `start`: the pass is cut at
-// time_shares::kOffsetSearches of the limit (less the completion's share, PlaceUntil), unless on course
-// to end within a tenth past it, and then completed quickly. The plan is PlanGreedyBySize's
-// wherever the pass is not cut. InvalidArgument as PlanGreedyBySize, or for a negative limit.
+// As PlanGreedyBySize, within `limit`: the pass is cut at time_shares::kOffsetSearches of it
+// (less the completion's share, PlaceUntil), unless on course to end within
+// time_shares::kFinishingPassOverrun past it, and then completed quickly. The plan is
+// PlanGreedyBySize's wherever the pass is not cut. InvalidArgument as PlanGreedyBySize, or for a
+// negative limit.
 absl::StatusOr<OffsetSolution> PlanGreedyBySizeWithin(const OffsetProblem& problem,
-                                                      std::chrono::steady_clock::time_point start,
-                                                      double limit_seconds);
+                                                      const util::Deadline& limit);
 
 }  // namespace memonger
 

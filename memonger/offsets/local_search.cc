@@ -146,21 +146,17 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
                                                           PortfolioProgress* portfolio) {
   MG_RETURN_IF_ERROR(ValidateOptions(options));
   const Clock::time_point now = Clock::now();
-  // The searches end a twentieth of the limit early: what follows them (applying the offsets
-  // and checking them) is O(n log n) work that takes about that long on a million items, so
-  // the whole call keeps to the limit.
-  const Clock::time_point deadline =
-      util::DeadlineAfter(now, options.time_limit_seconds * time_shares::kOffsetSearches);
-  // The portfolio starts no run after a quarter of the limit (portfolio_time_limit_seconds
-  // where given): on a large problem one greedy pass takes about that long, and window repair
-  // does more with the time than another order. Its first pass stops at that limit's search
-  // deadline (GreedyPlacer::PlaceUntil completes it quickly), unless it is on course to end
-  // within a tenth past the limit: a pass that nearly fits is worth far more than the quick
-  // completion.
-  const double portfolio_limit =
-      options.portfolio_time_limit_seconds.value_or(options.time_limit_seconds);
+  const util::Deadline limit(now, options.time_limit_seconds);
+  // The searches end at their share of the limit: applying the offsets and checking them
+  // follows (time_shares::kOffsetSearches).
+  const Clock::time_point deadline = limit.EndOfShare(time_shares::kOffsetSearches);
+  // The portfolio starts no run after its share of the limit (of portfolio_time_limit_seconds
+  // where given); its first pass stops at that limit's search deadline (GreedyPlacer::PlaceUntil
+  // completes it quickly) unless on course to end just past it (time_shares.h).
+  const util::Deadline portfolio_limit(
+      now, options.portfolio_time_limit_seconds.value_or(options.time_limit_seconds));
   MG_ASSIGN_OR_RETURN(BestFitResult start,
-                      RunBestFitPortfolioWithin(problem, now, portfolio_limit,
+                      RunBestFitPortfolioWithin(problem, portfolio_limit,
                                                 time_shares::kPortfolioStarts, options.threads));
   PortfolioProgress progress{start.settled_runs, start.first_run_seconds};
   if (portfolio != nullptr) *portfolio = progress;

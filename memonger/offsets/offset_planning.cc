@@ -28,16 +28,13 @@ namespace {
 
 bool IsPowerOfTwo(int64_t x) { return x >= 1 && (x & (x - 1)) == 0; }
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 }  // namespace
 
 absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
                                                   OffsetStrategy strategy,
                                                   const OffsetSolveOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  // The limit every step below gets its share of, from this moment.
+  const util::Deadline limit(std::chrono::steady_clock::now(), options.time_limit_seconds);
   if (!(options.time_limit_seconds >= 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("time limit ", options.time_limit_seconds, " s is negative"));
@@ -45,11 +42,11 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   LocalSearchOptions local;
   switch (strategy) {
     case OffsetStrategy::kGreedyBySize:
-      return PlanGreedyBySizeWithin(problem, start, options.time_limit_seconds);
+      return PlanGreedyBySizeWithin(problem, limit);
     case OffsetStrategy::kBestFit: {
       MG_ASSIGN_OR_RETURN(BestFitResult portfolio,
-                          RunBestFitPortfolioWithin(problem, start, options.time_limit_seconds,
-                                                    time_shares::kOffsetSearches, options.threads));
+                          RunBestFitPortfolioWithin(problem, limit, time_shares::kOffsetSearches,
+                                                    options.threads));
       return std::move(portfolio.solution);
     }
     case OffsetStrategy::kBestFitWithLocalSearch:
@@ -72,7 +69,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
     // As auto's: no run starts after a quarter of the limit where the searches need the rest;
     // above kMaxPeakWindowProblemItems nothing searches after it.
     MG_ASSIGN_OR_RETURN(BestFitResult portfolio,
-                        RunBestFitPortfolioWithin(problem, start, options.time_limit_seconds,
+                        RunBestFitPortfolioWithin(problem, limit,
                                                   windows ? time_shares::kPortfolioStarts
                                                           : time_shares::kOffsetSearches,
                                                   options.threads));
@@ -82,8 +79,8 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
     // Its share of the limit, or all of it where nothing exact would search (too many items).
     local.threads = options.threads;
     local.time_limit_seconds =
-        windows ? options.time_limit_seconds * time_shares::kLocalSearchBeforeWindows
-                : options.time_limit_seconds;
+        windows ? limit.Share(time_shares::kLocalSearchBeforeWindows).limit_seconds()
+                : limit.limit_seconds();
     // The portfolio and its first pass keep the time they have without windows.
     if (windows) local.portfolio_time_limit_seconds = options.time_limit_seconds;
     MG_ASSIGN_OR_RETURN(incumbent, PlanBestFitWithLocalSearch(problem, local, &portfolio_progress));
@@ -99,8 +96,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   // with time to spare: the branch and bound, or above kMaxExactItems (auto) window repair,
   // gets what they leave.
   using Clock = std::chrono::steady_clock;
-  const Clock::time_point searches_end =
-      util::DeadlineAfter(start, options.time_limit_seconds * time_shares::kOffsetSearches);
+  const Clock::time_point searches_end = limit.EndOfShare(time_shares::kOffsetSearches);
   if (windows) {
     const Clock::time_point now = Clock::now();
     PeakWindowOptions window_options;
@@ -139,7 +135,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
       if (incumbent.proven_optimal) return incumbent;
     }
   }
-  exact.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
+  exact.time_limit_seconds = limit.SecondsLeft();
   exact.threads = options.threads;
   exact.progress = options.exact_progress;
   return PlaceExact(problem, incumbent, exact);
@@ -393,12 +389,12 @@ absl::Status ApplyOffsetSolutions(const graph::Graph& graph, const Liveness& liv
 absl::StatusOr<std::vector<OffsetSolution>> SolveOffsetProblems(
     const std::vector<DeviceOffsetProblem>& problems, OffsetStrategy strategy,
     const OffsetSolveOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const util::Deadline limit(std::chrono::steady_clock::now(), options.time_limit_seconds);
   std::vector<OffsetSolution> solutions;
   solutions.reserve(problems.size());
   for (const DeviceOffsetProblem& p : problems) {
     OffsetSolveOptions left = options;
-    left.time_limit_seconds = std::max(0.0, options.time_limit_seconds - SecondsSince(start));
+    left.time_limit_seconds = limit.SecondsLeft();
     MG_ASSIGN_OR_RETURN(OffsetSolution s, SolveOffsetProblem(p.problem, strategy, left));
     solutions.push_back(std::move(s));
   }
@@ -410,7 +406,7 @@ absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,
                           Plan& plan) {
   MG_RETURN_IF_ERROR(CheckSerialExecution(plan.execution, OffsetStrategyName(strategy),
                                           SerialReliance::kOffsets));
-  const auto start = std::chrono::steady_clock::now();
+  const util::Deadline limit(std::chrono::steady_clock::now(), options.time_limit_seconds);
   // FinishPlan sets the offsets per value again at the end: not held through the search
   // (8 bytes a value, at the peak of a 4M-op net's run).
   std::vector<int64_t>().swap(plan.offset_of_value);
@@ -418,7 +414,7 @@ absl::Status PlaceOffsets(const graph::Graph& graph, const Liveness& liveness,
                       OffsetProblemsFor(graph, liveness, plan.alignment));
   // The limit covers building the problems, and applying and checking the offsets after the
   // search, which the search leaves.
-  const double building = SecondsSince(start);
+  const double building = limit.SecondsSpent();
   OffsetSolveOptions solve = options;
   solve.time_limit_seconds = std::max(
       0.0, options.time_limit_seconds - building * (1 + time_shares::kApplyPerBuild));

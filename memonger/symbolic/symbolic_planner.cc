@@ -386,7 +386,8 @@ absl::StatusOr<SymbolicPlan> PlanSymbolic(const graph::Graph& graph,
   }
   MG_RETURN_IF_ERROR(sym.box.CheckContains(sym.reference));
   MG_ASSIGN_OR_RETURN(Schedule schedule, MakeSchedule(graph, options.order));
-  MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, options.liveness));
+  MG_ASSIGN_OR_RETURN(Liveness liveness,
+                      ComputeLiveness(graph, schedule, options.liveness.CallerChosen()));
 
   SymbolicPlan plan;
   plan.box = sym.box;

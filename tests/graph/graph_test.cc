@@ -112,6 +112,16 @@ TEST(GraphTest, CycleNamesAValue) {
   EXPECT_THAT(std::string(g.status().message()), ::testing::AnyOf(HasSubstr("a_out"), HasSubstr("b_out")));
 }
 
+// An op that waits for its own output (a control input naming it) is a cycle of one op.
+TEST(GraphTest, AnOpWaitingForItsOwnOutputIsACycle) {
+  auto g = GraphFromText(R"pb(
+    external_input: "x"
+    op { name: "r" type: "Relu" input: "x" output: "y" control_input: "y" }
+  )pb");
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("cycle: value 'y'"));
+}
+
 TEST(GraphTest, OutOfOrderNetGetsTopologicalOrder) {
   auto g = GraphFromText(R"pb(
     external_input: "x"

@@ -5,8 +5,9 @@ Every model is built with seeded random weights (torchvision's `weights=None`; n
 downloaded), put in eval mode, run once on a seeded input, and exported with
 `torch.onnx.export` at opset 17 with the dynamic axes a user would name, exactly as the PyTorch
 docs show. Beside each `MODEL.onnx` the zoo keeps PyTorch's input (`MODEL.inputs/NAME.npy`) and
-PyTorch's outputs for it (`MODEL.expected/NAME.npy`; for a bfloat16 model also the same
-module's float32 forward, `MODEL.reference_f32/NAME.npy`), and `manifest.json` says, per model, which
+PyTorch's outputs for it (`MODEL.expected/NAME.npy`; for a bfloat16 or float16 model also the
+same module's float32 forward, `MODEL.reference_f32/NAME.npy`), and `manifest.json` says, per
+model, which
 dims a user binds at first try (`dims`, the export's own sizes of the named dynamic axes), the
 range to plan over (`ranges`), or the exporter's error when PyTorch itself cannot export it.
 

@@ -292,19 +292,20 @@ TEST(GreedyBySizeTest, WithinALimitIsCutAndCompletedOrExactlyTheWholePass) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     SCOPED_TRACE(seed);
     const OffsetProblem p = RandomProblem(seed, 3000);
-    absl::StatusOr<OffsetSolution> cut = PlanGreedyBySizeWithin(p, Clock::now(), 0);
+    absl::StatusOr<OffsetSolution> cut = PlanGreedyBySizeWithin(p, util::Deadline(Clock::now(), 0));
     ASSERT_TRUE(cut.ok()) << cut.status();
     EXPECT_GT(cut->cut_pass_seconds_short, 0);
     ASSERT_TRUE(CheckOffsetSolution(p, cut->offsets).ok());
     EXPECT_EQ(cut->height, TopOf(p, cut->offsets));
     absl::StatusOr<OffsetSolution> whole = PlanGreedyBySize(p);
-    absl::StatusOr<OffsetSolution> within = PlanGreedyBySizeWithin(p, Clock::now(), 3600);
+    absl::StatusOr<OffsetSolution> within =
+        PlanGreedyBySizeWithin(p, util::Deadline(Clock::now(), 3600));
     ASSERT_TRUE(whole.ok() && within.ok());
     EXPECT_EQ(within->cut_pass_seconds_short, 0);
     EXPECT_EQ(within->offsets, whole->offsets);
     EXPECT_EQ(within->proven_optimal, whole->proven_optimal);
   }
-  EXPECT_FALSE(PlanGreedyBySizeWithin(RandomProblem(1), Clock::now(), -1).ok());
+  EXPECT_FALSE(PlanGreedyBySizeWithin(RandomProblem(1), util::Deadline(Clock::now(), -1)).ok());
 }
 
 }  // namespace

@@ -317,9 +317,14 @@ DagResult PlanDag(const graph::Graph& g, PlanOptions options) {
   r.plan = *std::move(plan);
   const absl::Status verified = VerifyPlan(g, r.plan);
   EXPECT_TRUE(verified.ok()) << verified;
-  // The plan's liveness: one blob per name, as PlanMemory computes it for the baselines.
-  EXPECT_TRUE(r.plan.liveness.blob_per_name);
-  absl::StatusOr<Liveness> live = LivenessOfPlan(g, r.plan);
+  absl::StatusOr<Schedule> schedule = MakeSchedule(g, options.order);
+  EXPECT_TRUE(schedule.ok()) << schedule.status();
+  LivenessOptions lo;
+  lo.plan_static = options.liveness.plan_static;
+  lo.views = options.liveness.views;
+  lo.blob_per_name = true;  // as PlanMemory does for the memonger baselines
+  lo.names_need_order = options.execution == ExecutionModel::kParallel;
+  absl::StatusOr<Liveness> live = ComputeLiveness(g, *schedule, lo);
   EXPECT_TRUE(live.ok()) << live.status();
   r.liveness = *std::move(live);
   absl::StatusOr<SharingGroups> groups =
