@@ -9,7 +9,6 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config python3
-  libboost-graph-dev
   libprotobuf-dev protobuf-compiler
   libabsl-dev
   nlohmann-json3-dev
