@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/in_place.h"
 #include "kernels/verify_kernels.h"
 #include "memonger/liveness.h"
 #include "memonger/schedule.h"
@@ -65,7 +66,7 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
   MG_ASSIGN_OR_RETURN(Liveness liveness,
                       LivenessOfPlan(graph, plan, PlanLifetimes::kPerVersion));
   std::optional<Liveness> by_name;
-  if (plan.liveness.blob_per_name) {
+  if (plan.liveness.blob_per_name || plan.liveness.in_place) {
     MG_ASSIGN_OR_RETURN(by_name, LivenessOfPlan(graph, plan));
   }
   const Liveness& stated = by_name.has_value() ? *by_name : liveness;
@@ -138,6 +139,7 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
   executor.static_offset_ = std::move(static_offset);
   executor.bytes_ = liveness.bytes;
   executor.alias_root_ = liveness.alias_root;
+  executor.recycle_inputs_ = plan.liveness.recycle_inputs;
   executor.view_output_.assign(n, false);
   executor.key_.resize(n);
   for (ValueId id = 0; id < n; ++id) executor.key_[id] = static_cast<uint64_t>(id) + 1;
@@ -155,6 +157,16 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
     }
   }
   return executor;
+}
+
+bool Executor::TakesBytesOf(const graph::Op& op, ValueId in) const {
+  if (op.outputs.empty() || !InArena(in) || !InArena(op.outputs[0])) return false;
+  const ValueId out = op.outputs[0];
+  if (offset_of_value_[out] != offset_of_value_[in] || Bytes(out) != Bytes(in)) return false;
+  for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+    if (op.inputs[slot] == in && graph::MayWriteOverInput(op.type, slot)) return true;
+  }
+  return false;
 }
 
 std::byte* Executor::ValueAddress(ValueId id) const {
@@ -231,12 +243,15 @@ absl::Status Executor::RunVerify() {
       wrote = true;
     }
     if (!wrote) continue;
-    // The op's outputs must have left its inputs alone, except what it overwrites in place.
+    // The op's outputs must have left its inputs alone, except what it overwrites in place:
+    // a value written in place (one alias class), or an input whose exact bytes output 0
+    // takes where graph/in_place.h allows it. That such an input is read by nothing later
+    // is proven by the later reads (and the end's checks) finding the output's pattern.
     for (ValueId in : inputs) {
       const bool shares_an_output =
           std::any_of(op.outputs.begin(), op.outputs.end(),
                       [&](ValueId out) { return alias_root_[out] == alias_root_[in]; });
-      if (shares_an_output) continue;
+      if (shares_an_output || TakesBytesOf(op, in)) continue;
       MG_RETURN_IF_ERROR(Check(in, log,
                                absl::StrCat(op.Label(), " (step ", step,
                                             "), which reads it, has written its outputs")));
@@ -247,6 +262,17 @@ absl::Status Executor::RunVerify() {
     if (std::find(checked.begin(), checked.end(), out) != checked.end()) continue;
     checked.push_back(out);
     MG_RETURN_IF_ERROR(Check(out, log, "the run ends (it is a graph output)"));
+  }
+  // The caller owns the graph inputs (unless it let the plan recycle them): nothing may have
+  // written over them, except where the net itself writes the input's name again (Caffe2's
+  // in-place `Relu(x) -> x`, or a later version of the blob).
+  if (!recycle_inputs_) {
+    for (ValueId in : graph_->inputs()) {
+      if (graph_->Versions(graph_->value(in).name).size() > 1) continue;
+      if (std::find(checked.begin(), checked.end(), in) != checked.end()) continue;
+      checked.push_back(in);
+      MG_RETURN_IF_ERROR(Check(in, log, "the run ends (it is a graph input, the caller's)"));
+    }
   }
   return absl::OkStatus();
 }

@@ -22,7 +22,11 @@
 //   2. at each step, the op checks every byte of each input against the input's pattern, then
 //      fills each output with the output's own pattern, then checks its inputs again (an op's
 //      outputs must not overlap its own inputs, except the bytes it overwrites in place);
-//   3. after the last step, every graph output is checked.
+//   3. after the last step, every graph output is checked, and every graph input the caller
+//      owns (all of them, unless the plan recycles inputs).
+//   An output that takes the bytes of an input dying at its op (in-place reuse,
+//   LivenessOptions::in_place) overwrites that input's pattern there; any later read of the
+//   input would find the output's pattern instead and fail.
 //   An in-place output writes its own pattern over the value it overwrites (the schedule runs
 //   every reader of the old version first). A view output (LivenessOptions::views) writes nothing: it reads
 //   as its input's pattern. A mismatch is DataLoss naming the clobbered value, the op that found
@@ -98,6 +102,9 @@ class Executor {
       : graph_(&graph), arena_(&arena), static_arena_(std::move(static_arena)) {}
 
   int64_t Bytes(graph::ValueId id) const { return bytes_[id]; }
+  // Whether output 0 of `op` takes exactly the bytes of its input `in` where graph/in_place.h
+  // allows it (in-place reuse of a dying input): verify mode expects `in` overwritten there.
+  bool TakesBytesOf(const graph::Op& op, graph::ValueId in) const;
   absl::Status Fill(graph::ValueId id, int step, graph::OpId op, std::vector<Write>& log);
   // `context` completes "... when <context>".
   absl::Status Check(graph::ValueId id, const std::vector<Write>& log,
@@ -110,7 +117,8 @@ class Executor {
   std::vector<int64_t> offset_of_value_;     // kNoOffset: not in the arena
   std::vector<int64_t> static_offset_;       // offset in static_arena_ (values not in the arena)
   std::vector<int64_t> bytes_;
-  std::vector<graph::ValueId> alias_root_;   // liveness's alias classes
+  std::vector<graph::ValueId> alias_root_;   // liveness's alias classes, every value apart
+  bool recycle_inputs_ = false;              // the plan may reuse graph inputs' memory
   std::vector<bool> view_output_;            // aliases its op's input 0 as a view (writes nothing)
   std::vector<uint64_t> key_;                // pattern key (a view output: its input's key)
 };

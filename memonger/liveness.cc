@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "graph/dependencies.h"
+#include "graph/in_place.h"
 #include "graph/op_schema.h"
 #include "util/check.h"
 #include "util/checked_math.h"
@@ -44,6 +45,64 @@ class UnionFind {
  private:
   std::vector<int> parent_;
 };
+
+// LivenessOptions::in_place: joins output 0 of each op to the class of an input dying there,
+// walking the schedule so that a chain (Conv -> Relu -> Add) becomes one class step by step.
+// Each union-find set's lifetime, bytes and pinning (it holds a value live to the end) are
+// kept at its representative and merged with it. O(ops + edges) besides the union-find.
+void MergeDyingInputs(const Graph& graph, Liveness& live, const std::vector<Lifetime>& own,
+                      const std::vector<bool>& pinned_value, UnionFind& classes) {
+  const int n = graph.num_values();
+  std::vector<Lifetime> span(n);
+  std::vector<int64_t> bytes(n, 0);
+  std::vector<bool> pinned(n, false);
+  for (ValueId id = 0; id < n; ++id) {
+    const int set = classes.Find(id);
+    if (set == id) span[set] = own[id];
+    span[set].first_step = std::min(span[set].first_step, own[id].first_step);
+    span[set].last_step = std::max(span[set].last_step, own[id].last_step);
+    bytes[set] = std::max(bytes[set], live.bytes[id]);
+    if (pinned_value[id]) pinned[set] = true;
+  }
+  // (UnionFind keeps the smallest id as a set's representative, so each set's entry above was
+  // started by the representative itself before its other members were folded in.)
+  for (int step = 0; step < live.num_steps; ++step) {
+    const graph::Op& op = graph.op(live.schedule.ops[step]);
+    if (op.outputs.empty() || op.inputs.empty()) continue;
+    const ValueId out = op.outputs[0];
+    const int out_set = classes.Find(out);
+    if (!live.planned[out] || span[out_set].first_step != step) continue;
+    const graph::Value& out_value = graph.value(out);
+    for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+      const ValueId in = op.inputs[slot];
+      if (!graph::MayWriteOverInput(op.type, slot)) continue;
+      const int in_set = classes.Find(in);
+      const graph::Value& in_value = graph.value(in);
+      if (in_set == out_set || !live.planned[in] || pinned[in_set] ||
+          span[in_set].last_step != step || live.device[in] != live.device[out] ||
+          live.bytes[in] != live.bytes[out] || bytes[in_set] != bytes[out_set] ||
+          in_value.alignment != out_value.alignment || !in_value.type.has_value() ||
+          !out_value.type.has_value() ||
+          !graph::InPlaceTypesMatch(*in_value.type, *out_value.type)) {
+        continue;
+      }
+      const bool read_beside = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId other) {
+        return other != in && classes.Find(other) == in_set;
+      });
+      if (read_beside) continue;
+      const Lifetime merged{std::min(span[in_set].first_step, span[out_set].first_step),
+                            std::max(span[in_set].last_step, span[out_set].last_step)};
+      const bool out_pinned = pinned[out_set];  // a graph output may take a dying input
+      classes.Union(in, out);
+      live.in_place_pairs.emplace_back(in, out);
+      const int set = classes.Find(in);
+      span[set] = merged;
+      bytes[set] = bytes[in_set];
+      pinned[set] = out_pinned;
+      break;
+    }
+  }
+}
 
 int64_t AlignUp(int64_t bytes, int64_t alignment) {
   const auto aligned = util::CheckedAlignUp(bytes, alignment);
@@ -246,6 +305,12 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, Schedule&& schedule
       }
       classes.Union(out, in);
     }
+  }
+  if (options.in_place) {
+    // Pinned: live to the end because someone reads it after the net (or it is static).
+    std::vector<bool> pinned(n, false);
+    for (ValueId id = 0; id < n; ++id) pinned[id] = is_output[id] || !live.planned[id];
+    MergeDyingInputs(graph, live, own, pinned, classes);
   }
 
   // Members oldest first: by producer step (graph inputs before every op), then id; a

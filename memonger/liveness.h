@@ -8,7 +8,9 @@
 // - alias class: values that must occupy the same bytes (an in-place output and the value it
 //   overwrites; view outputs of ops marked view-capable when views are enabled). Their lifetimes
 //   are merged into the class's; the class is placed as one, with the largest member's bytes.
-//   With blob_per_name, all versions of a name (on one device) form one class too.
+//   With blob_per_name, all versions of a name (on one device) form one class too. With
+//   in_place, an op's output 0 joins the class of an input that dies at the op, where the
+//   table of graph/in_place.h allows it (see LivenessOptions::in_place).
 // - static values (params, constants) are excluded (no lifetime, never placed) unless
 //   `plan_static` is set, in which case they live from step 0 to the last step.
 //
@@ -18,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,6 +46,20 @@ struct LivenessOptions {
   // neither of them overwritten in place later (an in-place write would change the other).
   // Otherwise the output gets memory of its own, as without views.
   bool views = false;
+  // In-place reuse of a dying input, as ONNX Runtime, XLA, TFLite and eager PyTorch do: output
+  // 0 of an op joins the alias class of one of its inputs when graph/in_place.h lets the op
+  // write over that input slot and
+  //   - the input's class is read by nothing after this op's step (it dies here) and holds no
+  //     graph output, caller-owned input, static name or parameter gradient;
+  //   - the output's class starts at this step (it overwrites nothing in place already);
+  //   - both are planned, on one device, with equal bytes, class bytes and alignment, and the
+  //     same dims and element size (graph::InPlaceTypesMatch);
+  //   - no other input of the op is in the input's class (a view of it read beside it).
+  // The first such input in slot order is taken. The pair then counts once at that step, in
+  // the lower bound as in every plan. Which classes exist depends on the schedule; the
+  // memonger baselines (Caffe2 shared blobs by name only), a parallel executor (an input's
+  // other readers may still run) and size-blind planning leave it off (PlanMemory).
+  bool in_place = false;
   // Graph inputs are live to the last step, as outputs are: the caller owns them (data is fed
   // again, weights are read by the next iteration), so no planner may recycle or overwrite
   // their memory. Caffe2 callers pass them to memonger as static_blobs. When true, an input's
@@ -65,13 +82,14 @@ struct LivenessOptions {
   // such a plan's bytes mean nothing.
   bool size_blind = false;
 
-  // The options a caller chooses (plan_static, views, recycle_inputs, static_names), with those
+  // The options a caller chooses (plan_static, views, in_place, recycle_inputs, static_names), with those
   // a planner derives from its planner, executor and types (blob_per_name, names_need_order,
   // size_blind) at their defaults.
   LivenessOptions CallerChosen() const {
     LivenessOptions chosen;
     chosen.plan_static = plan_static;
     chosen.views = views;
+    chosen.in_place = in_place;
     chosen.recycle_inputs = recycle_inputs;
     chosen.static_names = static_names;
     return chosen;
@@ -117,6 +135,9 @@ struct Liveness {
   // are classes of their own.
   ClassMembers members;
   std::vector<int64_t> class_bytes;   // largest member's bytes, at the root's index
+  // (input, output) of every pair in-place reuse joined (LivenessOptions::in_place), in step
+  // order: one class fewer each, of the class's bytes (a plan's naive bytes count them apart).
+  std::vector<std::pair<graph::ValueId, graph::ValueId>> in_place_pairs;
 };
 
 // FailedPrecondition naming a value without a type (run InferShapes first); InvalidArgument for

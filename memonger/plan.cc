@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "graph/in_place.h"
 #include "util/check.h"
 #include "util/checked_math.h"
 
@@ -70,6 +71,13 @@ void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t align
       at_peak.push_back(id);
     }
   }
+  // Naive means no sharing at all: an output that took a dying input's bytes counts apart.
+  for (const auto& [input, output] : liveness.in_place_pairs) {
+    const auto sum = util::CheckedAdd(
+        plan.naive_bytes, AlignUp(liveness.class_bytes[liveness.alias_root[output]], alignment));
+    MG_CHECK(sum.has_value());
+    plan.naive_bytes = *sum;
+  }
   std::sort(at_peak.begin(), at_peak.end(), [&](graph::ValueId a, graph::ValueId b) {
     const int64_t ba = liveness.class_bytes[a];
     const int64_t bb = liveness.class_bytes[b];
@@ -103,7 +111,10 @@ absl::StatusOr<Liveness> LivenessOfPlan(const graph::Graph& graph, const Plan& p
                                         PlanLifetimes lifetimes) {
   LivenessOptions options = plan.liveness;
   options.names_need_order = plan.execution == ExecutionModel::kParallel;
-  if (lifetimes == PlanLifetimes::kPerVersion) options.blob_per_name = false;
+  if (lifetimes == PlanLifetimes::kPerVersion) {
+    options.blob_per_name = false;
+    options.in_place = false;
+  }
   return ComputeLiveness(graph, ScheduleOfPlan(plan), options);
 }
 
@@ -124,6 +135,39 @@ bool ViewKeptInInputMemory(const graph::Graph& graph, const Plan& plan, const gr
   return planned(in) && planned(out) && plan.buffer_of_value[in] == plan.buffer_of_value[out] &&
          plan.lifetime[in].first_step == plan.lifetime[out].first_step &&
          plan.lifetime[in].last_step == plan.lifetime[out].last_step;
+}
+
+graph::ValueId InPlaceInputTaken(const graph::Graph& graph, const Plan& plan, const graph::Op& op) {
+  if (!plan.liveness.in_place || op.outputs.empty()) return graph::kNone;
+  const graph::ValueId out = op.outputs[0];
+  const auto planned = [&](graph::ValueId v) {
+    return static_cast<size_t>(v) < plan.buffer_of_value.size() && plan.buffer_of_value[v] >= 0;
+  };
+  if (!planned(out) || graph.value(out).inplace_of != graph::kNone) return graph::kNone;
+  for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+    const graph::ValueId in = op.inputs[slot];
+    if (in == out || !planned(in) || !graph::MayWriteOverInput(op.type, slot)) continue;
+    if (plan.buffer_of_value[in] == plan.buffer_of_value[out] &&
+        plan.lifetime[in].first_step == plan.lifetime[out].first_step &&
+        plan.lifetime[in].last_step == plan.lifetime[out].last_step) {
+      return in;
+    }
+  }
+  return graph::kNone;
+}
+
+std::vector<graph::ValueId> InPlaceRootsOfPlan(const graph::Graph& graph, const Plan& plan) {
+  std::vector<graph::ValueId> roots = graph.InPlaceRoots();
+  if (!plan.liveness.in_place) return roots;
+  // In step order, so that a value's root is final before the values written over it are met.
+  for (const PlanStep& step : plan.steps) {
+    const graph::Op& op = graph.op(step.op);
+    if (const graph::ValueId taken = InPlaceInputTaken(graph, plan, op); taken != graph::kNone) {
+      roots[op.outputs[0]] = roots[taken];
+    }
+    for (graph::ValueId out : op.outputs) roots[out] = roots[roots[out]];
+  }
+  return roots;
 }
 
 }  // namespace memonger

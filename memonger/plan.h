@@ -132,7 +132,8 @@ void FinishPlan(Plan& plan);
 Schedule ScheduleOfPlan(const Plan& plan);
 
 // Which lifetimes LivenessOfPlan computes: as the plan states them (per name with
-// blob_per_name), or every version of a name with its own (what the verifier and the executor
+// blob_per_name, in-place pairs merged with in_place), or every value with its own, apart from
+// the versions of its name and the input it may overwrite (what the verifier and the executor
 // check memory against).
 enum class PlanLifetimes { kAsPlanned, kPerVersion };
 
@@ -149,6 +150,17 @@ int64_t SumOfBufferSizes(const Plan& plan);
 // them: the same buffer over the same class lifetime; two values apart never share both): the
 // JSON plan names the two aliases, and a rewritten net names them apart.
 bool ViewKeptInInputMemory(const graph::Graph& graph, const Plan& plan, const graph::Op& op);
+
+// The input whose bytes output 0 of `op` takes in the plan (in-place reuse of a dying input,
+// plan.liveness.in_place: a slot graph/in_place.h allows, the same buffer over one merged
+// lifetime, as liveness merges them; two values apart never share both); kNone where none.
+// The JSON plan names the output an alias of that input.
+graph::ValueId InPlaceInputTaken(const graph::Graph& graph, const Plan& plan, const graph::Op& op);
+
+// Per value, what its memory is written over: Graph::InPlaceRoots (the net's own in-place
+// writes), joined with the in-place reuse the plan takes (InPlaceInputTaken), in step order.
+// Views are not joined (a rewritten net names them apart).
+std::vector<graph::ValueId> InPlaceRootsOfPlan(const graph::Graph& graph, const Plan& plan);
 
 }  // namespace memonger
 

@@ -250,6 +250,13 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   liveness_options.blob_per_name = IsMemongerBaseline(options.planner);
   liveness_options.names_need_order = options.execution == ExecutionModel::kParallel;
   liveness_options.size_blind = !all_typed;
+  // In-place reuse is the offset planners' and exact-sharing's: `none` gives every value
+  // memory of its own, Caffe2's memonger shares blobs by name only, a parallel executor may
+  // still run an input's other readers while an op writes over it, and without sizes no two
+  // values are known to be equal.
+  liveness_options.in_place = options.liveness.in_place && options.planner != PlannerKind::kNone &&
+                              !IsMemongerBaseline(options.planner) &&
+                              options.execution == ExecutionModel::kSerial && all_typed;
   Schedule schedule;
   std::optional<OrderSearch> order_search;
   PlanOptions planner_options = options;
@@ -257,7 +264,10 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
     // The order search takes its share of the time limit, the planner what is left (below).
     MemoryOrderOptions order_options;
     order_options.alignment = options.alignment;
+    // The order search counts values apart from their inputs (its classes may not depend on
+    // the order it is choosing); in-place reuse applies to the order it finds.
     order_options.liveness = liveness_options;
+    order_options.liveness.in_place = false;
     order_options.time_limit_seconds = limit.Share(time_shares::kOrderSearch).limit_seconds();
     MG_ASSIGN_OR_RETURN(MemoryOrder best, FindMemoryAwareOrder(graph, order_options));
     schedule.order = OrderKind::kMemoryAware;
@@ -266,6 +276,17 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
                                best.seconds, std::move(best.tried)};
   } else {
     MG_ASSIGN_OR_RETURN(schedule, MakeSchedule(graph, options.order));
+  }
+  if (order_search.has_value() && liveness_options.in_place) {
+    // The search counted values apart; with in-place reuse the given order's bound is
+    // recomputed alike, and the search's proof (no order lower) is of the other count.
+    MG_ASSIGN_OR_RETURN(Schedule given, MakeSchedule(graph, OrderKind::kGiven));
+    MG_ASSIGN_OR_RETURN(const Liveness given_liveness,
+                        ComputeLiveness(graph, std::move(given), liveness_options));
+    const std::vector<int64_t> live = LiveBytesPerStep(given_liveness, options.alignment);
+    order_search->given_lower_bound_bytes =
+        live.empty() ? 0 : *std::max_element(live.begin(), live.end());
+    order_search->proven_optimal = false;
   }
   const auto liveness_start = std::chrono::steady_clock::now();
   MG_ASSIGN_OR_RETURN(Liveness liveness,

@@ -52,6 +52,16 @@ absl::StatusOr<PlannerKind> ParsePlanner(absl::string_view name);
 // a plan with it, and optimize-net as a usage error where --execution parallel is given.
 absl::Status CheckServesParallelExecution(PlannerKind planner);
 
+// The liveness options a plan starts from: in-place reuse of dying inputs and views on, as
+// every runtime we compare with does (LivenessOptions::in_place, ::views; docs/in_place.md);
+// neither raises any step's live bytes. The others at their defaults.
+inline LivenessOptions DefaultPlanLiveness() {
+  LivenessOptions options;
+  options.in_place = true;
+  options.views = true;
+  return options;
+}
+
 // Everything PlanMemory is asked, composed of the options of the parts it runs: liveness
 // (how values are counted), the memonger baselines' (sharing/), and the whole call's order,
 // executor, alignment, time and threads, from which it gives the offset planners theirs
@@ -64,10 +74,11 @@ struct PlanOptions {
   double time_limit_seconds = 2;    // the whole call's; searching planners return the best found
   int threads = 1;                  // offset planners' portfolio; same plan for any count, but
                                     // where the time limit cuts a run
-  // plan_static, views, recycle_inputs, static_names. PlanMemory sets blob_per_name,
+  // plan_static, views, in_place, recycle_inputs, static_names. PlanMemory sets blob_per_name,
   // names_need_order and size_blind itself (from the planner, the executor and the types):
-  // what is given for them here is not read.
-  LivenessOptions liveness;
+  // what is given for them here is not read. In-place reuse and views are on unless turned
+  // off here; in-place reuse applies where LivenessOptions::in_place says.
+  LivenessOptions liveness = DefaultPlanLiveness();
   MemongerOptions memonger;         // the memonger baselines (memonger-dag, -greedy, -dp)
   std::string model_name;
   // `exact` and `auto`: called about once per second while the branch and bound runs.

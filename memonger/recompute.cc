@@ -622,15 +622,22 @@ absl::StatusOr<Graph> ApplyRecomputation(const Graph& graph, const std::vector<O
   return result;
 }
 
-absl::StatusOr<RecomputedPlan> PlanWithRecomputation(const Graph& graph,
-                                                     const PlanOptions& options,
-                                                     RecomputeKind kind, int64_t budget_bytes) {
+RecomputeOptions RecomputeOptionsFor(const PlanOptions& options, RecomputeKind kind,
+                                     int64_t budget_bytes) {
   RecomputeOptions recompute;
   recompute.kind = kind;
   recompute.budget_bytes = budget_bytes;
   recompute.alignment = options.alignment;
   recompute.liveness = options.liveness.CallerChosen();
+  recompute.liveness.in_place = false;
   recompute.time_limit_seconds = options.time_limit_seconds * time_shares::kRecomputeChoice;
+  return recompute;
+}
+
+absl::StatusOr<RecomputedPlan> PlanWithRecomputation(const Graph& graph,
+                                                     const PlanOptions& options,
+                                                     RecomputeKind kind, int64_t budget_bytes) {
+  const RecomputeOptions recompute = RecomputeOptionsFor(options, kind, budget_bytes);
   MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(graph, recompute));
   if (!choice.fits) {
     // Only an exhaustive search proves that nothing fits; the portfolio's lowest depends on its

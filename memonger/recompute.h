@@ -112,6 +112,13 @@ absl::StatusOr<int64_t> RecomputedLowerBound(const graph::Graph& graph,
 absl::StatusOr<graph::Graph> ApplyRecomputation(const graph::Graph& graph,
                                                 const std::vector<graph::OpId>& ops);
 
+// The recomputation options of a plan's options: their alignment, the caller's liveness options
+// without in-place reuse (the model counts every value apart from its inputs: a rewrite within
+// the budget is within it with that reuse too, which only lowers a step's bytes; the
+// fewest-FLOPs choice is the fewest without it), and kRecomputeChoice of the time limit.
+RecomputeOptions RecomputeOptionsFor(const PlanOptions& options, RecomputeKind kind,
+                                     int64_t budget_bytes);
+
 // Choose, rewrite and plan in one call: the options' alignment, views and static placement
 // are the recomputation's too, and the choice gets half of the time limit. auto aims the lower
 // bound at `budget_bytes`. When auto cannot fit, ResourceExhausted names the lowest lower bound

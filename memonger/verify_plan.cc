@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <queue>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/in_place.h"
 #include "memonger/enforced_inplace.h"
 #include "memonger/liveness.h"
 #include "memonger/schedule.h"
@@ -147,10 +149,61 @@ absl::Status CheckPlacement(const Graph& graph, const Plan& plan, const Liveness
   return absl::OkStatus();
 }
 
-// Serial rule: classes overlapping in bytes never live at the same step. A sweep over time keeps
+// Whether class `p`, starting at its step, may sit on the bytes of class `q`, live there:
+// in-place reuse of a dying input (LivenessOptions::in_place), checked here on its own terms
+// from graph/in_place.h's table. p's first member is output 0 of the op at that step, q holds
+// one of the op's inputs in a slot the table lets it write over, with the same dims and
+// element size; q dies at that step, holds nothing read after the net (`pinned_class`), is not
+// read beside that input by the op, and the two occupy exactly the same bytes.
+bool IsInPlaceHandoff(const Graph& graph, const Plan& plan, const Liveness& live,
+                      const std::vector<bool>& pinned_class, const Placed& q, const Placed& p) {
+  if (!plan.liveness.in_place || plan.execution != ExecutionModel::kSerial) return false;
+  if (q.offset != p.offset || q.end != p.end) return false;
+  const int step = p.first_step;
+  if (live.lifetime[q.root].last_step != step || pinned_class[q.root]) return false;
+  const OpId op_id = graph.value(p.root).producer;
+  if (op_id == kNone || plan.steps[step].op != op_id) return false;
+  const graph::Op& op = graph.op(op_id);
+  if (op.outputs.empty() || live.alias_root[op.outputs[0]] != p.root) return false;
+  const graph::Value& out = graph.value(op.outputs[0]);
+  for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+    const ValueId in = op.inputs[slot];
+    if (live.alias_root[in] != q.root || !graph::MayWriteOverInput(op.type, slot)) continue;
+    const graph::Value& input = graph.value(in);
+    if (!input.type.has_value() || !out.type.has_value() ||
+        !graph::InPlaceTypesMatch(*input.type, *out.type)) {
+      continue;
+    }
+    const bool read_beside = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId other) {
+      return other != in && live.alias_root[other] == q.root;
+    });
+    if (!read_beside) return true;
+  }
+  return false;
+}
+
+// Classes holding a value read after the net: graph outputs, declared parameter gradients,
+// graph inputs the caller owns, --static names (liveness keeps them to the last step).
+std::vector<bool> PinnedClasses(const Graph& graph, const Plan& plan, const Liveness& live) {
+  std::vector<bool> pinned(graph.num_values(), false);
+  auto pin = [&](ValueId id) { pinned[live.alias_root[id]] = true; };
+  for (ValueId id : graph.outputs()) pin(id);
+  for (const auto& [param, grad] : graph.param_grads()) pin(grad);
+  if (!plan.liveness.recycle_inputs) {
+    for (ValueId id : graph.inputs()) pin(id);
+  }
+  for (const std::string& name : plan.liveness.static_names) {
+    if (const std::optional<ValueId> id = graph.FindValue(name)) pin(*id);
+  }
+  return pinned;
+}
+
+// Serial rule: classes overlapping in bytes never live at the same step, except an output
+// taking the exact bytes of an input dying at its op (IsInPlaceHandoff). A sweep over time keeps
 // the live classes' byte ranges in a map; they are pairwise disjoint while the plan is valid, so
 // a new class can only collide with its neighbours there. O(n log n).
-absl::Status CheckSerial(const Graph& graph, const Liveness& live,
+absl::Status CheckSerial(const Graph& graph, const Plan& plan, const Liveness& live,
+                         const std::vector<bool>& pinned_class,
                          const std::vector<Placed>& by_start) {
   std::map<int64_t, int> live_ranges;  // offset -> index into by_start
   using Ending = std::pair<int, int>;  // (last step, index)
@@ -158,7 +211,11 @@ absl::Status CheckSerial(const Graph& graph, const Liveness& live,
   for (int i = 0; i < static_cast<int>(by_start.size()); ++i) {
     const Placed& p = by_start[i];
     while (!endings.empty() && endings.top().first < p.first_step) {
-      live_ranges.erase(by_start[endings.top().second].offset);
+      // A class handed its bytes on in place has left the map already.
+      const auto ended = live_ranges.find(by_start[endings.top().second].offset);
+      if (ended != live_ranges.end() && ended->second == endings.top().second) {
+        live_ranges.erase(ended);
+      }
       endings.pop();
     }
     auto next = live_ranges.lower_bound(p.offset);
@@ -167,6 +224,10 @@ absl::Status CheckSerial(const Graph& graph, const Liveness& live,
       other = next->second;
     } else if (next != live_ranges.begin() && by_start[std::prev(next)->second].end > p.offset) {
       other = std::prev(next)->second;
+    }
+    if (other >= 0 && IsInPlaceHandoff(graph, plan, live, pinned_class, by_start[other], p)) {
+      live_ranges.erase(by_start[other].offset);
+      other = -1;
     }
     if (other >= 0) {
       const Placed& q = by_start[other];
@@ -257,7 +318,7 @@ absl::Status VerifyPlan(const Graph& graph, const Plan& plan) {
   // Versions of a name placed together (blob_per_name) are checked as the values they are: each
   // with its own lifetime, so two versions live at once in one buffer are caught.
   MG_ASSIGN_OR_RETURN(Liveness live, LivenessOfPlan(graph, plan, PlanLifetimes::kPerVersion));
-  if (plan.liveness.blob_per_name) {
+  if (plan.liveness.blob_per_name || plan.liveness.in_place) {
     MG_ASSIGN_OR_RETURN(Liveness named, LivenessOfPlan(graph, plan));
     MG_RETURN_IF_ERROR(CheckPlacement(graph, plan, live, named));
   } else {
@@ -294,7 +355,7 @@ absl::Status VerifyPlan(const Graph& graph, const Plan& plan) {
     if (a.first_step != b.first_step) return a.first_step < b.first_step;
     return a.offset != b.offset ? a.offset < b.offset : a.root < b.root;
   });
-  MG_RETURN_IF_ERROR(CheckSerial(graph, live, by_start));
+  MG_RETURN_IF_ERROR(CheckSerial(graph, plan, live, PinnedClasses(graph, plan, live), by_start));
   if (plan.execution == ExecutionModel::kParallel) {
     MG_RETURN_IF_ERROR(CheckParallel(graph, live, by_start));
   }

@@ -1,7 +1,10 @@
 // VerifyPlan: the independent checker every plan passes in tests. It shares only the graph and
 // the liveness computation with the planners: it recomputes lifetimes from the plan's own
 // schedule and checks, for every pair of planned values whose byte ranges overlap:
-//   serial:   their lifetimes do not intersect, unless they are one alias class;
+//   serial:   their lifetimes do not intersect, unless they are one alias class, or (a plan
+//             made with in-place reuse) the later one is output 0 of an op taking exactly the
+//             bytes of an input that dies there, as graph/in_place.h allows: checked from the
+//             table and the types, not from the planner's alias classes;
 //   parallel: also, every reader of one (its writer when it has none) happens-before the writer
 //             of the other in every legal execution.
 // And: the schedule is a valid order of all ops; every planned value has an offset, aligned

@@ -21,7 +21,8 @@
 //
 // The checks are memonger's: VerifyGraphEquality (same op types, devices and engines, and every
 // input reads the output of the same earlier op) and VerifyInplaceBlobs (no op gains or loses an
-// in-place pair). Compare a rewritten net against ReferenceNet, the original in the same order.
+// in-place pair, except the pairs in-place reuse of a dying input names: then output 0 takes its
+// input's name, which is how a name-based runtime writes in place). Compare a rewritten net against ReferenceNet, the original in the same order.
 #ifndef MEMONGER_REPORT_NET_REWRITE_H_
 #define MEMONGER_REPORT_NET_REWRITE_H_
 
@@ -75,7 +76,11 @@ std::string SizeBlindPlanToText(const graph::Graph& graph, const Plan& plan,
 
 // InvalidArgument describing the first difference.
 absl::Status VerifyGraphEquality(const proto::NetDef& a, const proto::NetDef& b);
-absl::Status VerifyInplaceBlobs(const proto::NetDef& a, const proto::NetDef& b);
+// With `in_place_reuse` (a plan made with LivenessOptions::in_place), `b` may add the pairs
+// (input i, output 0) that graph/in_place.h lets the op write over: an output named as the
+// input whose bytes it took. Every pair of `a` must still be in `b`.
+absl::Status VerifyInplaceBlobs(const proto::NetDef& a, const proto::NetDef& b,
+                                bool in_place_reuse = false);
 
 }  // namespace memonger
 

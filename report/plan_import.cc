@@ -167,6 +167,7 @@ absl::StatusOr<PlanFrame> PlanFrameFromJson(const graph::Graph& graph, const nlo
   LivenessOptions& liveness_options = plan.liveness;
   liveness_options.plan_static = BoolField(doc, "plan_static");
   liveness_options.views = BoolField(doc, "views");
+  liveness_options.in_place = BoolField(doc, "in_place");
   liveness_options.recycle_inputs = BoolField(doc, "recycle_inputs");
   liveness_options.blob_per_name = BoolField(doc, "blob_per_name");
   if (auto it = doc.find("static"); it != doc.end()) {

@@ -38,7 +38,7 @@ struct PlanFrame {
 
 // The frame of the document `doc` (its "schema" is not checked here): "alignment", "planner",
 // "order", "execution", "model", "steps" (ops by op_index or unique name), "plan_static",
-// "views", "recycle_inputs", "blob_per_name", "static". InvalidArgument naming `source_name`.
+// "views", "in_place", "recycle_inputs", "blob_per_name", "static". InvalidArgument naming `source_name`.
 absl::StatusOr<PlanFrame> PlanFrameFromJson(const graph::Graph& graph, const nlohmann::json& doc,
                                             const std::string& source_name);
 

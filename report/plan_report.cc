@@ -48,12 +48,13 @@ int SharedBufferCount(const graph::Graph& graph, const Plan& plan) {
 namespace {
 
 // What each value's memory is an alias of (its class's oldest member, itself where none): an
-// in-place output the value it overwrites, and under plan.liveness.views a view's output its input
+// in-place output the value it overwrites, an output that took a dying input's bytes
+// (plan.liveness.in_place) that input, and under plan.liveness.views a view's output its input
 // where the plan merged the two (the same buffer over the same lifetime: the liveness joins a
 // view only where that is safe, and two values apart never share both). A consumer of the
 // JSON plan that knew only the in-place aliases saw a view and its input overlap while live.
 std::vector<ValueId> AliasRoots(const graph::Graph& graph, const Plan& plan) {
-  std::vector<ValueId> roots = graph.InPlaceRoots();
+  std::vector<ValueId> roots = InPlaceRootsOfPlan(graph, plan);
   if (!plan.liveness.views) return roots;
   // In step order, so that a value's root is final before the values aliasing it are met.
   for (const PlanStep& step : plan.steps) {
@@ -85,6 +86,7 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   j["proven_optimal"] = plan.proven_optimal;
   j["plan_static"] = plan.liveness.plan_static;
   j["views"] = plan.liveness.views;
+  j["in_place"] = plan.liveness.in_place;
   j["recycle_inputs"] = plan.liveness.recycle_inputs;
   if (plan.liveness.blob_per_name) j["blob_per_name"] = true;
   if (!plan.liveness.static_names.empty()) j["static"] = plan.liveness.static_names;

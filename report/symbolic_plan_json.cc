@@ -93,7 +93,7 @@ std::string SymbolicPlanToJson(const graph::Graph& graph, const SymbolicPlan& pl
   Json j;
   j["schema"] = kSymbolicPlanSchema;
   for (const char* key : {"model", "planner", "order", "execution", "alignment", "plan_static",
-                          "views", "recycle_inputs", "blob_per_name", "static", "steps"}) {
+                          "views", "in_place", "recycle_inputs", "blob_per_name", "static", "steps"}) {
     if (frame.contains(key)) j[key] = frame[key];
   }
   j["symbols"] = BoxToJson(plan.box);

@@ -479,8 +479,14 @@ void AddLimitOptions(CLI::App& app, Flags& flags, NumberTexts& numbers) {
                  "the largest input file read (default 2GiB, protobuf's own limit; 512MiB, "
                  "4GiB, ...)");
   app.add_flag("--plan-static", flags.plan_static, "place params and constants in the arena too");
-  app.add_flag("--views", flags.views,
-               "ops marked `view` (Reshape, Squeeze, ...) alias their input instead of copying");
+  app.add_flag("--views,!--no-views", flags.views,
+               "ops marked `view` (ONNX Reshape, Flatten, Squeeze, Unsqueeze, Identity; `view: "
+               "true` in a net file) alias their input instead of copying, where that is safe; "
+               "default on, --no-views copies");
+  app.add_flag("--in-place,!--no-in-place", flags.in_place,
+               "an op's output may take the bytes of an input that dies there, where its kernel "
+               "computes in place (Relu, Add, Softmax, ...: docs/in_place.md); default on, "
+               "--no-in-place plans every output apart from its inputs");
   app.add_option("--budget", numbers.budget,
                  "bytes available (80GiB, 512MiB, ...): exit 3 if over");
   app.add_option("--recompute", flags.recompute,

@@ -66,7 +66,8 @@ struct Flags {
   bool seed_missing = false; // --seed-missing: seed weights the model holds no data for
   uint64_t seed = 0;
   bool plan_static = false;
-  bool views = false;
+  bool views = true;     // --no-views: view ops copy their input
+  bool in_place = true;  // --no-in-place: no output takes a dying input's bytes
   int64_t budget = -1;  // -1: none
   std::string fit;      // a dim symbol or workload key: the largest value that fits --budget
   std::string recompute = "none";  // none, sqrt, auto: rerun forward ops in the backward pass

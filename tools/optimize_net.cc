@@ -100,7 +100,8 @@ absl::StatusOr<std::string> RewrittenNetBytes(const memonger::graph::Graph& grap
   MG_ASSIGN_OR_RETURN(memonger::RewrittenNet rewritten, memonger::RewriteNet(graph, plan));
   const memonger::proto::NetDef reference = memonger::ReferenceNet(graph, plan);
   const absl::Status equal = memonger::VerifyGraphEquality(reference, rewritten.net);
-  const absl::Status inplace = memonger::VerifyInplaceBlobs(reference, rewritten.net);
+  const absl::Status inplace =
+      memonger::VerifyInplaceBlobs(reference, rewritten.net, plan.liveness.in_place);
   if (!equal.ok() || !inplace.ok()) {
     return absl::InternalError(absl::StrCat("the rewritten net does not compute the same graph: ",
                                             equal.ok() ? inplace.message() : equal.message()));
@@ -158,6 +159,7 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
   options.threads = flags.threads;
   options.liveness.plan_static = flags.plan_static;
   options.liveness.views = flags.views;
+  options.liveness.in_place = flags.in_place;
   options.model_name = flags.model.empty() ? flags.workload : flags.model;
   // Progress of a long branch and bound, for a person watching a terminal.
   if (isatty(STDERR_FILENO)) {
@@ -293,12 +295,8 @@ int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
         g, cure.options, memonger::RecomputeKind::kAuto, std::max<int64_t>(arena_budget, 0));
     if (absl::IsResourceExhausted(recomputed.status())) {
       // Does not fit: the least it needs is the lowest lower bound recomputation reached.
-      memonger::RecomputeOptions r;
-      r.budget_bytes = std::max<int64_t>(arena_budget, 0);
-      r.alignment = cure.options.alignment;
-      r.liveness = cure.options.liveness.CallerChosen();
-      r.time_limit_seconds =
-          cure.options.time_limit_seconds * memonger::time_shares::kRecomputeChoice;
+      const memonger::RecomputeOptions r = memonger::RecomputeOptionsFor(
+          cure.options, memonger::RecomputeKind::kAuto, std::max<int64_t>(arena_budget, 0));
       MG_ASSIGN_OR_RETURN(memonger::RecomputeChoice choice, memonger::ChooseRecomputation(g, r));
       point.lower_bound_bytes = choice.lower_bound_bytes;
       point.arena_bytes = choice.lower_bound_bytes;

@@ -952,6 +952,14 @@ OpSpec OpFromNode(const onnx::NodeProto& node, const WorkingModel& w) {
   if (node.op_type() == "ConstantOfShape" && IsDefaultDomain(node.domain())) {
     MaybeCarryFillValue(node, op);
   }
+  // What ONNX Runtime keeps as an alias of its input (its Reshape, Squeeze, ... kernels share
+  // the input's buffer): view ops, which --views lets alias it (LivenessOptions::views).
+  static constexpr absl::string_view kViewOps[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                                   "Identity"};
+  if (IsDefaultDomain(node.domain()) &&
+      std::find(std::begin(kViewOps), std::end(kViewOps), node.op_type()) != std::end(kViewOps)) {
+    op.view = true;
+  }
   if (!input_slots.empty()) op.attrs.push_back({"onnx_input_slots", input_slots});
   if (!output_slots.empty()) op.attrs.push_back({"onnx_output_slots", output_slots});
   // ONNX defaults that differ from Caffe2's, made explicit: our schemas and kernels read an

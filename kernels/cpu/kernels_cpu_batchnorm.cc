@@ -32,8 +32,8 @@
 // statistics may have other float types (fp16 activations, fp32 statistics). The per-channel
 // sums accumulate in float64, in element order, so that statistics over many elements keep
 // float32 precision; everything else is float32, rounded once into each output. Running
-// statistics may be written in place over mean and var (the same address: each is read before
-// it is written); any other overlap is refused.
+// statistics may be written in place over mean and var, and Y over X (the same address: each
+// is read before it is written); any other overlap is refused.
 #include <array>
 #include <cmath>
 #include <initializer_list>
@@ -88,13 +88,15 @@ absl::Status CheckNchwOrder(const KernelArgs& args) {
 // the index into args.outputs, or -1 when the op does not have it.
 using ForwardOutputs = std::array<int, 5>;
 
-// Running statistics (positions 1, 2) may be mean/var (inputs 3, 4) exactly; no other overlap.
+// Y may be X exactly (each row of X is read before Y's is written, and the batch statistics
+// are computed before any row is); running statistics (positions 1, 2) may be mean/var
+// (inputs 3, 4) exactly; no other overlap.
 absl::Status CheckStatAlias(const KernelArgs& args, const ForwardOutputs& outputs) {
   for (int in = 0; in < static_cast<int>(args.inputs.size()); ++in) {
     for (int out = 0; out < static_cast<int>(args.outputs.size()); ++out) {
-      const bool running_over_given =
-          (in == 3 && out == outputs[1]) || (in == 4 && out == outputs[2]);
-      if (running_over_given && args.inputs[in] == args.outputs[out] &&
+      const bool exact_allowed = (in == 0 && out == outputs[0]) ||
+                                 (in == 3 && out == outputs[1]) || (in == 4 && out == outputs[2]);
+      if (exact_allowed && args.inputs[in] == args.outputs[out] &&
           ByteSizeOf(*args.input_types[in]) == ByteSizeOf(*args.output_types[out])) {
         continue;
       }

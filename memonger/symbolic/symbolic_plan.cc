@@ -120,7 +120,12 @@ absl::StatusOr<Plan> SymbolicPlan::Bind(const graph::SymbolBindings& dims) const
     MG_ASSIGN_OR_RETURN(const int64_t class_bytes, item.class_bytes.Evaluate(dims));
     plan.offset_of_value[item.root] = class_bytes;
     MG_ASSIGN_OR_RETURN(const int64_t aligned, AlignUp(class_bytes, plan.alignment));
-    const std::optional<int64_t> naive = util::CheckedAdd(plan.naive_bytes, aligned);
+    // Naive counts every value apart, in-place pairs too (as InitPlan does).
+    const std::optional<int64_t> joined = util::CheckedMul(aligned, item.in_place_joins);
+    if (!joined.has_value()) return Overflow("the naive sum");
+    const std::optional<int64_t> counted = util::CheckedAdd(aligned, *joined);
+    const std::optional<int64_t> naive =
+        counted ? util::CheckedAdd(plan.naive_bytes, *counted) : std::nullopt;
     if (!naive.has_value()) return Overflow("the naive sum");
     plan.naive_bytes = *naive;
     plan.buffers[i].device = item.device;

@@ -45,6 +45,7 @@ struct SymbolicItem {
   int64_t alignment = 1;     // the item's offset is a multiple of this
   graph::DimExpr class_bytes;  // the largest member's bytes (not rounded)
   graph::DimExpr bytes;        // class_bytes rounded up to `alignment`: the item's height
+  int in_place_joins = 0;      // outputs in the class that took a dying input's bytes
 };
 
 // The arena as a formula: the max of `polynomials` (each a DimExpr without max atoms at the

@@ -125,6 +125,8 @@ absl::Status Planner::Init(const graph::SymbolicShapes& shapes, const Liveness& 
   }
   std::sort(roots.begin(), roots.end());
   plan.item_of_value.assign(graph_.num_values(), -1);
+  std::vector<int> joins(graph_.num_values(), 0);  // in-place pairs per class root
+  for (const auto& pair : liveness.in_place_pairs) ++joins[liveness.alias_root[pair.second]];
   for (const auto& [root, p, k] : roots) {
     const OffsetItem& concrete = problems_[p].problem.items[k];
     SymbolicItem item;
@@ -132,6 +134,7 @@ absl::Status Planner::Init(const graph::SymbolicShapes& shapes, const Liveness& 
     item.device = problems_[p].device;
     item.lifetime = liveness.lifetime[root];
     item.alignment = concrete.alignment;
+    item.in_place_joins = joins[root];
     for (graph::ValueId m : liveness.members[root]) {
       item.class_bytes = graph::Max(item.class_bytes, shapes.bytes[m]);
       plan.item_of_value[m] = static_cast<int32_t>(plan.items.size());
@@ -299,9 +302,16 @@ bool Split(const SymbolBox& box, SymbolBox& low, SymbolBox& high) {
   return true;
 }
 
-// Step 5 of the header: sizes and classes at concrete bindings.
+// Step 5 of the header: sizes and classes at concrete bindings. The classes are compared
+// without in-place reuse: where the reference's pairs hold over the whole box
+// (InPlaceHoldsOverTheBox), a binding may join more pairs of its own (dims that meet there),
+// which the plan need not take.
 absl::Status CheckAgainstConcrete(const graph::Graph& graph, const graph::SymbolicShapes& shapes,
-                                  const Liveness& reference, const SymbolicPlanOptions& sym) {
+                                  const Liveness& planned, const SymbolicPlanOptions& sym) {
+  LivenessOptions apart = planned.options;
+  apart.in_place = false;
+  MG_ASSIGN_OR_RETURN(const Liveness reference,
+                      ComputeLiveness(graph, planned.schedule, apart));
   std::vector<SymbolBindings> at = sym.box.Corners();
   std::mt19937_64 rng(7);
   for (int i = 0; i < sym.check_bindings; ++i) {
@@ -334,8 +344,7 @@ absl::Status CheckAgainstConcrete(const graph::Graph& graph, const graph::Symbol
             bound ? absl::StrCat(" (", shapes.fallback[id], ")") : ""));
       }
     }
-    MG_ASSIGN_OR_RETURN(Liveness liveness,
-                        ComputeLiveness(*typed, reference.schedule, reference.options));
+    MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(*typed, reference.schedule, apart));
     if (liveness.alias_root != reference.alias_root || liveness.planned != reference.planned) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the alias classes at ", BindingText(b),
@@ -343,6 +352,23 @@ absl::Status CheckAgainstConcrete(const graph::Graph& graph, const graph::Symbol
     }
   }
   return absl::OkStatus();
+}
+
+// Whether every value that in-place reuse put in a class (its class differs from the one
+// `apart`, the liveness without that reuse, gives it) has exactly its class root's size
+// expression, with no bound among them: then the pair is equal at every binding of the box,
+// not only at the reference, and the plan's classes hold over the whole range.
+bool InPlaceHoldsOverTheBox(const graph::Graph& graph, const Liveness& in_place,
+                            const Liveness& apart, const graph::SymbolicShapes& shapes) {
+  for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
+    const graph::ValueId root = in_place.alias_root[id];
+    if (root == apart.alias_root[id]) continue;
+    if (!(shapes.bytes[id] == shapes.bytes[root]) || !shapes.fallback[id].empty() ||
+        !shapes.fallback[root].empty()) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -386,8 +412,19 @@ absl::StatusOr<SymbolicPlan> PlanSymbolic(const graph::Graph& graph,
   }
   MG_RETURN_IF_ERROR(sym.box.CheckContains(sym.reference));
   MG_ASSIGN_OR_RETURN(Schedule schedule, MakeSchedule(graph, options.order));
-  MG_ASSIGN_OR_RETURN(Liveness liveness,
-                      ComputeLiveness(graph, schedule, options.liveness.CallerChosen()));
+  // In-place reuse where each pair is equal over the whole box (size expressions alike);
+  // otherwise the plan counts every value apart, which holds at every binding.
+  LivenessOptions liveness_options = options.liveness.CallerChosen();
+  MG_ASSIGN_OR_RETURN(Liveness liveness, ComputeLiveness(graph, schedule, liveness_options));
+  if (liveness_options.in_place) {
+    liveness_options.in_place = false;
+    MG_ASSIGN_OR_RETURN(Liveness apart, ComputeLiveness(graph, schedule, liveness_options));
+    if (InPlaceHoldsOverTheBox(graph, liveness, apart, shapes)) {
+      liveness_options.in_place = true;
+    } else {
+      liveness = std::move(apart);
+    }
+  }
 
   SymbolicPlan plan;
   plan.box = sym.box;

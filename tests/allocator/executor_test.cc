@@ -282,6 +282,50 @@ TEST(ExecutorTest, GraphOutputClobberedLateIsCaughtAtTheEnd) {
                     HasSubstr("Rand op 'op_z' (step 3) wrote 'z'")));
 }
 
+// In-place reuse of dying inputs (docs/in_place.md): the default plan writes each Relu over the
+// input dying there and passes; an output on the bytes of an input that is read again later,
+// or of the caller's graph input, is caught even though the op may compute in place.
+constexpr char kReluChain[] = R"pb(
+  external_input: "x"
+  op { name: "op_a" type: "Relu" input: "x" output: "a" }
+  op { name: "op_b" type: "Relu" input: "a" output: "b" }
+  op { name: "op_c" type: "Relu" input: "b" output: "c" }
+  op { name: "op_d" type: "Sum" input: "a" input: "c" output: "d" }
+  external_output: "d"
+)pb";
+
+TEST(ExecutorTest, InPlaceReusePassesAndWhatItMustNotOverwriteIsCaught) {
+  const Graph g = Typed(kReluChain);
+  PlanOptions options;
+  absl::StatusOr<Plan> plan = PlanMemory(g, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const ValueId x = *g.FindValue("x"), a = *g.FindValue("a"), b = *g.FindValue("b");
+  const ValueId c = *g.FindValue("c");
+  EXPECT_EQ(plan->offset_of_value[b], plan->offset_of_value[c]);  // c over b, dying at op_c
+  EXPECT_TRUE(PlanAndVerifyRun(g, options).ok()) << PlanAndVerifyRun(g, options);
+
+  auto run_verify = [&](const Plan& p) {
+    absl::StatusOr<Arena> arena = Arena::Create(Device::kHost, p.arena_bytes);
+    EXPECT_TRUE(arena.ok());
+    absl::StatusOr<Executor> executor = Executor::Create(g, p, *arena);
+    EXPECT_TRUE(executor.ok()) << executor.status();
+    return executor.ok() ? executor->RunVerify() : executor.status();
+  };
+  Plan later = NaivePlan(g);
+  later.offset_of_value[b] = later.offset_of_value[a];  // a is read again by op_d
+  const absl::Status read_later = run_verify(later);
+  EXPECT_EQ(read_later.code(), absl::StatusCode::kDataLoss) << read_later;
+  EXPECT_THAT(std::string(read_later.message()),
+              AllOf(HasSubstr("value 'a' was clobbered"), HasSubstr("'op_d'"),
+                    HasSubstr("Relu op 'op_b' (step 1) wrote 'b'")));
+  Plan input = NaivePlan(g);
+  input.offset_of_value[a] = input.offset_of_value[x];  // the caller's input
+  const absl::Status over_input = run_verify(input);
+  EXPECT_EQ(over_input.code(), absl::StatusCode::kDataLoss) << over_input;
+  EXPECT_THAT(std::string(over_input.message()),
+              AllOf(HasSubstr("value 'x' was clobbered"), HasSubstr("graph input")));
+}
+
 // A value whose only overlap with another is its last byte.
 TEST(ExecutorTest, OneByteOverlapIsCaught) {
   const Graph g = Typed(kChain, {{"a", 257}});

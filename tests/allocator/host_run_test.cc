@@ -1,7 +1,7 @@
 // RunOnHost: real kernels in one planned arena. The central property: the planned arena does
 // not corrupt values. The same net run with every value in memory of its own (--planner none)
-// and with shared memory (the default planner, best-fit, exact; with views and with params in
-// the arena) gives byte-identical outputs: the fp16 transformer block (L = 33) and an fp32 MLP
+// and with shared memory (the default planner, with and without in-place reuse of dying
+// inputs, best-fit, exact; with views and with params in the arena) gives byte-identical outputs: the fp16 transformer block (L = 33) and an fp32 MLP
 // written the Caffe2 way (in-place Add and Relu). Also: where inputs come from (caller data,
 // seeded values), data of the wrong type, .npy outputs, and an op without a kernel.
 #include "allocator/host_run.h"
@@ -86,9 +86,12 @@ TEST_P(SharedVsUnsharedTest, OutputsAreByteIdenticalUnderEveryPlan) {
     const char* name;
     PlannerKind planner;
     bool views, plan_static;
+    bool in_place = true;
   };
   const Variant variants[] = {{"none", PlannerKind::kNone, false, false},
                               {"auto", PlannerKind::kAuto, false, false},
+                              {"auto without in-place reuse", PlannerKind::kAuto, false, false,
+                               false},
                               {"best-fit", PlannerKind::kBestFit, false, false},
                               {"exact", PlannerKind::kExact, false, false},
                               {"auto+views+plan_static", PlannerKind::kAuto, true, true},
@@ -101,6 +104,7 @@ TEST_P(SharedVsUnsharedTest, OutputsAreByteIdenticalUnderEveryPlan) {
     options.planner = variant.planner;
     options.liveness.views = variant.views;
     options.liveness.plan_static = variant.plan_static;
+    options.liveness.in_place = variant.in_place;
     options.time_limit_seconds = 1;
     absl::StatusOr<Plan> plan = PlanMemory(*g, options);
     ASSERT_TRUE(plan.ok()) << plan.status();

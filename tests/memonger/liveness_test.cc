@@ -1,5 +1,6 @@
 #include "memonger/liveness.h"
 
+#include <algorithm>
 #include <deque>
 #include <string>
 #include <vector>
@@ -356,6 +357,103 @@ TEST(LivenessTest, UnsafeViewsGetMemoryOfTheirOwn) {
   const ValueId w0 = g.FindVersions("w")[0];
   EXPECT_EQ(l.alias_root[w0], w0);
   EXPECT_EQ(l.alias_root[Id(g, "u")], Id(g, "u"));
+}
+
+LivenessOptions InPlace() {
+  LivenessOptions options;
+  options.in_place = true;
+  return options;
+}
+
+// Relu -> Sigmoid -> Add: each output takes the bytes of the input dying at its op; an input
+// read later (b at step 2), the caller's input (x) and an op outside the table keep theirs.
+TEST(LivenessTest, InPlaceReuseJoinsAnOutputToTheInputDyingAtItsOp) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" }
+    op { type: "Sigmoid" input: "a" output: "b" }
+    op { type: "Relu" input: "b" output: "c" }
+    op { type: "Add" input: "b" input: "c" output: "d" }
+    op { type: "MatMul" input: "d" input: "d" output: "e" }
+    op { type: "Relu" input: "e" output: "f" }
+    external_output: "f"
+  )pb");
+  const ValueId x = Id(g, "x"), a = Id(g, "a"), b = Id(g, "b"), c = Id(g, "c");
+  const ValueId d = Id(g, "d"), e = Id(g, "e"), f = Id(g, "f");
+  const Liveness off = Live(g);
+  for (ValueId v : {x, a, b, c, d, e, f}) EXPECT_EQ(off.alias_root[v], v);
+  const Liveness l = Live(g, InPlace());
+  EXPECT_EQ(l.alias_root[x], x);                  // the caller's: never overwritten
+  EXPECT_THAT(l.members[a], ElementsAre(a, b, d));  // d takes b (slot 0), the first allowed
+  EXPECT_EQ(l.alias_root[c], c);                  // b is read again at step 3
+  EXPECT_EQ(l.alias_root[e], e);                  // MatMul does not compute in place
+  EXPECT_THAT(l.members[e], ElementsAre(e, f));   // a graph output may take a dying input
+  EXPECT_EQ(Range(l, a), std::make_pair(0, 4));
+  EXPECT_EQ(Range(l, e), std::make_pair(4, 5));
+  // The pair counts once: 5 classes of 100 bytes, at most x, {a,b,d} and c live at once.
+  const std::vector<int64_t> with = LiveBytesPerStep(l, 1);
+  const std::vector<int64_t> without = LiveBytesPerStep(off, 1);
+  EXPECT_EQ(*std::max_element(with.begin(), with.end()), 300);
+  EXPECT_EQ(*std::max_element(without.begin(), without.end()), 400);
+}
+
+// What must not be overwritten stays apart: an output read after the net, a parameter, a
+// value of another size, an input read beside its own view, a value whose class an in-place
+// write already started earlier.
+TEST(LivenessTest, InPlaceReuseKeepsWhatMustSurvive) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    external_input: "w"
+    value_info { name: "w" role: ROLE_PARAM }
+    op { type: "Relu" input: "x" output: "a" }
+    op { type: "Relu" input: "a" output: "y" }
+    op { type: "Relu" input: "y" output: "z" }
+    op { type: "Relu" input: "w" output: "p" }
+    op { type: "Relu" input: "p" output: "big" }
+    op { type: "Relu" input: "x" output: "s" }
+    op { type: "Identity" input: "s" output: "sv" view: true }
+    op { type: "Mul" input: "s" input: "sv" output: "m" }
+    op { type: "Sum" input: "z" input: "big" input: "m" output: "out" }
+    external_output: "y"
+    external_output: "out"
+  )pb", {{"big", 300}});
+  const Graph& typed = g;
+  LivenessOptions options = InPlace();
+  options.views = true;
+  const Liveness l = Live(typed, options);
+  EXPECT_EQ(l.alias_root[Id(typed, "z")], Id(typed, "z"));      // y is a graph output
+  EXPECT_EQ(l.alias_root[Id(typed, "p")], Id(typed, "p"));      // w is a parameter
+  EXPECT_EQ(l.alias_root[Id(typed, "big")], Id(typed, "big"));  // 300 bytes over 100
+  EXPECT_EQ(l.alias_root[Id(typed, "m")], Id(typed, "m"));      // s is read beside its view
+  EXPECT_EQ(l.alias_root[Id(typed, "sv")], Id(typed, "s"));
+  EXPECT_EQ(l.alias_root[Id(typed, "a")], Id(typed, "a"));
+  EXPECT_EQ(l.alias_root[Id(typed, "y")], Id(typed, "a"));      // a dies at y's op
+}
+
+// Which pairs join depends on the order: in the given order a dies at c's op; run b's op
+// after c's and a lives on past it.
+TEST(LivenessTest, InPlaceReuseFollowsTheSchedule) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" }
+    op { type: "Relu" input: "a" output: "b" }
+    op { type: "Relu" input: "a" output: "c" }
+    op { type: "Sum" input: "b" input: "c" output: "s" }
+  )pb");
+  const ValueId a = Id(g, "a"), b = Id(g, "b"), c = Id(g, "c");
+  Schedule given = Given(g);
+  absl::StatusOr<Liveness> l = ComputeLiveness(g, given, InPlace());
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->alias_root[c], a);
+  EXPECT_EQ(l->alias_root[b], b);
+  EXPECT_EQ(l->alias_root[Id(g, "s")], b);  // Sum may take any input: b, in slot 0
+  Schedule swapped = given;
+  std::swap(swapped.ops[1], swapped.ops[2]);
+  l = ComputeLiveness(g, swapped, InPlace());
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->alias_root[b], a);
+  EXPECT_EQ(l->alias_root[c], c);
+  EXPECT_EQ(l->alias_root[Id(g, "s")], a);  // b, now in a's class
 }
 
 TEST(HappensBeforeTest, ParallelBranchesJoinedBySum) {

@@ -76,6 +76,7 @@ int64_t LivenessLowerBound(const Graph& g, const RecomputeOptions& options) {
   plan_options.alignment = options.alignment;
   plan_options.liveness.views = options.liveness.views;
   plan_options.liveness.plan_static = options.liveness.plan_static;
+  plan_options.liveness.in_place = options.liveness.in_place;  // the model's: values apart
   absl::StatusOr<Plan> plan = PlanMemory(g, plan_options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? plan->lower_bound_bytes : -1;

@@ -196,6 +196,94 @@ TEST(VerifyPlanTest, BrokenInPlacePair) {
   EXPECT_THAT(std::string(s.message()), AllOf(HasSubstr("'a'"), HasSubstr("'a@1'"), HasSubstr("in place")));
 }
 
+LivenessOptions InPlace() {
+  LivenessOptions options;
+  options.in_place = true;
+  return options;
+}
+
+// An output on the exact bytes of the input dying at its op is the in-place reuse the plan
+// declares; reuse is allowed, not forced, and a partial overlap is still the worst bug.
+TEST(VerifyPlanTest, InPlaceHandoffsAreAcceptedWhereTheTableAllowsThem) {
+  const Graph g = Typed(kChain);
+  Plan plan = SharingPlan(g, {}, ExecutionModel::kSerial, 256, InPlace());
+  const ValueId a = *g.FindValue("a");
+  const ValueId b = *g.FindValue("b");
+  ASSERT_EQ(plan.buffer_of_value[a], plan.buffer_of_value[b]);  // liveness joined a..d
+  ASSERT_TRUE(plan.liveness.in_place);
+  EXPECT_TRUE(VerifyPlan(g, plan).ok()) << VerifyPlan(g, plan);
+
+  PlanBuffer own = plan.buffers[plan.buffer_of_value[b]];
+  own.offset = plan.arena_bytes;
+  plan.buffers.push_back(own);
+  plan.buffer_of_value[b] = static_cast<int32_t>(plan.buffers.size() - 1);
+  FinishPlan(plan);
+  EXPECT_TRUE(VerifyPlan(g, plan).ok()) << VerifyPlan(g, plan);  // b apart: allowed
+
+  plan.buffers.back().offset = plan.offset_of_value[a] + 256;  // b over a's tail
+  FinishPlan(plan);
+  const absl::Status partial = VerifyPlan(g, plan);
+  ASSERT_FALSE(partial.ok());
+  EXPECT_THAT(std::string(partial.message()),
+              AllOf(HasSubstr("'a'"), HasSubstr("'b'"), HasSubstr("while both are live")));
+
+  // The same bytes without the plan saying it reuses inputs: refused.
+  const Plan undeclared = SharingPlan(g, {{"a", "b"}});
+  EXPECT_FALSE(undeclared.liveness.in_place);
+  EXPECT_FALSE(VerifyPlan(g, undeclared).ok());
+}
+
+// Each rule of the handoff, broken by a plan that shares the two values' buffer anyway.
+TEST(VerifyPlanTest, InPlaceHandoffsAreRefusedWhereTheyWouldLoseData) {
+  auto refused = [](const Graph& g, const Plan& plan, const std::string& first,
+                    const std::string& second) {
+    const absl::Status s = VerifyPlan(g, plan);
+    ASSERT_FALSE(s.ok()) << first << " and " << second << " share bytes";
+    EXPECT_THAT(std::string(s.message()),
+                AllOf(HasSubstr("'" + first + "'"), HasSubstr("'" + second + "'")));
+  };
+  // An op outside the table (Conv reads its input after writing its output).
+  const Graph conv = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" }
+    op { type: "Conv" input: "a" output: "b" }
+    op { type: "Relu" input: "b" output: "c" }
+    external_output: "c"
+  )pb");
+  refused(conv, SharingPlan(conv, {{"a", "b"}}, ExecutionModel::kSerial, 256, InPlace()), "a",
+          "b");
+  // An input read again later.
+  const Graph later = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "a" }
+    op { type: "Relu" input: "a" output: "b" }
+    op { type: "Relu" input: "b" output: "c" }
+    op { type: "Sum" input: "a" input: "c" output: "s" }
+  )pb");
+  refused(later, SharingPlan(later, {{"a", "b"}}, ExecutionModel::kSerial, 256, InPlace()), "a",
+          "b");
+  // The caller's graph input.
+  const Graph chain = Typed(kChain);
+  refused(chain, SharingPlan(chain, {{"x", "a"}}, ExecutionModel::kSerial, 256, InPlace()), "x",
+          "a");
+  // A graph output, written over at the last step.
+  const Graph output = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "y" }
+    op { type: "Relu" input: "y" output: "z" }
+    external_output: "y"
+  )pb");
+  refused(output, SharingPlan(output, {{"y", "z"}}, ExecutionModel::kSerial, 256, InPlace()),
+          "y", "z");
+  // Not the same bytes: a smaller output inside the input.
+  const Graph smaller = Typed(kChain, {{"b", 500}});
+  refused(smaller, SharingPlan(smaller, {{"a", "b"}}, ExecutionModel::kSerial, 256, InPlace()),
+          "a", "b");
+  // A parallel executor may still run an input's other readers.
+  const Plan parallel = SharingPlan(chain, {}, ExecutionModel::kParallel, 256, InPlace());
+  EXPECT_FALSE(VerifyPlan(chain, parallel).ok());
+}
+
 TEST(VerifyPlanTest, BufferAcrossDevices) {
   const Graph g = Typed(R"pb(
     external_input: "x"

@@ -65,7 +65,12 @@ TEST_P(NetRewriteTest, RewrittenNetComputesTheSameGraph) {
   ASSERT_TRUE(rewritten.ok()) << rewritten.status();
   const proto::NetDef reference = ReferenceNet(g, *plan);
   EXPECT_TRUE(VerifyGraphEquality(reference, rewritten->net).ok());
-  EXPECT_TRUE(VerifyInplaceBlobs(reference, rewritten->net).ok());
+  EXPECT_TRUE(VerifyInplaceBlobs(reference, rewritten->net, plan->liveness.in_place).ok())
+      << VerifyInplaceBlobs(reference, rewritten->net, plan->liveness.in_place);
+  // Without the plan's in-place reuse, the pairs it names are refused.
+  if (plan->liveness.in_place) {
+    EXPECT_FALSE(VerifyInplaceBlobs(reference, rewritten->net).ok());
+  }
   // External names never change; params keep theirs.
   EXPECT_EQ(rewritten->net.external_input(0), "data");
   EXPECT_EQ(rewritten->net.external_output(0), "out");
@@ -124,8 +129,8 @@ TEST(NetRewriteTest, ViewsKeptInTheirInputsMemoryAreNamedApart) {
       const proto::NetDef reference = ReferenceNet(*g, *plan);
       EXPECT_TRUE(VerifyGraphEquality(reference, rewritten->net).ok())
           << VerifyGraphEquality(reference, rewritten->net);
-      EXPECT_TRUE(VerifyInplaceBlobs(reference, rewritten->net).ok())
-          << VerifyInplaceBlobs(reference, rewritten->net);
+      EXPECT_TRUE(VerifyInplaceBlobs(reference, rewritten->net, plan->liveness.in_place).ok())
+          << VerifyInplaceBlobs(reference, rewritten->net, plan->liveness.in_place);
       for (const graph::Op& op : g->ops()) {
         if (!op.view || op.inputs.empty() || op.outputs.empty()) continue;
         const graph::ValueId in = op.inputs[0], out = op.outputs[0];

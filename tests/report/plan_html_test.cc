@@ -93,7 +93,7 @@ TEST(PlanHtmlTest, ExampleRendersInHeadlessChromium) {
   if (Chromium() == nullptr) GTEST_SKIP() << "chromium is not installed (tools/setup.sh --browser)";
   const graph::Graph g = Example("1025");
   const Plan plan = MakePlan(g);
-  ASSERT_GT(PlanRectangleCount(g, plan), 20);
+  ASSERT_GT(PlanRectangleCount(g, plan), 15);  // a picture with something in it
   ExpectRendersCleanly(g, plan);
 }
 

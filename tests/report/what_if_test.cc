@@ -128,7 +128,12 @@ TEST(WhatIfTest, InferenceVariantsMatchTheAnchors) {
     absl::StatusOr<std::vector<WhatIfVariant>> v =
         ExpandVariants(Spec(absl::StrCat("attention:n=", kN[k])), variants, {});
     ASSERT_TRUE(v.ok()) << v.status();
-    absl::StatusOr<std::vector<WhatIfRow>> rows = PlanVariants(*v, PlanOptions{});
+    // The anchors' "exact" lifetimes count every value apart from its inputs: no output takes
+    // a dying input's bytes (InPlaceReuseBringsTheMathPeakDown shows what that reuse changes).
+    PlanOptions apart;
+    apart.liveness.in_place = false;
+    apart.liveness.views = false;  // the head split copies, as in the anchors' op list
+    absl::StatusOr<std::vector<WhatIfRow>> rows = PlanVariants(*v, apart);
     ASSERT_TRUE(rows.ok()) << rows.status();
     for (size_t i = 0; i < rows->size(); ++i) {
       const WhatIfRow& row = (*rows)[i];
@@ -146,6 +151,24 @@ TEST(WhatIfTest, InferenceVariantsMatchTheAnchors) {
     EXPECT_THAT((*rows)[2].peak_op, HasSubstr("Gelu"));
     EXPECT_THAT((*rows)[3].peak_op, HasSubstr("EfficientAttention"));
   }
+}
+
+// With in-place reuse (the default), the math variant's softmax writes over the scores it
+// reads: of the anchors' 6E bytes at the softmax (bias, scores, probabilities), 4E remain,
+// and the peak moves to the QK^T matmul (bias, scores). E = 12 L^2 elements, fp16.
+TEST(WhatIfTest, InPlaceReuseBringsTheMathPeakDown) {
+  absl::StatusOr<std::vector<WhatIfVariant>> v =
+      ExpandVariants(Spec("attention:n=5000"), {"kernel=math,bias_dtype=fp16"}, {});
+  ASSERT_TRUE(v.ok()) << v.status();
+  absl::StatusOr<std::vector<WhatIfRow>> rows = PlanVariants(*v, PlanOptions{});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  const int64_t e = int64_t{12} * 5001 * 5001;
+  const WhatIfRow& row = (*rows)[0];
+  EXPECT_GE(row.lower_bound_bytes, 4 * e);
+  EXPECT_LT(row.lower_bound_bytes, 4 * e + e / 5);  // the rest: [L, D] tensors, the input
+  EXPECT_EQ(row.arena_bytes, row.lower_bound_bytes);
+  EXPECT_THAT(row.peak_op, HasSubstr("MatMul op 'b1/qk'"));
 }
 
 TEST(WhatIfTest, TextShowsTheBudgetAndTheFieldsSizes) {

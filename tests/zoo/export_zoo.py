@@ -470,6 +470,27 @@ def _forward_seconds(model, inputs):
     return {"threads": threads, "seconds": best[threads], "seconds_1thread": best[1]}
 
 
+def _eager_peak_bytes(model, inputs):
+    """The most bytes eager PyTorch holds allocated during one forward pass (no_grad, CPU): the
+    profiler's allocation and free events of the pass (profile_memory=True), summed in the order
+    they happened; what was allocated before the pass (weights, the input) is not counted.
+    What the zoo's memory table compares our arena with."""
+    torch = _torch()
+    from torch.profiler import ProfilerActivity, profile
+    with torch.no_grad():
+        model(*inputs)  # warm-up: lazily made buffers are not the pass's
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            outputs = model(*inputs)
+        del outputs
+    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    events.sort(key=lambda e: e.start_us())  # stable: ties keep the order they were recorded in
+    held = peak = 0
+    for e in events:
+        held += e.nbytes()
+        peak = max(peak, held)
+    return peak
+
+
 def export_one(entry, folder):
     torch = _torch()
     import numpy as np
@@ -491,6 +512,7 @@ def export_one(entry, folder):
             outputs = _flatten(model(*inputs))
         reference_f32 = _float32_reference(model, inputs, outputs)
         seconds = _forward_seconds(model, inputs)
+        eager_peak = _eager_peak_bytes(model, inputs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(model, inputs, path, opset_version=OPSET, input_names=input_names,
@@ -532,6 +554,7 @@ def export_one(entry, folder):
                               for n, t in zip(graph_outputs, outputs)},
             "dims": dims, "ranges": ranges, "onnx_ops": ops, "nodes": len(proto.graph.node),
             "torch_forward": seconds,
+            "torch_eager_peak_bytes": eager_peak,
             "weights_bytes": sum(int(np.prod(t.dims)) * np.dtype(
                 onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[t.data_type]).itemsize
                 for t in proto.graph.initializer)}

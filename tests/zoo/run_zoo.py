@@ -8,7 +8,14 @@ For every model export_zoo.py exports (or finds in its cache), with `optimize-ne
   3. execute on the host with PyTorch's own input (`--inputs`) and compare every output with
      PyTorch's (`--expect`, relative error max|ours - torch| / max|torch| <= 1e-4 for float32);
      a model whose ops lack a kernel fails, unless KNOWN_MISSING_KERNELS lists it with a reason;
+     and execute again with `--no-in-place`: every output byte-identical to the in-place run's
+     (in-place reuse of dying inputs, docs/in_place.md, must not change a bit);
   4. write the net (`--net-out`) and plan it again from the written file: the same arena.
+Beside the main table, a memory table: our arena without the graph inputs against eager
+PyTorch's peak during the same forward pass (export_zoo.py measures it with the profiler) and,
+with --ort-peak bench/peers/ort_peak.js (node and onnxruntime-node; not needed by the test),
+ONNX Runtime's peak for one run of the same file; and the lower bound with and without in-place
+reuse.
 A model PyTorch itself cannot export is listed with PyTorch's error. A model listed in
 KNOWN_REFUSALS must be refused with that message (so that a fix shows here too); any other
 failure fails the test. The table (markdown) goes to stdout and to --table.
@@ -86,7 +93,20 @@ def dim_flags(dims):
     return flags
 
 
-def check_model(tool, folder, work, name, info):
+def ort_peak(script, model, inputs_dir):
+    """ONNX Runtime's peak bytes for one run (bench/peers/ort_peak.js says how), or None."""
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
+    try:
+        p = subprocess.run(["node", "--expose-gc", script, model, inputs_dir], env=env,
+                           capture_output=True, text=True, timeout=TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if p.returncode != 0:
+        return None
+    return json.loads(p.stdout.strip().splitlines()[-1])["peak_bytes"]
+
+
+def check_model(tool, folder, work, name, info, ort_script=None):
     row = {"model": name}
     if "export_error" in info:
         row["status"] = "not exported"
@@ -122,6 +142,21 @@ def check_model(tool, folder, work, name, info):
                wall_s=round(secs, 2), weights=plan["static_bytes"])
     if plan["arena_bytes"] < plan["lower_bound_bytes"]:
         failures.append(f"{name}: arena {plan['arena_bytes']} below the lower bound")
+    # The graph inputs live for the whole run in the arena; eager PyTorch's peak leaves the
+    # input out, so the memory table does too (each input aligned as the plan aligns it).
+    row["input_bytes"] = sum(-(-v["bytes"] // 256) * 256 for v in plan["values"]
+                             if v["role"] == "input" and v["offset"] is not None)
+    row["eager_peak"] = info.get("torch_eager_peak_bytes")
+    if ort_script:
+        row["ort_peak"] = ort_peak(ort_script, model, os.path.join(folder, name + ".inputs"))
+    rc, out, err, _ = run([tool, model, *dim_flags(dims), "--format", "json", "--no-in-place"])
+    if rc != 0:
+        failures.append(f"{name}: does not plan with --no-in-place: {first_line(err)}")
+    else:
+        apart = json.loads(out)
+        row.update(arena_apart=apart["arena_bytes"], lower_apart=apart["lower_bound_bytes"])
+        if plan["lower_bound_bytes"] > apart["lower_bound_bytes"]:
+            failures.append(f"{name}: in-place reuse raised the lower bound")
 
     # 2. Ranges of the dynamic axes.
     ranges = info.get("ranges", {})
@@ -162,6 +197,8 @@ def check_model(tool, folder, work, name, info):
             row["kernel_s"] = float(match.group(1)) / 1000
         worst = compare_outputs(folder, name, info, outputs_dir, failures)
         row["execution"] = "" if worst is None else f"{worst:.1e}"
+        compare_without_in_place(tool, model, dims, folder, name, info, mwork, outputs_dir,
+                                 row, failures)
     torch_forward = info.get("torch_forward")
     if torch_forward:
         row["torch_s"] = torch_forward["seconds"]
@@ -179,6 +216,31 @@ def check_model(tool, folder, work, name, info):
         if again != plan["arena_bytes"]:
             failures.append(f"{name}: --net-out plans to {again}, not {plan['arena_bytes']}")
     return row, failures
+
+
+def compare_without_in_place(tool, model, dims, folder, name, info, mwork, outputs_dir, row,
+                             failures):
+    """Runs the model again with every output apart from its inputs: each output must be the
+    same bytes as the in-place run's."""
+    apart_dir = os.path.join(mwork, "outputs_apart")
+    rc, _, err, _ = run([tool, model, *dim_flags(dims), "--execute", "host", "--no-in-place",
+                         "--inputs", os.path.join(folder, name + ".inputs"),
+                         "--outputs-out", apart_dir])
+    if rc != 0:
+        row["in_place"] = "FAILED"
+        failures.append(f"{name}: --no-in-place execution failed: {first_line(err)}")
+        return
+    for out_name in info["outputs"]:
+        paths = [os.path.join(d, out_name + ".npy") for d in (outputs_dir, apart_dir)]
+        if not all(os.path.exists(p) for p in paths):
+            continue  # compare_outputs named the missing one
+        with open(paths[0], "rb") as a, open(paths[1], "rb") as b:
+            if a.read() != b.read():
+                row["in_place"] = "DIFFERS"
+                failures.append(f"{name}: output '{out_name}' differs between the in-place "
+                                "and the --no-in-place run")
+                return
+    row["in_place"] = "identical"
 
 
 def bf16_to_f32(a):
@@ -259,6 +321,32 @@ def table(rows):
     return "\n".join(lines)
 
 
+def memory_table(rows):
+    """Our arena without the graph inputs against eager PyTorch's peak (one forward pass, the
+    profiler's allocations) and ONNX Runtime's (where measured), with the lower bounds with and
+    without in-place reuse."""
+    head = ("| model | eager PyTorch peak | ONNX Runtime peak | arena − inputs | eager / arena | "
+            "better peer / arena | lower bound − inputs | lower bound without in-place − inputs "
+            "| arena without in-place − inputs | outputs with / without in-place |")
+    lines = [head, "|" + "---|" * 10]
+    for r in rows:
+        if "arena" not in r or "lower_apart" not in r:
+            continue
+        inputs = r["input_bytes"]
+        eager = r.get("eager_peak")
+        arena = r["arena"] - inputs
+        ort = r.get("ort_peak")
+        ratio = f"{eager / arena:.2f}" if eager and arena > 0 else ""
+        peers = [p for p in (eager, ort) if p]
+        better = f"{min(peers) / arena:.2f}" if peers and arena > 0 else ""
+        lines.append(
+            f"| {r['model']} | {human(eager) if eager else ''} | {human(ort) if ort else ''} | "
+            f"{human(arena)} | {ratio} | {better} | "
+            f"{human(r['lower'] - inputs)} | {human(r['lower_apart'] - inputs)} | "
+            f"{human(r['arena_apart'] - inputs)} | {r.get('in_place', '')} |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -267,6 +355,7 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--table", help="also write the table here")
+    parser.add_argument("--ort-peak", help="bench/peers/ort_peak.js: also measure ONNX Runtime")
     args = parser.parse_args()
     try:
         import numpy  # noqa: F401
@@ -292,12 +381,12 @@ def main():
     for name in names:
         start = time.time()
         row, failed = check_model(args.optimize_net, folder, args.work, name,
-                                  manifest["models"][name])
+                                  manifest["models"][name], args.ort_peak)
         rows.append(row)
         failures += failed
         print(f"zoo: {name}: {'ok' if not failed else 'FAILED'} ({time.time() - start:.1f} s)",
               file=sys.stderr)
-    text = table(rows)
+    text = table(rows) + "\n\n" + memory_table(rows)
     print(text)
     if args.table:
         with open(args.table, "w") as f:

@@ -1,0 +1,79 @@
+#include "graph/in_place.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "graph/dtype.h"
+
+namespace memonger::graph {
+namespace {
+
+constexpr int kEveryInput = -1;
+
+using Table = absl::flat_hash_map<std::string, std::vector<int>>;
+
+void Set(Table& table, std::initializer_list<absl::string_view> types, std::vector<int> inputs) {
+  for (absl::string_view type : types) table[std::string(type)] = inputs;
+}
+
+// Built once, never changed (as OpSchemaTable::Builtin).
+const Table& Builtin() {
+  static const Table* const kTable = [] {
+    auto* table = new Table();
+    // Unary elementwise: kernels_cpu_elementwise.cc's UnaryKernel and its kin write element i
+    // after reading it; the CUDA pointwise kernels give each thread one element.
+    Set(*table,
+        {"Relu", "LeakyRelu", "Elu", "Selu", "ThresholdedRelu", "HardSigmoid", "HardSwish",
+         "Sigmoid", "Tanh", "Gelu", "Softplus", "Softsign", "Exp", "Log", "Sqrt", "Erf",
+         "Reciprocal", "Neg", "Abs", "Sign", "Floor", "Ceil", "Round", "Sin", "Cos", "Tan",
+         "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Clip", "Cast",
+         "Dropout", "Identity"},
+        {0});
+    // PRelu(X, slope): over X (the slope is a parameter, broadcast).
+    Set(*table, {"PRelu"}, {0});
+    // Binary with broadcasting: over whichever operand has the output's dims.
+    Set(*table, {"Add", "Sub", "Mul", "Div", "Pow", "Mod"}, {0, 1});
+    Set(*table, {"Sum", "Max", "Min", "Mean"}, {kEveryInput});
+    // Where(condition, X, Y): over a branch (the condition is bool, of another size).
+    Set(*table, {"Where"}, {1, 2});
+    // Row-wise and per-channel normalisation: each row is read into a buffer before it is
+    // written (kernels_cpu_nn.cc, kernels_cpu_batchnorm.cc, CUDA's row kernels).
+    Set(*table,
+        {"Softmax", "LogSoftmax", "LayerNormalization", "InstanceNormalization",
+         "BatchNormalization", "SpatialBN"},
+        {0});
+    // Gradients over dY, as Caffe2's AllowInplace({{1, 0}}) for ReluGradient and kin.
+    Set(*table, {"ReluGradient", "SigmoidGradient", "TanhGradient", "SoftmaxGradient"}, {1});
+    Set(*table, {"GeluGradient"}, {0});
+    // AddAttentionBias(S, bias): S += bias, one thread (or loop step) per score.
+    Set(*table, {"AddAttentionBias"}, {0});
+    return table;
+  }();
+  return *kTable;
+}
+
+}  // namespace
+
+bool MayWriteOverInput(absl::string_view op_type, int slot) {
+  const Table& table = Builtin();
+  const auto it = table.find(op_type);
+  if (it == table.end()) return false;
+  return std::any_of(it->second.begin(), it->second.end(),
+                     [slot](int input) { return input == kEveryInput || input == slot; });
+}
+
+std::vector<std::string> InPlaceOpTypes() {
+  std::vector<std::string> types;
+  for (const auto& [type, inputs] : Builtin()) types.push_back(type);
+  std::sort(types.begin(), types.end());
+  return types;
+}
+
+bool InPlaceTypesMatch(const TensorType& input, const TensorType& output) {
+  return input.dims == output.dims && DataTypeSize(input.dtype) == DataTypeSize(output.dtype) &&
+         DataTypeSize(input.dtype) > 0;
+}
+
+}  // namespace memonger::graph

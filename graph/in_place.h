@@ -1,0 +1,40 @@
+// In-place reuse of a dying input: which inputs' bytes output 0 of an op may take, when that
+// input is read by nothing after the op (LivenessOptions::in_place). This is the one table:
+// liveness merges such a pair into one alias class, the verifier accepts their overlap only at
+// the step where the input dies, and the kernel tests run every entry in place.
+//
+// An entry says that the op's CPU kernel (kernels/cpu) and, for the ops the CUDA kernels cover,
+// its CUDA kernel compute the same bytes when the output is the input exactly (same address,
+// same dims, same element size): each reads an element, or a whole row, of the input before it
+// writes the output's. Elementwise unary and binary ops, activations, Cast between types of one
+// size, Softmax and LayerNormalization (row buffers), BatchNormalization and
+// InstanceNormalization, the n-ary Sum/Max/Min/Mean, Where's branches, the pointwise gradients
+// over dY, and AddAttentionBias over the scores. What ONNX Runtime's MayInplace, TFLite's
+// in-place ops and eager PyTorch's `inplace=True` do for the same ops.
+//
+//   if (graph::MayWriteOverInput(op.type, slot) && graph::InPlaceTypesMatch(in, out)) { ... }
+#ifndef MEMONGER_GRAPH_IN_PLACE_H_
+#define MEMONGER_GRAPH_IN_PLACE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "graph/tensor_type.h"
+
+namespace memonger::graph {
+
+// Whether output 0 of an `op_type` op may take the bytes of its input `slot` (see above).
+bool MayWriteOverInput(absl::string_view op_type, int slot);
+
+// The op types of the table, sorted (for docs and tests).
+std::vector<std::string> InPlaceOpTypes();
+
+// The types an in-place pair must have: the same dims and the same element size (the
+// element-for-element identity every entry's kernel computes in place; Cast float32 -> int32
+// keeps it, a broadcast does not).
+bool InPlaceTypesMatch(const TensorType& input, const TensorType& output);
+
+}  // namespace memonger::graph
+
+#endif  // MEMONGER_GRAPH_IN_PLACE_H_
