@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -60,16 +61,43 @@ proto::NetDef NetWithNames(const graph::Graph& graph, const Plan& plan,
     auto [entry, fresh] = kept.emplace(names[v], same);
     if (!fresh) entry->second = entry->second && same;
   }
+  absl::flat_hash_set<std::string> declared;
+  absl::flat_hash_map<std::string, const proto::ValueInfo*> info_of;
   for (const proto::ValueInfo& info : original.value_info()) {
+    info_of.emplace(info.name(), &info);
     auto it = kept.find(info.name());
     if (it == kept.end()) continue;
     proto::ValueInfo& written = *net.add_value_info();
     written = info;
+    declared.insert(info.name());
     if (!it->second) {
       written.clear_dtype();
       written.clear_has_shape();
       written.clear_dim();
     }
+  }
+  // A new name whose bearers all have one type, one of them declared under its old name,
+  // carries that declaration: an op without a shape function (HardSwish) writing over the
+  // input whose bytes it took is typed from it when the net is read. In value order.
+  absl::flat_hash_map<std::string, bool> one_type;  // new name -> every bearer has one type
+  absl::flat_hash_map<std::string, ValueId> first_bearer;
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    if (declared.contains(names[v])) continue;
+    auto [first, fresh] = first_bearer.emplace(names[v], v);
+    const bool same = graph.value(v).type == graph.value(first->second).type;
+    auto [entry, unused] = one_type.emplace(names[v], true);
+    entry->second = entry->second && same && graph.value(v).type.has_value();
+  }
+  for (ValueId v = 0; v < graph.num_values(); ++v) {
+    const std::string& name = names[v];
+    if (declared.contains(name) || !one_type[name]) continue;
+    auto info = info_of.find(graph.value(v).name);
+    if (info == info_of.end() || !info->second->has_shape()) continue;
+    proto::ValueInfo& written = *net.add_value_info();
+    written = *info->second;
+    written.set_name(name);
+    written.clear_role();
+    declared.insert(name);
   }
   for (ValueId id : graph.losses()) net.add_loss(names[id]);
   for (const auto& [param, grad] : graph.param_grads()) {
@@ -252,7 +280,9 @@ absl::StatusOr<RewrittenNames> RewriteNames(const graph::Graph& graph, const Pla
     for (ValueId v : members[b]) {
       if (!external[v]) continue;
       names[v] = claim(graph.value(v).name, b);
-      if (buffer_name[b].empty()) {
+      // A view named apart (a graph output viewing its input) keeps its name alone: the
+      // buffer's other values taking it would make the view in place.
+      if (buffer_name[b].empty() && !named_apart[v]) {
         buffer_name[b] = names[v];
         if (graph.value(v).producer == kNone) named_by_input[b] = v;
       }
