@@ -1,20 +1,23 @@
 // ONNX Runtime's peak memory for one run of a model, as the zoo's memory table reports it.
 //
-//   MALLOC_MMAP_THRESHOLD_=65536 node bench/peers/ort_peak.js MODEL.onnx INPUTS_DIR
+//   cc -O2 -shared -fPIC -o alloc_peak.so bench/peers/alloc_peak.c
+//   ALLOC_PEAK_OUT=$(mktemp) LD_PRELOAD=./alloc_peak.so MALLOC_MMAP_THRESHOLD_=65536 \
+//       node --expose-gc bench/peers/ort_peak.js MODEL.onnx INPUTS_DIR
 //
-// prints one JSON line: {"peak_bytes": N, "baseline_bytes": M}. Needs onnxruntime-node
+// prints one JSON line: {"peak_bytes": N, "rss_peak_bytes": M}. Needs onnxruntime-node
 // (`npm install --ignore-scripts onnxruntime-node`, whose package carries the CPU library)
 // found by node's module resolution (NODE_PATH).
 //
-// How: the session runs on the CPU with one thread, its memory arena off (every tensor is its
-// own malloc, freed when ORT frees it) and memory patterns on (ORT's own planner: after the
-// first run each run allocates the planned blocks). glibc returns a freed block of more than
-// MALLOC_MMAP_THRESHOLD_ bytes to the kernel at once, so the resident bytes follow ORT's
-// allocations. After a warm-up run, the kernel's peak-RSS counter is reset
-// (/proc/self/clear_refs, "5"), the run is timed against it, and the peak is VmHWM minus VmRSS
-// just before the run: the bytes ORT held during the run beyond the session, its weights and
-// the input, which is what eager PyTorch's profiler peak also leaves out. Page-grained (4 KiB)
-// and counting what the JS runtime allocates meanwhile (small: the inputs exist before).
+// The session runs on the CPU with one thread, its memory arena off (every tensor is its own
+// allocation, freed when ORT frees it) and memory patterns on (ORT's own planner: after the
+// first run each run allocates the planned blocks). After a warm-up run:
+// - peak_bytes (with alloc_peak.so): the most bytes ORT held allocated during the run beyond
+//   what it held before it (the session, its weights, the input): what eager PyTorch's
+//   profiler peak also leaves out. Exact to the allocator's usable sizes.
+// - rss_peak_bytes: the kernel's peak resident set during the run (reset through
+//   /proc/self/clear_refs) minus the resident set before it; glibc returns blocks above
+//   MALLOC_MMAP_THRESHOLD_ at once, but smaller ones come from pages already resident, so
+//   this misses bytes (by a third and more on small models) and moves between runs.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -58,14 +61,37 @@ async function main() {
   for (const name of session.inputNames) {
     feeds[name] = readNpy(path.join(inputsDir, name + '.npy'));
   }
-  let outputs = await session.run(feeds);  // warm-up: ORT records its memory pattern here
-  outputs = null;
+  // Warm-up runs: ORT records its memory pattern in the first. What a run leaves (its outputs,
+  // tensors a finalizer frees) is let go before the measured run starts, so that it is
+  // neither counted in the bytes held before the run nor freed during it.
+  const settle = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  let outputs = null;
+  for (let i = 0; i < 2; ++i) {
+    outputs = await session.run(feeds);
+    outputs = null;
+    if (global.gc) global.gc();
+    await settle(200);
+  }
   if (global.gc) global.gc();
+  const counted = process.env.ALLOC_PEAK_OUT;
+  if (counted) {
+    process.kill(process.pid, 'SIGUSR2');  // alloc_peak.so: a new peak from here
+    await settle(50);
+  }
   fs.writeFileSync('/proc/self/clear_refs', '5');
   const baseline = status('VmRSS');
   outputs = await session.run(feeds);
-  const peak = status('VmHWM');
-  console.log(JSON.stringify({peak_bytes: peak - baseline, baseline_bytes: baseline}));
+  const rssPeak = status('VmHWM') - baseline;
+  const result = {rss_peak_bytes: rssPeak};
+  if (counted) {
+    process.kill(process.pid, 'SIGUSR2');
+    await settle(50);
+    const lines = fs.readFileSync(counted, 'utf8').trim().split('\n');
+    const [peak, held] = lines[lines.length - 1].split(' ').map(Number);
+    const [, before] = lines[lines.length - 2].split(' ').map(Number);
+    result.peak_bytes = peak - before;
+  }
+  console.log(JSON.stringify(result));
 }
 
 main().catch((e) => {

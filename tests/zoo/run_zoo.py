@@ -93,9 +93,19 @@ def dim_flags(dims):
     return flags
 
 
-def ort_peak(script, model, inputs_dir):
-    """ONNX Runtime's peak bytes for one run (bench/peers/ort_peak.js says how), or None."""
-    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
+def ort_peak(script, model, inputs_dir, work):
+    """ONNX Runtime's peak bytes allocated during one run (bench/peers/ort_peak.js says how,
+    with bench/peers/alloc_peak.c counting the allocations), or None."""
+    shim = os.path.join(work, "alloc_peak.so")
+    if not os.path.exists(shim):
+        source = os.path.join(os.path.dirname(os.path.abspath(script)), "alloc_peak.c")
+        if run(["cc", "-O2", "-shared", "-fPIC", "-o", shim, source])[0] != 0:
+            return None
+    counts = os.path.join(work, "alloc_peak.txt")
+    if os.path.exists(counts):
+        os.remove(counts)
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", LD_PRELOAD=shim,
+               ALLOC_PEAK_OUT=counts)
     try:
         p = subprocess.run(["node", "--expose-gc", script, model, inputs_dir], env=env,
                            capture_output=True, text=True, timeout=TIMEOUT_S)
@@ -103,7 +113,7 @@ def ort_peak(script, model, inputs_dir):
         return None
     if p.returncode != 0:
         return None
-    return json.loads(p.stdout.strip().splitlines()[-1])["peak_bytes"]
+    return json.loads(p.stdout.strip().splitlines()[-1]).get("peak_bytes")
 
 
 def check_model(tool, folder, work, name, info, ort_script=None):
@@ -148,7 +158,8 @@ def check_model(tool, folder, work, name, info, ort_script=None):
                              if v["role"] == "input" and v["offset"] is not None)
     row["eager_peak"] = info.get("torch_eager_peak_bytes")
     if ort_script:
-        row["ort_peak"] = ort_peak(ort_script, model, os.path.join(folder, name + ".inputs"))
+        row["ort_peak"] = ort_peak(ort_script, model, os.path.join(folder, name + ".inputs"),
+                                   work)
     rc, out, err, _ = run([tool, model, *dim_flags(dims), "--format", "json", "--no-in-place"])
     if rc != 0:
         failures.append(f"{name}: does not plan with --no-in-place: {first_line(err)}")
