@@ -56,6 +56,9 @@ void MergeDyingInputs(const Graph& graph, Liveness& live, const std::vector<Life
   std::vector<Lifetime> span(n);
   std::vector<int64_t> bytes(n, 0);
   std::vector<bool> pinned(n, false);
+  // Holds a value no op writes (a graph input, a param): such a class starts before step 0,
+  // not at it, so no output starts it.
+  std::vector<bool> fed(n, false);
   for (ValueId id = 0; id < n; ++id) {
     const int set = classes.Find(id);
     if (set == id) span[set] = own[id];
@@ -63,6 +66,7 @@ void MergeDyingInputs(const Graph& graph, Liveness& live, const std::vector<Life
     span[set].last_step = std::max(span[set].last_step, own[id].last_step);
     bytes[set] = std::max(bytes[set], live.bytes[id]);
     if (pinned_value[id]) pinned[set] = true;
+    if (graph.value(id).producer == kNone) fed[set] = true;
   }
   // (UnionFind keeps the smallest id as a set's representative, so each set's entry above was
   // started by the representative itself before its other members were folded in.)
@@ -71,7 +75,7 @@ void MergeDyingInputs(const Graph& graph, Liveness& live, const std::vector<Life
     if (op.outputs.empty() || op.inputs.empty()) continue;
     const ValueId out = op.outputs[0];
     const int out_set = classes.Find(out);
-    if (!live.planned[out] || span[out_set].first_step != step) continue;
+    if (!live.planned[out] || span[out_set].first_step != step || fed[out_set]) continue;
     const graph::Value& out_value = graph.value(out);
     for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
       const ValueId in = op.inputs[slot];
@@ -86,19 +90,25 @@ void MergeDyingInputs(const Graph& graph, Liveness& live, const std::vector<Life
           !graph::InPlaceTypesMatch(*in_value.type, *out_value.type)) {
         continue;
       }
+      // Read beside it (a view of it), or written by this op too (an output named like it).
       const bool read_beside = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId other) {
         return other != in && classes.Find(other) == in_set;
       });
-      if (read_beside) continue;
+      const bool written_beside =
+          std::any_of(op.outputs.begin() + 1, op.outputs.end(),
+                      [&](ValueId other) { return classes.Find(other) == in_set; });
+      if (read_beside || written_beside) continue;
       const Lifetime merged{std::min(span[in_set].first_step, span[out_set].first_step),
                             std::max(span[in_set].last_step, span[out_set].last_step)};
       const bool out_pinned = pinned[out_set];  // a graph output may take a dying input
+      const bool in_fed = fed[in_set];          // a recycled graph input may be taken
       classes.Union(in, out);
       live.in_place_pairs.emplace_back(in, out);
       const int set = classes.Find(in);
       span[set] = merged;
       bytes[set] = bytes[in_set];
       pinned[set] = out_pinned;
+      fed[set] = in_fed;
       break;
     }
   }
@@ -307,9 +317,12 @@ absl::StatusOr<Liveness> ComputeLiveness(const Graph& graph, Schedule&& schedule
     }
   }
   if (options.in_place) {
-    // Pinned: live to the end because someone reads it after the net (or it is static).
+    // Pinned: live to the end because someone reads it after the net, or static (weights and
+    // constants are read by the next run, planned in the arena or not).
     std::vector<bool> pinned(n, false);
-    for (ValueId id = 0; id < n; ++id) pinned[id] = is_output[id] || !live.planned[id];
+    for (ValueId id = 0; id < n; ++id) {
+      pinned[id] = is_output[id] || !live.planned[id] || graph::IsStatic(graph.value(id).role);
+    }
     MergeDyingInputs(graph, live, own, pinned, classes);
   }
 

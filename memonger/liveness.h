@@ -50,11 +50,13 @@ struct LivenessOptions {
   // 0 of an op joins the alias class of one of its inputs when graph/in_place.h lets the op
   // write over that input slot and
   //   - the input's class is read by nothing after this op's step (it dies here) and holds no
-  //     graph output, caller-owned input, static name or parameter gradient;
-  //   - the output's class starts at this step (it overwrites nothing in place already);
+  //     graph output, caller-owned input, param or constant, static name or parameter gradient;
+  //   - the output's class starts at this step (it overwrites nothing in place already, and
+  //     holds no graph input);
   //   - both are planned, on one device, with equal bytes, class bytes and alignment, and the
   //     same dims and element size (graph::InPlaceTypesMatch);
-  //   - no other input of the op is in the input's class (a view of it read beside it).
+  //   - no other input or output of the op is in the input's class (a view of it read beside
+  //     it, an output named like it).
   // The first such input in slot order is taken. The pair then counts once at that step, in
   // the lower bound as in every plan. Which classes exist depends on the schedule; the
   // memonger baselines (Caffe2 shared blobs by name only), a parallel executor (an input's

@@ -177,16 +177,23 @@ bool IsInPlaceHandoff(const Graph& graph, const Plan& plan, const Liveness& live
     const bool read_beside = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId other) {
       return other != in && live.alias_root[other] == q.root;
     });
-    if (!read_beside) return true;
+    const bool written_beside =
+        std::any_of(op.outputs.begin() + 1, op.outputs.end(),
+                    [&](ValueId other) { return live.alias_root[other] == q.root; });
+    if (!read_beside && !written_beside) return true;
   }
   return false;
 }
 
 // Classes holding a value read after the net: graph outputs, declared parameter gradients,
-// graph inputs the caller owns, --static names (liveness keeps them to the last step).
+// graph inputs the caller owns, --static names (liveness keeps them to the last step), and
+// params and constants (the next run reads them, wherever they are placed).
 std::vector<bool> PinnedClasses(const Graph& graph, const Plan& plan, const Liveness& live) {
   std::vector<bool> pinned(graph.num_values(), false);
   auto pin = [&](ValueId id) { pinned[live.alias_root[id]] = true; };
+  for (ValueId id = 0; id < graph.num_values(); ++id) {
+    if (graph::IsStatic(graph.value(id).role)) pin(id);
+  }
   for (ValueId id : graph.outputs()) pin(id);
   for (const auto& [param, grad] : graph.param_grads()) pin(grad);
   if (!plan.liveness.recycle_inputs) {

@@ -430,6 +430,36 @@ TEST(LivenessTest, InPlaceReuseKeepsWhatMustSurvive) {
   EXPECT_EQ(l.alias_root[Id(typed, "y")], Id(typed, "a"));      // a dies at y's op
 }
 
+// Found by review: with recycled inputs, a class holding a graph input (written in place by
+// name) starts before step 0 and takes no dying input; a planned weight is read by the next
+// run and is never taken; an input whose class an output of the same op also writes is not
+// taken (both outputs would land on it).
+TEST(LivenessTest, InPlaceReuseLeavesFedClassesWeightsAndCoWrittenInputsAlone) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    external_input: "t"
+    external_input: "w"
+    value_info { name: "w" role: ROLE_PARAM }
+    op { type: "Add" input: "x" input: "t" output: "x" }
+    op { type: "Mul" input: "w" input: "x" output: "y" }
+    op { type: "Dropout" input: "y" output: "z" output: "y" }
+    op { type: "Relu" input: "z" output: "out" }
+    external_output: "out"
+  )pb");
+  LivenessOptions options = InPlace();
+  options.recycle_inputs = true;
+  options.plan_static = true;
+  const Liveness l = Live(g, options);
+  const std::vector<ValueId> x = g.FindVersions("x");
+  const std::vector<ValueId> y = g.FindVersions("y");
+  ASSERT_EQ(x.size(), 2u);
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_EQ(l.alias_root[Id(g, "t")], Id(g, "t"));  // x's class is fed before step 0
+  EXPECT_EQ(l.alias_root[Id(g, "w")], Id(g, "w"));  // the weight survives: y took x@1
+  EXPECT_EQ(l.alias_root[y[0]], x[0]);
+  EXPECT_EQ(l.alias_root[Id(g, "z")], Id(g, "z"));  // y's class is Dropout's mask too
+}
+
 // Which pairs join depends on the order: in the given order a dies at c's op; run b's op
 // after c's and a lives on past it.
 TEST(LivenessTest, InPlaceReuseFollowsTheSchedule) {
