@@ -7,32 +7,38 @@
 #include "graph/net_def.h"
 #include "graph/onnx/onnx_import.h"
 #include "graph/records.h"
+#include "util/bytes.h"
 #include "util/file_io.h"
 #include "util/status_macros.h"
 
 namespace memonger::graph {
 
-absl::StatusOr<Graph> LoadModel(const std::string& path, const LoadOptions& options) {
-  const std::string ext =
-      absl::AsciiStrToLower(std::filesystem::path(path).extension().string());
-  const bool known = ext == ".onnx" || ext == ".pb" || ext == ".pbtxt" || ext == ".prototxt" ||
-                     ext == ".json" || ext == ".csv";
-  if (!known) {
-    // A missing file is the likelier mistake; say so first.
-    std::error_code error;
-    if (!std::filesystem::exists(path, error) && !std::filesystem::is_symlink(path, error)) {
-      return absl::NotFoundError(absl::StrCat(util::Quote(path), ": no such file"));
-    }
-    return absl::UnimplementedError(absl::StrCat(
-        util::Quote(path), ": unknown model extension '", util::Quote(ext),
-        "' (expected .onnx, .pb, .pbtxt, .prototxt, .json usage records or .csv MiniMalloc "
-        "trace)"));
-  }
-  const bool text = ext == ".pbtxt" || ext == ".prototxt" || ext == ".json" || ext == ".csv";
-  MG_ASSIGN_OR_RETURN(const std::string bytes,
-                      util::ReadInputFile(path, options.limits,
-                                          text ? util::FileContent::kText
-                                               : util::FileContent::kBinary));
+namespace {
+
+std::string ExtensionOf(const std::string& path) {
+  return absl::AsciiStrToLower(std::filesystem::path(path).extension().string());
+}
+
+bool IsKnownExtension(const std::string& ext) {
+  return ext == ".onnx" || ext == ".pb" || ext == ".pbtxt" || ext == ".prototxt" ||
+         ext == ".json" || ext == ".csv";
+}
+
+bool IsTextExtension(const std::string& ext) {
+  return ext == ".pbtxt" || ext == ".prototxt" || ext == ".json" || ext == ".csv";
+}
+
+absl::Status UnknownExtension(const std::string& path, const std::string& ext) {
+  return absl::UnimplementedError(absl::StrCat(
+      util::Quote(path), ": unknown model extension '", util::Quote(ext),
+      "' (expected .onnx, .pb, .pbtxt, .prototxt, .json usage records or .csv MiniMalloc "
+      "trace)"));
+}
+
+// The model in `bytes`, of the format `path`'s known extension names.
+absl::StatusOr<Graph> ParseModel(const std::string& bytes, const std::string& path,
+                                 const LoadOptions& options) {
+  const std::string ext = ExtensionOf(path);
   if (ext == ".onnx") {
     OnnxImportOptions onnx_options;
     onnx_options.limits = options.limits;
@@ -68,6 +74,44 @@ absl::StatusOr<Graph> LoadModel(const std::string& path, const LoadOptions& opti
         ": usage records have sizes, not shapes: nothing to bind"));
   }
   return GraphFromRecords(records, std::filesystem::path(path).stem().string());
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> LoadModel(const std::string& path, const LoadOptions& options) {
+  const std::string ext = ExtensionOf(path);
+  if (!IsKnownExtension(ext)) {
+    // A missing file is the likelier mistake; say so first.
+    std::error_code error;
+    if (!std::filesystem::exists(path, error) && !std::filesystem::is_symlink(path, error)) {
+      return absl::NotFoundError(absl::StrCat(util::Quote(path), ": no such file"));
+    }
+    return UnknownExtension(path, ext);
+  }
+  MG_ASSIGN_OR_RETURN(const std::string bytes,
+                      util::ReadInputFile(path, options.limits,
+                                          IsTextExtension(ext) ? util::FileContent::kText
+                                                               : util::FileContent::kBinary));
+  return ParseModel(bytes, path, options);
+}
+
+absl::StatusOr<Graph> LoadModelBytes(const std::string& bytes, const std::string& name,
+                                     const LoadOptions& options) {
+  const std::string ext = ExtensionOf(name);
+  if (!IsKnownExtension(ext)) return UnknownExtension(name, ext);
+  // What ReadInputFile checks of a file's content.
+  if (static_cast<int64_t>(bytes.size()) > options.limits.max_input_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        util::Quote(name), ": ", util::FormatBytes(static_cast<int64_t>(bytes.size())),
+        ", more than the input limit of ", util::FormatBytes(options.limits.max_input_bytes)));
+  }
+  if (IsTextExtension(ext)) {
+    if (const size_t nul = bytes.find('\0'); nul != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(util::Quote(name), ": binary data (a NUL byte at byte ",
+                                                     nul, ") where text is expected"));
+    }
+  }
+  return ParseModel(bytes, name, options);
 }
 
 }  // namespace memonger::graph

@@ -42,6 +42,13 @@ struct LoadOptions {
 // options.limits (util::ReadInputFile).
 absl::StatusOr<Graph> LoadModel(const std::string& path, const LoadOptions& options);
 
+// The same for a model already in memory (Python's memonger.load(bytes)): `name` stands for the
+// file, its extension chooses the format, its folder is where ONNX external data is looked for,
+// and messages name it. `bytes` is checked as LoadModel checks a file's content (text formats:
+// text; every format: options.limits' file size).
+absl::StatusOr<Graph> LoadModelBytes(const std::string& bytes, const std::string& name,
+                                     const LoadOptions& options);
+
 }  // namespace memonger::graph
 
 #endif  // MEMONGER_GRAPH_MODEL_LOADER_H_

@@ -71,6 +71,7 @@ absl::Status PlaceWithOffsets(const graph::Graph& graph, const Liveness& livenes
   solve.time_limit_seconds = options.time_limit_seconds;
   solve.threads = options.threads;
   solve.exact_progress = options.exact_progress;
+  solve.stop = options.stop;
   return PlaceOffsets(graph, liveness, strategy, solve, plan);
 }
 

@@ -12,6 +12,7 @@
 #ifndef MEMONGER_MEMONGER_PLANNER_H_
 #define MEMONGER_MEMONGER_PLANNER_H_
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -83,6 +84,10 @@ struct PlanOptions {
   std::string model_name;
   // `exact` and `auto`: called about once per second while the branch and bound runs.
   std::function<void(const ExactProgress&)> exact_progress;
+  // `exact` and `auto`: the caller's request to stop (Python's Ctrl-C). The branch and bound
+  // reads it where it reads the clock and ends as at the time limit, with the best placement
+  // found; the heuristic stages before it still run their share of the limit. nullptr: none.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& options);

@@ -18,7 +18,8 @@ std::string BindingText(const graph::SymbolBindings& b) {
   });
 }
 
-// The formula without alignment rounding, for people; the exact one when that fails.
+}  // namespace
+
 std::string ReadableFormula(const ArenaFormula& formula) {
   if (formula.too_long) return formula.ToString(/*pretty=*/true);
   std::vector<graph::DimExpr> readable;
@@ -30,8 +31,6 @@ std::string ReadableFormula(const ArenaFormula& formula) {
   ArenaFormula approx{readable, false};
   return approx.ToString(/*pretty=*/true);
 }
-
-}  // namespace
 
 absl::StatusOr<std::vector<SymbolFit>> LargestFits(const SymbolicPlan& plan, int64_t budget) {
   std::vector<SymbolFit> fits;

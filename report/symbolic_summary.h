@@ -30,6 +30,10 @@ struct SymbolFit {
 absl::StatusOr<std::vector<SymbolFit>> LargestFits(const SymbolicPlan& plan, int64_t budget);
 
 // `budget` < 0: none. `graph` is the net typed at plan.reference.
+// An arena formula for people: without alignment rounding where that can be removed, else
+// exact ("max(4*n^2 + 512*n, ...)").
+std::string ReadableFormula(const ArenaFormula& formula);
+
 absl::StatusOr<std::string> SymbolicPlanToText(const graph::Graph& graph, const SymbolicPlan& plan,
                                                int64_t budget);
 

@@ -45,7 +45,7 @@ LAYERS = {
              'proto'},
 }
 # Folders above every layer: they may include anything (tests/ also its own helpers).
-CLIENTS = {'tests', 'bench', 'examples'}
+CLIENTS = {'tests', 'bench', 'examples', 'python'}
 # Files allowed to include a subfolder of their own layer: the tops of layers that dispatch to
 # their subfolders, and a subfolder's file that drives a sibling's planners.
 ENTRY_POINTS = {

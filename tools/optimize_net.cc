@@ -58,6 +58,7 @@
 #include "tools/symbolic_run.h"
 #include "tools/cli_flags.h"
 #include "tools/phase_clock.h"
+#include "tools/plan_steps.h"
 #include "util/file_io.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
@@ -71,27 +72,11 @@ using memonger::tools::kExitFailed;
 using memonger::tools::kExitOk;
 using memonger::tools::kExitOverBudget;
 using memonger::tools::kExitUsage;
-
-// A message on one line, however many lines a library (libonnx) put in it: a user's scripts
-// and the hostile-input suite read the first line of stderr.
-std::string OneLine(absl::string_view message) {
-  std::string out;
-  out.reserve(message.size());
-  for (absl::string_view line : absl::StrSplit(message, '\n', absl::SkipWhitespace())) {
-    if (!out.empty()) out += "; ";
-    absl::StrAppend(&out, absl::StripAsciiWhitespace(line));
-  }
-  // Names in messages come from files: bytes that are not text are shown escaped.
-  return memonger::util::EscapeAsText(out);
-}
-
-bool IsRecordsGraph(const memonger::graph::Graph& graph) {
-  if (graph.num_ops() == 0) return false;  // a model with no op left (not a trace)
-  for (const auto& op : graph.ops()) {
-    if (op.type != memonger::graph::kRecordStepOpType) return false;
-  }
-  return true;
-}
+using memonger::tools::GraphRequest;
+using memonger::tools::IsRecordsGraph;
+using memonger::tools::MakeGraph;
+using memonger::tools::NetSource;
+using memonger::tools::OneLine;
 
 // The bytes of the rewritten net (shared values renamed), checked to compute the same graph.
 absl::StatusOr<std::string> RewrittenNetBytes(const memonger::graph::Graph& graph,
@@ -119,48 +104,10 @@ absl::StatusOr<std::string> RewrittenNetBytes(const memonger::graph::Graph& grap
                                                        : memonger::graph::NetFileFormat::kText);
 }
 
-// Names the flags give must be values of the net: a typo would otherwise change nothing and
-// say nothing.
-absl::Status CheckValueNames(const Flags& flags, const memonger::graph::Graph& graph) {
-  for (const auto& [flag, names] :
-       {std::pair<const char*, const std::vector<std::string>*>{"--dont-share", &flags.dont_share},
-        {"--head", &flags.heads},
-        {"--static", &flags.static_names},
-        {"--param-grad", &flags.param_grads},
-        {"--loss", &flags.losses}}) {
-    for (const std::string& name : *names) {
-      if (graph.FindVersions(name).empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            flag, " ", memonger::util::Quote(name), ": the net has no value of that name"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-// Options from flags. Errors here are usage errors (exit 2) only when CLI11 could not catch
-// them; everything else is an input error.
-absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
-                                                      const memonger::graph::Graph& graph) {
-  memonger::PlanOptions options;
-  MG_ASSIGN_OR_RETURN(options.planner, memonger::ParsePlanner(flags.planner));
-  MG_ASSIGN_OR_RETURN(options.order, memonger::ParseOrder(flags.order));
-  if (flags.execution.empty()) {
-    options.execution = graph.prefers_parallel() ? memonger::ExecutionModel::kParallel
-                                                 : memonger::ExecutionModel::kSerial;
-  } else {
-    MG_ASSIGN_OR_RETURN(options.execution, memonger::ParseExecution(flags.execution));
-  }
-  options.memonger.mode =
-      flags.mode == "training" ? memonger::Mode::kTraining : memonger::Mode::kInference;
-  MG_RETURN_IF_ERROR(CheckValueNames(flags, graph));
-  options.alignment = flags.alignment;
-  options.time_limit_seconds = flags.time_limit;
-  options.threads = flags.threads;
-  options.liveness.plan_static = flags.plan_static;
-  options.liveness.views = flags.views;
-  options.liveness.in_place = flags.in_place;
-  options.model_name = flags.model.empty() ? flags.workload : flags.model;
+// The flags' options, with the branch and bound's progress shown where stderr is a terminal.
+absl::StatusOr<memonger::PlanOptions> TerminalPlanOptions(const Flags& flags,
+                                                          const memonger::graph::Graph& graph) {
+  MG_ASSIGN_OR_RETURN(memonger::PlanOptions options, memonger::tools::MakePlanOptions(flags, graph));
   // Progress of a long branch and bound, for a person watching a terminal.
   if (isatty(STDERR_FILENO)) {
     options.exact_progress = [](const memonger::ExactProgress& p) {
@@ -173,140 +120,14 @@ absl::StatusOr<memonger::PlanOptions> MakePlanOptions(const Flags& flags,
                 << std::flush;
     };
   }
-  options.memonger.losses = flags.losses;
-  options.memonger.share_activations = flags.share_activations;
-  options.memonger.share_all_activations = flags.share_all_activations;
-  options.memonger.namescope = flags.namescope;
-  options.memonger.param_grads = flags.param_grads;
-  options.memonger.dont_share = flags.dont_share;
-  options.memonger.heads = flags.heads;
-  options.liveness.static_names = flags.static_names;
-  options.liveness.recycle_inputs = flags.recycle_inputs;
-  options.memonger.size_blind = flags.size_blind;
-  if (!flags.losses.empty() && options.memonger.mode != memonger::Mode::kTraining) {
-    return absl::InvalidArgumentError("--loss needs --mode training");
-  }
-  if (IsRecordsGraph(graph) && options.order != memonger::OrderKind::kGiven) {
-    return absl::InvalidArgumentError(
-        "usage records and traces have fixed steps: only --order given applies");
-  }
   return options;
-}
-
-// The net to plan: the workload (with request.fit_value set for --fit's key) or the model
-// file (with --fit's symbol bound to it), typed, with its backward pass for --mode training and
-// its fp16 storage rewrite. `request.size_blind`, when given, may plan without sizes: it is set
-// (and shape inference skipped) for a memonger baseline whose graph inputs' shapes are unknown
-// (a note says which unless --size-blind asked for it), as Caffe2's memonger plans without blob
-// shapes. With the shapes known, --size-blind only makes the baselines decide without sizes
-// (MemongerOptions::size_blind) and the plan keeps real bytes.
-struct GraphRequest {
-  std::optional<int64_t> fit_value;           // --fit's key or symbol set to this value
-  bool* size_blind = nullptr;                 // may plan without sizes: set where it does
-  std::vector<std::string>* notes = nullptr;  // where the size-blind note goes
-  bool symbolic_workload = false;             // a workload declaring its inputs in symbols
-};
-absl::StatusOr<memonger::graph::Graph> MakeGraph(
-    const Flags& flags, const memonger::graph::LoadOptions& base_load,
-    const std::optional<memonger::graph::WorkloadSpec>& workload,
-    const GraphRequest& request = {}) {
-  const std::optional<int64_t>& fit_value = request.fit_value;
-  namespace graph = memonger::graph;
-  absl::StatusOr<graph::Graph> g;
-  const absl::StatusOr<memonger::PlannerKind> planner = memonger::ParsePlanner(flags.planner);
-  const bool baseline = planner.ok() && memonger::IsMemongerBaseline(*planner);
-  if (workload.has_value()) {
-    graph::WorkloadSpec spec = *workload;
-    if (fit_value.has_value()) spec = graph::WithParam(spec, flags.fit, absl::StrCat(*fit_value));
-    // typed already; a symbolic one declares its inputs in its symbols (for symbolic plans)
-    g = request.symbolic_workload ? graph::BuildSymbolicWorkload(spec, nullptr)
-                                  : graph::BuildWorkload(spec);
-  } else {
-    graph::LoadOptions load = base_load;
-    if (fit_value.has_value()) load.bindings.dims[flags.fit] = *fit_value;
-    g = graph::LoadModel(flags.model, load);
-    if (!g.ok()) return g.status();
-    const std::vector<std::string> unknown = graph::InputsWithoutShape(*g, load.bindings);
-    if (request.size_blind != nullptr && baseline && !unknown.empty()) {
-      *request.size_blind = true;
-      if (!flags.size_blind && request.notes != nullptr) {
-        request.notes->push_back(absl::StrCat(
-            "the shapes of ", unknown.size(), " graph input(s) are unknown (",
-            memonger::util::Quote(unknown.front()), unknown.size() > 1 ? ", ..." : "",
-            "): planning size-blind, as Caffe2's memonger does without blob shapes; give "
-            "--input-shape for byte sizes"));
-      }
-      return g;
-    }
-    MG_RETURN_IF_ERROR(graph::InferShapes(*g, load.bindings));
-  }
-  if (!g.ok()) return g.status();
-  if (flags.mode == "training" && !graph::HasGradientOps(*g)) {
-    // A forward net: training means its backward pass too (memonger's AddGradientOperators).
-    MG_ASSIGN_OR_RETURN(*g, graph::AddGradientOps(*g, flags.losses));
-  }
-  if (!flags.store_fp16.empty()) {
-    MG_ASSIGN_OR_RETURN(*g, graph::StoreInFp16(*g, flags.store_fp16));
-  }
-  return g;
 }
 
 // --fit: the largest value of flags.fit whose plan fits the budget, for the given order and for
 // the memory-aware order (report/fit.h). Exit 0 when some value fits, 3 when none does.
-int RunFit(const Flags& flags, const memonger::graph::LoadOptions& load,
-           const std::optional<memonger::graph::WorkloadSpec>& workload,
-           const memonger::PlanOptions& options, int64_t budget, bool training) {
-  memonger::FitSearch search;
-  search.symbol = flags.fit;
-  search.budget = budget;
-  search.cures.push_back({"given", options});
-  if (options.order != memonger::OrderKind::kMemoryAware) {
-    search.cures.front().name = std::string(memonger::OrderName(options.order));
-    memonger::PlanOptions memory_aware = options;
-    memory_aware.order = memonger::OrderKind::kMemoryAware;
-    search.cures.push_back({"memory-aware", memory_aware});
-  } else {
-    search.cures.front().name = "memory-aware";
-  }
-  if (training) search.cures.push_back({"recompute", options, /*recompute=*/true});
-  auto point_of = [](const memonger::graph::Graph& g,
-                     const memonger::Plan& plan) -> absl::StatusOr<memonger::FitPoint> {
-    if (auto s = memonger::VerifyPlan(g, plan); !s.ok()) {
-      return absl::InternalError(absl::StrCat("the planner '", plan.planner,
-                                              "' produced an invalid plan: ", s.message()));
-    }
-    memonger::FitPoint point;
-    point.arena_bytes = plan.arena_bytes;
-    point.device_bytes = plan.arena_bytes + plan.static_bytes;
-    point.lower_bound_bytes = plan.lower_bound_bytes;
-    return point;
-  };
-  auto plan_at = [&](int64_t value, const memonger::FitCure& cure)
-      -> absl::StatusOr<memonger::FitPoint> {
-    GraphRequest at_value;
-    at_value.fit_value = value;
-    MG_ASSIGN_OR_RETURN(memonger::graph::Graph g, MakeGraph(flags, load, workload, at_value));
-    MG_ASSIGN_OR_RETURN(memonger::Plan plan, memonger::PlanMemory(g, cure.options));
-    MG_ASSIGN_OR_RETURN(memonger::FitPoint point, point_of(g, plan));
-    if (!cure.recompute || point.device_bytes <= budget) return point;
-    // Recomputation aims the arena at what the weights leave of the budget.
-    const int64_t arena_budget = budget - plan.static_bytes;
-    absl::StatusOr<memonger::RecomputedPlan> recomputed = memonger::PlanWithRecomputation(
-        g, cure.options, memonger::RecomputeKind::kAuto, std::max<int64_t>(arena_budget, 0));
-    if (absl::IsResourceExhausted(recomputed.status())) {
-      // Does not fit: the least it needs is the lowest lower bound recomputation reached.
-      const memonger::RecomputeOptions r = memonger::RecomputeOptionsFor(
-          cure.options, memonger::RecomputeKind::kAuto, std::max<int64_t>(arena_budget, 0));
-      MG_ASSIGN_OR_RETURN(memonger::RecomputeChoice choice, memonger::ChooseRecomputation(g, r));
-      point.lower_bound_bytes = choice.lower_bound_bytes;
-      point.arena_bytes = choice.lower_bound_bytes;
-      point.device_bytes = choice.lower_bound_bytes + plan.static_bytes;
-      return point;
-    }
-    if (!recomputed.ok()) return recomputed.status();
-    return point_of(recomputed->graph, recomputed->plan);
-  };
-  absl::StatusOr<memonger::FitResult> fit = memonger::FindLargestFit(search, plan_at);
+int RunFit(const NetSource& source, const memonger::PlanOptions& options, bool training) {
+  const Flags& flags = *source.flags;
+  absl::StatusOr<memonger::FitResult> fit = memonger::tools::FindFit(source, options, training);
   if (!fit.ok()) {
     std::cerr << "optimize-net: " << OneLine(fit.status().message()) << "\n";
     return kExitFailed;
@@ -543,28 +364,27 @@ void PrintNotes(const std::vector<std::string>& notes) {
 // given, and the output files, written together at the end and only when the run succeeds.
 struct RunContext {
   const Flags& flags;
-  memonger::graph::LoadOptions load;
-  std::optional<memonger::graph::WorkloadSpec> workload;
+  NetSource source;
   memonger::util::OutputFiles outputs;
 };
 
 // --compare / --variant over a range: one symbolic plan per variant, side by side.
 int RunWhatIfOverRange(RunContext& run) {
   const Flags& flags = run.flags;
-  if (!run.workload.has_value()) {
+  if (!run.source.workload.has_value()) {
     return Fail(absl::InvalidArgumentError("--compare and --variant need a --workload"));
   }
-  auto variants = memonger::ExpandVariants(*run.workload, flags.variants, flags.compare);
+  auto variants = memonger::ExpandVariants(*run.source.workload, flags.variants, flags.compare);
   if (!variants.ok()) return Fail(variants.status());
   GraphRequest symbolic;
   symbolic.symbolic_workload = true;
-  absl::StatusOr<memonger::graph::Graph> base = MakeGraph(flags, run.load, run.workload, symbolic);
+  absl::StatusOr<memonger::graph::Graph> base = MakeGraph(run.source, symbolic);
   if (!base.ok()) return Fail(base.status());
-  auto options = MakePlanOptions(flags, *base);
+  auto options = TerminalPlanOptions(flags, *base);
   if (!options.ok()) return Fail(options.status());
   auto rows = memonger::PlanVariantsOverRange(*variants, *options, flags.ranges, flags.budget);
   if (!rows.ok()) return Fail(rows.status());
-  std::cout << memonger::WhatIfRangeToText(*run.workload, flags.ranges, *rows, flags.budget);
+  std::cout << memonger::WhatIfRangeToText(*run.source.workload, flags.ranges, *rows, flags.budget);
   for (const memonger::WhatIfRangeRow& row : *rows) {
     if (flags.budget >= 0 && row.device_low > flags.budget) return kExitOverBudget;
   }
@@ -575,34 +395,13 @@ int RunWhatIfOverRange(RunContext& run) {
 // the planner asks for.
 int RunRange(RunContext& run) {
   const Flags& flags = run.flags;
-  auto graph_at = [&](const memonger::graph::SymbolBindings& at)
-      -> absl::StatusOr<memonger::graph::Graph> {
-    if (run.workload.has_value()) {
-      memonger::graph::WorkloadSpec spec = *run.workload;
-      for (const auto& [symbol, value] : at) {
-        spec = memonger::graph::WithParam(spec, symbol, absl::StrCat(value));
-      }
-      GraphRequest symbolic;
-      symbolic.symbolic_workload = true;
-      return MakeGraph(flags, run.load, spec, symbolic);
-    }
-    memonger::graph::LoadOptions at_load = run.load;
-    at_load.notes = nullptr;
-    for (const auto& [symbol, value] : at) at_load.bindings.dims[symbol] = value;
-    return MakeGraph(flags, at_load, std::nullopt);
-  };
-  memonger::graph::ShapeBindings fixed = flags.bindings;
-  if (run.workload.has_value()) {
-    memonger::graph::SymbolBindings values;
-    auto built = memonger::graph::BuildSymbolicWorkload(*run.workload, &values);
-    if (!built.ok()) return Fail(built.status());
-    for (const auto& [symbol, value] : values) {
-      if (flags.ranges.Find(symbol) == nullptr) fixed.dims[symbol] = value;
-    }
-  }
+  const memonger::tools::GraphAt graph_at = memonger::tools::RangeGraphAt(run.source);
+  absl::StatusOr<memonger::graph::ShapeBindings> fixed =
+      memonger::tools::RangeFixedBindings(run.source);
+  if (!fixed.ok()) return Fail(fixed.status());
   auto report = memonger::tools::RunSymbolic(
-      flags, fixed, graph_at,
-      [&](const memonger::graph::Graph& g) { return MakePlanOptions(flags, g); }, run.outputs);
+      flags, *fixed, graph_at,
+      [&](const memonger::graph::Graph& g) { return TerminalPlanOptions(flags, g); }, run.outputs);
   if (!report.ok()) return Fail(report.status());
   PrintNotes(report->notes);
   if (absl::Status s = run.outputs.Commit(); !s.ok()) return Fail(s);
@@ -613,11 +412,11 @@ int RunRange(RunContext& run) {
 // The what-if report: the workload in each variant, planned and verified, side by side.
 int RunWhatIf(const RunContext& run, const memonger::PlanOptions& options) {
   const Flags& flags = run.flags;
-  auto variants = memonger::ExpandVariants(*run.workload, flags.variants, flags.compare);
+  auto variants = memonger::ExpandVariants(*run.source.workload, flags.variants, flags.compare);
   if (!variants.ok()) return Fail(variants.status());
   auto rows = memonger::PlanVariants(*variants, options);
   if (!rows.ok()) return Fail(rows.status());
-  const memonger::graph::WorkloadSpec& workload = *run.workload;
+  const memonger::graph::WorkloadSpec& workload = *run.source.workload;
   std::cout << (flags.format == "json" ? memonger::WhatIfToJson(workload, *rows, flags.budget)
                                        : memonger::WhatIfToText(workload, *rows, flags.budget));
   for (const memonger::WhatIfRow& row : *rows) {
@@ -662,8 +461,8 @@ absl::StatusOr<memonger::Plan> MakePlan(const RunContext& run, const SavedPlan& 
   if (saved.symbolic) {
     // The binding: the --dim values, or the workload's own n and batch.
     memonger::graph::SymbolBindings dims = flags.bindings.dims;
-    if (run.workload.has_value()) {
-      MG_RETURN_IF_ERROR(memonger::graph::BuildSymbolicWorkload(*run.workload, &dims).status());
+    if (run.source.workload.has_value()) {
+      MG_RETURN_IF_ERROR(memonger::graph::BuildSymbolicWorkload(*run.source.workload, &dims).status());
     }
     return memonger::BindSymbolicPlanJson(graph, *saved.text, flags.plan_in, dims);
   }
@@ -783,20 +582,14 @@ int PlanAndReport(RunContext& run, const SavedPlan& saved, memonger::graph::Grap
 // Returns the exit code; prints what failed. The flags say which kind of run this is: a range,
 // --fit, --caffe2-bugs, a size-blind baseline, a what-if table, or one plan.
 int Run(const Flags& flags) {
-  RunContext run{flags, {}, std::nullopt, {}};
+  absl::StatusOr<NetSource> source = memonger::tools::MakeNetSource(flags);
+  if (!source.ok()) return Fail(source.status());
+  RunContext run{flags, *std::move(source), {}};
   if (absl::Status s = memonger::tools::DeclareOutputs(flags, run.outputs); !s.ok()) {
     return Fail(s);
   }
-  run.load.bindings = flags.bindings;
-  run.load.limits = flags.limits;
-  run.load.keep_data = flags.execute != "none" && !flags.verify;
   std::vector<std::string> notes;
-  run.load.notes = &notes;
-  if (!flags.workload.empty()) {
-    auto spec = memonger::graph::ParseWorkloadSpec(flags.workload);
-    if (!spec.ok()) return Fail(spec.status());
-    run.workload = *spec;
-  }
+  run.source.load.notes = &notes;
   const bool what_if = !flags.compare.empty() || !flags.variants.empty();
   if (!flags.ranges.empty()) return what_if ? RunWhatIfOverRange(run) : RunRange(run);
   SavedPlan saved;
@@ -806,24 +599,18 @@ int Run(const Flags& flags) {
     saved.text = *std::move(text);
     saved.symbolic = memonger::IsSymbolicPlanJson(*saved.text);
   }
-  if (!flags.fit.empty() && !run.workload.has_value() &&
-      run.load.bindings.dims.count(flags.fit) == 0) {
-    // The model must plan as given (every other symbol bound): bind the fitted one to 1 first.
-    run.load.bindings.dims[flags.fit] = 1;
-  }
   memonger::tools::PhaseClock clock;
   bool size_blind = false;
   GraphRequest request;
   request.size_blind = &size_blind;
   request.notes = &notes;
   request.symbolic_workload = saved.symbolic;
-  absl::StatusOr<memonger::graph::Graph> graph =
-      MakeGraph(flags, run.load, run.workload, request);
+  absl::StatusOr<memonger::graph::Graph> graph = MakeGraph(run.source, request);
   if (!graph.ok()) return Fail(graph.status());
   clock.Mark("load");
   PrintNotes(notes);
-  run.load.notes = nullptr;  // --fit loads the model again
-  auto options = MakePlanOptions(flags, *graph);
+  run.source.load.notes = nullptr;  // --fit loads the model again
+  auto options = TerminalPlanOptions(flags, *graph);
   if (!options.ok()) return Fail(options.status());
   if (flags.caffe2_bugs) {
     absl::StatusOr<memonger::tools::Caffe2ExactReport> report = memonger::tools::RunCaffe2Exact(
@@ -839,7 +626,7 @@ int Run(const Flags& flags) {
   if (size_blind) return RunSizeBlind(flags, *graph, *options);
   const bool training = memonger::graph::HasGradientOps(*graph);
   if (!flags.fit.empty()) {
-    return RunFit(flags, run.load, run.workload, *options, flags.budget, training);
+    return RunFit(run.source, *options, training);
   }
   if (flags.recompute != "none" && !training) {
     return Fail(absl::InvalidArgumentError(

@@ -19,6 +19,8 @@ packages=(
   clang libclang-rt-14-dev llvm lld
   # The model zoo test (tests/zoo/): PyTorch exports real models; Debian's /usr/bin/python3.
   python3-torch python3-torchvision python3-onnx python3-numpy
+  # The Python package (python/): pybind11 against Debian's interpreter, tested with pytest.
+  pybind11-dev python3-dev python3-pytest
 )
 if [[ "${1:-}" == "--browser" ]]; then
   packages+=(chromium)

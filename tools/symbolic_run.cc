@@ -13,10 +13,9 @@
 
 namespace memonger::tools {
 
-absl::StatusOr<SymbolicReport> RunSymbolic(
+absl::StatusOr<CheckedRangePlan> PlanCheckedRange(
     const Flags& flags, const graph::ShapeBindings& fixed, const GraphAt& graph_at,
-    const std::function<absl::StatusOr<PlanOptions>(const graph::Graph&)>& make_options,
-    util::OutputFiles& outputs) {
+    const std::function<absl::StatusOr<PlanOptions>(const graph::Graph&)>& make_options) {
   const graph::SymbolBox& box = flags.ranges;
   const graph::SymbolBindings high = box.High();
   // The options come from the net at the box's high corner, the reference every expression is
@@ -26,12 +25,13 @@ absl::StatusOr<SymbolicReport> RunSymbolic(
     MG_ASSIGN_OR_RETURN(graph::Graph at_high, graph_at(high));
     MG_ASSIGN_OR_RETURN(options, make_options(at_high));
   }
-  MG_ASSIGN_OR_RETURN(RangePlan range,
+  CheckedRangePlan checked;
+  MG_ASSIGN_OR_RETURN(checked.range,
                       PlanRange(graph_at, fixed, box, options, /*upper_bound_fallback=*/true));
+  const RangePlan& range = checked.range;
   const graph::Graph& reference = range.reference;
   const graph::SymbolicShapes& shapes = range.shapes;
   const SymbolicPlan& plan = range.plan;
-  SymbolicReport report;
   const std::set<std::string> used(shapes.symbols.begin(), shapes.symbols.end());
   for (const graph::SymbolRange& r : box.ranges) {
     if (used.count(r.symbol) == 0 && r.lo != r.hi) {
@@ -49,7 +49,7 @@ absl::StatusOr<SymbolicReport> RunSymbolic(
     }
   }
   if (fallback > 0) {
-    report.notes.push_back(absl::StrCat(
+    checked.notes.push_back(absl::StrCat(
         fallback, " value(s) have no size expression and are sized at the range's upper bound (",
         first_fallback, ")"));
   }
@@ -63,6 +63,20 @@ absl::StatusOr<SymbolicReport> RunSymbolic(
           absl::StrCat("the symbolic plan bound at a corner of its box is invalid: ", s.message()));
     }
   }
+  return checked;
+}
+
+absl::StatusOr<SymbolicReport> RunSymbolic(
+    const Flags& flags, const graph::ShapeBindings& fixed, const GraphAt& graph_at,
+    const std::function<absl::StatusOr<PlanOptions>(const graph::Graph&)>& make_options,
+    util::OutputFiles& outputs) {
+  MG_ASSIGN_OR_RETURN(const CheckedRangePlan checked,
+                      PlanCheckedRange(flags, fixed, graph_at, make_options));
+  const graph::SymbolBox& box = flags.ranges;
+  const graph::Graph& reference = checked.range.reference;
+  const SymbolicPlan& plan = checked.range.plan;
+  SymbolicReport report;
+  report.notes = checked.notes;
   const std::string json = SymbolicPlanToJson(reference, plan);
   if (!flags.plan_json.empty()) outputs.Set(flags.plan_json, json);
   if (flags.format == "json") {

@@ -7,10 +7,12 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "memonger/planner.h"
+#include "memonger/symbolic/symbolic_planner.h"
 #include "tools/cli_flags.h"
 #include "util/file_io.h"
 
@@ -23,6 +25,17 @@ struct SymbolicReport {
   std::vector<std::string> notes;  // one line each, for stderr
   bool over_budget = false;        // not even the box's low corner fits --budget
 };
+
+// The plan of the range, checked: every value whose size a symbol of the box changes is named by
+// a range that moves, and the plan bound at each corner of the box passes VerifyPlan against the
+// net typed there. `notes` says which values have no size expression (sized at the high corner).
+struct CheckedRangePlan {
+  RangePlan range;
+  std::vector<std::string> notes;
+};
+absl::StatusOr<CheckedRangePlan> PlanCheckedRange(
+    const Flags& flags, const graph::ShapeBindings& fixed, const GraphAt& graph_at,
+    const std::function<absl::StatusOr<PlanOptions>(const graph::Graph&)>& make_options);
 
 // `graph_at` types the net at a binding of flags.ranges; `fixed` binds the model's other
 // symbols and inputs (--dim N=V, --input-shape; a workload's own values);

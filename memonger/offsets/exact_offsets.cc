@@ -265,6 +265,7 @@ class Budget {
       : start_(start),
         deadline_(util::DeadlineAfter(start, options.time_limit_seconds)),
         progress_(options.progress),
+        stop_(options.stop),
         next_report_(start + std::chrono::seconds(1)) {}
 
   // Counts `nodes` more nodes and reads the clock; false once the time limit has passed.
@@ -288,7 +289,9 @@ class Budget {
  private:
   void Poll() {
     const Clock::time_point now = Clock::now();
-    if (now >= deadline_) expired_.store(true, std::memory_order_relaxed);
+    if (now >= deadline_ || (stop_ != nullptr && stop_->load(std::memory_order_relaxed))) {
+      expired_.store(true, std::memory_order_relaxed);
+    }
     if (!progress_) return;
     // One search reports; the others go on searching.
     std::unique_lock<std::mutex> lock(report_mutex_, std::try_to_lock);
@@ -302,6 +305,7 @@ class Budget {
   const Clock::time_point start_;
   const Clock::time_point deadline_;
   const std::function<void(const ExactProgress&)>& progress_;
+  const std::atomic<bool>* const stop_;
   std::atomic<int64_t> nodes_{0};
   std::atomic<bool> expired_{false};
   std::mutex report_mutex_;  // guards state_ and next_report_

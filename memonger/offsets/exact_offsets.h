@@ -98,6 +98,7 @@
 #define MEMONGER_MEMONGER_OFFSETS_EXACT_OFFSETS_H_
 
 #include <cstdint>
+#include <atomic>
 #include <functional>
 
 #include "absl/status/statusor.h"
@@ -132,6 +133,9 @@ struct ExactOffsetsOptions {
   // Called from the search at most about once per second (and never after PlaceExact returns),
   // on one of the search's threads, never on two at once.
   std::function<void(const ExactProgress&)> progress;
+  // The caller's request to stop (a Ctrl-C in Python): read where the clock is, and once set
+  // the search ends as at its time limit, with the best found. nullptr: none.
+  const std::atomic<bool>* stop = nullptr;
   // A lower bound proven by the caller (peak_window.h's window optima); the search starts
   // there instead of at OffsetLowerBound where it is higher, and an incumbent at it is optimal.
   int64_t proven_lower_bound = 0;

@@ -101,6 +101,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
     const Clock::time_point now = Clock::now();
     PeakWindowOptions window_options;
     window_options.threads = options.threads;
+    window_options.stop = options.stop;
     window_options.deadline =
         now + util::ShareOfTimeLeft(
                   now, searches_end,
@@ -138,6 +139,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   exact.time_limit_seconds = limit.SecondsLeft();
   exact.threads = options.threads;
   exact.progress = options.exact_progress;
+  exact.stop = options.stop;
   return PlaceExact(problem, incumbent, exact);
 }
 

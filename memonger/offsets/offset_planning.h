@@ -26,6 +26,7 @@
 #ifndef MEMONGER_MEMONGER_OFFSETS_OFFSET_PLANNING_H_
 #define MEMONGER_MEMONGER_OFFSETS_OFFSET_PLANNING_H_
 
+#include <atomic>
 #include <functional>
 #include <vector>
 
@@ -66,6 +67,8 @@ struct OffsetSolveOptions {
                                   // where the time limit cuts a run
   // kExact and kAuto: called about once per second while the branch and bound runs.
   std::function<void(const ExactProgress&)> exact_progress;
+  // kExact and kAuto: the caller's request to stop the branch and bound (ExactOffsetsOptions).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // One device's classes as a raw problem: item i is the alias class rooted at roots[i].

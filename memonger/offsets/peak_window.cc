@@ -125,6 +125,7 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
   });
   if (!slack) return result;
   auto out_of_time = [&] {
+    if (options.stop != nullptr && options.stop->load(std::memory_order_relaxed)) return true;
     return options.deadline.has_value() && Clock::now() >= *options.deadline;
   };
 
@@ -143,6 +144,7 @@ absl::StatusOr<PeakWindowResult> PlacePeakWindows(const OffsetProblem& problem,
     }
     ExactOffsetsOptions exact;
     exact.threads = options.threads;
+    exact.stop = options.stop;
     // At most half of the time left: a window the branch and bound cannot settle must leave
     // time for what follows (the next phase's search, or a plan from elsewhere).
     exact.time_limit_seconds = options.deadline.has_value()

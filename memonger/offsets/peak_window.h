@@ -58,6 +58,7 @@
 #ifndef MEMONGER_MEMONGER_OFFSETS_PEAK_WINDOW_H_
 #define MEMONGER_MEMONGER_OFFSETS_PEAK_WINDOW_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -85,6 +86,8 @@ struct PeakWindowOptions {
   // an exact proof takes.
   std::optional<std::chrono::steady_clock::time_point> deadline;
   int threads = 1;  // of each window's branch and bound
+  // The caller's request to stop (ExactOffsetsOptions::stop): no window starts once it is set.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct PeakWindowResult {

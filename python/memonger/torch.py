@@ -1,0 +1,202 @@
+"""memonger for PyTorch modules: the plan of a module's forward pass before it runs, and how it
+compares with what eager PyTorch allocates.
+
+    import memonger.torch as mt
+    plan = mt.plan_module(model, (x,))            # exported in memory, planned
+    report = mt.compare_eager(model, (x,))        # eager's measured peak beside our arena
+    print(report)
+
+The module is exported with torch.onnx.export into a buffer (no file) and loaded with
+memonger.load; every other keyword goes to memonger.plan. Works with torch 1.13 (Debian 12's)
+and newer.
+"""
+import inspect
+import io
+import warnings
+
+import memonger
+
+__all__ = ["export_onnx", "load_module", "plan_module", "eager_memory", "compare_eager",
+           "Comparison"]
+
+# The opset the export asks for: 17 has LayerNormalization (torch 1.13 exports it from 17 on).
+DEFAULT_OPSET = 17
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _as_tuple(example_inputs):
+    torch = _torch()
+    if isinstance(example_inputs, torch.Tensor):
+        return (example_inputs,)
+    if isinstance(example_inputs, (list, tuple)):
+        return tuple(example_inputs)
+    raise memonger.Error("example_inputs: a tensor or a tuple of tensors")
+
+
+def _input_names(module, inputs):
+    """The forward pass's parameter names, as export names its inputs for dynamic_axes."""
+    try:
+        parameters = [p for p in inspect.signature(module.forward).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        parameters = []
+    names = [p.name for p in parameters[:len(inputs)]]
+    names += [f"input_{i}" for i in range(len(names), len(inputs))]
+    return names
+
+
+def export_onnx(module, example_inputs, dynamic_axes=None, input_names=None, opset=DEFAULT_OPSET):
+    """The module's forward pass as ONNX bytes (torch.onnx.export into a buffer, eval mode) and
+    its input names."""
+    torch = _torch()
+    if not isinstance(module, torch.nn.Module):
+        raise memonger.Error(f"module: a torch.nn.Module, got {type(module).__name__}")
+    inputs = _as_tuple(example_inputs)
+    names = list(input_names) if input_names is not None else _input_names(module, inputs)
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporter's notes on constant folding, tracing
+        torch.onnx.export(module, inputs, buffer, opset_version=opset, input_names=names,
+                          dynamic_axes=dynamic_axes, do_constant_folding=True)
+    return buffer.getvalue(), names
+
+
+def _dims_of(dynamic_axes, names, inputs, dims):
+    """Every symbol of `dynamic_axes` bound to the example's size unless `dims` binds it."""
+    bound = dict(dims or {})
+    for name, axes in (dynamic_axes or {}).items():
+        if name not in names:
+            continue
+        tensor = inputs[names.index(name)]
+        items = axes.items() if isinstance(axes, dict) else (
+            (axis, f"{name}_dynamic_axes_{i + 1}") for i, axis in enumerate(axes))
+        for axis, symbol in items:
+            bound.setdefault(symbol, int(tensor.shape[axis]))
+    return bound
+
+
+def load_module(module, example_inputs, dynamic_axes=None, dims=None, opset=DEFAULT_OPSET):
+    """The module as a memonger model, typed at the example's sizes (a symbol of
+    `dynamic_axes` at its example size unless `dims` gives a value or a (low, high) range)."""
+    inputs = _as_tuple(example_inputs)
+    data, names = export_onnx(module, inputs, dynamic_axes, opset=opset)
+    name = f"<{type(module).__name__}>.onnx"
+    return memonger.load(data, dims=_dims_of(dynamic_axes, names, inputs, dims), name=name)
+
+
+def plan_module(module, example_inputs, dynamic_axes=None, dims=None, **plan_kwargs):
+    """memonger.plan of the module's forward pass (plan_kwargs as memonger.plan's)."""
+    model = load_module(module, example_inputs, dynamic_axes, dims)
+    return memonger.plan(model, **plan_kwargs)
+
+
+def _memory_events(prof):
+    """(time in us, bytes allocated (+) or freed (-), op) of a profile, in the order they
+    happened."""
+    events = []
+    try:
+        raw = prof.profiler.kineto_results.events()
+    except AttributeError:
+        raw = []
+    for e in raw:
+        if e.name() != "[memory]":
+            continue
+        start = e.start_us() if hasattr(e, "start_us") else e.start_ns() / 1000.0
+        events.append((float(start), int(e.nbytes())))
+    events.sort(key=lambda t: t[0])  # stable: ties keep the order they were recorded in
+    return events
+
+
+def _op_spans(prof):
+    """(start us, end us, name) of the top-level aten ops of a profile."""
+    spans = []
+    for e in prof.events():
+        if not e.name.startswith("aten::") or e.cpu_parent is not None:
+            continue
+        start = e.time_range.start
+        spans.append((float(start), float(e.time_range.end), e.name))
+    spans.sort()
+    return spans
+
+
+def eager_memory(module, example_inputs):
+    """What eager PyTorch allocates during one forward pass without gradients: a dict with
+    peak_bytes (the most held at once beyond what was allocated before the pass: weights and
+    inputs are not counted), device, and on the CPU the curve (a list of (microseconds, bytes
+    held)) and the top-level ops with their times, from torch.profiler's allocation events
+    (profile_memory=True). On CUDA the peak is torch.cuda.max_memory_allocated's."""
+    torch = _torch()
+    inputs = _as_tuple(example_inputs)
+    devices = {t.device.type for t in inputs if isinstance(t, torch.Tensor)}
+    devices |= {p.device.type for p in module.parameters()}
+    with torch.no_grad():
+        module(*inputs)  # warm-up: lazily made buffers are not the pass's
+        if "cuda" in devices:
+            torch.cuda.synchronize()
+            base = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            outputs = module(*inputs)
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() - base
+            del outputs
+            return {"device": "cuda", "peak_bytes": int(peak), "curve": [], "ops": []}
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            outputs = module(*inputs)
+        del outputs
+    held = peak = 0
+    curve = []
+    events = _memory_events(prof)
+    origin = events[0][0] if events else 0.0
+    for start, nbytes in events:
+        held += nbytes
+        peak = max(peak, held)
+        curve.append((start - origin, held))
+    ops = [(s - origin, e - origin, n) for s, e, n in _op_spans(prof)]
+    return {"device": "cpu", "peak_bytes": int(peak), "curve": curve, "ops": ops}
+
+
+class Comparison(dict):
+    """compare_eager's answer, a dict: eager_peak_bytes, arena_bytes, lower_bound_bytes,
+    input_bytes (the graph inputs' aligned bytes in the arena), ratio (eager peak / (arena -
+    inputs): eager's peak leaves out the inputs, allocated before the pass), device, model,
+    eager_curve and eager_ops (eager_memory's), plan. Prints as a short table."""
+
+    def __str__(self):
+        def mib(b):
+            return f"{b / 2**20:,.2f} MiB"
+        lines = [f"{'model':<22}{self['model']}",
+                 f"{'eager PyTorch peak':<22}{mib(self['eager_peak_bytes'])} "
+                 f"({self['device']}, one forward pass, no_grad)",
+                 f"{'memonger arena':<22}{mib(self['arena_bytes'])} "
+                 f"({mib(self['arena_bytes'] - self['input_bytes'])} without the inputs)",
+                 f"{'lower bound':<22}{mib(self['lower_bound_bytes'])}",
+                 f"{'eager / arena':<22}{self['ratio']:.2f}x (both without the inputs)"]
+        return "\n".join(lines)
+
+
+def compare_eager(module, example_inputs, dynamic_axes=None, dims=None, **plan_kwargs):
+    """Our plan of the module's forward pass beside eager PyTorch's measured peak for the same
+    inputs (eager_memory). The ratio leaves the inputs out of both: the arena holds them for the
+    whole pass, eager allocated them before it (as the model zoo's memory table measures)."""
+    inputs = _as_tuple(example_inputs)
+    plan = plan_module(module, inputs, dynamic_axes, dims, **plan_kwargs)
+    if isinstance(plan, memonger.SymbolicPlan):
+        raise memonger.Error("compare_eager runs the module at its example's sizes: no ranges")
+    eager = eager_memory(module, inputs)
+    arena = plan.arena_bytes
+    align = plan.alignment
+    input_bytes = sum(-(-v["size"] // align) * align for v in plan.values
+                      if v["role"] == "input" and v["offset"] >= 0)
+    computed = arena - input_bytes
+    report = Comparison(
+        model=type(module).__name__, device=eager["device"],
+        eager_peak_bytes=eager["peak_bytes"], arena_bytes=arena,
+        lower_bound_bytes=plan.lower_bound_bytes, input_bytes=input_bytes,
+        ratio=(eager["peak_bytes"] / computed) if computed > 0 else float("inf"),
+        eager_curve=eager["curve"], eager_ops=eager["ops"], plan=plan)
+    return report

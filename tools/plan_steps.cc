@@ -1,0 +1,247 @@
+#include "tools/plan_steps.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "graph/fp16_storage.h"
+#include "graph/gradient_builder.h"
+#include "graph/records.h"
+#include "memonger/recompute.h"
+#include "memonger/verify_plan.h"
+#include "util/limits.h"
+#include "util/status_macros.h"
+#include "workloads/workloads.h"
+
+namespace memonger::tools {
+
+std::string OneLine(absl::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (absl::string_view line : absl::StrSplit(message, '\n', absl::SkipWhitespace())) {
+    if (!out.empty()) out += "; ";
+    absl::StrAppend(&out, absl::StripAsciiWhitespace(line));
+  }
+  // Names in messages come from files: bytes that are not text are shown escaped.
+  return util::EscapeAsText(out);
+}
+
+bool IsRecordsGraph(const graph::Graph& graph) {
+  if (graph.num_ops() == 0) return false;  // a model with no op left (not a trace)
+  for (const auto& op : graph.ops()) {
+    if (op.type != graph::kRecordStepOpType) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<NetSource> MakeNetSource(const Flags& flags) {
+  NetSource source;
+  source.flags = &flags;
+  source.load.bindings = flags.bindings;
+  source.load.limits = flags.limits;
+  source.load.keep_data = flags.execute != "none" && !flags.verify;
+  if (!flags.workload.empty()) {
+    MG_ASSIGN_OR_RETURN(source.workload, graph::ParseWorkloadSpec(flags.workload));
+  }
+  if (!flags.fit.empty() && !source.workload.has_value() &&
+      source.load.bindings.dims.count(flags.fit) == 0) {
+    source.load.bindings.dims[flags.fit] = 1;
+  }
+  return source;
+}
+
+absl::StatusOr<graph::Graph> MakeGraph(const NetSource& source, const GraphRequest& request) {
+  const Flags& flags = *source.flags;
+  const std::optional<int64_t>& fit_value = request.fit_value;
+  absl::StatusOr<graph::Graph> g;
+  const absl::StatusOr<PlannerKind> planner = ParsePlanner(flags.planner);
+  const bool baseline = planner.ok() && IsMemongerBaseline(*planner);
+  if (source.workload.has_value()) {
+    graph::WorkloadSpec spec = *source.workload;
+    if (fit_value.has_value()) spec = graph::WithParam(spec, flags.fit, absl::StrCat(*fit_value));
+    // typed already; a symbolic one declares its inputs in its symbols (for symbolic plans)
+    g = request.symbolic_workload ? graph::BuildSymbolicWorkload(spec, nullptr)
+                                  : graph::BuildWorkload(spec);
+  } else {
+    graph::LoadOptions load = source.load;
+    if (fit_value.has_value()) load.bindings.dims[flags.fit] = *fit_value;
+    g = source.model_bytes != nullptr ? graph::LoadModelBytes(*source.model_bytes, flags.model, load)
+                                      : graph::LoadModel(flags.model, load);
+    if (!g.ok()) return g.status();
+    const std::vector<std::string> unknown = graph::InputsWithoutShape(*g, load.bindings);
+    if (request.size_blind != nullptr && baseline && !unknown.empty()) {
+      *request.size_blind = true;
+      if (!flags.size_blind && request.notes != nullptr) {
+        request.notes->push_back(absl::StrCat(
+            "the shapes of ", unknown.size(), " graph input(s) are unknown (",
+            util::Quote(unknown.front()), unknown.size() > 1 ? ", ..." : "",
+            "): planning size-blind, as Caffe2's memonger does without blob shapes; give "
+            "--input-shape for byte sizes"));
+      }
+      return g;
+    }
+    MG_RETURN_IF_ERROR(graph::InferShapes(*g, load.bindings));
+  }
+  if (!g.ok()) return g.status();
+  if (flags.mode == "training" && !graph::HasGradientOps(*g)) {
+    // A forward net: training means its backward pass too (memonger's AddGradientOperators).
+    MG_ASSIGN_OR_RETURN(*g, graph::AddGradientOps(*g, flags.losses));
+  }
+  if (!flags.store_fp16.empty()) {
+    MG_ASSIGN_OR_RETURN(*g, graph::StoreInFp16(*g, flags.store_fp16));
+  }
+  return g;
+}
+
+namespace {
+
+// Names the flags give must be values of the net: a typo would otherwise change nothing and
+// say nothing.
+absl::Status CheckValueNames(const Flags& flags, const graph::Graph& graph) {
+  for (const auto& [flag, names] :
+       {std::pair<const char*, const std::vector<std::string>*>{"--dont-share", &flags.dont_share},
+        {"--head", &flags.heads},
+        {"--static", &flags.static_names},
+        {"--param-grad", &flags.param_grads},
+        {"--loss", &flags.losses}}) {
+    for (const std::string& name : *names) {
+      if (graph.FindVersions(name).empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag, " ", util::Quote(name), ": the net has no value of that name"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PlanOptions> MakePlanOptions(const Flags& flags, const graph::Graph& graph) {
+  PlanOptions options;
+  MG_ASSIGN_OR_RETURN(options.planner, ParsePlanner(flags.planner));
+  MG_ASSIGN_OR_RETURN(options.order, ParseOrder(flags.order));
+  if (flags.execution.empty()) {
+    options.execution =
+        graph.prefers_parallel() ? ExecutionModel::kParallel : ExecutionModel::kSerial;
+  } else {
+    MG_ASSIGN_OR_RETURN(options.execution, ParseExecution(flags.execution));
+  }
+  options.memonger.mode = flags.mode == "training" ? Mode::kTraining : Mode::kInference;
+  MG_RETURN_IF_ERROR(CheckValueNames(flags, graph));
+  options.alignment = flags.alignment;
+  options.time_limit_seconds = flags.time_limit;
+  options.threads = flags.threads;
+  options.liveness.plan_static = flags.plan_static;
+  options.liveness.views = flags.views;
+  options.liveness.in_place = flags.in_place;
+  options.model_name = flags.model.empty() ? flags.workload : flags.model;
+  options.memonger.losses = flags.losses;
+  options.memonger.share_activations = flags.share_activations;
+  options.memonger.share_all_activations = flags.share_all_activations;
+  options.memonger.namescope = flags.namescope;
+  options.memonger.param_grads = flags.param_grads;
+  options.memonger.dont_share = flags.dont_share;
+  options.memonger.heads = flags.heads;
+  options.liveness.static_names = flags.static_names;
+  options.liveness.recycle_inputs = flags.recycle_inputs;
+  options.memonger.size_blind = flags.size_blind;
+  if (!flags.losses.empty() && options.memonger.mode != Mode::kTraining) {
+    return absl::InvalidArgumentError("--loss needs --mode training");
+  }
+  if (IsRecordsGraph(graph) && options.order != OrderKind::kGiven) {
+    return absl::InvalidArgumentError(
+        "usage records and traces have fixed steps: only --order given applies");
+  }
+  return options;
+}
+
+absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& options,
+                                  bool training) {
+  const Flags& flags = *source.flags;
+  const int64_t budget = flags.budget;
+  FitSearch search;
+  search.symbol = flags.fit;
+  search.budget = budget;
+  search.cures.push_back({"given", options});
+  if (options.order != OrderKind::kMemoryAware) {
+    search.cures.front().name = std::string(OrderName(options.order));
+    PlanOptions memory_aware = options;
+    memory_aware.order = OrderKind::kMemoryAware;
+    search.cures.push_back({"memory-aware", memory_aware});
+  } else {
+    search.cures.front().name = "memory-aware";
+  }
+  if (training) search.cures.push_back({"recompute", options, /*recompute=*/true});
+  auto point_of = [](const graph::Graph& g, const Plan& plan) -> absl::StatusOr<FitPoint> {
+    if (auto s = VerifyPlan(g, plan); !s.ok()) {
+      return absl::InternalError(absl::StrCat("the planner '", plan.planner,
+                                              "' produced an invalid plan: ", s.message()));
+    }
+    FitPoint point;
+    point.arena_bytes = plan.arena_bytes;
+    point.device_bytes = plan.arena_bytes + plan.static_bytes;
+    point.lower_bound_bytes = plan.lower_bound_bytes;
+    return point;
+  };
+  auto plan_at = [&](int64_t value, const FitCure& cure) -> absl::StatusOr<FitPoint> {
+    GraphRequest at_value;
+    at_value.fit_value = value;
+    MG_ASSIGN_OR_RETURN(graph::Graph g, MakeGraph(source, at_value));
+    MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(g, cure.options));
+    MG_ASSIGN_OR_RETURN(FitPoint point, point_of(g, plan));
+    if (!cure.recompute || point.device_bytes <= budget) return point;
+    // Recomputation aims the arena at what the weights leave of the budget.
+    const int64_t arena_budget = budget - plan.static_bytes;
+    absl::StatusOr<RecomputedPlan> recomputed = PlanWithRecomputation(
+        g, cure.options, RecomputeKind::kAuto, std::max<int64_t>(arena_budget, 0));
+    if (absl::IsResourceExhausted(recomputed.status())) {
+      // Does not fit: the least it needs is the lowest lower bound recomputation reached.
+      const RecomputeOptions r = RecomputeOptionsFor(cure.options, RecomputeKind::kAuto,
+                                                     std::max<int64_t>(arena_budget, 0));
+      MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(g, r));
+      point.lower_bound_bytes = choice.lower_bound_bytes;
+      point.arena_bytes = choice.lower_bound_bytes;
+      point.device_bytes = choice.lower_bound_bytes + plan.static_bytes;
+      return point;
+    }
+    if (!recomputed.ok()) return recomputed.status();
+    return point_of(recomputed->graph, recomputed->plan);
+  };
+  return FindLargestFit(search, plan_at);
+}
+
+GraphAt RangeGraphAt(const NetSource& source) {
+  return [&source](const graph::SymbolBindings& at) -> absl::StatusOr<graph::Graph> {
+    if (source.workload.has_value()) {
+      NetSource at_source = source;
+      for (const auto& [symbol, value] : at) {
+        at_source.workload = graph::WithParam(*at_source.workload, symbol, absl::StrCat(value));
+      }
+      GraphRequest symbolic;
+      symbolic.symbolic_workload = true;
+      return MakeGraph(at_source, symbolic);
+    }
+    NetSource at_source = source;
+    at_source.load.notes = nullptr;
+    for (const auto& [symbol, value] : at) at_source.load.bindings.dims[symbol] = value;
+    return MakeGraph(at_source);
+  };
+}
+
+absl::StatusOr<graph::ShapeBindings> RangeFixedBindings(const NetSource& source) {
+  const Flags& flags = *source.flags;
+  graph::ShapeBindings fixed = flags.bindings;
+  if (source.workload.has_value()) {
+    graph::SymbolBindings values;
+    MG_RETURN_IF_ERROR(graph::BuildSymbolicWorkload(*source.workload, &values).status());
+    for (const auto& [symbol, value] : values) {
+      if (flags.ranges.Find(symbol) == nullptr) fixed.dims[symbol] = value;
+    }
+  }
+  return fixed;
+}
+
+}  // namespace memonger::tools

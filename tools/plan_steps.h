@@ -1,0 +1,87 @@
+// The steps of an optimize-net run that every front end takes alike: the net a run plans (loaded,
+// typed, with its backward pass and fp16 storage rewrite), the PlanOptions its flags ask for,
+// the --fit search and the typed nets of a range. optimize-net's main and the Python module
+// (python/) both call these, so that a Python call and the command line with the same flags
+// plan the same net with the same options.
+//
+//   MG_ASSIGN_OR_RETURN(NetSource source, MakeNetSource(flags));
+//   MG_ASSIGN_OR_RETURN(graph::Graph g, MakeGraph(source));
+//   MG_ASSIGN_OR_RETURN(PlanOptions options, MakePlanOptions(flags, g));
+#ifndef MEMONGER_TOOLS_PLAN_STEPS_H_
+#define MEMONGER_TOOLS_PLAN_STEPS_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "graph/graph.h"
+#include "graph/model_loader.h"
+#include "graph/shape_inference.h"
+#include "memonger/planner.h"
+#include "report/fit.h"
+#include "tools/cli_flags.h"
+#include "tools/symbolic_run.h"
+#include "workloads/workload_spec.h"
+
+namespace memonger::tools {
+
+// A message on one line, however many lines a library (libonnx) put in it, bytes that are not
+// text escaped: users' scripts and the hostile-input suite read the first line of stderr.
+std::string OneLine(absl::string_view message);
+
+// Whether every op of `graph` is a step of usage records or a trace (fixed steps).
+bool IsRecordsGraph(const graph::Graph& graph);
+
+// Where a run's net comes from: the flags (which must outlive it), how models are loaded, the
+// workload when one is given, and the model's bytes where the caller holds them in memory
+// (Python's memonger.load(bytes); flags.model then only names them: its extension the format).
+// Without bytes, flags.model is read, each time a net is made.
+struct NetSource {
+  const Flags* flags = nullptr;
+  graph::LoadOptions load;
+  std::optional<graph::WorkloadSpec> workload;
+  std::shared_ptr<const std::string> model_bytes;
+};
+
+// The source of `flags`' net: the workload parsed, the bindings and limits of the flags, the
+// model's data kept where it runs with real kernels, and --fit's symbol bound to 1 where the
+// flags leave it free (the model must plan as given before the search binds it).
+absl::StatusOr<NetSource> MakeNetSource(const Flags& flags);
+
+// The net to plan: the workload (with request.fit_value set for --fit's key) or the model (with
+// --fit's symbol bound to it), typed, with its backward pass for --mode training and its fp16
+// storage rewrite. `request.size_blind`, when given, may plan without sizes: it is set (and
+// shape inference skipped) for a memonger baseline whose graph inputs' shapes are unknown (a
+// note says which unless --size-blind asked for it), as Caffe2's memonger plans without blob
+// shapes. With the shapes known, --size-blind only makes the baselines decide without sizes
+// (MemongerOptions::size_blind) and the plan keeps real bytes.
+struct GraphRequest {
+  std::optional<int64_t> fit_value;           // --fit's key or symbol set to this value
+  bool* size_blind = nullptr;                 // may plan without sizes: set where it does
+  std::vector<std::string>* notes = nullptr;  // where the size-blind note goes
+  bool symbolic_workload = false;             // a workload declaring its inputs in symbols
+};
+absl::StatusOr<graph::Graph> MakeGraph(const NetSource& source, const GraphRequest& request = {});
+
+// The options the flags ask for, checked against the net (names the flags give must be values of
+// it). No progress callback: a terminal's is the tool's to set.
+absl::StatusOr<PlanOptions> MakePlanOptions(const Flags& flags, const graph::Graph& graph);
+
+// --fit: the largest value of flags.fit whose plan fits flags.budget, for the given order, for
+// the memory-aware order and, for a training net, with recomputation (report/fit.h). Every plan
+// the search makes is checked by VerifyPlan.
+absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& options,
+                                  bool training);
+
+// A range (--dim S=LO..HI): the net typed at a binding of flags.ranges, and the bindings of the
+// model's other symbols and inputs (--dim S=V, --input-shape; a workload's own values).
+GraphAt RangeGraphAt(const NetSource& source);
+absl::StatusOr<graph::ShapeBindings> RangeFixedBindings(const NetSource& source);
+
+}  // namespace memonger::tools
+
+#endif  // MEMONGER_TOOLS_PLAN_STEPS_H_
