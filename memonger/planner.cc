@@ -278,20 +278,39 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   } else {
     MG_ASSIGN_OR_RETURN(schedule, MakeSchedule(graph, options.order));
   }
-  if (order_search.has_value() && liveness_options.in_place) {
-    // The search counted values apart; with in-place reuse the given order's bound is
-    // recomputed alike, and the search's proof (no order lower) is of the other count.
-    MG_ASSIGN_OR_RETURN(Schedule given, MakeSchedule(graph, OrderKind::kGiven));
-    MG_ASSIGN_OR_RETURN(const Liveness given_liveness,
-                        ComputeLiveness(graph, std::move(given), liveness_options));
-    const std::vector<int64_t> live = LiveBytesPerStep(given_liveness, options.alignment);
-    order_search->given_lower_bound_bytes =
-        live.empty() ? 0 : *std::max_element(live.begin(), live.end());
-    order_search->proven_optimal = false;
-  }
   const auto liveness_start = std::chrono::steady_clock::now();
-  MG_ASSIGN_OR_RETURN(Liveness liveness,
-                      ComputeLiveness(graph, std::move(schedule), liveness_options));
+  std::optional<Liveness> computed;
+  if (order_search.has_value() && liveness_options.in_place) {
+    // The search counted values apart; with in-place reuse both orders are counted again, and
+    // the given order is kept where it is not higher (an order chosen without in-place pairs
+    // may lose more of them than it gains). The search's proof (no order lower) is of the
+    // other count.
+    auto peak_of = [&](const Liveness& l) {
+      const std::vector<int64_t> live = LiveBytesPerStep(l, options.alignment);
+      return live.empty() ? int64_t{0} : *std::max_element(live.begin(), live.end());
+    };
+    MG_ASSIGN_OR_RETURN(Schedule given, MakeSchedule(graph, OrderKind::kGiven));
+    given.order = OrderKind::kMemoryAware;
+    MG_ASSIGN_OR_RETURN(Liveness given_liveness,
+                        ComputeLiveness(graph, std::move(given), liveness_options));
+    MG_ASSIGN_OR_RETURN(Liveness found_liveness,
+                        ComputeLiveness(graph, std::move(schedule), liveness_options));
+    const int64_t given_bound = peak_of(given_liveness);
+    order_search->given_lower_bound_bytes = given_bound;
+    order_search->proven_optimal = false;
+    if (given_bound <= peak_of(found_liveness)) {
+      if (order_search->method != "given") {
+        order_search->method = absl::StrCat("given (", order_search->method,
+                                            "'s order is not lower with in-place reuse)");
+      }
+      computed = std::move(given_liveness);
+    } else {
+      computed = std::move(found_liveness);
+    }
+  } else {
+    MG_ASSIGN_OR_RETURN(computed, ComputeLiveness(graph, std::move(schedule), liveness_options));
+  }
+  Liveness liveness = *std::move(computed);
   const double liveness_seconds = SecondsSince(liveness_start);
   MG_RETURN_IF_ERROR(CheckNaiveFits(liveness, options.alignment));
   // The time limit is the whole call's: the planner gets what the order and liveness left.

@@ -10,14 +10,16 @@ The module is exported with torch.onnx.export into a buffer (no file) and loaded
 memonger.load; every other keyword goes to memonger.plan. Works with torch 1.13 (Debian 12's)
 and newer.
 """
+import copy
 import inspect
 import io
 import warnings
+import weakref
 
 import memonger
 
-__all__ = ["export_onnx", "load_module", "plan_module", "eager_memory", "compare_eager",
-           "Comparison"]
+__all__ = ["export_onnx", "to_float16", "load_module", "plan_module", "eager_memory",
+           "compare_eager", "Comparison"]
 
 # The opset the export asks for: 17 has LayerNormalization (torch 1.13 exports it from 17 on).
 DEFAULT_OPSET = 17
@@ -49,9 +51,54 @@ def _input_names(module, inputs):
     return names
 
 
-def export_onnx(module, example_inputs, dynamic_axes=None, input_names=None, opset=DEFAULT_OPSET):
+def to_float16(onnx_bytes):
+    """An ONNX model with every float32 tensor made float16: initializers, Constant and
+    ConstantOfShape values, Casts to float, and the types of graph inputs, outputs and
+    value_info, in subgraphs too. What a model exported in fp32 runs as in fp16 (PyTorch 1.13
+    cannot trace fp16 matmuls on the CPU); every op keeps its arithmetic."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load_from_string(onnx_bytes)
+    FLOAT, FLOAT16 = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
+
+    def tensor(t):
+        if t.data_type != FLOAT:
+            return t
+        half = numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name)
+        t.CopyFrom(half)
+        return t
+
+    def types(values):
+        for v in values:
+            if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type == FLOAT:
+                v.type.tensor_type.elem_type = FLOAT16
+
+    def graph(g):
+        for t in g.initializer:
+            tensor(t)
+        types(g.input)
+        types(g.output)
+        types(g.value_info)
+        for node in g.node:
+            for a in node.attribute:
+                if a.type == onnx.AttributeProto.TENSOR:
+                    tensor(a.t)
+                elif a.type == onnx.AttributeProto.GRAPH:
+                    graph(a.g)
+                elif a.type == onnx.AttributeProto.GRAPHS:
+                    for sub in a.graphs:
+                        graph(sub)
+                elif node.op_type == "Cast" and a.name == "to" and a.i == FLOAT:
+                    a.i = FLOAT16
+    graph(model.graph)
+    return model.SerializeToString()
+
+
+def export_onnx(module, example_inputs, dynamic_axes=None, input_names=None, opset=DEFAULT_OPSET,
+                dtype=None):
     """The module's forward pass as ONNX bytes (torch.onnx.export into a buffer, eval mode) and
-    its input names."""
+    its input names; with dtype=torch.float16, exported as it is and made fp16 (to_float16)."""
     torch = _torch()
     if not isinstance(module, torch.nn.Module):
         raise memonger.Error(f"module: a torch.nn.Module, got {type(module).__name__}")
@@ -62,7 +109,11 @@ def export_onnx(module, example_inputs, dynamic_axes=None, input_names=None, ops
         warnings.simplefilter("ignore")  # the exporter's notes on constant folding, tracing
         torch.onnx.export(module, inputs, buffer, opset_version=opset, input_names=names,
                           dynamic_axes=dynamic_axes, do_constant_folding=True)
-    return buffer.getvalue(), names
+    if dtype is None or dtype == torch.float32:
+        return buffer.getvalue(), names
+    if dtype != torch.float16:
+        raise memonger.Error(f"dtype {dtype}: torch.float16 or None")
+    return to_float16(buffer.getvalue()), names
 
 
 def _dims_of(dynamic_axes, names, inputs, dims):
@@ -123,14 +174,85 @@ def _op_spans(prof):
     return spans
 
 
-def eager_memory(module, example_inputs):
+def _storage_of(tensor):
+    """The identity and bytes of a tensor's storage (views share it)."""
+    if hasattr(tensor, "untyped_storage"):
+        storage = tensor.untyped_storage()
+    else:  # torch 1.13
+        typed = tensor.storage()
+        storage = typed._untyped() if hasattr(typed, "_untyped") else typed.untyped()
+    return storage._cdata, storage.nbytes()
+
+
+def _meta_count(module, inputs):
+    """Eager PyTorch's allocations counted on the meta device: every aten op runs without data
+    (a TorchDispatchMode sees each one), each output's storage is counted from the op that made
+    it until the last tensor referring to it is gone (weak references), weights and inputs not
+    at all. Fused paths that PyTorch takes only on real devices (MultiheadAttention's fast path
+    on the CPU) and kernels' own workspaces (convolutions') are not what runs here: where a
+    module has them the count is not eager's."""
+    torch = _torch()
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class Count(TorchDispatchMode):
+        def __init__(self, before):
+            super().__init__()
+            self.before = before  # storages allocated before the pass (weights, inputs)
+            self.storages = {}  # identity -> [bytes, tensors alive]
+            self.held = self.peak = 0
+            self.curve = []     # (op index, bytes held after it)
+
+        def _release(self, key):
+            entry = self.storages[key]
+            entry[1] -= 1
+            if entry[1] == 0:
+                self.held -= entry[0]
+                del self.storages[key]
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in tree_flatten(out)[0]:
+                if not isinstance(t, torch.Tensor):
+                    continue
+                key, nbytes = _storage_of(t)
+                if key in self.before:
+                    continue  # a view of a weight or an input
+                if key not in self.storages:
+                    self.storages[key] = [nbytes, 0]
+                    self.held += nbytes
+                    self.peak = max(self.peak, self.held)
+                self.storages[key][1] += 1
+                weakref.finalize(t, self._release, key)
+            self.curve.append((len(self.curve), self.held))
+            return out
+
+    meta_module = copy.deepcopy(module).to("meta")
+    meta_inputs = tuple(t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs)
+    before = {_storage_of(t)[0] for t in list(meta_module.parameters()) +
+              list(meta_module.buffers()) + [t for t in meta_inputs if isinstance(t, torch.Tensor)]}
+    count = Count(before)
+    with torch.no_grad():
+        with count:
+            outputs = meta_module(*meta_inputs)
+        del outputs
+    return {"device": "meta", "peak_bytes": int(count.peak), "curve": count.curve, "ops": []}
+
+
+def eager_memory(module, example_inputs, device=None):
     """What eager PyTorch allocates during one forward pass without gradients: a dict with
     peak_bytes (the most held at once beyond what was allocated before the pass: weights and
     inputs are not counted), device, and on the CPU the curve (a list of (microseconds, bytes
     held)) and the top-level ops with their times, from torch.profiler's allocation events
-    (profile_memory=True). On CUDA the peak is torch.cuda.max_memory_allocated's."""
+    (profile_memory=True). On CUDA the peak is torch.cuda.max_memory_allocated's.
+    device="meta" counts instead of running (_meta_count): any size, no memory, no kernels
+    (fp16 on a CPU), where the module has no fused paths or workspaces of its own."""
     torch = _torch()
     inputs = _as_tuple(example_inputs)
+    if device == "meta":
+        return _meta_count(module, inputs)
+    if device is not None:
+        raise memonger.Error(f"device {device!r}: None (where the module is) or 'meta'")
     devices = {t.device.type for t in inputs if isinstance(t, torch.Tensor)}
     devices |= {p.device.type for p in module.parameters()}
     with torch.no_grad():

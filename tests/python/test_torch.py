@@ -65,3 +65,61 @@ def test_bad_modules_raise_memonger_error():
         mt.plan_module("not a module", torch.zeros(1))
     with pytest.raises(memonger.Error):
         mt.plan_module(SmallCnn(), "not a tensor")
+
+
+def _slide_encoder(depth=1):
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    from slide_encoder_fit import SlideEncoder, example
+    torch.manual_seed(0)
+    return SlideEncoder(depth=depth).eval(), example
+
+
+SLIDE_AXES = {"tiles": {1: "n"}, "coords": {0: "n"}}
+
+
+def test_float16_export_runs_like_pytorch():
+    encoder, example = _slide_encoder()
+    data, _ = mt.export_onnx(encoder, example(64), dynamic_axes=SLIDE_AXES, dtype=torch.float16)
+    model = memonger.load(data, dims={"n": 50})
+    plan = memonger.plan(model)
+    assert all(v["dtype"] in ("float16", "int64", "bool") for v in plan.values
+               if v["role"] in ("activation", "output", "input")), \
+        {v["dtype"] for v in plan.values}
+    tiles, coords = example(50)
+    out = memonger.execute(model, plan, inputs={"tiles": tiles.half().numpy(),
+                                                 "coords": coords.half().numpy()})
+    with torch.no_grad():
+        expected = encoder(tiles.half().float(), coords).numpy()
+    (got,) = out.values()
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), expected, rtol=0.02, atol=0.02)
+
+
+def test_memory_aware_order_is_never_higher_with_in_place_reuse():
+    # At 2,000 tiles the order search's best order (longest-path, counted without in-place
+    # pairs) loses pairs the given order has: the plan keeps the given order.
+    encoder, example = _slide_encoder()
+    data, _ = mt.export_onnx(encoder, example(64), dynamic_axes=SLIDE_AXES, dtype=torch.float16)
+    model = memonger.load(data, dims={"n": 2000})
+    given = memonger.plan(model, planner="best-fit")
+    searched = memonger.plan(model, planner="best-fit", order="memory-aware")
+    assert searched.lower_bound_bytes <= given.lower_bound_bytes
+
+
+def test_meta_count_equals_the_profiler_on_plain_ops():
+    encoder, example = _slide_encoder()
+    for n in (64, 200):
+        measured = mt.eager_memory(encoder, example(n))
+        counted = mt.eager_memory(encoder, example(n), device="meta")
+        assert counted["peak_bytes"] == measured["peak_bytes"] > 0
+    # fp16 on the meta device (no CPU fp16 kernels needed): half the fp32 bytes.
+    half = mt.eager_memory(copy_half(encoder), tuple(t.half() for t in example(200)),
+                           device="meta")
+    assert half["peak_bytes"] == counted["peak_bytes"] // 2
+
+
+def copy_half(module):
+    import copy
+    return copy.deepcopy(module).half()
