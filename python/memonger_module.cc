@@ -248,9 +248,8 @@ Model Load(const std::vector<std::string>& args, std::optional<py::bytes> data) 
     tools::NetSource source = ValueOrRaise(tools::MakeNetSource(*flags));
     source.model_bytes = bytes;
     source.load.keep_data = true;
-    absl::StatusOr<graph::Graph> g = model.ranged
-                                         ? tools::RangeGraphAt(source)(flags->ranges.High())
-                                         : tools::MakeGraph(source);
+    absl::StatusOr<graph::Graph> g =
+        model.ranged ? tools::RangeGraphAt(source)(flags->ranges.High()) : tools::MakeGraph(source);
     std::shared_ptr<const graph::Graph> typed;
     std::string unbound;
     if (g.ok()) {
@@ -286,7 +285,8 @@ PyPlan PlanOnce(const std::shared_ptr<Source>& source, std::atomic<bool>& stop) 
   result.model_bytes = source->net.model_bytes;
   if (flags.recompute != "none") {
     if (!graph::HasGradientOps(graph)) {
-      throw Failure("recompute is for training nets: this net has no backward ops (mode='training')");
+      throw Failure(
+          "recompute is for training nets: this net has no backward ops (mode='training')");
     }
     const RecomputeKind kind = ValueOrRaise(ParseRecompute(flags.recompute));
     absl::StatusOr<RecomputedPlan> recomputed =
@@ -316,14 +316,13 @@ PySymbolicPlan PlanRangeOf(const std::shared_ptr<Source>& source, std::atomic<bo
   result.budget = flags.budget;
   result.graph_at = tools::RangeGraphAt(source->net);
   const graph::ShapeBindings fixed = ValueOrRaise(tools::RangeFixedBindings(source->net));
-  result.checked = std::make_shared<const tools::CheckedRangePlan>(ValueOrRaise(
-      tools::PlanCheckedRange(flags, fixed, result.graph_at,
-                              [&](const graph::Graph& g) -> absl::StatusOr<PlanOptions> {
-                                MG_ASSIGN_OR_RETURN(PlanOptions options,
-                                                    tools::MakePlanOptions(flags, g));
-                                options.stop = &stop;
-                                return options;
-                              })));
+  result.checked =
+      std::make_shared<const tools::CheckedRangePlan>(ValueOrRaise(tools::PlanCheckedRange(
+          flags, fixed, result.graph_at, [&](const graph::Graph& g) -> absl::StatusOr<PlanOptions> {
+            MG_ASSIGN_OR_RETURN(PlanOptions options, tools::MakePlanOptions(flags, g));
+            options.stop = &stop;
+            return options;
+          })));
   return result;
 }
 
@@ -365,7 +364,8 @@ PyPlan Bind(const PySymbolicPlan& splan, const std::map<std::string, int64_t>& d
     result.plan = ValueOrRaise(plan.Bind(at));
     graph::Graph typed = ValueOrRaise(splan.graph_at(at));
     if (absl::Status s = VerifyPlan(typed, result.plan); !s.ok()) {
-      throw Failure(absl::StrCat("the symbolic plan bound at ", absl::StrJoin(at, ", ", absl::PairFormatter("=")),
+      throw Failure(absl::StrCat("the symbolic plan bound at ",
+                                 absl::StrJoin(at, ", ", absl::PairFormatter("=")),
                                  " is invalid: ", s.message()));
     }
     result.graph = std::make_shared<const graph::Graph>(std::move(typed));
@@ -479,10 +479,11 @@ PYBIND11_MODULE(_memonger, m) {
                              [](const PyPlan& p) { return p.plan.lower_bound_bytes; })
       .def_property_readonly("naive_bytes", [](const PyPlan& p) { return p.plan.naive_bytes; })
       .def_property_readonly("static_bytes", [](const PyPlan& p) { return p.plan.static_bytes; })
-      .def_property_readonly("proven_optimal", [](const PyPlan& p) { return p.plan.proven_optimal; })
+      .def_property_readonly("proven_optimal",
+                             [](const PyPlan& p) { return p.plan.proven_optimal; })
       .def_property_readonly("planner", [](const PyPlan& p) { return p.plan.planner; })
-      .def_property_readonly("order",
-                             [](const PyPlan& p) { return std::string(mg::OrderName(p.plan.order)); })
+      .def_property_readonly(
+          "order", [](const PyPlan& p) { return std::string(mg::OrderName(p.plan.order)); })
       .def_property_readonly("alignment", [](const PyPlan& p) { return p.plan.alignment; })
       .def_property_readonly("planning_seconds",
                              [](const PyPlan& p) { return p.plan.planning_seconds; })
@@ -491,36 +492,49 @@ PYBIND11_MODULE(_memonger, m) {
                                if (p.budget < 0) return std::nullopt;
                                return p.budget;
                              })
-      .def_property_readonly("num_steps",
-                             [](const PyPlan& p) { return static_cast<int64_t>(p.plan.steps.size()); })
+      .def_property_readonly(
+          "num_steps", [](const PyPlan& p) { return static_cast<int64_t>(p.plan.steps.size()); })
       .def("to_json", [](const PyPlan& p) { return mg::PlanToJson(*p.graph, p.plan); })
-      .def("html", [](const PyPlan& p) { return mg::PlanToHtml(*p.graph, p.plan); })
+      .def(
+          "_html",
+          [](const PyPlan& p, std::optional<int64_t> budget,
+             const std::vector<std::pair<std::string, std::vector<std::pair<double, int64_t>>>>&
+                 measured) {
+            mg::HtmlOptions options;
+            options.budget_bytes = budget.has_value() ? *budget : p.budget;
+            for (const auto& [name, points] : measured) options.measured.push_back({name, points});
+            return mg::PlanToHtml(*p.graph, p.plan, options);
+          },
+          py::arg("budget") = py::none(), py::arg("measured") = py::list())
       .def("text", [](const PyPlan& p) { return mg::PlanToText(*p.graph, p.plan); });
 
   py::class_<PySymbolicPlan>(m, "SymbolicPlan")
       .def_property_readonly("arena_formula", &Formula)
-      .def_property_readonly("box", [](const PySymbolicPlan& s) {
-        std::map<std::string, std::pair<int64_t, int64_t>> box;
-        for (const mg::graph::SymbolRange& r : s.checked->range.plan.box.ranges) {
-          box[r.symbol] = {r.lo, r.hi};
-        }
-        return box;
-      })
-      .def_property_readonly("max_arena_bytes",
-                             [](const PySymbolicPlan& s) {
-                               return ValueOrRaise(s.checked->range.plan.MaxArena());
-                             })
+      .def_property_readonly(
+          "box",
+          [](const PySymbolicPlan& s) {
+            std::map<std::string, std::pair<int64_t, int64_t>> box;
+            for (const mg::graph::SymbolRange& r : s.checked->range.plan.box.ranges) {
+              box[r.symbol] = {r.lo, r.hi};
+            }
+            return box;
+          })
+      .def_property_readonly(
+          "max_arena_bytes",
+          [](const PySymbolicPlan& s) { return ValueOrRaise(s.checked->range.plan.MaxArena()); })
       .def_property_readonly("notes", [](const PySymbolicPlan& s) { return s.checked->notes; })
-      .def_property_readonly("pieces", [](const PySymbolicPlan& s) {
-        std::vector<std::tuple<std::string, std::string, double, double>> pieces;
-        const mg::SymbolicPlan& plan = s.checked->range.plan;
-        for (int p = 0; p < static_cast<int>(plan.pieces.size()); ++p) {
-          pieces.emplace_back(plan.pieces[p].box.ToString(),
-                              mg::ReadableFormula(ValueOrRaise(plan.Formula(p))),
-                              plan.pieces[p].worst_ratio, plan.pieces[p].mean_ratio);
-        }
-        return pieces;
-      })
+      .def_property_readonly(
+          "pieces",
+          [](const PySymbolicPlan& s) {
+            std::vector<std::tuple<std::string, std::string, double, double>> pieces;
+            const mg::SymbolicPlan& plan = s.checked->range.plan;
+            for (int p = 0; p < static_cast<int>(plan.pieces.size()); ++p) {
+              pieces.emplace_back(plan.pieces[p].box.ToString(),
+                                  mg::ReadableFormula(ValueOrRaise(plan.Formula(p))),
+                                  plan.pieces[p].worst_ratio, plan.pieces[p].mean_ratio);
+            }
+            return pieces;
+          })
       .def("measure",
            [](const PySymbolicPlan& s, const std::map<std::string, int64_t>& dims) {
              std::vector<int64_t> scratch;
@@ -530,6 +544,16 @@ PYBIND11_MODULE(_memonger, m) {
              return std::make_pair(e.arena, e.lower_bound);
            })
       .def("bind", &Bind)
+      .def(
+          "html",
+          [](const PySymbolicPlan& s, int samples) {
+            if (samples < 1 || samples > 64) throw Failure("samples: 1 to 64");
+            return RunWithoutGil([&] {
+              return ValueOrRaise(mg::tools::RangePlanHtml(
+                  *s.checked, s.graph_at, s.source->flags->model, s.budget, samples));
+            });
+          },
+          py::arg("samples") = 9)
       .def("to_json",
            [](const PySymbolicPlan& s) {
              return mg::SymbolicPlanToJson(s.checked->range.reference, s.checked->range.plan);

@@ -234,7 +234,6 @@ absl::Status CheckRangeFlags(const Flags& flags) {
         {!flags.plan_in.empty(), "--plan-in (bind a plan with --dim N=VALUE)"},
         {flags.execute != "none", "--execute"},
         {!flags.net_out.empty(), "--net-out"},
-        {!flags.html.empty(), "--html"},
         {!flags.plan_csv.empty(), "--plan-csv"},
         {flags.recompute != "none", "--recompute"},
         {flags.caffe2_bugs, "--caffe2-bugs"},

@@ -502,7 +502,11 @@ absl::Status SetPlanOutputs(const Flags& flags, const memonger::graph::Graph& gr
   if (!flags.plan_csv.empty()) {
     outputs.Set(flags.plan_csv, memonger::PlanToMiniMallocCsv(graph, plan));
   }
-  if (!flags.html.empty()) outputs.Set(flags.html, memonger::PlanToHtml(graph, plan));
+  if (!flags.html.empty()) {
+    memonger::HtmlOptions html;
+    html.budget_bytes = flags.budget;
+    outputs.Set(flags.html, memonger::PlanToHtml(graph, plan, html));
+  }
   if (!flags.net_out.empty()) {
     MG_ASSIGN_OR_RETURN(std::string net, RewrittenNetBytes(graph, plan, flags.net_out, flags));
     outputs.Set(flags.net_out, std::move(net));

@@ -68,8 +68,9 @@ absl::StatusOr<graph::Graph> MakeGraph(const NetSource& source, const GraphReque
   } else {
     graph::LoadOptions load = source.load;
     if (fit_value.has_value()) load.bindings.dims[flags.fit] = *fit_value;
-    g = source.model_bytes != nullptr ? graph::LoadModelBytes(*source.model_bytes, flags.model, load)
-                                      : graph::LoadModel(flags.model, load);
+    g = source.model_bytes != nullptr
+            ? graph::LoadModelBytes(*source.model_bytes, flags.model, load)
+            : graph::LoadModel(flags.model, load);
     if (!g.ok()) return g.status();
     const std::vector<std::string> unknown = graph::InputsWithoutShape(*g, load.bindings);
     if (request.size_blind != nullptr && baseline && !unknown.empty()) {
@@ -109,8 +110,8 @@ absl::Status CheckValueNames(const Flags& flags, const graph::Graph& graph) {
         {"--loss", &flags.losses}}) {
     for (const std::string& name : *names) {
       if (graph.FindVersions(name).empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            flag, " ", util::Quote(name), ": the net has no value of that name"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(flag, " ", util::Quote(name), ": the net has no value of that name"));
       }
     }
   }
@@ -177,8 +178,8 @@ absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& op
   if (training) search.cures.push_back({"recompute", options, /*recompute=*/true});
   auto point_of = [](const graph::Graph& g, const Plan& plan) -> absl::StatusOr<FitPoint> {
     if (auto s = VerifyPlan(g, plan); !s.ok()) {
-      return absl::InternalError(absl::StrCat("the planner '", plan.planner,
-                                              "' produced an invalid plan: ", s.message()));
+      return absl::InternalError(
+          absl::StrCat("the planner '", plan.planner, "' produced an invalid plan: ", s.message()));
     }
     FitPoint point;
     point.arena_bytes = plan.arena_bytes;

@@ -4,9 +4,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "graph/symbolic_shapes.h"
 #include "memonger/symbolic/symbolic_planner.h"
 #include "memonger/verify_plan.h"
+#include "report/plan_html.h"
 #include "report/symbolic_plan_json.h"
 #include "report/symbolic_summary.h"
 #include "util/status_macros.h"
@@ -35,9 +37,9 @@ absl::StatusOr<CheckedRangePlan> PlanCheckedRange(
   const std::set<std::string> used(shapes.symbols.begin(), shapes.symbols.end());
   for (const graph::SymbolRange& r : box.ranges) {
     if (used.count(r.symbol) == 0 && r.lo != r.hi) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--dim ", r.symbol, "=", r.lo, "..", r.hi, ": no value's size depends on ", r.symbol,
-          " (is it a symbol of this model?)"));
+      return absl::InvalidArgumentError(absl::StrCat("--dim ", r.symbol, "=", r.lo, "..", r.hi,
+                                                     ": no value's size depends on ", r.symbol,
+                                                     " (is it a symbol of this model?)"));
     }
   }
   int fallback = 0;
@@ -45,7 +47,8 @@ absl::StatusOr<CheckedRangePlan> PlanCheckedRange(
   for (graph::ValueId v = 0; v < reference.num_values(); ++v) {
     if (shapes.fallback[v].empty()) continue;
     if (fallback++ == 0) {
-      first_fallback = absl::StrCat("'", reference.value(v).DisplayName(), "': ", shapes.fallback[v]);
+      first_fallback =
+          absl::StrCat("'", reference.value(v).DisplayName(), "': ", shapes.fallback[v]);
     }
   }
   if (fallback > 0) {
@@ -66,6 +69,31 @@ absl::StatusOr<CheckedRangePlan> PlanCheckedRange(
   return checked;
 }
 
+absl::StatusOr<std::string> RangePlanHtml(const CheckedRangePlan& checked, const GraphAt& graph_at,
+                                          const std::string& title, int64_t budget,
+                                          int samples) {
+  const SymbolicPlan& plan = checked.range.plan;
+  std::vector<graph::Graph> graphs;
+  std::vector<Plan> plans;
+  std::vector<std::string> labels;
+  for (const graph::SymbolBindings& at : SampleBindings(plan.box, samples)) {
+    MG_ASSIGN_OR_RETURN(graph::Graph typed, graph_at(at));
+    MG_ASSIGN_OR_RETURN(Plan bound, plan.Bind(at));
+    if (absl::Status s = VerifyPlan(typed, bound); !s.ok()) {
+      return absl::InternalError(
+          absl::StrCat("the symbolic plan bound for the page is invalid: ", s.message()));
+    }
+    graphs.push_back(std::move(typed));
+    plans.push_back(std::move(bound));
+    labels.push_back(absl::StrJoin(at, ", ", absl::PairFormatter("=")));
+  }
+  std::vector<HtmlFrame> frames;
+  for (size_t i = 0; i < plans.size(); ++i) frames.push_back({labels[i], &graphs[i], &plans[i]});
+  HtmlOptions options;
+  options.budget_bytes = budget;
+  return PlansToHtml(frames, title, options);
+}
+
 absl::StatusOr<SymbolicReport> RunSymbolic(
     const Flags& flags, const graph::ShapeBindings& fixed, const GraphAt& graph_at,
     const std::function<absl::StatusOr<PlanOptions>(const graph::Graph&)>& make_options,
@@ -79,6 +107,13 @@ absl::StatusOr<SymbolicReport> RunSymbolic(
   report.notes = checked.notes;
   const std::string json = SymbolicPlanToJson(reference, plan);
   if (!flags.plan_json.empty()) outputs.Set(flags.plan_json, json);
+  if (!flags.html.empty()) {
+    MG_ASSIGN_OR_RETURN(std::string page,
+                        RangePlanHtml(checked, graph_at,
+                                      flags.model.empty() ? flags.workload : flags.model,
+                                      flags.budget));
+    outputs.Set(flags.html, std::move(page));
+  }
   if (flags.format == "json") {
     report.text = json;
   } else {

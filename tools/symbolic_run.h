@@ -37,6 +37,13 @@ absl::StatusOr<CheckedRangePlan> PlanCheckedRange(
     const Flags& flags, const graph::ShapeBindings& fixed, const GraphAt& graph_at,
     const std::function<absl::StatusOr<PlanOptions>(const graph::Graph&)>& make_options);
 
+// The --html page of a range: the plan bound at about `samples` bindings of its box
+// (SampleBindings: the corners and a geometric grid), each checked by VerifyPlan against the net
+// typed there, a slider between them; `budget` (< 0: none) drawn across the curve.
+absl::StatusOr<std::string> RangePlanHtml(const CheckedRangePlan& checked, const GraphAt& graph_at,
+                                          const std::string& title, int64_t budget,
+                                          int samples = 9);
+
 // `graph_at` types the net at a binding of flags.ranges; `fixed` binds the model's other
 // symbols and inputs (--dim N=V, --input-shape; a workload's own values);
 // `options` come from the net at the box's high corner. Sets flags.plan_json in `outputs`.

@@ -226,6 +226,23 @@ def _steps(self):
     return _json.loads(self.to_json())["steps"]
 
 
+def _plan_html(self, budget=None, measured=None):
+    """The --html page: the map, the live-bytes curve with the lower bound and the budget (this
+    plan's unless `budget` is given, in bytes), and `measured` curves beside it: a list of
+    (name, [(fraction of the pass, bytes held), ...])."""
+    if budget is not None and not _is_int(budget):
+        raise Error("budget: bytes, an int")
+    curves = []
+    for item in measured or []:
+        try:
+            name, points = item
+            points = [(float(x), int(b)) for x, b in points]
+        except (TypeError, ValueError):
+            raise Error("measured: a list of (name, [(fraction, bytes), ...])") from None
+        curves.append((str(name), points))
+    return self._html(budget, curves)
+
+
 def _plan_repr(self):
     return (f"<memonger.Plan {self.planner}, arena {self.arena_bytes} B, lower bound "
             f"{self.lower_bound_bytes} B{', proven optimal' if self.proven_optimal else ''}>")
@@ -243,6 +260,7 @@ def _bind(self, **dims):
     return _memonger.SymbolicPlan._bind(self, dims)
 
 
+Plan.html = _plan_html
 Plan.values = property(_values)
 Plan.steps = property(_steps)
 Plan.__repr__ = _plan_repr

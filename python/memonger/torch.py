@@ -300,6 +300,18 @@ class Comparison(dict):
                  f"{'eager / arena':<22}{self['ratio']:.2f}x (both without the inputs)"]
         return "\n".join(lines)
 
+    def html(self):
+        """Our plan's page with eager PyTorch's bytes over the same pass drawn beside ours: its
+        time stretched over our steps, the inputs added (our live bytes hold them)."""
+        curve = self["eager_curve"]
+        if not curve:
+            return self["plan"].html()
+        end = curve[-1][0] or 1.0
+        inputs = self["input_bytes"]
+        points = [(t / end, b + inputs) for t, b in curve]
+        return self["plan"].html(measured=[(f"eager PyTorch ({self['device']}) + the inputs",
+                                            points)])
+
 
 def compare_eager(module, example_inputs, dynamic_axes=None, dims=None, **plan_kwargs):
     """Our plan of the module's forward pass beside eager PyTorch's measured peak for the same

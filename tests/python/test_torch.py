@@ -123,3 +123,30 @@ def test_meta_count_equals_the_profiler_on_plain_ops():
 def copy_half(module):
     import copy
     return copy.deepcopy(module).half()
+
+
+def test_pages_show_the_budget_eager_and_the_range():
+    import json
+    import re
+    torch.manual_seed(0)
+    module = SmallEncoder().eval()
+    x = torch.randn(1, 40, 32)
+    report = mt.compare_eager(module, x, budget=10**7)
+    page = report.html()
+
+    def data_of(html):
+        text = re.search(r'<script id="plan-data" type="application/json">(.*?)</script>', html,
+                         re.S).group(1)
+        return json.loads(text)
+    data = data_of(page)
+    assert data["budget_bytes"] == 10**7
+    (eager,) = data["measured"]
+    assert eager["name"].startswith("eager PyTorch")
+    assert max(b for _, b in eager["points"]) == report["eager_peak_bytes"] + report["input_bytes"]
+    assert len(data["frames"][0]["live"]) == report["plan"].num_steps
+    splan = mt.plan_module(module, x, dynamic_axes={"tokens": {1: "seq"}}, dims={"seq": (8, 512)})
+    frames = data_of(splan.html(samples=5))["frames"]
+    assert frames[0]["label"] == "seq=8" and frames[-1]["label"] == "seq=512"
+    assert [f["arena_bytes"] for f in frames] == sorted(f["arena_bytes"] for f in frames)
+    with pytest.raises(memonger.Error):
+        splan.html(samples=0)

@@ -104,12 +104,51 @@ TEST(PlanHtmlTest, RandomGraphRendersInHeadlessChromium) {
   ExpectRendersCleanly(g, MakePlan(g));
 }
 
+TEST(PlanHtmlTest, SeriesWithBudgetAndMeasuredCurveRendersInHeadlessChromium) {
+  if (Chromium() == nullptr) GTEST_SKIP() << "chromium is not installed (tools/setup.sh --browser)";
+  const graph::Graph small = Example("129");
+  const graph::Graph large = Example("513");
+  const Plan small_plan = MakePlan(small);
+  const Plan large_plan = MakePlan(large);
+  HtmlOptions options;
+  options.budget_bytes = large_plan.arena_bytes / 2;
+  // Another runtime's bytes over the pass, with points outside [0, 1] (clamped, not drawn off).
+  options.measured.push_back(
+      {"eager", {{0.0, 100}, {0.5, large_plan.arena_bytes}, {2.0, 50}, {-1.0, 10}}});
+  const std::string html = PlansToHtml(
+      {{"L=129", &small, &small_plan}, {"L=513", &large, &large_plan}}, "two lengths", options);
+  EXPECT_THAT(html, HasSubstr("\"budget_text\""));
+  const std::string path = memonger::testing::WriteTempFile("series.html", html);
+  const Rendered r = Render(path);
+  EXPECT_THAT(r.dom, HasSubstr("data-status=\"ok\""));
+  EXPECT_THAT(r.dom, HasSubstr("data-frames=\"2\""));
+  // The first frame is shown: its rectangles, its steps, every step listed.
+  EXPECT_THAT(r.dom, HasSubstr("data-rects=\"" +
+                               std::to_string(PlanRectangleCount(small, small_plan)) + "\""));
+  EXPECT_THAT(r.dom, HasSubstr("data-steps=\"" + std::to_string(small_plan.steps.size()) + "\""));
+  EXPECT_THAT(r.dom, HasSubstr("data-listed=\"" + std::to_string(small_plan.steps.size()) + "\""));
+  EXPECT_THAT(r.dom, HasSubstr("class=\"live\""));  // the live-bytes curve
+  EXPECT_THAT(r.dom, HasSubstr("budget "));
+  EXPECT_THAT(r.log, ::testing::Not(HasSubstr("Uncaught")));
+  EXPECT_THAT(r.log, ::testing::Not(HasSubstr(":CONSOLE")));
+  // ?frame=1 shows the second.
+  const Rendered second = Render(path + "?frame=1");
+  EXPECT_THAT(second.dom, HasSubstr("data-rects=\"" +
+                                    std::to_string(PlanRectangleCount(large, large_plan)) + "\""));
+  EXPECT_THAT(second.dom, HasSubstr("at L=513"));
+}
+
 TEST(PlanHtmlTest, NamesAreEscapedAndDataCannotCloseTheScript) {
   auto g = memonger::testing::GraphFromText(R"pb(
     name: "</script><b>x</b>"
     external_input: "in</script>"
     op { type: "Relu" input: "in</script>" output: "<!--y" }
-    value_info { name: "in</script>" dtype: FLOAT has_shape: true dim { size: 4 } }
+    value_info {
+      name: "in</script>"
+      dtype: FLOAT
+      has_shape: true
+      dim { size: 4 }
+    }
   )pb");
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_TRUE(graph::InferShapes(*g, {}).ok());

@@ -126,6 +126,31 @@ TEST(SymbolicCliTest, AttentionWorkloadOverALengthRange) {
   EXPECT_EQ(other.exit_code, 1) << other.err;
 }
 
+// --html over a range: the plan bound across it (the corners first and last), one page.
+TEST(SymbolicCliTest, HtmlOverARangeHoldsThePlanBoundAcrossIt) {
+  const std::string page = TempDir() + "/range.html";
+  auto r = RunOptimizeNet(
+      "--workload attention:dim=64,heads=2,mlp=128,depth=2 --dim n=16..2048 --budget 50MB "
+      "--html '" + page + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = ReadFile(page);
+  const size_t start = html.find("<script id=\"plan-data\" type=\"application/json\">");
+  ASSERT_NE(start, std::string::npos);
+  const size_t begin = html.find('>', start) + 1;
+  const nlohmann::json data =
+      nlohmann::json::parse(html.substr(begin, html.find("</script>", begin) - begin));
+  ASSERT_GE(data["frames"].size(), 3u);
+  EXPECT_EQ(data["frames"].front()["label"], "n=16");
+  EXPECT_EQ(data["frames"].back()["label"], "n=2048");
+  EXPECT_EQ(data["budget_bytes"], 50000000);
+  // Each frame is the plan a binding of the range gives (--plan-in binds the same plan).
+  auto bound = RunOptimizeNet(
+      "--workload attention:dim=64,heads=2,mlp=128,depth=2,n=2048 --format json");
+  ASSERT_EQ(bound.exit_code, 0) << bound.err;
+  EXPECT_EQ(data["frames"].back()["lower_bound_bytes"],
+            nlohmann::json::parse(bound.out)["lower_bound_bytes"]);
+}
+
 // The what-if table over a range: one symbolic plan per variant, and the largest length whose
 // device bytes fit, which a plain run at that length and the next confirms.
 TEST(SymbolicCliTest, WhatIfOverALengthRange) {
