@@ -251,7 +251,9 @@ TEST(DimExprPropertyTest, DivisionDominanceBoundsAndShifts) {
                                  {"N", static_cast<int64_t>(rng() % 1001)}};
       const absl::StatusOr<int64_t> va = a->Evaluate(at), vb = b->Evaluate(at);
       if (!va.ok() || !vb.ok()) continue;
-      if (a_over_b) EXPECT_GE(*va, *vb) << a->ToString() << " >= " << b->ToString();
+      if (a_over_b) {
+        EXPECT_GE(*va, *vb) << a->ToString() << " >= " << b->ToString();
+      }
       if (bounds.ok()) {
         const absl::StatusOr<int64_t> lo = bounds->lower.Evaluate(at);
         const absl::StatusOr<int64_t> hi = bounds->upper.Evaluate(at);
@@ -265,12 +267,16 @@ TEST(DimExprPropertyTest, DivisionDominanceBoundsAndShifts) {
       const absl::StatusOr<int64_t> v_moved = a->Evaluate(moved);
       if (shifted.ok() && v_moved.ok()) {
         const absl::StatusOr<int64_t> vs = shifted->Evaluate(at);
-        if (vs.ok()) EXPECT_EQ(*vs, *v_moved) << a->ToString();
+        if (vs.ok()) {
+          EXPECT_EQ(*vs, *v_moved) << a->ToString();
+        }
       }
       if (partial.ok()) {
         const absl::StatusOr<int64_t> vp = partial->Evaluate({{"B", at.at("B")}});
         const absl::StatusOr<int64_t> want = a->Evaluate({{"B", at.at("B")}, {"N", low.at("N")}});
-        if (vp.ok() && want.ok()) EXPECT_EQ(*vp, *want) << a->ToString();
+        if (vp.ok() && want.ok()) {
+          EXPECT_EQ(*vp, *want) << a->ToString();
+        }
       }
     }
   }

@@ -160,8 +160,13 @@ TEST(LivenessTest, BlobPerNameJoinsTheVersionsOfAName) {
 TEST(LivenessTest, SizeBlindCountsEveryValueAsOneByte) {
   graph::GraphBuilder b("untyped");
   b.AddExternalInput("x");
-  b.AddOp({.type = "Relu", .inputs = {"x"}, .outputs = {"a"}});
-  b.AddOp({.type = "Relu", .inputs = {"a"}, .outputs = {"y"}});
+  for (const auto& [in, out] : {std::pair{"x", "a"}, std::pair{"a", "y"}}) {
+    graph::OpSpec relu;
+    relu.type = "Relu";
+    relu.inputs = {in};
+    relu.outputs = {out};
+    b.AddOp(std::move(relu));
+  }
   b.AddExternalOutput("y");
   absl::StatusOr<Graph> g = std::move(b).Build();
   ASSERT_TRUE(g.ok()) << g.status();
