@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the built tree into a temporary prefix, then configures, builds and runs a small
-# project that finds it with find_package(memonger) and links memonger::memonger.
+# project that finds it with find_package(memonger) and links memonger::memonger; where the
+# Python package was built, imports it from the prefix and plans the example with it.
 set -euo pipefail
 binary_dir=$1
 source_dir=$2
@@ -14,4 +15,12 @@ out=$("$work/build/consumer" "$source_dir/examples/transformer_block_fp16.pbtxt"
 echo "$out"
 [[ "$out" == "ops 27" ]]
 test -x "$work/prefix/bin/optimize-net"
+package="$work/prefix/lib/python3/dist-packages"
+if [[ -d "$binary_dir/python/memonger" ]]; then
+  (cd "$work" && PYTHONPATH="$package" /usr/bin/python3 -c '
+import sys, memonger
+plan = memonger.plan(memonger.load(sys.argv[1], dims={"L": 129}))
+assert plan.arena_bytes >= plan.lower_bound_bytes > 0, plan
+print("python package: OK")' "$source_dir/examples/transformer_block_fp16.pbtxt")
+fi
 echo "install consumer: OK"
