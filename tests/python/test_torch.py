@@ -150,3 +150,30 @@ def test_pages_show_the_budget_eager_and_the_range():
     assert [f["arena_bytes"] for f in frames] == sorted(f["arena_bytes"] for f in frames)
     with pytest.raises(memonger.Error):
         splan.html(samples=0)
+
+
+def test_torchvision_resnet18_plans_and_runs_like_pytorch(tmp_path):
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    module = torchvision.models.resnet18().eval()
+    x = torch.randn(1, 3, 64, 64)
+    data, names = mt.export_onnx(module, x)
+    model = memonger.load(data)
+    plan = memonger.plan(model)
+    assert plan.proven_optimal and plan.arena_bytes == plan.lower_bound_bytes
+    (out,) = memonger.execute(model, plan, inputs={names[0]: x.numpy()}).values()
+    with torch.no_grad():
+        np.testing.assert_allclose(out, module(x).numpy(), rtol=1e-3, atol=1e-4)
+    # The command line plans the same file alike.
+    import json
+    import os
+    import subprocess
+    path = tmp_path / "resnet18.onnx"
+    path.write_bytes(data)
+    cli = os.environ.get("MEMONGER_OPTIMIZE_NET")
+    if cli:
+        run = subprocess.run([cli, str(path), "--format", "json"], capture_output=True,
+                             text=True, check=True)
+        assert json.loads(run.stdout)["arena_bytes"] == plan.arena_bytes
+    report = mt.compare_eager(module, x)
+    assert report["ratio"] > 1
