@@ -104,10 +104,12 @@ def main(argv=None):
     print(f"budget {args.budget}: the largest slide that fits, in tiles")
     for cure, n in largest.items():
         print(f"  {cure:<14} {n if n is not None else 'none fits'}")
-    n = largest.get("memory-aware") or largest.get("given")
+    order = max(("given", "memory-aware"), key=lambda cure: largest.get(cure) or 0)
+    n = largest.get(order)
     if n is None:
         return 1
-    plan = memonger.plan(memonger.load(data, dims={"n": n}), time_limit=1.0, budget=args.budget)
+    plan = memonger.plan(memonger.load(data, dims={"n": n}), time_limit=1.0, budget=args.budget,
+                         order=order)
 
     # Eager PyTorch: measured where it runs here, counted on the meta device at n.
     check = mt.eager_memory(encoder, example(args.check_tiles))

@@ -76,7 +76,11 @@ void RaiseIfError(const absl::Status& status) {
 }
 
 // Runs `work` on a worker thread while this thread waits without the GIL (see the top of the
-// file). `stop`, when given, is set on a Ctrl-C; the worker is always joined before returning.
+// file). `stop`, when given, is set on a Ctrl-C; the worker is joined before returning, also
+// when this thread is unwound without returning: at interpreter exit, Python ends a daemon
+// thread that takes the GIL back (pthread_exit), and the guard then stops and joins the worker
+// before its std::thread is destroyed. The GIL is released and taken back by explicit calls, not
+// by a guard's destructor, so that this unwinding never starts inside a destructor.
 template <typename Work>
 auto RunWithoutGil(Work&& work, std::atomic<bool>* stop = nullptr) -> decltype(work()) {
   using Result = decltype(work());
@@ -95,13 +99,25 @@ auto RunWithoutGil(Work&& work, std::atomic<bool>* stop = nullptr) -> decltype(w
     done = true;
     finished.notify_all();
   });
+  struct JoinGuard {
+    std::thread& worker;
+    std::atomic<bool>* stop;
+    ~JoinGuard() {
+      if (!worker.joinable()) return;
+      if (stop != nullptr) stop->store(true);
+      worker.join();
+    }
+  } guard{worker, stop};
   bool interrupted = false;
   while (true) {
+    PyThreadState* state = PyEval_SaveThread();
+    bool now_done;
     {
-      py::gil_scoped_release release;
       std::unique_lock<std::mutex> lock(mutex);
-      if (finished.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; })) break;
+      now_done = finished.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; });
     }
+    PyEval_RestoreThread(state);
+    if (now_done) break;
     if (PyErr_CheckSignals() != 0) {  // KeyboardInterrupt (or a handler's exception) is set
       interrupted = true;
       if (stop != nullptr) stop->store(true);
@@ -109,8 +125,9 @@ auto RunWithoutGil(Work&& work, std::atomic<bool>* stop = nullptr) -> decltype(w
     }
   }
   {
-    py::gil_scoped_release release;
+    PyThreadState* state = PyEval_SaveThread();
     worker.join();
+    PyEval_RestoreThread(state);
   }
   if (interrupted) throw py::error_already_set();
   if (error) std::rethrow_exception(error);
@@ -155,6 +172,7 @@ void RefuseCommandLineOutputs(const tools::Flags& flags) {
       {!flags.compare.empty() || !flags.variants.empty(), "--compare and --variant"},
       {flags.caffe2_bugs, "--caffe2-bugs"},
       {flags.size_blind, "--size-blind"},
+      {flags.cuda_graphs, "--cuda-graphs"},
   };
   for (const auto& [given, what] : refused) {
     if (given) throw Failure(absl::StrCat(what, " is the command line's, not the Python API's"));
@@ -200,7 +218,9 @@ std::shared_ptr<Source> MakeSource(const Model& model, const std::vector<std::st
   RefuseCommandLineOutputs(*source->flags);
   source->net = ValueOrRaise(tools::MakeNetSource(*source->flags));
   source->net.model_bytes = model.bytes;
-  source->net.load.keep_data = true;  // memonger.execute runs any plan made here
+  // Planning needs no tensor data: the model's, decoded once at load, is lent to the plan's net
+  // when it runs (memonger.execute).
+  source->net.load.keep_data = false;
   return source;
 }
 
@@ -316,9 +336,15 @@ PySymbolicPlan PlanRangeOf(const std::shared_ptr<Source>& source, std::atomic<bo
   result.budget = flags.budget;
   result.graph_at = tools::RangeGraphAt(source->net);
   const graph::ShapeBindings fixed = ValueOrRaise(tools::RangeFixedBindings(source->net));
+  // While planning, a Ctrl-C ends the search before the next binding is typed.
+  const tools::GraphAt stoppable =
+      [&](const graph::SymbolBindings& at) -> absl::StatusOr<graph::Graph> {
+    if (stop.load()) return absl::CancelledError("stopped");
+    return result.graph_at(at);
+  };
   result.checked =
       std::make_shared<const tools::CheckedRangePlan>(ValueOrRaise(tools::PlanCheckedRange(
-          flags, fixed, result.graph_at, [&](const graph::Graph& g) -> absl::StatusOr<PlanOptions> {
+          flags, fixed, stoppable, [&](const graph::Graph& g) -> absl::StatusOr<PlanOptions> {
             MG_ASSIGN_OR_RETURN(PlanOptions options, tools::MakePlanOptions(flags, g));
             options.stop = &stop;
             return options;
@@ -376,9 +402,13 @@ PyPlan Bind(const PySymbolicPlan& splan, const std::map<std::string, int64_t>& d
 // A tensor crossing the boundary: (name, dtype name, dims, bytes in C order).
 using Tensor = std::tuple<std::string, std::string, std::vector<int64_t>, py::bytes>;
 
-std::vector<Tensor> Execute(const PyPlan& plan, const std::vector<Tensor>& inputs,
-                            const std::string& device, uint64_t seed, bool seed_missing,
-                            int threads) {
+void CheckPlanFor(const Model& model, const PyPlan& plan);
+
+std::vector<Tensor> Execute(const Model& model, const PyPlan& plan,
+                            const std::vector<Tensor>& inputs, const std::string& device,
+                            uint64_t seed, bool seed_missing, int threads) {
+  CheckPlanFor(model, plan);
+  if (threads < 1 || threads > 256) throw Failure("threads: 1 to 256");
   if (device != "host" && device != "cuda") {
     throw Failure(absl::StrCat("device '", device, "': expected 'host' or 'cuda'"));
   }
@@ -400,20 +430,28 @@ std::vector<Tensor> Execute(const PyPlan& plan, const std::vector<Tensor>& input
     }
     data.emplace(name, std::move(tensor));
   }
+  // The plan's net with the model's tensor data (weights, constants), decoded once at load.
+  std::shared_ptr<const graph::Graph> net = plan.graph;
+  if (net->static_data() == nullptr && model.graph != nullptr &&
+      model.graph->static_data() != nullptr) {
+    auto with_data = std::make_shared<graph::Graph>(*net);
+    with_data->set_static_data(model.graph->shared_static_data());
+    net = std::move(with_data);
+  }
   const alloc::HostRunReport report = RunWithoutGil([&] {
-    RaiseIfError(alloc::CheckRunInputs(*plan.graph, data));
+    RaiseIfError(alloc::CheckRunInputs(*net, data));
     for (auto& [name, tensor] : data) options.data.emplace(name, std::move(tensor));
     alloc::NetRunTarget target;
     alloc::CudaKernels cuda_kernels;
     if (device == "cuda") {
       alloc::CudaKernelOptions cuda_options;
-      cuda_options.scratch_bytes = alloc::DeviceScratchBytes(*plan.graph);
+      cuda_options.scratch_bytes = alloc::DeviceScratchBytes(*net);
       cuda_kernels = ValueOrRaise(alloc::MakeCudaKernels(cuda_options));
       target.device = alloc::Device::kCuda;
       target.kernels = &cuda_kernels.table;
       target.finish = cuda_kernels.synchronize;
     }
-    return ValueOrRaise(alloc::RunNet(*plan.graph, plan.plan, options, target));
+    return ValueOrRaise(alloc::RunNet(*net, plan.plan, options, target));
   });
   std::vector<Tensor> outputs;
   for (const alloc::HostRunOutput& out : report.outputs) {
@@ -566,7 +604,7 @@ PYBIND11_MODULE(_memonger, m) {
   m.def("load", &Load, py::arg("args"), py::arg("data") = py::none());
   m.def("plan", &PlanModel, py::arg("model"), py::arg("args"));
   m.def("fit", &Fit, py::arg("model"), py::arg("args"));
-  m.def("check_plan_for", &CheckPlanFor, py::arg("model"), py::arg("plan"));
-  m.def("execute", &Execute, py::arg("plan"), py::arg("inputs"), py::arg("device") = "host",
+  m.def("execute", &Execute, py::arg("model"), py::arg("plan"), py::arg("inputs"),
+        py::arg("device") = "host",
         py::arg("seed") = 0, py::arg("seed_missing") = false, py::arg("threads") = 1);
 }

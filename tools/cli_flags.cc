@@ -196,6 +196,10 @@ absl::Status CheckFitFlags(const Flags& flags) {
         "--fit plans many sizes: it does not go with --compare, --variant, --plan-in or "
         "--execute");
   }
+  if (!flags.html.empty() && (!flags.compare.empty() || !flags.variants.empty())) {
+    return absl::InvalidArgumentError(
+        "--html draws one net's plans: it does not go with --compare or --variant");
+  }
   return absl::OkStatus();
 }
 

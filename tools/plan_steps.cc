@@ -188,6 +188,9 @@ absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& op
     return point;
   };
   auto plan_at = [&](int64_t value, const FitCure& cure) -> absl::StatusOr<FitPoint> {
+    if (options.stop != nullptr && options.stop->load()) {
+      return absl::CancelledError("--fit: stopped");
+    }
     GraphRequest at_value;
     at_value.fit_value = value;
     MG_ASSIGN_OR_RETURN(graph::Graph g, MakeGraph(source, at_value));

@@ -73,7 +73,8 @@ absl::StatusOr<PlanOptions> MakePlanOptions(const Flags& flags, const graph::Gra
 
 // --fit: the largest value of flags.fit whose plan fits flags.budget, for the given order, for
 // the memory-aware order and, for a training net, with recomputation (report/fit.h). Every plan
-// the search makes is checked by VerifyPlan.
+// the search makes is checked by VerifyPlan. Cancelled once options.stop is set (before the
+// next size is planned).
 absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& options,
                                   bool training);
 

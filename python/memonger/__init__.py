@@ -28,18 +28,30 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_int64(value):
+    return _is_int(value) and -2**63 <= value < 2**63
+
+
+def _text(what, value):
+    """A string that reaches the command line's parser: no NUL (C strings would end there)."""
+    if not isinstance(value, str):
+        raise Error(f"{what}: expected a string, got {type(value).__name__}")
+    if "\0" in value:
+        raise Error(f"{what}: holds a NUL character")
+    return value
+
+
 def _flag_value(key, value):
     """The text of a flag's value: ints, floats and strings as they are, nothing else."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise Error(f"{key}: expected a number or a string, got {type(value).__name__}")
-    return value if isinstance(value, str) else repr(value)
+    return _text(key, value) if isinstance(value, str) else repr(value)
 
 
 def _dims_flags(dims):
     args = []
     for symbol, value in (dims or {}).items():
-        if not isinstance(symbol, str):
-            raise Error(f"dims: a symbol is a string, got {type(symbol).__name__}")
+        _text("dims: a symbol", symbol)
         if _is_int(value):
             args += ["--dim", f"{symbol}={value}"]
         elif (isinstance(value, (tuple, list)) and len(value) == 2
@@ -54,8 +66,7 @@ def _dims_flags(dims):
 def _shape_flags(input_shapes):
     args = []
     for name, shape in (input_shapes or {}).items():
-        if not isinstance(name, str):
-            raise Error(f"input_shapes: an input name is a string, got {type(name).__name__}")
+        _text("input_shapes: an input name", name)
         try:
             dims = [int(d) for d in shape]
         except (TypeError, ValueError):
@@ -69,8 +80,8 @@ def _shape_flags(input_shapes):
 def _type_flags(input_types):
     args = []
     for name, dtype in (input_types or {}).items():
-        if not isinstance(name, str) or not isinstance(dtype, str):
-            raise Error("input_types: names and dtypes are strings")
+        _text("input_types: a name", name)
+        _text("input_types: a dtype", dtype)
         args += ["--input-type", f"{name}={dtype}"]
     return args
 
@@ -80,6 +91,7 @@ def _extra_flags(flags):
     gives the flag alone, False its --no- form, a list or tuple the flag once per item."""
     args = []
     for key, value in flags.items():
+        _text("a flag", key)
         flag = "--" + key.replace("_", "-")
         if value is None:
             continue
@@ -95,32 +107,49 @@ def _extra_flags(flags):
     return args
 
 
+# What load() takes of the command line's flags beyond its own arguments: the input limits.
+# (Planning flags belong to memonger.plan: given at load, every plan would repeat them.)
+_LOAD_FLAGS = {"max_input_bytes"}
+
+
 def load(model, dims=None, input_shapes=None, input_types=None, *, format=None, name=None,
          **flags):
     """Loads a model: a path (.onnx, .pb, .pbtxt, .json records, .csv trace) or its bytes
-    (ONNX unless `format` says otherwise), typed at `dims` ({"batch": 2}; a (low, high) pair is
-    a range: memonger.plan then makes one symbolic plan for it) and `input_shapes`
-    ({"x": (1, 3, 224, 224)}). Read once: later calls plan from the bytes held here."""
+    (ONNX unless `format` says otherwise; `name` is what messages call them), typed at `dims`
+    ({"batch": 2}; a (low, high) pair is a range: memonger.plan then makes one symbolic plan
+    for it) and `input_shapes` ({"x": (1, 3, 224, 224)}); max_input_bytes= raises the size
+    limit. Read once: later calls plan from the bytes held here."""
+    import os
+    unknown = sorted(set(flags) - _LOAD_FLAGS)
+    if unknown:
+        raise Error(f"load takes no {unknown[0]!r}: planning flags are memonger.plan's")
     data = None
     if isinstance(model, (bytes, bytearray, memoryview)):
         data = bytes(model)
         fmt = format or "onnx"
         if fmt not in _FORMATS:
             raise Error(f"format {fmt!r}: expected one of {', '.join(_FORMATS)}")
-        path = name or f"<bytes>.{fmt}"
+        if name is None:
+            path = f"<bytes>.{fmt}"
+        else:
+            stem, ext = os.path.splitext(_text("name", name))
+            if ext.lower().lstrip(".") in _FORMATS and format is None:
+                path = name  # the name's extension says the format
+            elif ext.lower().lstrip(".") in _FORMATS and ext.lower().lstrip(".") != fmt:
+                raise Error(f"name {name!r} and format {fmt!r} disagree")
+            else:
+                path = name if ext.lower().lstrip(".") == fmt else f"{name}.{fmt}"
     elif isinstance(model, str) or hasattr(model, "__fspath__"):
-        if format is not None:
-            raise Error("format is for a model given as bytes; a path's extension names its format")
-        import os
+        if format is not None or name is not None:
+            raise Error("format and name are for a model given as bytes; a path names itself")
         path = os.fspath(model)
         if not isinstance(path, str):
             raise Error("a model path is a string")
     else:
         raise Error(f"a model is a path or bytes, got {type(model).__name__}")
+    _text("a model path", path)
     if path.startswith("-"):
         path = "./" + path  # a file name, not a flag
-    if "\0" in path:
-        raise Error("a model path holds no NUL character")
     args = [path] + _dims_flags(dims) + _shape_flags(input_shapes) + _type_flags(input_types)
     args += _extra_flags(flags)
     return _memonger.load(args, data)
@@ -143,7 +172,7 @@ def plan(model, planner="auto", time_limit=2.0, order="given", mode="inference",
          recompute="none", alignment=256, **flags):
     """The memory plan of `model` (memonger.load's), verified: a Plan, or a SymbolicPlan for a
     model loaded with a range. More flags of the command line as keywords (views=False,
-    in_place=False, execution="parallel", losses=["loss"], threads=4, ...)."""
+    in_place=False, execution="parallel", loss=["loss"], threads=4, ...)."""
     if not isinstance(model, Model):
         raise Error(f"memonger.plan takes a model from memonger.load, got {type(model).__name__}")
     return _memonger.plan(model, _plan_flags(planner, time_limit, order, mode, budget, recompute,
@@ -181,21 +210,22 @@ def execute(model, plan, inputs=None, *, device="host", seed=0, seed_missing=Fal
         raise Error("a symbolic plan runs bound to sizes: memonger.execute(model, splan.bind(...))")
     if not isinstance(plan, Plan):
         raise Error(f"memonger.execute takes a plan from memonger.plan, got {type(plan).__name__}")
-    if not _is_int(seed) or seed < 0:
-        raise Error("seed: a non-negative int")
-    if not _is_int(threads) or threads < 1:
-        raise Error("threads: a positive int")
-    _memonger.check_plan_for(model, plan)
+    if not _is_int(seed) or not 0 <= seed < 2**64:
+        raise Error("seed: an int in [0, 2^64)")
+    if not _is_int(threads) or not 1 <= threads <= 256:
+        raise Error("threads: an int from 1 to 256")
+    _text("device", device)
     tensors = []
     for name, value in (inputs or {}).items():
-        if not isinstance(name, str):
-            raise Error("inputs: names are strings")
+        _text("inputs: a name", name)
         array = np.ascontiguousarray(value)
+        if not array.dtype.isnative:
+            array = array.astype(array.dtype.newbyteorder("="))  # memonger's bytes: this host's
         dtype = array.dtype.name
         if dtype not in _NUMPY_TYPES:
             raise Error(f"input {name!r}: numpy dtype {dtype} has no memonger type")
         tensors.append((name, dtype, list(array.shape), array.tobytes()))
-    outputs = _memonger.execute(plan, tensors, device, seed, bool(seed_missing), threads)
+    outputs = _memonger.execute(model, plan, tensors, device, seed, bool(seed_missing), threads)
     result = {}
     for name, dtype, dims, data in outputs:
         if dtype not in _NUMPY_TYPES:
@@ -230,8 +260,8 @@ def _plan_html(self, budget=None, measured=None):
     """The --html page: the map, the live-bytes curve with the lower bound and the budget (this
     plan's unless `budget` is given, in bytes), and `measured` curves beside it: a list of
     (name, [(fraction of the pass, bytes held), ...])."""
-    if budget is not None and not _is_int(budget):
-        raise Error("budget: bytes, an int")
+    if budget is not None and (not _is_int64(budget) or budget < 0):
+        raise Error("budget: bytes, a non-negative int of 64 bits")
     curves = []
     for item in measured or []:
         try:
@@ -255,8 +285,8 @@ def _symbolic_repr(self):
 
 def _bind(self, **dims):
     for symbol, value in dims.items():
-        if not _is_int(value):
-            raise Error(f"bind {symbol}: expected an int, got {value!r}")
+        if not _is_int64(value):
+            raise Error(f"bind {symbol}: expected an int of 64 bits, got {value!r}")
     return _memonger.SymbolicPlan._bind(self, dims)
 
 

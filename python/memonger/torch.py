@@ -61,9 +61,21 @@ def to_float16(onnx_bytes):
     from onnx import numpy_helper
     model = onnx.load_from_string(onnx_bytes)
     FLOAT, FLOAT16 = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
+    # Inputs ONNX requires in float32 whatever the data's type: Resize's and Upsample's scales.
+    keep = set()
+
+    def find_kept(g):
+        for node in g.node:
+            slot = {"Resize": 2, "Upsample": 1}.get(node.op_type)
+            if slot is not None and len(node.input) > slot and node.input[slot]:
+                keep.add(node.input[slot])
+            for a in node.attribute:
+                for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                    find_kept(sub)
+    find_kept(model.graph)
 
     def tensor(t):
-        if t.data_type != FLOAT:
+        if t.data_type != FLOAT or t.name in keep:
             return t
         half = numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name)
         t.CopyFrom(half)
@@ -71,6 +83,8 @@ def to_float16(onnx_bytes):
 
     def types(values):
         for v in values:
+            if v.name in keep:
+                continue
             if v.type.HasField("tensor_type") and v.type.tensor_type.elem_type == FLOAT:
                 v.type.tensor_type.elem_type = FLOAT16
 
@@ -81,15 +95,17 @@ def to_float16(onnx_bytes):
         types(g.output)
         types(g.value_info)
         for node in g.node:
+            kept = any(out in keep for out in node.output)
             for a in node.attribute:
                 if a.type == onnx.AttributeProto.TENSOR:
-                    tensor(a.t)
+                    if not kept:
+                        tensor(a.t)
                 elif a.type == onnx.AttributeProto.GRAPH:
                     graph(a.g)
                 elif a.type == onnx.AttributeProto.GRAPHS:
                     for sub in a.graphs:
                         graph(sub)
-                elif node.op_type == "Cast" and a.name == "to" and a.i == FLOAT:
+                elif node.op_type == "Cast" and a.name == "to" and a.i == FLOAT and not kept:
                     a.i = FLOAT16
     graph(model.graph)
     return model.SerializeToString()
@@ -151,8 +167,9 @@ def _memory_events(prof):
     events = []
     try:
         raw = prof.profiler.kineto_results.events()
-    except AttributeError:
-        raw = []
+    except AttributeError as e:
+        raise memonger.Error(f"this torch's profiler keeps no memory events ({e}): "
+                             "eager_memory(..., device='meta') counts without it") from None
     for e in raw:
         if e.name() != "[memory]":
             continue
@@ -227,6 +244,8 @@ def _meta_count(module, inputs):
             self.curve.append((len(self.curve), self.held))
             return out
 
+    # A copy on the meta device (the copy is made where the module is, then moved: its
+    # parameters' bytes once more for a moment).
     meta_module = copy.deepcopy(module).to("meta")
     meta_inputs = tuple(t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs)
     before = {_storage_of(t)[0] for t in list(meta_module.parameters()) +
@@ -316,8 +335,15 @@ class Comparison(dict):
 def compare_eager(module, example_inputs, dynamic_axes=None, dims=None, **plan_kwargs):
     """Our plan of the module's forward pass beside eager PyTorch's measured peak for the same
     inputs (eager_memory). The ratio leaves the inputs out of both: the arena holds them for the
-    whole pass, eager allocated them before it (as the model zoo's memory table measures)."""
+    whole pass, eager allocated them before it (as the model zoo's memory table measures).
+    Eager's peak includes what its kernels allocate for themselves (a convolution's workspace);
+    the arena is what the plan places, and a runtime's kernel scratch comes on top of it (the
+    library's CPU convolution's im2col buffer does)."""
     inputs = _as_tuple(example_inputs)
+    # One inference pass against one inference pass, the inputs apart from the weights.
+    for key in ("mode", "recompute", "plan_static", "recycle_inputs"):
+        if plan_kwargs.get(key) not in (None, False, "inference", "none"):
+            raise memonger.Error(f"compare_eager compares one inference pass: no {key}")
     plan = plan_module(module, inputs, dynamic_axes, dims, **plan_kwargs)
     if isinstance(plan, memonger.SymbolicPlan):
         raise memonger.Error("compare_eager runs the module at its example's sizes: no ranges")

@@ -177,3 +177,20 @@ def test_torchvision_resnet18_plans_and_runs_like_pytorch(tmp_path):
         assert json.loads(run.stdout)["arena_bytes"] == plan.arena_bytes
     report = mt.compare_eager(module, x)
     assert report["ratio"] > 1
+
+
+def test_ctrl_c_stops_fit_between_sizes():
+    import os
+    import signal
+    import threading
+    import time
+    encoder, example = _slide_encoder()
+    data, _ = mt.export_onnx(encoder, example(64), dynamic_axes=SLIDE_AXES, dtype=torch.float16)
+    model = memonger.load(data)
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        memonger.fit(model, symbol="n", budget="80GB", time_limit=2.0)
+    # One size's plan at most after the signal (2 s of time limit, and loading it).
+    assert time.monotonic() - start < 6

@@ -149,6 +149,12 @@ TEST(SymbolicCliTest, HtmlOverARangeHoldsThePlanBoundAcrossIt) {
   ASSERT_EQ(bound.exit_code, 0) << bound.err;
   EXPECT_EQ(data["frames"].back()["lower_bound_bytes"],
             nlohmann::json::parse(bound.out)["lower_bound_bytes"]);
+  // A what-if table has several nets: no one page (refused, not silently left unwritten).
+  auto what_if = RunOptimizeNet(
+      "--workload attention:dim=64,heads=2,mlp=128,depth=2 --dim n=16..256 --variant heads=4 "
+      "--html '" + TempDir() + "/what_if.html'");
+  EXPECT_EQ(what_if.exit_code, 2) << what_if.err;
+  EXPECT_THAT(what_if.err, HasSubstr("--html draws one net's plans"));
 }
 
 // The what-if table over a range: one symbolic plan per variant, and the largest length whose
