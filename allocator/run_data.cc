@@ -80,7 +80,7 @@ absl::Status CheckRunInputs(const graph::Graph& graph,
 }
 
 absl::StatusOr<std::vector<OutputError>> CompareOutputs(
-    const graph::Graph& graph, const HostRunReport& report,
+    const graph::Graph& /*graph*/, const HostRunReport& report,
     const std::map<std::string, graph::TensorData>& expected) {
   std::vector<std::string> names;
   for (const HostRunOutput& out : report.outputs) names.push_back(out.name);

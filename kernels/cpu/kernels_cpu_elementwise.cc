@@ -351,7 +351,7 @@ absl::Status Mod(const KernelArgs& args) {
       for (int64_t i = 0; i < n; ++i) {
         if (b[i] == 0) return KernelError(args, "integer division by zero");
       }
-      return BinaryLoop<T, T>(args, [fmod](const T& a, const T& d) -> T {
+      return BinaryLoop<T, T>(args, [=](const T& a, const T& d) -> T {
         // a % -1 is 0; computing it would overflow for the type's minimum.
         if constexpr (std::is_signed_v<T>) {
           if (d == T(-1)) return T(0);

@@ -564,7 +564,11 @@ class DagPlanner {
     std::vector<PoolEntry> new_free;
     auto release = [&](ValueId c) {
       const ValueId actual = Mapped(c);
-      new_free.push_back({-share_count_[actual], name_rank_[actual], actual});
+      PoolEntry entry;  // only the blob is read of these (newly_freed below)
+      entry.neg_share_count = -share_count_[actual];
+      entry.name_rank = name_rank_[actual];
+      entry.blob = actual;
+      new_free.push_back(entry);
     };
     for (ValueId in : current.inputs) {
       const ValueId c = Root(in);
