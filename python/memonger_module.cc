@@ -498,6 +498,22 @@ PYBIND11_MODULE(_memonger, m) {
       .def_property_readonly("num_ops", [](const Model& model) { return model.typed().num_ops(); })
       .def_property_readonly("num_values",
                              [](const Model& model) { return model.typed().num_values(); })
+      .def_property_readonly("outputs",
+                             [](const Model& model) {
+                               // The graph outputs: name, dtype, shape.
+                               std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>>
+                                   outputs;
+                               const mg::graph::Graph& g = model.typed();
+                               for (mg::graph::ValueId v : g.outputs()) {
+                                 const mg::graph::Value& value = g.value(v);
+                                 if (!value.type.has_value()) continue;
+                                 outputs.emplace_back(
+                                     value.name,
+                                     std::string(mg::graph::DataTypeName(value.type->dtype)),
+                                     value.type->dims);
+                               }
+                               return outputs;
+                             })
       .def_property_readonly("inputs", [](const Model& model) {
         // The graph inputs the caller gives (not weights or constants): name, dtype, shape.
         std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> inputs;

@@ -194,3 +194,29 @@ def test_ctrl_c_stops_fit_between_sizes():
         memonger.fit(model, symbol="n", budget="80GB", time_limit=2.0)
     # One size's plan at most after the signal (2 s of time limit, and loading it).
     assert time.monotonic() - start < 6
+
+
+def test_training_plan_equals_the_command_line(tmp_path):
+    import json
+    import os
+    import subprocess
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                 torch.nn.Linear(32, 4)).eval()
+    data, _ = mt.export_onnx(module, torch.randn(8, 16))
+    model = memonger.load(data)
+    ((loss, _, _),) = model.outputs
+    inference = memonger.plan(model)
+    training = memonger.plan(model, mode="training", loss=[loss])
+    roles = {v["role"] for v in training.values}
+    assert "gradient" in roles and training.num_steps > inference.num_steps
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(data)
+    cli = os.environ.get("MEMONGER_OPTIMIZE_NET")
+    if cli:
+        run = subprocess.run([cli, str(path), "--mode", "training", "--loss", loss, "--format",
+                              "json"], capture_output=True, text=True, check=True)
+        document = json.loads(run.stdout)
+        mine = json.loads(training.to_json())
+        for key in ("arena_bytes", "lower_bound_bytes", "steps", "values"):
+            assert mine[key] == document[key], key
