@@ -1,6 +1,7 @@
 #include "memonger/memory_order.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -202,10 +203,19 @@ std::vector<OpId> KahnQueueOrder(const MemoryModel& m, bool lifo) {
   return order;
 }
 
+// When a search ends: its deadline, or the caller's stop (MemoryOrderOptions::stop).
+struct Limit {
+  Clock::time_point deadline;
+  const std::atomic<bool>* stop = nullptr;
+  bool Passed() const {
+    return Clock::now() > deadline || (stop != nullptr && stop->load(std::memory_order_relaxed));
+  }
+};
+
 // Least peak memory first: among the ready ops, the one whose step peaks lowest, then the one
 // that frees the most bytes, then the lowest index. When the deadline passes, the rest of the
 // order is first-in first-out.
-std::vector<OpId> LpmfOrder(const MemoryModel& m, Clock::time_point deadline) {
+std::vector<OpId> LpmfOrder(const MemoryModel& m, const Limit& limit) {
   const int n = m.num_ops();
   const std::vector<ClassInfo>& classes = m.classes();
   std::vector<int> waiting(n);
@@ -250,7 +260,7 @@ std::vector<OpId> LpmfOrder(const MemoryModel& m, Clock::time_point deadline) {
           pick = i;
         }
       }
-      if ((order.size() & 255) == 255 && Clock::now() > deadline) fifo = true;
+      if ((order.size() & 255) == 255 && limit.Passed()) fifo = true;
     }
     const OpId op = ready[pick];
     ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(pick));
@@ -276,7 +286,7 @@ std::vector<OpId> LpmfOrder(const MemoryModel& m, Clock::time_point deadline) {
 // Hill climbing over valid orders (see the header): improves `order` in place; true when it
 // changed.
 bool LocalSearch(const MemoryModel& m, std::vector<OpId>& order, int max_moves,
-                 Clock::time_point deadline) {
+                 const Limit& limit) {
   const int n = m.num_ops();
   if (n < 3) return false;
   // (peak, area): the area (live bytes summed over the steps) breaks ties on a plateau; a
@@ -303,7 +313,7 @@ bool LocalSearch(const MemoryModel& m, std::vector<OpId>& order, int max_moves,
   constexpr int kTargets = 8;  // positions tried per op, spread over its window
   bool improved = true;
   std::vector<OpId> candidate;
-  while (improved && moves < max_moves && Clock::now() < deadline) {
+  while (improved && moves < max_moves && !limit.Passed()) {
     improved = false;
     const std::vector<int64_t> live = m.LivePerStep(order);
     const int peak_step =
@@ -334,7 +344,7 @@ bool LocalSearch(const MemoryModel& m, std::vector<OpId>& order, int max_moves,
           changed = true;
         }
       }
-      if ((moves & 63) == 0 && Clock::now() > deadline) break;
+      if ((moves & 63) == 0 && limit.Passed()) break;
     }
   }
   return changed;
@@ -389,7 +399,7 @@ struct SegmentResult {
 };
 
 std::optional<SegmentResult> SolveSegment(const MemoryModel& m, const std::vector<OpId>& order,
-                                          int begin, int end, Clock::time_point deadline) {
+                                          int begin, int end, const Limit& limit) {
   const int k = end - begin;
   const int n = m.num_ops();
   const std::vector<ClassInfo>& classes = m.classes();
@@ -503,9 +513,9 @@ std::optional<SegmentResult> SolveSegment(const MemoryModel& m, const std::vecto
         }
         if (inserted && ++states > kMaxExactStates) return std::nullopt;
       }
-      if ((states & 1023) == 0 && Clock::now() > deadline) return std::nullopt;
+      if ((states & 1023) == 0 && limit.Passed()) return std::nullopt;
     }
-    if (Clock::now() > deadline) return std::nullopt;
+    if (limit.Passed()) return std::nullopt;
   }
   const auto final_state = layers[k].find(all);
   if (final_state == layers[k].end()) return result;  // nothing beats the given order
@@ -550,14 +560,15 @@ absl::StatusOr<MemoryOrder> FindMemoryAwareOrder(const Graph& graph,
   };
   // The given order always; every other member only while time is left (each is O(n log n):
   // on a 200,000-op net the six took 0.5 s, whatever the limit).
-  auto time_left = [&] { return Clock::now() < deadline; };
+  const Limit limit{deadline, options.stop};
+  auto time_left = [&] { return !limit.Passed(); };
   for (OrderKind kind : {OrderKind::kGiven, OrderKind::kTopological, OrderKind::kLongestPath}) {
     if (kind != OrderKind::kGiven && !time_left()) break;
     MG_ASSIGN_OR_RETURN(Schedule s, MakeSchedule(graph, kind));
     consider(std::string(OrderName(kind)), std::move(s.ops));
   }
   best.given_peak_bytes = best.tried.front().second;
-  if (time_left()) consider("lpmf", LpmfOrder(model, deadline));
+  if (time_left()) consider("lpmf", LpmfOrder(model, limit));
   if (time_left()) consider("bfs", KahnQueueOrder(model, /*lifo=*/false));
   if (time_left()) consider("dfs", KahnQueueOrder(model, /*lifo=*/true));
 
@@ -566,7 +577,8 @@ absl::StatusOr<MemoryOrder> FindMemoryAwareOrder(const Graph& graph,
   const auto local_deadline =
       now + util::ShareOfTimeLeft(now, deadline, time_shares::kOrderLocalSearch);
   std::vector<OpId> searched = best.ops;
-  if (LocalSearch(model, searched, options.local_search_moves, local_deadline)) {
+  if (LocalSearch(model, searched, options.local_search_moves,
+                  Limit{local_deadline, options.stop})) {
     consider("local-search", std::move(searched));
   }
 
@@ -595,7 +607,7 @@ absl::StatusOr<MemoryOrder> FindMemoryAwareOrder(const Graph& graph,
     }
     std::optional<SegmentResult> solved;
     if (have_cuts && end - begin <= kMaxExactSegmentOps) {
-      solved = SolveSegment(model, best.ops, begin, end, deadline);
+      solved = SolveSegment(model, best.ops, begin, end, limit);
     }
     if (solved.has_value()) {
       spliced.insert(spliced.end(), solved->ops.begin(), solved->ops.end());

@@ -50,6 +50,7 @@
 #ifndef MEMONGER_MEMONGER_MEMORY_ORDER_H_
 #define MEMONGER_MEMONGER_MEMORY_ORDER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -71,6 +72,9 @@ struct MemoryOrderOptions {
   double time_limit_seconds = 1;
   int local_search_moves = 20000;  // accepted and rejected moves together
   bool exact = true;               // run the exact search where it applies
+  // The caller's request to stop (PlanOptions::stop): read where the clock is; the search
+  // returns the best order found so far. nullptr: none.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct MemoryOrder {

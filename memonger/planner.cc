@@ -270,6 +270,7 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
     order_options.liveness = liveness_options;
     order_options.liveness.in_place = false;
     order_options.time_limit_seconds = limit.Share(time_shares::kOrderSearch).limit_seconds();
+    order_options.stop = options.stop;
     MG_ASSIGN_OR_RETURN(MemoryOrder best, FindMemoryAwareOrder(graph, order_options));
     schedule.order = OrderKind::kMemoryAware;
     schedule.ops = std::move(best.ops);

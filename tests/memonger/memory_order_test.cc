@@ -9,6 +9,7 @@
 #include "memonger/memory_order.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -290,6 +291,32 @@ TEST(MemoryOrderTest, NoTimeLeavesTheGivenOrder) {
   }
   EXPECT_EQ(best->peak_bytes, best->given_peak_bytes);
   EXPECT_TRUE(CheckSchedule(g, best->ops).ok());
+}
+
+// A caller's stop (Python's Ctrl-C) set before the search, with all the time in the world:
+// as with no time, only the given order is tried (the exact search splices no segment in).
+TEST(MemoryOrderTest, StopLeavesTheGivenOrder) {
+  const Graph g = testing::RandomGraph(6, {.num_ops = 500, .num_inputs = 4, .max_op_inputs = 3,
+                                           .max_op_outputs = 2});
+  std::atomic<bool> stop{true};
+  MemoryOrderOptions options;
+  options.time_limit_seconds = 100;
+  options.stop = &stop;
+  absl::StatusOr<MemoryOrder> best = FindMemoryAwareOrder(g, options);
+  ASSERT_TRUE(best.ok()) << best.status();
+  ASSERT_FALSE(best->tried.empty());
+  EXPECT_EQ(best->tried.front().first, "given");
+  for (const auto& [name, peak] : best->tried) {
+    EXPECT_TRUE(name == "given" || name == "exact") << name << " ran after the stop";
+  }
+  EXPECT_EQ(best->peak_bytes, best->given_peak_bytes);
+  EXPECT_TRUE(CheckSchedule(g, best->ops).ok());
+  // Without the stop the same search tries more.
+  stop = false;
+  options.time_limit_seconds = 1;
+  absl::StatusOr<MemoryOrder> searched = FindMemoryAwareOrder(g, options);
+  ASSERT_TRUE(searched.ok());
+  EXPECT_GT(searched->tried.size(), best->tried.size());
 }
 
 TEST(MemoryOrderTest, EmptyAndOneOpGraphs) {
