@@ -107,8 +107,9 @@ absl::StatusOr<Graph> LoadModelBytes(const std::string& bytes, const std::string
   }
   if (IsTextExtension(ext)) {
     if (const size_t nul = bytes.find('\0'); nul != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(util::Quote(name), ": binary data (a NUL byte at byte ",
-                                                     nul, ") where text is expected"));
+      return absl::InvalidArgumentError(absl::StrCat(util::Quote(name),
+                                                     ": binary data (a NUL byte at byte ", nul,
+                                                     ") where text is expected"));
     }
   }
   return ParseModel(bytes, name, options);

@@ -41,7 +41,6 @@
 #include "graph/model_loader.h"
 #include "kernels/cuda/kernels_device.h"
 #include "memonger/planner.h"
-#include "memonger/recompute.h"
 #include "memonger/verify_plan.h"
 #include "report/fit.h"
 #include "report/plan_html.h"
@@ -303,28 +302,16 @@ PyPlan PlanOnce(const std::shared_ptr<Source>& source, std::atomic<bool>& stop) 
   PyPlan result;
   result.budget = flags.budget;
   result.model_bytes = source->net.model_bytes;
-  if (flags.recompute != "none") {
-    if (!graph::HasGradientOps(graph)) {
-      throw Failure(
-          "recompute is for training nets: this net has no backward ops (mode='training')");
-    }
-    const RecomputeKind kind = ValueOrRaise(ParseRecompute(flags.recompute));
-    absl::StatusOr<RecomputedPlan> recomputed =
-        PlanWithRecomputation(graph, options, kind, flags.budget);
-    if (absl::IsResourceExhausted(recomputed.status())) {
-      throw Failure(absl::StrCat("the budget is infeasible: ",
-                                 tools::OneLine(recomputed.status().message())));
-    }
-    RecomputedPlan r = ValueOrRaise(std::move(recomputed));
-    graph = std::move(r.graph);
-    result.plan = std::move(r.plan);
-  } else {
-    result.plan = ValueOrRaise(PlanMemory(graph, options));
+  if (flags.recompute != "none" && !graph::HasGradientOps(graph)) {
+    throw Failure("recompute is for training nets: this net has no backward ops (mode='training')");
   }
-  if (absl::Status s = VerifyPlan(graph, result.plan); !s.ok()) {
-    throw Failure(absl::StrCat("the planner '", result.plan.planner,
-                               "' produced an invalid plan: ", s.message()));
+  absl::StatusOr<Plan> plan = tools::PlanWithFlags(flags, options, graph);
+  if (absl::IsResourceExhausted(plan.status())) {
+    throw Failure(
+        absl::StrCat("the budget is infeasible: ", tools::OneLine(plan.status().message())));
   }
+  result.plan = ValueOrRaise(std::move(plan));
+  RaiseIfError(tools::CheckPlannerPlan(graph, result.plan));
   result.graph = std::make_shared<const graph::Graph>(std::move(graph));
   return result;
 }
@@ -498,22 +485,21 @@ PYBIND11_MODULE(_memonger, m) {
       .def_property_readonly("num_ops", [](const Model& model) { return model.typed().num_ops(); })
       .def_property_readonly("num_values",
                              [](const Model& model) { return model.typed().num_values(); })
-      .def_property_readonly("outputs",
-                             [](const Model& model) {
-                               // The graph outputs: name, dtype, shape.
-                               std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>>
-                                   outputs;
-                               const mg::graph::Graph& g = model.typed();
-                               for (mg::graph::ValueId v : g.outputs()) {
-                                 const mg::graph::Value& value = g.value(v);
-                                 if (!value.type.has_value()) continue;
-                                 outputs.emplace_back(
-                                     value.name,
-                                     std::string(mg::graph::DataTypeName(value.type->dtype)),
-                                     value.type->dims);
-                               }
-                               return outputs;
-                             })
+      .def_property_readonly(
+          "outputs",
+          [](const Model& model) {
+            // The graph outputs: name, dtype, shape.
+            std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> outputs;
+            const mg::graph::Graph& g = model.typed();
+            for (mg::graph::ValueId v : g.outputs()) {
+              const mg::graph::Value& value = g.value(v);
+              if (!value.type.has_value()) continue;
+              outputs.emplace_back(value.name,
+                                   std::string(mg::graph::DataTypeName(value.type->dtype)),
+                                   value.type->dims);
+            }
+            return outputs;
+          })
       .def_property_readonly("inputs", [](const Model& model) {
         // The graph inputs the caller gives (not weights or constants): name, dtype, shape.
         std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> inputs;
@@ -621,6 +607,6 @@ PYBIND11_MODULE(_memonger, m) {
   m.def("plan", &PlanModel, py::arg("model"), py::arg("args"));
   m.def("fit", &Fit, py::arg("model"), py::arg("args"));
   m.def("execute", &Execute, py::arg("model"), py::arg("plan"), py::arg("inputs"),
-        py::arg("device") = "host",
-        py::arg("seed") = 0, py::arg("seed_missing") = false, py::arg("threads") = 1);
+        py::arg("device") = "host", py::arg("seed") = 0, py::arg("seed_missing") = false,
+        py::arg("threads") = 1);
 }

@@ -331,10 +331,7 @@ int RunSizeBlind(const Flags& flags, const memonger::graph::Graph& graph,
   options.memonger.size_blind = true;
   absl::StatusOr<memonger::Plan> plan = memonger::PlanMemory(graph, options);
   if (!plan.ok()) return fail(plan.status());
-  if (auto s = memonger::VerifyPlan(graph, *plan); !s.ok()) {
-    return fail(absl::InternalError(absl::StrCat(
-        "the planner '", plan->planner, "' produced an invalid plan: ", s.message())));
-  }
+  if (absl::Status s = memonger::tools::CheckPlannerPlan(graph, *plan); !s.ok()) return fail(s);
   absl::StatusOr<memonger::RewrittenNet> rewritten = memonger::RewriteNet(graph, *plan);
   if (!rewritten.ok()) return fail(rewritten.status());
   memonger::util::OutputFiles outputs;
@@ -441,20 +438,16 @@ absl::StatusOr<memonger::Plan> MakePlan(const RunContext& run, const SavedPlan& 
                                         std::optional<int>& exit_code) {
   const Flags& flags = run.flags;
   if (flags.recompute != "none") {
-    MG_ASSIGN_OR_RETURN(memonger::RecomputeKind kind, memonger::ParseRecompute(flags.recompute));
-    auto recomputed = memonger::PlanWithRecomputation(graph, options, kind, flags.budget);
-    if (absl::IsResourceExhausted(recomputed.status())) {
-      std::cerr << "optimize-net: the budget is infeasible: "
-                << OneLine(recomputed.status().message()) << "\n";
+    absl::StatusOr<memonger::Plan> plan = memonger::tools::PlanWithFlags(flags, options, graph);
+    if (absl::IsResourceExhausted(plan.status())) {
+      std::cerr << "optimize-net: the budget is infeasible: " << OneLine(plan.status().message())
+                << "\n";
       exit_code = kExitOverBudget;
-      return recomputed.status();
     }
-    if (!recomputed.ok()) return recomputed.status();
-    graph = std::move(recomputed->graph);
-    return std::move(recomputed->plan);
+    return plan;
   }
   if (flags.plan_in.empty()) {
-    absl::StatusOr<memonger::Plan> plan = memonger::PlanMemory(graph, options);
+    absl::StatusOr<memonger::Plan> plan = memonger::tools::PlanWithFlags(flags, options, graph);
     if (options.exact_progress) std::cerr << "\r\033[K" << std::flush;  // clear the progress line
     return plan;
   }
@@ -462,7 +455,8 @@ absl::StatusOr<memonger::Plan> MakePlan(const RunContext& run, const SavedPlan& 
     // The binding: the --dim values, or the workload's own n and batch.
     memonger::graph::SymbolBindings dims = flags.bindings.dims;
     if (run.source.workload.has_value()) {
-      MG_RETURN_IF_ERROR(memonger::graph::BuildSymbolicWorkload(*run.source.workload, &dims).status());
+      MG_RETURN_IF_ERROR(
+          memonger::graph::BuildSymbolicWorkload(*run.source.workload, &dims).status());
     }
     return memonger::BindSymbolicPlanJson(graph, *saved.text, flags.plan_in, dims);
   }
@@ -474,13 +468,11 @@ absl::StatusOr<memonger::Plan> MakePlan(const RunContext& run, const SavedPlan& 
 // planner's.
 absl::Status CheckPlan(const Flags& flags, const memonger::graph::Graph& graph,
                        memonger::Plan& plan) {
-  if (auto s = memonger::VerifyPlan(graph, plan); !s.ok()) {
-    if (!flags.plan_in.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flags.plan_in, ": the plan is not valid for this model: ", s.message()));
-    }
-    return absl::InternalError(absl::StrCat("the planner '", plan.planner,
-                                            "' produced an invalid plan: ", s.message()));
+  if (flags.plan_in.empty()) {
+    MG_RETURN_IF_ERROR(memonger::tools::CheckPlannerPlan(graph, plan));
+  } else if (auto s = memonger::VerifyPlan(graph, plan); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flags.plan_in, ": the plan is not valid for this model: ", s.message()));
   }
   // Said once the saved plan has verified (a plan refused gets its one line of error only).
   if (!flags.plan_in_overrides.empty()) {

@@ -159,6 +159,24 @@ absl::StatusOr<PlanOptions> MakePlanOptions(const Flags& flags, const graph::Gra
   return options;
 }
 
+absl::Status CheckPlannerPlan(const graph::Graph& graph, const Plan& plan) {
+  if (absl::Status s = VerifyPlan(graph, plan); !s.ok()) {
+    return absl::InternalError(
+        absl::StrCat("the planner '", plan.planner, "' produced an invalid plan: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Plan> PlanWithFlags(const Flags& flags, const PlanOptions& options,
+                                   graph::Graph& graph) {
+  if (flags.recompute == "none") return PlanMemory(graph, options);
+  MG_ASSIGN_OR_RETURN(const RecomputeKind kind, ParseRecompute(flags.recompute));
+  MG_ASSIGN_OR_RETURN(RecomputedPlan recomputed,
+                      PlanWithRecomputation(graph, options, kind, flags.budget));
+  graph = std::move(recomputed.graph);
+  return std::move(recomputed.plan);
+}
+
 absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& options,
                                   bool training) {
   const Flags& flags = *source.flags;
@@ -177,10 +195,7 @@ absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& op
   }
   if (training) search.cures.push_back({"recompute", options, /*recompute=*/true});
   auto point_of = [](const graph::Graph& g, const Plan& plan) -> absl::StatusOr<FitPoint> {
-    if (auto s = VerifyPlan(g, plan); !s.ok()) {
-      return absl::InternalError(
-          absl::StrCat("the planner '", plan.planner, "' produced an invalid plan: ", s.message()));
-    }
+    MG_RETURN_IF_ERROR(CheckPlannerPlan(g, plan));
     FitPoint point;
     point.arena_bytes = plan.arena_bytes;
     point.device_bytes = plan.arena_bytes + plan.static_bytes;

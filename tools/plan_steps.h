@@ -71,6 +71,16 @@ absl::StatusOr<graph::Graph> MakeGraph(const NetSource& source, const GraphReque
 // it). No progress callback: a terminal's is the tool's to set.
 absl::StatusOr<PlanOptions> MakePlanOptions(const Flags& flags, const graph::Graph& graph);
 
+// The verifier's verdict on a plan a planner made for `graph`: Internal, naming the planner,
+// where VerifyPlan refuses it (a planner bug, never the input's fault).
+absl::Status CheckPlannerPlan(const graph::Graph& graph, const Plan& plan);
+
+// The plan the flags ask for of `graph`, not yet verified: with --recompute, the net rewritten
+// for recomputation (`graph` becomes it) and its plan, ResourceExhausted where no choice meets
+// --budget; else PlanMemory's.
+absl::StatusOr<Plan> PlanWithFlags(const Flags& flags, const PlanOptions& options,
+                                   graph::Graph& graph);
+
 // --fit: the largest value of flags.fit whose plan fits flags.budget, for the given order, for
 // the memory-aware order and, for a training net, with recomputation (report/fit.h). Every plan
 // the search makes is checked by VerifyPlan. Cancelled once options.stop is set (before the
