@@ -1,16 +1,22 @@
 #include "graph/gradient_builder.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
 #include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "graph/attribute.h"
 #include "graph/batch_normalization_mode.h"
 #include "graph/rebuild.h"
+#include "graph/tensor_data.h"
 #include "graph/shape_inference.h"
 #include "util/status_macros.h"
 
@@ -71,6 +77,12 @@ class Builder {
       contributions_[loss].push_back(grad);
     }
     for (OpId id = fwd_.num_ops() - 1; id >= 0; --id) MG_RETURN_IF_ERROR(Backward(id));
+    if (!missing_rules_.empty()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "no gradient rule for ", missing_rules_.size() == 1 ? "op type " : "op types ",
+          absl::StrJoin(missing_rules_, ", "), " (first: ", missing_example_,
+          "; graph/gradient_builder.h lists the rules)"));
+    }
     // Parameters (no producer): their gradients, declared.
     for (ValueId v = 0; v < fwd_.num_values(); ++v) {
       const Value& value = fwd_.value(v);
@@ -117,8 +129,12 @@ class Builder {
 
   // A fresh blob name "<value>_<suffix>" ('@' of later versions spelled "_v").
   std::string NewName(const Value& value, absl::string_view suffix) {
-    const std::string base =
-        absl::StrCat(absl::StrReplaceAll(value.DisplayName(), {{"@", "_v"}}), "_", suffix);
+    return FreshName(
+        absl::StrCat(absl::StrReplaceAll(value.DisplayName(), {{"@", "_v"}}), "_", suffix));
+  }
+
+  // `base`, or "<base>_<k>" for the first k that no value of either net has.
+  std::string FreshName(const std::string& base) {
     std::string name = base;
     for (int k = 1; !used_names_.insert(name).second; ++k) name = absl::StrCat(base, "_", k);
     return name;
@@ -304,38 +320,6 @@ class Builder {
       Emit("EfficientAttentionGradient", name, inputs,
            {GradOutput(in(0)), GradOutput(in(1)), GradOutput(in(2)), op.name + "_grad_workspace"},
            op.attrs);
-    } else if (t == "Add") {
-      const TensorType& c = *fwd_.value(op.outputs[0]).type;
-      for (size_t i = 0; i < 2; ++i) {
-        if (!needs_[in(i)]) continue;
-        const TensorType& x = *fwd_.value(in(i)).type;
-        if (x.dims == c.dims) {
-          Contribute(in(i), *dy[0]);
-          continue;
-        }
-        // A trailing-dims operand (a bias): sum the leading dims away.
-        const size_t lead = c.dims.size() - std::min(c.dims.size(), x.dims.size());
-        if (x.dims.size() > c.dims.size() ||
-            !std::equal(x.dims.begin(), x.dims.end(), c.dims.begin() + lead)) {
-          return absl::UnimplementedError(
-              absl::StrCat("gradient of ", op.Label(), ": operand ", i,
-                           " broadcasts other than over leading dims (not supported)"));
-        }
-        std::vector<int64_t> axes;
-        for (size_t a = 0; a < lead; ++a) axes.push_back(static_cast<int64_t>(a));
-        const std::string g = GradOutput(in(i));
-        Emit("ReduceSum", g, {*dy[0]}, {g},
-             {Attribute{"axes", axes}, Attribute{"keepdims", int64_t{0}}});
-      }
-    } else if (t == "Mul") {
-      if (needs_[in(1)]) {
-        return absl::UnimplementedError(
-            absl::StrCat("gradient of ", op.Label(), ": only a factor without a gradient (a "
-                         "constant) is supported as input 1"));
-      }
-      MG_ASSIGN_OR_RETURN(std::string b, read(1));
-      const std::string g = GradOutput(in(0));
-      Emit("Mul", g, {*dy[0], b}, {g});
     } else if (t == "Transpose") {
       std::optional<std::vector<int64_t>> perm = op.attributes().GetInts("perm");
       const size_t rank = fwd_.value(in(0)).type->dims.size();
@@ -420,11 +404,447 @@ class Builder {
             "gradient of ", op.Label(), ": a bias that needs a gradient is not supported"));
       }
       Contribute(in(0), *dy[0]);
+    } else if (absl::Status s = ExporterRule(id, op, dy, name); !absl::IsNotFound(s)) {
+      return s;
     } else {
-      return absl::UnimplementedError(absl::StrCat(
-          "no gradient rule for ", op.Label(), " (graph/gradient_builder.h lists the rules)"));
+      // Every op type without a rule is named at once (Build reports them together); the
+      // op's inputs get no gradient from it, so the pass goes on only to find the others.
+      missing_rules_.insert(t);
+      if (missing_example_.empty()) missing_example_ = op.Label();
+      // The result is that error, never a graph: the output's gradient is passed to the inputs
+      // as a stand-in, so that the ops before this one are reached and named too.
+      const auto given = std::find_if(dy.begin(), dy.end(),
+                                      [](const std::optional<std::string>& g) { return g.has_value(); });
+      const std::string stand_in = **given;
+      for (ValueId v : op.inputs) Contribute(v, stand_in);
     }
     return absl::OkStatus();
+  }
+
+  // ---- The ops exporters write (torch.onnx.export, opsets 13-17) -------------------------
+  // Each rule is built from ops that have kernels (and schemas, or a declared output type), so
+  // every intermediate is a value the planners see and the memory is what the composition
+  // really holds. NotFound: no rule for the op's type.
+
+  // A fresh blob name "<op's output 0>_grad_<what>" for an intermediate of op's gradient.
+  std::string Temp(const Op& op, absl::string_view what) {
+    return NewName(fwd_.value(op.outputs[0]), absl::StrCat("grad_", what));
+  }
+
+  // Emits `type`(inputs) into a fresh intermediate; returns its name.
+  std::string Apply(const Op& op, absl::string_view what, const std::string& type,
+                    std::vector<std::string> inputs, std::vector<Attribute> attrs = {}) {
+    const std::string out = Temp(op, what);
+    Emit(type, out, std::move(inputs), {out}, std::move(attrs));
+    return out;
+  }
+
+  // A scalar constant of `dtype` (ConstantFill without inputs), made once per value and type.
+  std::string Scalar(double value, DataType dtype) {
+    auto [it, inserted] = scalars_.try_emplace(std::make_pair(value, dtype));
+    if (inserted) {
+      it->second = FreshName(absl::StrCat("grad_scalar_", DataTypeName(dtype)));
+      Emit("ConstantFill", it->second, {}, {it->second},
+           {Attribute{"value", value}, Attribute{"dtype", std::string(DataTypeName(dtype))}});
+    }
+    return it->second;
+  }
+
+  // The numbers a static input holds (an ONNX initializer or Constant): nullopt when the graph
+  // has no data for it or its element type is not one read here.
+  std::optional<std::vector<double>> StaticValues(ValueId v) const {
+    const StaticData* data = fwd_.static_data();
+    if (data == nullptr) return std::nullopt;
+    const auto it = data->find(fwd_.value(v).name);
+    if (it == data->end()) return std::nullopt;
+    const TensorData& t = it->second;
+    std::vector<double> values;
+    auto read = [&](auto tag) {
+      using T = decltype(tag);
+      const size_t n = t.bytes.size() / sizeof(T);
+      for (size_t i = 0; i < n; ++i) {
+        T x;
+        std::memcpy(&x, t.bytes.data() + i * sizeof(T), sizeof(T));
+        values.push_back(static_cast<double>(x));
+      }
+    };
+    switch (t.type.dtype) {
+      case DataType::kFloat32: read(float{}); break;
+      case DataType::kFloat64: read(double{}); break;
+      case DataType::kInt64: read(int64_t{}); break;
+      case DataType::kInt32: read(int32_t{}); break;
+      case DataType::kBool: read(uint8_t{}); break;
+      default: return std::nullopt;
+    }
+    return values;
+  }
+
+  // Integers an op takes from an attribute or, in later opsets, from a static input: the
+  // attribute `attr` when present, else the data of input `slot` (absent: nullopt with ok).
+  absl::StatusOr<std::optional<std::vector<int64_t>>> StaticInts(const Op& op, size_t slot,
+                                                                 absl::string_view attr) const {
+    if (std::optional<std::vector<int64_t>> a = op.attributes().GetInts(attr)) return a;
+    if (slot >= op.inputs.size()) return std::optional<std::vector<int64_t>>();
+    std::optional<std::vector<double>> values = StaticValues(op.inputs[slot]);
+    if (!values.has_value()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "gradient of ", op.Label(), ": its ", attr, " (input ", slot,
+          ") are computed, not constants of the model (not supported)"));
+    }
+    std::vector<int64_t> ints;
+    for (double d : *values) ints.push_back(static_cast<int64_t>(d));
+    return std::optional<std::vector<int64_t>>(std::move(ints));
+  }
+
+  // Contributes `g`, of the op output's dims `g_dims`, to `target`, which broadcast to them
+  // (numpy's right-aligned rules): summed over the axes target broadcast along (ReduceSum,
+  // keepdims), then reshaped where target has fewer dims.
+  absl::Status SumTo(const Op& op, ValueId target, const std::string& g,
+                     const std::vector<int64_t>& g_dims) {
+    if (!needs_[target]) return absl::OkStatus();
+    const std::vector<int64_t>& dims = fwd_.value(target).type->dims;
+    if (dims == g_dims) {
+      Contribute(target, g);
+      return absl::OkStatus();
+    }
+    auto not_broadcast = [&]() {
+      return absl::InternalError(absl::StrCat(
+          "gradient of ", op.Label(), ": '", fwd_.value(target).DisplayName(), "' ",
+          DimsToString(dims), " does not broadcast to the output's ", DimsToString(g_dims)));
+    };
+    if (dims.size() > g_dims.size()) return not_broadcast();
+    const size_t lead = g_dims.size() - dims.size();
+    std::vector<int64_t> axes;
+    std::vector<int64_t> kept = g_dims;
+    for (size_t a = 0; a < g_dims.size(); ++a) {
+      const int64_t d = a < lead ? 1 : dims[a - lead];
+      if (d == g_dims[a]) continue;
+      if (d != 1) return not_broadcast();
+      axes.push_back(static_cast<int64_t>(a));
+      kept[a] = 1;
+    }
+    const bool reshape = kept != dims;
+    std::string current = g;
+    if (!axes.empty()) {
+      const std::string out = reshape ? Temp(op, "sum") : GradOutput(target);
+      Emit("ReduceSum", out, {current}, {out},
+           {Attribute{"axes", axes}, Attribute{"keepdims", int64_t{1}}});
+      current = out;
+    }
+    if (reshape) {
+      const std::string out = GradOutput(target);
+      Emit("Reshape", out, {current}, {out}, ReshapeBackAttrs(dims, kept));
+    }
+    return absl::OkStatus();
+  }
+
+  // `type`(inputs), of the op output's dims, as target's gradient: written straight into it
+  // when target has those dims, else into an intermediate that SumTo reduces.
+  absl::Status EmitFor(const Op& op, ValueId target, const std::string& type,
+                       std::vector<std::string> inputs, std::vector<Attribute> attrs = {}) {
+    if (!needs_[target]) return absl::OkStatus();
+    const std::vector<int64_t>& y_dims = fwd_.value(op.outputs[0]).type->dims;
+    if (fwd_.value(target).type->dims == y_dims) {
+      const std::string g = GradOutput(target);
+      Emit(type, g, std::move(inputs), {g}, std::move(attrs));
+      return absl::OkStatus();
+    }
+    return SumTo(op, target, Apply(op, "full", type, std::move(inputs), std::move(attrs)),
+                 y_dims);
+  }
+
+  // Emits an op that has no schema (Pad, ScatterND) into `target`'s gradient, declaring its
+  // output's type (target's).
+  void EmitDeclared(ValueId target, const std::string& type, std::vector<std::string> inputs,
+                    std::vector<Attribute> attrs) {
+    const std::string g = GradOutput(target);
+    out_.Declare(g, DeclarationOf(*fwd_.value(target).type));
+    Emit(type, g, std::move(inputs), {g}, std::move(attrs));
+  }
+
+  absl::Status ExporterRule(OpId id, const Op& op,
+                            const std::vector<std::optional<std::string>>& dy,
+                            const std::string& name) {
+    const std::string& t = op.type;
+    auto in = [&](size_t i) { return op.inputs[i]; };
+    auto needs = [&](size_t i) { return i < op.inputs.size() && needs_[op.inputs[i]]; };
+    auto read = [&](size_t i) { return Read(op.inputs[i], op); };
+    auto unsupported = [&](absl::string_view what) {
+      return absl::UnimplementedError(
+          absl::StrCat("gradient of ", op.Label(), ": ", what, " (not supported)"));
+    };
+    const TensorType& y_type = *fwd_.value(op.outputs[0]).type;
+    const std::vector<int64_t>& y_dims = y_type.dims;
+    const DataType dtype = y_type.dtype;
+    auto output0 = [&]() { return CheckOnlyOutput0HasGradient(op, dy); };
+
+    if (t == "Add" || t == "Sub") {
+      MG_RETURN_IF_ERROR(SumTo(op, in(0), *dy[0], y_dims));
+      if (needs(1)) {
+        if (t == "Add") return SumTo(op, in(1), *dy[0], y_dims);
+        return EmitFor(op, in(1), "Neg", {*dy[0]});
+      }
+      return absl::OkStatus();
+    }
+    if (t == "Mul") {  // dA = dC B, dB = dC A
+      for (size_t i = 0; i < 2; ++i) {
+        if (!needs(i)) continue;
+        MG_ASSIGN_OR_RETURN(std::string other, read(1 - i));
+        MG_RETURN_IF_ERROR(EmitFor(op, in(i), "Mul", {*dy[0], other}));
+      }
+      return absl::OkStatus();
+    }
+    if (t == "Div") {  // dA = dC / B, dB = -(dC / B) C
+      MG_ASSIGN_OR_RETURN(std::string b, read(1));
+      const std::string over_b = Apply(op, "over_b", "Div", {*dy[0], b});
+      MG_RETURN_IF_ERROR(SumTo(op, in(0), over_b, y_dims));
+      if (!needs(1)) return absl::OkStatus();
+      MG_ASSIGN_OR_RETURN(std::string c, Read(op.outputs[0], op));
+      return EmitFor(op, in(1), "Neg", {Apply(op, "times_c", "Mul", {over_b, c})});
+    }
+    if (t == "Pow") {  // dX = dY e X^(e-1)
+      if (needs(1)) return unsupported("a gradient for the exponent");
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      const DataType x_type = fwd_.value(in(0)).type->dtype;
+      std::optional<std::vector<double>> e = StaticValues(in(1));
+      if (e.has_value() && e->size() == 1) {
+        const double p = (*e)[0];
+        if (p == 1) return SumTo(op, in(0), *dy[0], y_dims);
+        const std::string power =
+            p == 2 ? x : Apply(op, "power", "Pow", {x, Scalar(p - 1, x_type)});
+        return EmitFor(op, in(0), "Mul",
+                       {Apply(op, "scaled", "Mul", {*dy[0], power}), Scalar(p, x_type)});
+      }
+      MG_ASSIGN_OR_RETURN(std::string exponent, read(1));
+      if (fwd_.value(in(1)).type->dtype != x_type) {
+        exponent = Apply(op, "exponent", "Cast", {exponent},
+                         {Attribute{"to", std::string(DataTypeName(x_type))}});
+      }
+      const std::string minus_one = Apply(op, "exponent_minus_1", "Sub",
+                                          {exponent, Scalar(1, x_type)});
+      const std::string power = Apply(op, "power", "Pow", {x, minus_one});
+      return EmitFor(op, in(0), "Mul",
+                     {Apply(op, "scaled", "Mul", {*dy[0], power}), exponent});
+    }
+    if (t == "Sqrt") {  // dX = dY / (2 Y)
+      MG_ASSIGN_OR_RETURN(std::string y, Read(op.outputs[0], op));
+      return EmitFor(op, in(0), "Div", {*dy[0], Apply(op, "twice", "Mul", {y, Scalar(2, dtype)})});
+    }
+    if (t == "Exp") {
+      MG_ASSIGN_OR_RETURN(std::string y, Read(op.outputs[0], op));
+      return EmitFor(op, in(0), "Mul", {*dy[0], y});
+    }
+    if (t == "Log") {
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      return EmitFor(op, in(0), "Div", {*dy[0], x});
+    }
+    if (t == "Neg") return EmitFor(op, in(0), "Neg", {*dy[0]});
+    if (t == "Reciprocal") {  // dX = -dY Y^2
+      MG_ASSIGN_OR_RETURN(std::string y, Read(op.outputs[0], op));
+      const std::string scaled =
+          Apply(op, "scaled", "Mul", {*dy[0], Apply(op, "square", "Mul", {y, y})});
+      return EmitFor(op, in(0), "Neg", {scaled});
+    }
+    if (t == "Erf") {  // dX = dY 2/sqrt(pi) exp(-X^2)
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      const std::string gauss = Apply(
+          op, "gauss", "Exp", {Apply(op, "neg_square", "Neg", {Apply(op, "square", "Mul", {x, x})})});
+      return EmitFor(op, in(0), "Mul",
+                     {Apply(op, "scaled", "Mul", {*dy[0], gauss}),
+                      Scalar(2.0 / std::sqrt(std::acos(-1.0)), dtype)});
+    }
+    if (t == "LogSoftmax") {  // dX = dY - exp(Y) sum(dY) along the axis
+      MG_ASSIGN_OR_RETURN(std::string y, Read(op.outputs[0], op));
+      const int64_t axis = op.attributes().GetInt("axis", -1);
+      const std::string sum = Apply(op, "sum", "ReduceSum", {*dy[0]},
+                                    {Attribute{"axes", std::vector<int64_t>{axis}},
+                                     Attribute{"keepdims", int64_t{1}}});
+      const std::string probs = Apply(op, "probs", "Exp", {y});
+      return EmitFor(op, in(0), "Sub", {*dy[0], Apply(op, "scaled", "Mul", {probs, sum})});
+    }
+    if (t == "Where") {  // each branch receives dY where it was chosen, 0 elsewhere
+      MG_ASSIGN_OR_RETURN(std::string condition, read(0));
+      const std::string zero = Scalar(0, dtype);
+      MG_RETURN_IF_ERROR(EmitFor(op, in(1), "Where", {condition, *dy[0], zero}));
+      return EmitFor(op, in(2), "Where", {condition, zero, *dy[0]});
+    }
+    if (t == "Expand") return SumTo(op, in(0), *dy[0], y_dims);
+    if (t == "Clip") {  // dX = dY where min < X < max (PyTorch's hardtanh; clamp counts the ends)
+      if (op.attributes().Has("onnx_input_slots")) return unsupported("an omitted min or max");
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      std::vector<std::string> masks;
+      for (size_t i = 1; i < 3; ++i) {
+        std::string bound;
+        if (i < op.inputs.size()) {
+          if (needs(i)) return unsupported("a gradient for the bounds");
+          MG_ASSIGN_OR_RETURN(bound, read(i));
+        } else if (std::optional<double> a = op.attributes().GetFloat(i == 1 ? "min" : "max")) {
+          bound = Scalar(*a, dtype);
+        } else {
+          continue;
+        }
+        masks.push_back(Apply(op, i == 1 ? "above_min" : "below_max",
+                              i == 1 ? "Greater" : "Less", {x, bound}));
+      }
+      if (masks.empty()) return SumTo(op, in(0), *dy[0], y_dims);
+      const std::string mask =
+          masks.size() == 1 ? masks[0] : Apply(op, "inside", "And", {masks[0], masks[1]});
+      return EmitFor(op, in(0), "Where", {mask, *dy[0], Scalar(0, dtype)});
+    }
+    if (t == "HardSigmoid" || t == "HardSwish") {
+      // HardSigmoid: Y = clip(alpha X + beta, 0, 1), dX = alpha dY inside (0, 1).
+      // HardSwish: Y = X HardSigmoid(X) (alpha 1/6, beta 1/2), dX = dY (X / 3 + 1/2) for
+      // -3 <= X <= 3, dY above, 0 below (PyTorch's hardswish_backward).
+      MG_ASSIGN_OR_RETURN(std::string x, read(0));
+      const bool swish = t == "HardSwish";
+      const double alpha = swish ? 1.0 / 6 : op.attributes().GetFloat("alpha").value_or(0.2);
+      const double beta = swish ? 0.5 : op.attributes().GetFloat("beta").value_or(0.5);
+      const double low = -beta / alpha, high = (1 - beta) / alpha;  // where the clip starts
+      const std::string below = Apply(op, "below", swish ? "Less" : "LessOrEqual",
+                                      {x, Scalar(low, dtype)});
+      const std::string above = Apply(op, "above", swish ? "Greater" : "GreaterOrEqual",
+                                      {x, Scalar(high, dtype)});
+      std::string slope;
+      if (swish) {
+        const std::string inner = Apply(
+            op, "slope", "Add", {Apply(op, "third", "Mul", {x, Scalar(1.0 / 3, dtype)}),
+                                 Scalar(0.5, dtype)});
+        slope = Apply(op, "slope_high", "Where", {above, Scalar(1, dtype), inner});
+      } else {
+        slope = Apply(op, "slope_high", "Where", {above, Scalar(0, dtype), Scalar(alpha, dtype)});
+      }
+      slope = Apply(op, "slope_low", "Where", {below, Scalar(0, dtype), slope});
+      return EmitFor(op, in(0), "Mul", {*dy[0], slope});
+    }
+    if (t == "Dropout") {
+      MG_RETURN_IF_ERROR(output0());
+      // Caffe2's Dropout (ratio, is_test attributes): DropoutGrad(dY, mask) while training.
+      if (op.attributes().Has("ratio") || op.attributes().Has("is_test")) {
+        if (op.attributes().GetInt("is_test", 0) != 0) return SumTo(op, in(0), *dy[0], y_dims);
+        const std::string mask = EnsureOutput(id, 1, "mask");
+        Emit("DropoutGrad", name, {*dy[0], mask}, {GradOutput(in(0))}, op.attrs);
+        return absl::OkStatus();
+      }
+      // ONNX: the identity unless training_mode is true and the ratio is not 0; then
+      // dX = dY mask / (1 - ratio).
+      bool training = false;
+      if (op.inputs.size() > 2) {
+        std::optional<std::vector<double>> mode = StaticValues(in(2));
+        if (!mode.has_value() || mode->size() != 1) return unsupported("a computed training_mode");
+        training = (*mode)[0] != 0;
+      }
+      double ratio = 0.5;
+      if (op.inputs.size() > 1) {
+        std::optional<std::vector<double>> r = StaticValues(in(1));
+        if (!r.has_value() || r->size() != 1) return unsupported("a computed ratio");
+        ratio = (*r)[0];
+      }
+      if (!training || ratio == 0) return SumTo(op, in(0), *dy[0], y_dims);
+      if (op.attributes().Has("onnx_output_slots")) return unsupported("an omitted output");
+      const std::string mask = Apply(op, "mask", "Cast", {EnsureOutput(id, 1, "mask")},
+                                     {Attribute{"to", std::string(DataTypeName(dtype))}});
+      return EmitFor(op, in(0), "Mul",
+                     {Apply(op, "masked", "Mul", {*dy[0], mask}), Scalar(1 / (1 - ratio), dtype)});
+    }
+    if (t == "ReduceSum" || t == "ReduceMean" || t == "GlobalAveragePool") {
+      // dX = dY (times 1/count for a mean) expanded back over the reduced axes.
+      MG_RETURN_IF_ERROR(output0());
+      const std::vector<int64_t>& x_dims = fwd_.value(in(0)).type->dims;
+      const int64_t rank = static_cast<int64_t>(x_dims.size());
+      std::vector<int64_t> axes;
+      bool keepdims = true;
+      if (t == "GlobalAveragePool") {
+        for (int64_t a = 2; a < rank; ++a) axes.push_back(a);
+      } else {
+        MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> given, StaticInts(op, 1, "axes"));
+        keepdims = op.attributes().GetInt("keepdims", 1) != 0;
+        if (given.has_value() && !given->empty()) {
+          for (int64_t a : *given) axes.push_back(a < 0 ? a + rank : a);
+          std::sort(axes.begin(), axes.end());
+        } else if (op.attributes().GetInt("noop_with_empty_axes", 0) != 0) {
+          return SumTo(op, in(0), *dy[0], y_dims);
+        } else {
+          for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+        }
+      }
+      std::string g = *dy[0];
+      if (t != "ReduceSum") {
+        int64_t count = 1;
+        for (int64_t a : axes) count *= x_dims[a];
+        g = Apply(op, "mean", "Div", {g, Scalar(static_cast<double>(count), dtype)});
+      }
+      if (!keepdims && !y_dims.empty()) {
+        g = Apply(op, "kept", "Unsqueeze", {g}, {Attribute{"axes", axes}});
+      }
+      std::vector<int64_t> shape(x_dims.size(), 1);  // 1: keep dY's dim
+      for (int64_t a : axes) shape[a] = x_dims[a];
+      const std::string dx = GradOutput(in(0));
+      Emit("Expand", dx, {g}, {dx}, {Attribute{"shape", shape}});
+      return absl::OkStatus();
+    }
+    if (t == "Slice") {  // dY padded with zeros back to X's dims (unit steps)
+      MG_RETURN_IF_ERROR(output0());
+      const std::vector<int64_t>& x_dims = fwd_.value(in(0)).type->dims;
+      const int64_t rank = static_cast<int64_t>(x_dims.size());
+      MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> starts, StaticInts(op, 1, "starts"));
+      MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> ends, StaticInts(op, 2, "ends"));
+      MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, StaticInts(op, 3, "axes"));
+      MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> steps, StaticInts(op, 4, "steps"));
+      if (!starts.has_value() || !ends.has_value() || starts->size() != ends->size()) {
+        return unsupported("starts and ends missing or of different lengths");
+      }
+      std::vector<int64_t> pads(2 * x_dims.size(), 0);
+      for (size_t k = 0; k < starts->size(); ++k) {
+        int64_t axis = axes.has_value() ? (*axes)[k] : static_cast<int64_t>(k);
+        if (axis < 0) axis += rank;
+        if (axis < 0 || axis >= rank) return unsupported("an axis outside the input");
+        if (steps.has_value() && (*steps)[k] != 1) return unsupported("a step other than 1");
+        const int64_t n = x_dims[axis];
+        auto clamp = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+        const int64_t begin = clamp((*starts)[k]), end = std::max(begin, clamp((*ends)[k]));
+        if (end - begin != y_dims[axis]) return unsupported("bounds that do not give its output");
+        pads[axis] = begin;
+        pads[axis + rank] = n - end;
+      }
+      EmitDeclared(in(0), "Pad", {*dy[0]},
+                   {Attribute{"pads", pads}, Attribute{"mode", std::string("constant")}});
+      return absl::OkStatus();
+    }
+    if (t == "Gather") {  // a scatter-add of dY into zeros of the data's dims
+      if (needs(1)) return unsupported("a gradient for the indices");
+      const TensorType& data = *fwd_.value(in(0)).type;
+      const int64_t rank = static_cast<int64_t>(data.dims.size());
+      int64_t axis = op.attributes().GetInt("axis", 0);
+      if (axis < 0) axis += rank;
+      const std::vector<int64_t>& index_dims = fwd_.value(in(1)).type->dims;
+      std::optional<std::vector<double>> index = StaticValues(in(1));
+      if (index_dims.empty() && index.has_value() && index->size() == 1) {
+        // One static index (x[:, k]): dY, given back its axis, padded to the data's dims.
+        int64_t k = static_cast<int64_t>((*index)[0]);
+        if (k < 0) k += data.dims[axis];
+        std::vector<int64_t> pads(2 * data.dims.size(), 0);
+        pads[axis] = k;
+        pads[axis + rank] = data.dims[axis] - k - 1;
+        const std::string row = Apply(op, "row", "Unsqueeze", {*dy[0]},
+                                      {Attribute{"axes", std::vector<int64_t>{axis}}});
+        EmitDeclared(in(0), "Pad", {row},
+                     {Attribute{"pads", pads}, Attribute{"mode", std::string("constant")}});
+        return absl::OkStatus();
+      }
+      if (axis != 0) return unsupported("indices along an axis other than 0");
+      MG_ASSIGN_OR_RETURN(std::string indices, read(1));
+      const std::string zeros =
+          Apply(op, "zeros", "ConstantFill", {},
+                {Attribute{"shape", data.dims}, Attribute{"value", 0.0},
+                 Attribute{"dtype", std::string(DataTypeName(data.dtype))}});
+      const std::string rows =
+          Apply(op, "rows", "Unsqueeze", {indices},
+                {Attribute{"axes", std::vector<int64_t>{static_cast<int64_t>(index_dims.size())}}});
+      EmitDeclared(in(0), "ScatterND", {zeros, rows, *dy[0]},
+                   {Attribute{"reduction", std::string("add")}});
+      return absl::OkStatus();
+    }
+    return absl::NotFoundError(t);
   }
 
   // ONNX Gemm: Y = alpha op(A) op(B) + beta C, op() transposing when transA/transB say so.
@@ -641,6 +1061,9 @@ class Builder {
   std::vector<int> autosplits_;           // per forward value: "_X_grad_autosplit_<k>" made
   std::vector<bool> needs_;
   absl::flat_hash_set<std::string> used_names_;
+  std::set<std::string> missing_rules_;  // op types without a rule on the path to a loss
+  std::string missing_example_;          // the first such op, for the message
+  std::map<std::pair<double, DataType>, std::string> scalars_;  // ConstantFill scalars made
 };
 
 }  // namespace

@@ -418,9 +418,10 @@ std::vector<Tensor> Execute(const Model& model, const PyPlan& plan,
     data.emplace(name, std::move(tensor));
   }
   // The plan's net with the model's tensor data (weights, constants), decoded once at load.
+  // (A plan's own net holds at most the model's small constants: graph/onnx/onnx_import.h.)
   std::shared_ptr<const graph::Graph> net = plan.graph;
-  if (net->static_data() == nullptr && model.graph != nullptr &&
-      model.graph->static_data() != nullptr) {
+  if (model.graph != nullptr && model.graph->static_data() != nullptr &&
+      net->shared_static_data() != model.graph->shared_static_data()) {
     auto with_data = std::make_shared<graph::Graph>(*net);
     with_data->set_static_data(model.graph->shared_static_data());
     net = std::move(with_data);

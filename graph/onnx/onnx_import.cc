@@ -1129,15 +1129,28 @@ absl::Status ResolveExternalData(WorkingModel& w, const OnnxImportOptions& optio
 // The data of every static value of `g` that the model holds: initializers (the file's and the
 // folded ones, their bytes moved out of the working model), Constant nodes. A tensor without
 // data (weights stripped from a file) or of a type we do not decode is simply absent: the
-// executor refuses to run without it unless asked to seed it.
-std::shared_ptr<const StaticData> TakeStaticData(WorkingModel& w, const Graph& g) {
+// executor refuses to run without it unless asked to seed it. Without `all`, only tensors of at
+// most kSmallStaticElements elements: the numbers later stages read as facts of the net (the
+// gradient builder's exponents, dropout ratios, axes and slice bounds), never the weights.
+constexpr int64_t kSmallStaticElements = 16;
+
+bool IsSmallTensor(const onnx::TensorProto& t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || d > kSmallStaticElements) return false;
+    n *= d;
+  }
+  return n <= kSmallStaticElements;
+}
+
+std::shared_ptr<const StaticData> TakeStaticData(WorkingModel& w, const Graph& g, bool all) {
   auto data = std::make_shared<StaticData>();
   auto wanted = [&](const std::string& name) {
     const std::optional<ValueId> id = g.FindValue(name);
     return id.has_value() && g.value(*id).producer == kNone && IsStatic(g.value(*id).role);
   };
   for (onnx::TensorProto& t : *w.model.mutable_graph()->mutable_initializer()) {
-    if (!wanted(t.name())) continue;
+    if (!wanted(t.name()) || (!all && (!IsSmallTensor(t) || HasExternalData(t)))) continue;
     absl::StatusOr<TensorData> decoded = DecodeTensorProto(t);
     t.clear_raw_data();
     if (decoded.ok()) data->emplace(t.name(), *std::move(decoded));
@@ -1147,7 +1160,7 @@ std::shared_ptr<const StaticData> TakeStaticData(WorkingModel& w, const Graph& g
         node.output_size() == 0 || !wanted(node.output(0))) {
       continue;
     }
-    if (std::optional<onnx::TensorProto> t = ConstantValue(node)) {
+    if (std::optional<onnx::TensorProto> t = ConstantValue(node); t && (all || IsSmallTensor(*t))) {
       absl::StatusOr<TensorData> decoded = DecodeTensorProto(*t);
       if (decoded.ok()) data->emplace(node.output(0), *std::move(decoded));
     }
@@ -1177,7 +1190,7 @@ absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& b
   MG_ASSIGN_OR_RETURN(auto types, ResolveTypes(w));
   folded.insert(report.folded_values.begin(), report.folded_values.end());
   MG_ASSIGN_OR_RETURN(Graph g, BuildGraph(w, folded, types, source_name));
-  if (options.keep_data) g.set_static_data(TakeStaticData(w, g));
+  g.set_static_data(TakeStaticData(w, g, options.keep_data));
   return g;
 }
 

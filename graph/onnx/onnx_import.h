@@ -36,7 +36,8 @@ struct OnnxImportOptions {
   std::string model_dir;
   // Hand the static values' data on with the graph (Graph::static_data: initializers, Constant
   // nodes, folded values; external data read here). Executing needs it, planning does not;
-  // without it external data is only checked (file, size), not read.
+  // without it external data is only checked (file, size), not read, and only tensors of at
+  // most 16 elements are handed on (the numbers a rule reads: exponents, ratios, axes).
   bool keep_data = false;
 };
 

@@ -61,6 +61,12 @@ std::string Decl(const std::string& name, const std::string& dtype, const std::v
   absl::StrAppend(&s, " role: ", role, " }\n");
   return s;
 }
+// value_info for an op output whose type has no shape function (Slice, HardSwish, Pad).
+std::string Typed(const std::string& name, const std::vector<int64_t>& dims) {
+  std::string s = absl::StrCat("value_info { name: \"", name, "\" dtype: FLOAT has_shape: true");
+  for (int64_t d : dims) absl::StrAppend(&s, " dim { size: ", d, " }");
+  return absl::StrCat(s, " }\n");
+}
 std::string Param(const std::string& name, const std::vector<int64_t>& dims) {
   return Decl(name, "FLOAT", dims, "ROLE_PARAM");
 }
@@ -596,6 +602,117 @@ std::vector<GradCase> Cases() {
       c.max_checks = 4;
       cases.push_back(c);
     }
+  }
+  // ---- The rules for the ops exporters write (ONNX forms) ----
+  {
+    // Sub and Div with operands that broadcast both ways (dB summed over the broadcast axes,
+    // then reshaped), Exp (its gradient reads the output).
+    GradCase c = Named("sub_div_exp_broadcast");
+    c.net = absl::StrCat(Param("a", {2, 3, 4}), Param("b", {3, 1}), Param("c", {4}), R"pb(
+      op { name: "sub" type: "Sub" input: "a" input: "b" output: "s" }
+      op { name: "exp" type: "Exp" input: "c" output: "e" }
+      op { name: "div" type: "Div" input: "s" input: "e" output: "y" }
+    )pb", ScaledLoss("y", {2, 3, 4}));
+    c.data = {{"r", Weights({2, 3, 4}, 31)}};
+    cases.push_back(c);
+  }
+  {
+    // Mul of two variables that broadcast, and of a value by itself (two contributions).
+    GradCase c = Named("mul_two_variables");
+    c.net = absl::StrCat(Param("a", {2, 3, 4}), Param("b", {1, 4}), R"pb(
+      op { name: "mul" type: "Mul" input: "a" input: "b" output: "m1" }
+      op { name: "square" type: "Mul" input: "m1" input: "m1" output: "y" }
+    )pb", ScaledLoss("y", {2, 3, 4}));
+    c.data = {{"r", Weights({2, 3, 4}, 32)}};
+    cases.push_back(c);
+  }
+  {
+    // Pow with a computed exponent (no data in the net: the general rule, Cast and Sub),
+    // Sqrt and Log of positive values, Erf, Neg, Reciprocal.
+    GradCase c = Named("pow_sqrt_log_erf_reciprocal");
+    c.net = absl::StrCat(Param("x", {2, 5}), Constant("three", {}), Constant("one", {1}), R"pb(
+      op { name: "pow" type: "Pow" input: "x" input: "three" output: "p" }
+      op { name: "square" type: "Mul" input: "x" input: "x" output: "x2" }
+      op { name: "shift" type: "Add" input: "x2" input: "one" output: "x2p1" }
+      op { name: "sqrt" type: "Sqrt" input: "x2p1" output: "q" }
+      op { name: "log" type: "Log" input: "x2p1" output: "l" }
+      op { name: "erf" type: "Erf" input: "x" output: "e" }
+      op { name: "reciprocal" type: "Reciprocal" input: "q" output: "rq" }
+      op { name: "neg" type: "Neg" input: "e" output: "ne" }
+      op { name: "sum" type: "Sum" input: "p" input: "rq" input: "l" input: "ne" output: "y" }
+    )pb", ScaledLoss("y", {2, 5}));
+    c.data = {{"r", Weights({2, 5}, 33)}, {"three", {3}}, {"one", {1}}};
+    cases.push_back(c);
+  }
+  {
+    // Where (each branch gets dY where chosen; a broadcast branch sums), Expand (dY summed
+    // back), Clip (dY inside the bounds; no input within eps of them for this seed).
+    GradCase c = Named("where_expand_clip");
+    c.net = absl::StrCat(Param("a", {2, 3, 4}), Param("b", {4}), Param("c", {3, 1}),
+                         Decl("cond", "BOOL", {2, 3, 4}, "ROLE_INPUT"), Constant("lo", {}),
+                         Constant("hi", {}), R"pb(
+      op { name: "where" type: "Where" input: "cond" input: "a" input: "b" output: "w" }
+      op { name: "expand" type: "Expand" input: "c" output: "ce"
+           arg { name: "shape" ints: 2 ints: 3 ints: 4 } }
+      op { name: "clip" type: "Clip" input: "a" input: "lo" input: "hi" output: "ca" }
+      op { name: "sum" type: "Sum" input: "w" input: "ce" input: "ca" output: "y" }
+    )pb", ScaledLoss("y", {2, 3, 4}));
+    std::vector<double> cond = RandomValues(24, 34);
+    for (double& v : cond) v = v > 0 ? 1 : 0;
+    c.data = {{"r", Weights({2, 3, 4}, 35)}, {"cond", cond}, {"lo", {-0.55}}, {"hi", {0.45}}};
+    cases.push_back(c);
+  }
+  {
+    // ReduceMean without keepdims, ReduceSum over two axes with keepdims, GlobalAveragePool:
+    // dY (divided by the count for a mean) expanded back over the reduced axes.
+    GradCase c = Named("reduce_mean_sum_global_pool");
+    c.net = absl::StrCat(Param("x", {2, 3, 4, 5}), R"pb(
+      op { name: "gelu" type: "Gelu" input: "x" output: "g" }
+      op { name: "mean" type: "ReduceMean" input: "g" output: "m"
+           arg { name: "axes" ints: 1 } arg { name: "keepdims" i: 0 } }
+      op { name: "sum" type: "ReduceSum" input: "g" output: "s"
+           arg { name: "axes" ints: 0 ints: 3 } arg { name: "keepdims" i: 1 } }
+      op { name: "pool" type: "GlobalAveragePool" input: "g" output: "p" }
+      op { name: "ps" type: "Reshape" input: "p" output: "pr" arg { name: "shape" ints: 2 ints: 3 } }
+      op { name: "mean_all" type: "ReduceMean" input: "pr" output: "pm"
+           arg { name: "keepdims" i: 0 } }
+      op { name: "msum" type: "ReduceSum" input: "m" output: "ms"
+           arg { name: "axes" ints: 0 ints: 1 ints: 2 } arg { name: "keepdims" i: 0 } }
+      op { name: "ssum" type: "ReduceSum" input: "s" output: "ss"
+           arg { name: "keepdims" i: 0 } }
+      op { name: "add1" type: "Add" input: "ms" input: "ss" output: "t" }
+      op { name: "add2" type: "Add" input: "t" input: "pm" output: "y" }
+    )pb", ScaledLoss("y", {}));
+    c.data = {{"r", {1.0}}};
+    cases.push_back(c);
+  }
+  {
+    // Gather along axis 0 (an embedding: a scatter-add, indices repeated), Slice with unit
+    // steps (dY padded back), LogSoftmax.
+    GradCase c = Named("gather_slice_logsoftmax");
+    c.net = absl::StrCat(Param("table", {6, 4}), Decl("ids", "INT64", {2, 3}, "ROLE_INPUT"),
+                         Typed("s", {2, 3, 3}), R"pb(
+      op { name: "embed" type: "Gather" input: "table" input: "ids" output: "e" }
+      op { name: "slice" type: "Slice" input: "e" output: "s"
+           arg { name: "starts" ints: 1 } arg { name: "ends" ints: 4 } arg { name: "axes" ints: 2 } }
+      op { name: "log_softmax" type: "LogSoftmax" input: "s" output: "y"
+           arg { name: "axis" i: -1 } }
+    )pb", ScaledLoss("y", {2, 3, 3}));
+    c.data = {{"r", Weights({2, 3, 3}, 36)}, {"ids", {0, 2, 5, 2, 2, 1}}};
+    cases.push_back(c);
+  }
+  {
+    // HardSwish and HardSigmoid inside their linear parts (inputs in [-1, 1)), Dropout
+    // without training_mode (the identity).
+    GradCase c = Named("hard_swish_sigmoid_dropout");
+    c.net = absl::StrCat(Param("x", {3, 4}), Typed("h", {3, 4}), Typed("y", {3, 4}), R"pb(
+      op { name: "swish" type: "HardSwish" input: "x" output: "h" }
+      op { name: "dropout" type: "Dropout" input: "h" output: "d" }
+      op { name: "sigmoid" type: "HardSigmoid" input: "d" output: "y"
+           arg { name: "alpha" f: 0.3 } arg { name: "beta" f: 0.4 } }
+    )pb", ScaledLoss("y", {3, 4}));
+    c.data = {{"r", Weights({3, 4}, 37)}};
+    cases.push_back(c);
   }
   return cases;
 }
