@@ -43,6 +43,7 @@ absl::StatusOr<Graph> ParseModel(const std::string& bytes, const std::string& pa
     OnnxImportOptions onnx_options;
     onnx_options.limits = options.limits;
     onnx_options.keep_data = options.keep_data;
+    onnx_options.fold_params = options.fold_params;
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     onnx_options.model_dir = parent.empty() ? std::string(".") : parent.string();
     return ImportOnnxBytes(bytes, options.bindings, path, onnx_options);

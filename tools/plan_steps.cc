@@ -68,6 +68,8 @@ absl::StatusOr<graph::Graph> MakeGraph(const NetSource& source, const GraphReque
   } else {
     graph::LoadOptions load = source.load;
     if (fit_value.has_value()) load.bindings.dims[flags.fit] = *fit_value;
+    // A training net differentiates through what reads a weight: nothing of it is folded.
+    load.fold_params = flags.mode != "training";
     g = source.model_bytes != nullptr
             ? graph::LoadModelBytes(*source.model_bytes, flags.model, load)
             : graph::LoadModel(flags.model, load);

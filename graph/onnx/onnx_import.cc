@@ -1037,7 +1037,10 @@ absl::StatusOr<Graph> BuildGraph(const WorkingModel& w,
 // A node writing a graph output is kept (the output is the model's interface).
 // O(nodes + edges), plus the evaluation of what folds.
 // REQUIRES: `folded` empty; it receives the names of the constants made here.
-void FoldStaticNodes(WorkingModel& w, absl::flat_hash_set<std::string>& folded) {
+// With `fold_params` false (training), a node reading a parameter's values is kept (only Shape
+// and Size, which read its type, fold): a folded copy of a weight (a Linear's transposed
+// weight) would be a constant, and the weight's gradient would silently not reach it.
+void FoldStaticNodes(WorkingModel& w, absl::flat_hash_set<std::string>& folded, bool fold_params) {
   onnx::GraphProto& graph = *w.model.mutable_graph();
   absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers;
   for (const onnx::TensorProto& t : graph.initializer()) initializers.emplace(t.name(), &t);
@@ -1073,7 +1076,12 @@ void FoldStaticNodes(WorkingModel& w, absl::flat_hash_set<std::string>& folded) 
     }
     bool all_static = node.input_size() > 0 && node.op_type() != "Constant" &&
                       IsDefaultDomain(node.domain());
-    for (const std::string& in : node.input()) all_static = all_static && (in.empty() || is_static(in));
+    const bool reads_type_only = node.op_type() == "Shape" || node.op_type() == "Size";
+    for (const std::string& in : node.input()) {
+      const bool param = !fold_params && !reads_type_only && w.params.contains(in) &&
+                         !folded.contains(in);
+      all_static = all_static && (in.empty() || (is_static(in) && !param));
+    }
     for (const std::string& out : node.output()) all_static = all_static && !outputs.contains(out);
     if (all_static && node.op_type() == "Identity" && node.input_size() == 1 &&
         node.output_size() == 1) {
@@ -1174,7 +1182,7 @@ absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& b
   MG_ASSIGN_OR_RETURN(WorkingModel w, Prepare(std::move(model)));
   MG_RETURN_IF_ERROR(ResolveExternalData(w, options));
   absl::flat_hash_set<std::string> folded;
-  FoldStaticNodes(w, folded);
+  FoldStaticNodes(w, folded, options.fold_params);
   absl::flat_hash_map<std::string, int> opsets;
   for (const onnx::OperatorSetIdProto& opset : w.model.opset_import()) {
     opsets[IsDefaultDomain(opset.domain()) ? "" : opset.domain()] =

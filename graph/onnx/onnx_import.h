@@ -39,6 +39,10 @@ struct OnnxImportOptions {
   // without it external data is only checked (file, size), not read, and only tensors of at
   // most 16 elements are handed on (the numbers a rule reads: exponents, ratios, axes).
   bool keep_data = false;
+  // Fold nodes whose inputs are all static, parameters included (inference: weights are
+  // constants). Training keeps a node that reads a parameter's values, so that its gradient
+  // reaches the parameter.
+  bool fold_params = true;
 };
 
 // The file is read under `limits` (util::ReadInputFile); the ModelProto is parsed with

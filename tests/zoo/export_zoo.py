@@ -564,8 +564,10 @@ def cache_key():
     torch = _torch()
     import torchvision
     h = hashlib.sha256()
-    with open(__file__, "rb") as f:
-        h.update(f.read())
+    for path in (__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                        "export_training.py")):
+        with open(path, "rb") as f:
+            h.update(f.read())
     h.update(torch.__version__.encode())
     h.update(torchvision.__version__.encode())
     return h.hexdigest()[:16]
@@ -609,6 +611,24 @@ def main():
                 elif os.path.exists(full):
                     os.remove(full)
             print(f"export: {name}: PyTorch cannot export it: {message[0][:300]}",
+                  file=sys.stderr)
+            if os.environ.get("MEMONGER_ZOO_TRACEBACK"):
+                traceback.print_exc()
+    # The training models (export_training.py): the same modules with a loss, for training.
+    from export_training import TRAINING_MODELS, export_training
+    manifest["training"] = {}
+    for entry in entries:
+        name = entry[0]
+        if name not in TRAINING_MODELS:
+            continue
+        try:
+            info = export_training(entry, work, _flatten, OPSET)
+            manifest["training"][name] = info
+            print(f"export: {name} (training): {info['export_seconds']:.1f} s", file=sys.stderr)
+        except Exception as e:  # noqa: BLE001 - PyTorch's own failure is a row, not a crash
+            message = (str(e).strip().splitlines() or ["?"])[0][:500]
+            manifest["training"][name] = {"export_error": f"{type(e).__name__}: {message}"}
+            print(f"export: {name} (training): PyTorch cannot export it: {message}",
                   file=sys.stderr)
             if os.environ.get("MEMONGER_ZOO_TRACEBACK"):
                 traceback.print_exc()

@@ -33,6 +33,8 @@ import subprocess
 import sys
 import time
 
+import train_zoo
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Refused on purpose, with the reason, until the capability exists (issue numbers are the
@@ -397,7 +399,20 @@ def main():
         failures += failed
         print(f"zoo: {name}: {'ok' if not failed else 'FAILED'} ({time.time() - start:.1f} s)",
               file=sys.stderr)
-    text = table(rows) + "\n\n" + memory_table(rows)
+    # Training (train_zoo.py): the same models with a loss, gradients against PyTorch's.
+    train_rows = []
+    for name in sorted(manifest.get("training", {})):
+        if args.only and name not in args.only:
+            continue
+        start = time.time()
+        row, failed = train_zoo.check_training(run, first_line, human, args.optimize_net, folder,
+                                               args.work, name, manifest["training"][name])
+        train_rows.append(row)
+        failures += failed
+        print(f"zoo: {name} (training): {'ok' if not failed else 'FAILED'} "
+              f"({time.time() - start:.1f} s)", file=sys.stderr)
+    text = (table(rows) + "\n\n" + memory_table(rows) + "\n\n" +
+            train_zoo.training_table(train_rows, human))
     print(text)
     if args.table:
         with open(args.table, "w") as f:
@@ -406,8 +421,10 @@ def main():
     executed = sum(1 for r in rows if r.get("execution", "").startswith(("0", "1", "2", "3",
                                                                           "4", "5", "6", "7",
                                                                           "8", "9")))
+    trained = sum(1 for r in train_rows if r.get("status") == "trains")
     print(f"zoo: {len(rows)} models, {planned} planned, {executed} executed to PyTorch's "
-          f"outputs, {len(failures)} failures")
+          f"outputs; {trained} of {len(train_rows)} trained to PyTorch's gradients; "
+          f"{len(failures)} failures")
     for f in failures:
         print("zoo: FAILED " + f)
     return 1 if failures else 0

@@ -453,6 +453,23 @@ std::vector<GradCase> Cases() {
     cases.push_back(c);
   }
   {
+    // ONNX attributes; a 1x1 stride-2 Conv that reads no odd row or column (resnet's
+    // downsample): dX there is 0, whatever the arena held before.
+    GradCase c = Named("conv_onnx_strided_uncovered");
+    c.net = absl::StrCat(Param("x", {2, 3, 6, 6}), Param("w1", {4, 3, 3, 3}), Param("w2", {5, 4, 1, 1}),
+                         Param("b2", {5}), R"pb(
+      op { name: "conv1" type: "Conv" input: "x" input: "w1" output: "c1"
+           arg { name: "kernel_shape" ints: 3 ints: 3 } arg { name: "pads" ints: 1 ints: 1 ints: 1 ints: 1 }
+           arg { name: "strides" ints: 1 ints: 1 } }
+      op { name: "gelu" type: "Gelu" input: "c1" output: "g1" }
+      op { name: "conv2" type: "Conv" input: "g1" input: "w2" input: "b2" output: "c2"
+           arg { name: "kernel_shape" ints: 1 ints: 1 } arg { name: "strides" ints: 2 ints: 2 } }
+    )pb", ScaledLoss("c2", {2, 5, 3, 3}));
+    c.data = {{"r", Weights({2, 5, 3, 3}, 13)}};
+    c.max_checks = 24;
+    cases.push_back(c);
+  }
+  {
     // SpatialBN in training mode (batch statistics, saved mean and inverse std), then Gelu.
     GradCase c = Named("spatial_bn_training");
     c.net = absl::StrCat(Param("x", {2, 3, 4, 4}), Param("scale", {3}), Param("bias", {3}),

@@ -1,0 +1,171 @@
+"""The zoo's training models: zoo modules with a loss a user adds, exported for training.
+
+Each model of TRAINING_MODELS (export_zoo.py's modules, seeded the same way) is wrapped with the
+mean squared error of every floating-point output against a seeded target (the targets are graph
+inputs), put in train mode with dropout probabilities set to 0 (PyTorch's dropout masks are
+random), and exported as the PyTorch docs show for training: `training=TrainingMode.TRAINING`,
+`do_constant_folding=False` (batch normalisation keeps its batch statistics and its parameters).
+Beside `MODEL.train.onnx`:
+  MODEL.train.inputs/NAME.npy   the inputs (the model's and the targets)
+  MODEL.train.grads/K.npy       PyTorch autograd's gradient of parameter K (float32), and
+  MODEL.train.grads/K.f64.npy   the same step in float64 (the module and inputs cast): the exact
+                                gradient both float32 computations are measured against.
+The manifest entry names each parameter's ONNX initializers: the exporter keeps a parameter
+under its name or, for a Linear read by MatMul, as a transposed copy; a parameter read twice
+(tied embeddings) can have both, and its gradient is then the sum over them.
+"""
+
+import copy
+import os
+import time
+import warnings
+
+TRAINING_MODELS = [
+    "mlp", "resnet18", "mobilenet_v3_small", "squeezenet1_1", "gpt_decoder", "text_encoder",
+    "vit_small", "bert_like", "alibi_encoder", "seq2seq_transformer", "unet", "lstm_classifier",
+    "gru_tagger",
+]
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _with_loss(model, n_inputs, flatten):
+    torch = _torch()
+
+    class WithLoss(torch.nn.Module):
+        """The model, then the loss a user adds: the mean squared error of each floating-point
+        output against its target (the inputs after the model's)."""
+
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *args):
+            outputs = [y for y in flatten(self.model(*args[:n_inputs])) if y.is_floating_point()]
+            loss = 0
+            for y, target in zip(outputs, args[n_inputs:]):
+                loss = loss + ((y - target) ** 2).mean()
+            return loss
+
+    return WithLoss()
+
+
+def _step_peak_bytes(module, args):
+    """The most bytes PyTorch holds allocated during one training step (forward and backward,
+    gradients set to None first, so the parameters' gradients are made in the step), beyond what
+    was allocated before it (weights, inputs): the profiler's allocation events, after a warm-up
+    step, as the zoo's forward peak."""
+    from torch.profiler import ProfilerActivity, profile
+    module.zero_grad(set_to_none=True)
+    module(*args).backward()
+    module.zero_grad(set_to_none=True)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        module(*args).backward()
+    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    events.sort(key=lambda e: e.start_us())
+    held = peak = 0
+    for e in events:
+        held += e.nbytes()
+        peak = max(peak, held)
+    return peak
+
+
+def _gradients(module, args):
+    module.zero_grad(set_to_none=True)
+    module(*args).backward()
+    return {name: p.grad.detach().clone() for name, p in module.named_parameters()
+            if p.grad is not None}
+
+
+def _initializers_of(proto, params):
+    """For each parameter (name -> float32 ndarray): [(initializer, transposed)] that a node
+    reads and that hold its values exactly, as they are or transposed."""
+    import numpy as np
+    from onnx import numpy_helper
+    by_bytes = {}
+    read = {name for node in proto.graph.node for name in node.input}
+    for t in proto.graph.initializer:
+        if t.name not in read:  # an unused copy of a parameter is not where its gradient goes
+            continue
+        a = numpy_helper.to_array(t)
+        if a.dtype == np.float32:
+            by_bytes.setdefault((a.shape, a.tobytes()), []).append(t.name)
+    found = {}
+    for name, value in params.items():
+        hits = [(n, False) for n in by_bytes.get((value.shape, value.tobytes()), [])]
+        if value.ndim == 2:
+            t = np.ascontiguousarray(value.T)
+            hits += [(n, True) for n in by_bytes.get((t.shape, t.tobytes()), [])]
+        found[name] = hits
+    return found
+
+
+def export_training(entry, folder, flatten, opset):
+    """Exports one training model into `folder`; returns its manifest entry."""
+    torch = _torch()
+    import numpy as np
+    import onnx
+    name, build, make_inputs, input_names, _, _ = entry
+    start = time.time()
+    torch.manual_seed(0)
+    model = build()
+    with torch.no_grad():  # as export_zoo.py: zero-initialised heads get small values
+        for p in model.parameters():
+            if p.numel() > 1 and not p.any():
+                p.normal_(0.0, 0.02)
+    # Distinct values in every parameter: cloned layers (nn.TransformerEncoder) start equal,
+    # biases start at zero, and the parameters are found in the export by their values.
+    torch.manual_seed(3)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.01)
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+        elif isinstance(m, torch.nn.MultiheadAttention):
+            m.dropout = 0.0
+    model.train()
+    torch.manual_seed(1)
+    inputs = tuple(make_inputs())
+    with torch.no_grad():
+        outputs = [y for y in flatten(model(*inputs)) if y.is_floating_point()]
+    torch.manual_seed(2)
+    targets = tuple(torch.randn_like(y) for y in outputs)
+    module = _with_loss(model, len(inputs), flatten)
+    args = inputs + targets
+    names = list(input_names) + [f"target{i}" for i in range(len(targets))]
+    path = os.path.join(folder, name + ".train.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, args, path, opset_version=opset, input_names=names,
+                          output_names=["loss"], training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+    proto = onnx.load(path, load_external_data=False)
+    grads = _gradients(module, args)
+    module64 = copy.deepcopy(module).double()
+    args64 = tuple(a.double() if a.is_floating_point() else a for a in args)
+    grads64 = _gradients(module64, args64)
+    peak = _step_peak_bytes(module, args)
+    graph_inputs = [i.name for i in proto.graph.input
+                    if i.name not in {t.name for t in proto.graph.initializer}]
+    by_name = dict(zip(names, args))
+    os.makedirs(os.path.join(folder, name + ".train.inputs"))
+    for n in graph_inputs:
+        np.save(os.path.join(folder, name + ".train.inputs", n + ".npy"),
+                by_name[n].detach().numpy())
+    grad_dir = os.path.join(folder, name + ".train.grads")
+    os.makedirs(grad_dir)
+    params = {n: p.detach().numpy() for n, p in module.named_parameters() if n in grads}
+    homes = _initializers_of(proto, params)
+    entries = []
+    for k, n in enumerate(sorted(grads)):
+        np.save(os.path.join(grad_dir, f"{k}.npy"), grads[n].numpy())
+        np.save(os.path.join(grad_dir, f"{k}.f64.npy"), grads64[n].numpy())
+        entries.append({"name": n, "file": f"{k}.npy", "file_f64": f"{k}.f64.npy",
+                        "onnx": [[i, t] for i, t in homes[n]]})
+    return {"file": name + ".train.onnx", "inputs": graph_inputs, "params": entries,
+            "torch_train_peak_bytes": peak, "onnx_ops": sorted({n.op_type for n in proto.graph.node}),
+            "export_seconds": round(time.time() - start, 2)}
