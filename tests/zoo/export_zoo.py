@@ -615,12 +615,10 @@ def main():
             if os.environ.get("MEMONGER_ZOO_TRACEBACK"):
                 traceback.print_exc()
     # The training models (export_training.py): the same modules with a loss, for training.
-    from export_training import TRAINING_MODELS, export_training
+    from export_training import export_training, training_entries
     manifest["training"] = {}
-    for entry in entries:
+    for entry in training_entries(entries):
         name = entry[0]
-        if name not in TRAINING_MODELS:
-            continue
         try:
             info = export_training(entry, work, _flatten, OPSET)
             manifest["training"][name] = info

@@ -34,6 +34,7 @@ import sys
 import time
 
 import train_zoo
+from export_training import base_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -402,7 +403,7 @@ def main():
     # Training (train_zoo.py): the same models with a loss, gradients against PyTorch's.
     train_rows = []
     for name in sorted(manifest.get("training", {})):
-        if args.only and name not in args.only:
+        if args.only and base_of(name) not in args.only:
             continue
         start = time.time()
         row, failed = train_zoo.check_training(run, first_line, human, args.optimize_net, folder,
