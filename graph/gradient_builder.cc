@@ -217,6 +217,74 @@ class Builder {
     return spec.outputs[index];
   }
 
+  // W when input `slot` of MatMul `op` is Transpose(W) of a 2-D W (perm [1, 0] or none) that
+  // needs a gradient and the MatMul has no attributes of its own (no trans_a/trans_b, axes);
+  // nullopt otherwise.
+  std::optional<ValueId> TransposedMatrix(const Op& op, size_t slot) const {
+    if (!op.attrs.empty() || slot >= op.inputs.size()) return std::nullopt;
+    const Value& b = fwd_.value(op.inputs[slot]);
+    if (b.producer == kNone) return std::nullopt;
+    const Op& transpose = fwd_.op(b.producer);
+    if (transpose.type != "Transpose" || transpose.inputs.size() != 1 ||
+        transpose.outputs.size() != 1) {
+      return std::nullopt;
+    }
+    const ValueId w = transpose.inputs[0];
+    if (fwd_.value(w).type->dims.size() != 2 || !needs_[w]) return std::nullopt;
+    const std::optional<std::vector<int64_t>> perm = transpose.attributes().GetInts("perm");
+    if (perm.has_value() && *perm != std::vector<int64_t>{1, 0}) return std::nullopt;
+    return w;
+  }
+
+  // x when `op` ends the GELU torch.onnx.export writes for F.gelu (erf form):
+  //   d = Div(x, sqrt 2) (or Mul by 1/sqrt 2); e = Erf(d); a = Add(e, 1); p = Mul(x, a);
+  //   y = Mul(p, 0.5)   (operands of Add and Mul in either order)
+  // where d, e, a and p have no other reader and the constants are the model's static scalars
+  // (within float32 rounding); nullopt otherwise.
+  std::optional<ValueId> ErfGeluInput(const Op& op) const {
+    auto scalar_is = [&](ValueId v, double want) {
+      std::optional<std::vector<double>> got = StaticValues(v);
+      return got.has_value() && got->size() == 1 && std::abs((*got)[0] - want) <= 1e-6 * want;
+    };
+    // The op producing `v` when it has this type and `v` is read once; else nullptr.
+    auto single_use = [&](ValueId v, absl::string_view type) -> const Op* {
+      const Value& value = fwd_.value(v);
+      if (value.producer == kNone || fwd_.consumers(v).size() != 1) return nullptr;
+      const Op& producer = fwd_.op(value.producer);
+      return producer.type == type && producer.outputs.size() == 1 ? &producer : nullptr;
+    };
+    // The operand of binary `o` that is not the scalar `want` (nullopt when neither is).
+    auto other_than = [&](const Op& o, double want) -> std::optional<ValueId> {
+      if (o.inputs.size() != 2) return std::nullopt;
+      if (scalar_is(o.inputs[1], want)) return o.inputs[0];
+      if (scalar_is(o.inputs[0], want)) return o.inputs[1];
+      return std::nullopt;
+    };
+    if (op.type != "Mul" || op.outputs.size() != 1) return std::nullopt;
+    const std::optional<ValueId> p_value = other_than(op, 0.5);
+    if (!p_value.has_value()) return std::nullopt;
+    const Op* p = single_use(*p_value, "Mul");
+    if (p == nullptr || p->inputs.size() != 2) return std::nullopt;
+    for (size_t k = 0; k < 2; ++k) {
+      const ValueId x = p->inputs[k];
+      const Op* a = single_use(p->inputs[1 - k], "Add");
+      if (a == nullptr) continue;
+      const std::optional<ValueId> e_value = other_than(*a, 1.0);
+      if (!e_value.has_value()) continue;
+      const Op* e = single_use(*e_value, "Erf");
+      if (e == nullptr || e->inputs.size() != 1) continue;
+      const Op* d = single_use(e->inputs[0], "Div");
+      bool scaled = d != nullptr && d->inputs.size() == 2 && d->inputs[0] == x &&
+                    scalar_is(d->inputs[1], std::sqrt(2.0));
+      if (!scaled) {
+        d = single_use(e->inputs[0], "Mul");
+        scaled = d != nullptr && other_than(*d, std::sqrt(0.5)) == x;
+      }
+      if (scaled && needs_[x]) return x;
+    }
+    return std::nullopt;
+  }
+
   // Rules that differentiate output 0 alone (the other outputs are statistics or scratch saved
   // for the backward pass) must not drop a gradient that reached another output: Unimplemented
   // naming the op and the output.
@@ -266,6 +334,15 @@ class Builder {
       Emit("FCGradient", name, {x, w, *dy[0]}, outs, op.attrs);
     } else if (t == "MatMul") {
       MG_ASSIGN_OR_RETURN(std::string a, read(0));
+      if (std::optional<ValueId> w = TransposedMatrix(op, 1)) {
+        // B = Transpose(W) of a matrix (how exporters write x @ W.T for a Linear on 3-D x):
+        // the gradient reads W with trans_b, so the transposed copy dies after the forward
+        // MatMul instead of living until the backward pass, and W receives dW itself.
+        MG_ASSIGN_OR_RETURN(std::string w_name, Read(*w, op));
+        Emit("MatMulGradient", name, {*dy[0], a, w_name}, {GradOutput(in(0)), GradOutput(*w)},
+             {Attribute{"trans_b", int64_t{1}}});
+        return absl::OkStatus();
+      }
       MG_ASSIGN_OR_RETURN(std::string b, read(1));
       Emit("MatMulGradient", name, {*dy[0], a, b}, {GradOutput(in(0)), GradOutput(in(1))},
            op.attrs);
@@ -578,6 +655,16 @@ class Builder {
     const DataType dtype = y_type.dtype;
     auto output0 = [&]() { return CheckOnlyOutput0HasGradient(op, dy); };
 
+    if (t == "Mul") {
+      if (std::optional<ValueId> x = ErfGeluInput(op)) {
+        // The exporter's GELU, x * (1 + erf(x / sqrt 2)) * 0.5: one GeluGradient from x, so
+        // that its four intermediates die in the forward pass (PyTorch's GELU saves x alone).
+        MG_ASSIGN_OR_RETURN(std::string x_name, Read(*x, op));
+        const std::string g = GradOutput(*x);
+        Emit("GeluGradient", g, {*dy[0], x_name}, {g});
+        return absl::OkStatus();
+      }
+    }
     if (t == "Add" || t == "Sub") {
       MG_RETURN_IF_ERROR(SumTo(op, in(0), *dy[0], y_dims));
       if (needs(1)) {

@@ -290,7 +290,7 @@ void AddNnSchemas(OpSchemaTable& table) {
   AddSchemas(table, {"GlobalAveragePool", "GlobalMaxPool"}, kOne, kOne, GlobalPool);
   AddSchemas(table, {"SpatialBN"}, {5, 7}, {1, 5}, SpatialBN);
   AddSchemas(table, {"BatchNormalization"}, {5, 5}, {1, 5}, BatchNormalization);
-  AddSchemas(table, {"Dropout"}, {1, 3}, {1, 2}, Dropout);
+  AddSchemas(table, {"Dropout"}, {1, 3}, {1, 2}, Dropout, /*view_capable=*/true);
 }
 
 }  // namespace memonger::graph

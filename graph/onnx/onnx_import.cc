@@ -930,6 +930,35 @@ void MaybeCarryFillValue(const onnx::NodeProto& node, OpSpec& op) {
   }
 }
 
+// The one number a static input of the model holds (an initializer or a Constant node's
+// value); nullopt for a computed input or one of another size.
+std::optional<double> StaticScalar(const WorkingModel& w, const std::string& name) {
+  std::optional<onnx_fold::ConstTensor> t;
+  for (const onnx::TensorProto& init : w.model.graph().initializer()) {
+    if (init.name() == name) t = onnx_fold::TensorFromProto(init, 1);
+  }
+  for (const onnx::NodeProto& node : w.model.graph().node()) {
+    if (node.op_type() != "Constant" || node.output_size() != 1 || node.output(0) != name) continue;
+    if (std::optional<onnx::TensorProto> value = ConstantValue(node)) {
+      t = onnx_fold::TensorFromProto(*value, 1);
+    }
+  }
+  if (!t.has_value() || t->size() != 1) return std::nullopt;
+  return t->is_real() ? t->reals[0] : static_cast<double>(t->ints[0]);
+}
+
+// A Dropout that is the identity: not in training mode (no training_mode input, or a static
+// false), or a static ratio of 0. Its output is then a view of its data (as PyTorch returns
+// the input itself for p = 0): no copy lives until the backward pass reads it.
+bool IsIdentityDropout(const onnx::NodeProto& node, const WorkingModel& w) {
+  if (node.op_type() != "Dropout" || !IsDefaultDomain(node.domain())) return false;
+  if (node.input_size() < 3 || node.input(2).empty()) return true;
+  if (std::optional<double> mode = StaticScalar(w, node.input(2)); mode && *mode == 0) return true;
+  if (node.input_size() < 2 || node.input(1).empty()) return false;  // ratio 0.5
+  const std::optional<double> ratio = StaticScalar(w, node.input(1));
+  return ratio.has_value() && *ratio == 0;
+}
+
 OpSpec OpFromNode(const onnx::NodeProto& node, const WorkingModel& w) {
   OpSpec op;
   op.name = node.name();
@@ -960,6 +989,7 @@ OpSpec OpFromNode(const onnx::NodeProto& node, const WorkingModel& w) {
       std::find(std::begin(kViewOps), std::end(kViewOps), node.op_type()) != std::end(kViewOps)) {
     op.view = true;
   }
+  if (IsIdentityDropout(node, w)) op.view = true;
   if (!input_slots.empty()) op.attrs.push_back({"onnx_input_slots", input_slots});
   if (!output_slots.empty()) op.attrs.push_back({"onnx_output_slots", output_slots});
   // ONNX defaults that differ from Caffe2's, made explicit: our schemas and kernels read an

@@ -245,6 +245,82 @@ TEST(GradientBuilderTest, GradientNamesAreCaffe2s) {
   EXPECT_EQ(g->value(sum->outputs[0]).inplace_of, sum->inputs[0]);
 }
 
+// The GELU torch.onnx.export writes (x * (1 + erf(x / sqrt 2)) * 0.5, constants in the model's
+// data) differentiates as one GeluGradient from x: none of its intermediates is read by the
+// backward pass. Without the constants' data (or with other numbers) it is differentiated op
+// by op.
+TEST(GradientBuilderTest, ExportersGeluIsOneGeluGradient) {
+  auto net = [](bool with_data, float half) {
+    Graph forward = Forward(absl::StrCat(ParamDecl("x", {2, 3}), R"pb(
+      external_input: "sqrt2" external_input: "one" external_input: "half"
+      value_info { name: "sqrt2" role: ROLE_CONSTANT dtype: FLOAT has_shape: true }
+      value_info { name: "one" role: ROLE_CONSTANT dtype: FLOAT has_shape: true }
+      value_info { name: "half" role: ROLE_CONSTANT dtype: FLOAT has_shape: true }
+      op { name: "d" type: "Div" input: "x" input: "sqrt2" output: "d" }
+      op { name: "e" type: "Erf" input: "d" output: "e" }
+      op { name: "a" type: "Add" input: "e" input: "one" output: "a" }
+      op { name: "p" type: "Mul" input: "x" input: "a" output: "p" }
+      op { name: "y" type: "Mul" input: "p" input: "half" output: "y" }
+      op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+    )pb"));
+    if (with_data) {
+      auto data = std::make_shared<graph::StaticData>();
+      auto scalar = [&](const std::string& name, float v) {
+        graph::TensorData t;
+        t.type = graph::TensorType{graph::DataType::kFloat32, {}};
+        t.bytes.assign(reinterpret_cast<const char*>(&v), sizeof(v));
+        data->emplace(name, std::move(t));
+      };
+      scalar("sqrt2", 1.41421356f);
+      scalar("one", 1.0f);
+      scalar("half", half);
+      forward.set_static_data(std::move(data));
+    }
+    return forward;
+  };
+  auto gradient_types = [](const Graph& g) {
+    std::vector<std::string> types;
+    for (const Op& op : g.ops()) {
+      if (op.is_gradient_op && op.type != "ConstantFill") types.push_back(op.type);
+    }
+    return types;
+  };
+  absl::StatusOr<Graph> fused = AddGradientOps(net(true, 0.5f), {"loss"});
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  EXPECT_THAT(gradient_types(*fused),
+              ::testing::ElementsAre("AveragedLossGradient", "GeluGradient"));
+  for (const char* other : {"d", "e", "a", "p"}) {
+    const ValueId v = *fused->FindValue(other);
+    for (OpId reader : fused->consumers(v)) EXPECT_FALSE(fused->op(reader).is_gradient_op) << other;
+  }
+  absl::StatusOr<Graph> no_data = AddGradientOps(net(false, 0.5f), {"loss"});
+  ASSERT_TRUE(no_data.ok()) << no_data.status();
+  EXPECT_THAT(gradient_types(*no_data), ::testing::Not(::testing::Contains("GeluGradient")));
+  absl::StatusOr<Graph> other_scale = AddGradientOps(net(true, 0.25f), {"loss"});
+  ASSERT_TRUE(other_scale.ok()) << other_scale.status();
+  EXPECT_THAT(gradient_types(*other_scale), ::testing::Not(::testing::Contains("GeluGradient")));
+}
+
+// MatMul(x, Transpose(W)) as exporters write a Linear on 3-D x: the gradient reads W (trans_b),
+// not the transposed copy, which dies at the forward MatMul.
+TEST(GradientBuilderTest, TransposedWeightIsNotKeptForTheBackwardPass) {
+  const Graph forward = Forward(absl::StrCat(ParamDecl("x", {2, 3, 4}), ParamDecl("w", {5, 4}), R"pb(
+    op { name: "t" type: "Transpose" input: "w" output: "wT" arg { name: "perm" ints: 1 ints: 0 } }
+    op { name: "mm" type: "MatMul" input: "x" input: "wT" output: "y" }
+    op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+  )pb"));
+  absl::StatusOr<Graph> g = AddGradientOps(forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Op* grad = FindOp(*g, "MatMulGradient");
+  ASSERT_NE(grad, nullptr);
+  EXPECT_EQ(g->value(grad->inputs[2]).name, "w");
+  EXPECT_EQ(grad->attributes().GetInt("trans_b", 0), 1);
+  for (const auto& [param, param_grad] : g->param_grads()) {
+    if (g->value(param).name == "w") EXPECT_EQ(param_grad, grad->outputs[1]);
+  }
+  for (OpId reader : g->consumers(*g->FindValue("wT"))) EXPECT_FALSE(g->op(reader).is_gradient_op);
+}
+
 // Gemm: only the gradients that are needed, as Gemm/ReduceSum/Reshape/ConstantFill/Mul ops,
 // with the transposes and alpha folded into the Gemm attributes.
 TEST(GradientBuilderTest, GemmGradientsAreExistingOps) {

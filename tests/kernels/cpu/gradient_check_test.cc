@@ -719,6 +719,17 @@ std::vector<GradCase> Cases() {
     cases.push_back(c);
   }
   {
+    // x @ W.T as exporters write a Linear on 3-D x: MatMul(x, Transpose(W)); the rule reads W
+    // with trans_b (dW straight into W's gradient).
+    GradCase c = Named("matmul_transposed_weight");
+    c.net = absl::StrCat(Param("x", {2, 3, 4}), Param("w", {5, 4}), R"pb(
+      op { name: "wt" type: "Transpose" input: "w" output: "wT" arg { name: "perm" ints: 1 ints: 0 } }
+      op { name: "mm" type: "MatMul" input: "x" input: "wT" output: "y" }
+    )pb", ScaledLoss("y", {2, 3, 5}));
+    c.data = {{"r", Weights({2, 3, 5}, 38)}};
+    cases.push_back(c);
+  }
+  {
     // HardSwish and HardSigmoid inside their linear parts (inputs in [-1, 1)), Dropout
     // without training_mode (the identity).
     GradCase c = Named("hard_swish_sigmoid_dropout");
