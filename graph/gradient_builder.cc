@@ -755,6 +755,17 @@ class Builder {
       MG_RETURN_IF_ERROR(EmitFor(op, in(1), "Where", {condition, *dy[0], zero}));
       return EmitFor(op, in(2), "Where", {condition, zero, *dy[0]});
     }
+    if (t == "SoftmaxCrossEntropyLoss") {  // (softmax - one-hot) scaled, from the scores
+      MG_RETURN_IF_ERROR(output0());
+      if (needs(2)) return unsupported("a gradient for the weights");
+      std::vector<std::string> inputs = {*dy[0]};
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        MG_ASSIGN_OR_RETURN(std::string v, read(i));
+        inputs.push_back(v);
+      }
+      Emit("SoftmaxCrossEntropyLossGradient", name, inputs, {GradOutput(in(0))}, op.attrs);
+      return absl::OkStatus();
+    }
     if (t == "Expand") return SumTo(op, in(0), *dy[0], y_dims);
     if (t == "Clip") {  // dX = dY where min < X < max (PyTorch's hardtanh; clamp counts the ends)
       if (op.attributes().Has("onnx_input_slots")) return unsupported("an omitted min or max");

@@ -28,10 +28,7 @@
 //   LayerNormalization -> LayerNormalizationGradient(dY, X, Scale, Mean, InvStdDev) (the
 //   forward op gains the Mean and InvStdDev outputs when it lacks them: saved statistics);
 //   EfficientAttention -> EfficientAttentionGradient(dO, q, k, v, O, lse, [bias]) (the forward
-//   op gains its lse output); Add -> the gradient itself for an operand of the output's shape,
-//   ReduceSum over the broadcast leading dims for a trailing-dims operand (a bias);
-//   Mul by a value without gradient -> Mul(dC, B); Transpose -> Transpose by the inverse
-//   permutation; Reshape, Squeeze, Unsqueeze, Flatten -> Reshape to the input's dims;
+//   op gains its lse output); Transpose -> Transpose by the inverse permutation; Reshape, Squeeze, Unsqueeze, Flatten -> Reshape to the input's dims;
 //   Split -> Concat; Concat -> Split into the inputs' sizes; Cast -> Cast back; Identity,
 //   Copy, AddAttentionBias (to S), Sum (to each input) -> the gradient itself; Conv ->
 //   ConvGradient(X, W, dY) (no_bias when Conv has no bias); SpatialBN (training: 5 outputs)
@@ -46,6 +43,24 @@
 //   forward op as outputs 3 and 4 (opset 9's saved_mean and saved_var, added when missing);
 //   in inference mode they are input_mean and input_var, which get gradients too when they
 //   need them.
+// The ops torch.onnx.export writes (opsets 13-17), each composed of ops that have kernels, so
+// that what a rule keeps is what the planners see: Add, Sub, Mul, Div of any two operands with
+// numpy broadcasting (a gradient is summed back over the axes its operand broadcast along:
+// ReduceSum keepdims, then Reshape); Pow (dY e X^(e-1); the exponent from the model's data, else
+// computed: Cast, Sub, Pow; no gradient for the exponent); Sqrt, Exp (read Y), Log, Erf (read X),
+// Neg, Reciprocal; LogSoftmax (dY - exp(Y) sum dY); Where (dY to the branch chosen, 0 to the
+// other); Expand (summed back); Clip (dY strictly inside the bounds, as PyTorch's hardtanh);
+// HardSigmoid, HardSwish (their slopes by Where); Dropout (the identity without training mode
+// or at ratio 0, else dY mask / (1 - ratio); Caffe2's: DropoutGrad); ReduceSum, ReduceMean,
+// GlobalAveragePool (dY, / count for a mean, Unsqueeze'd and Expand'ed back); Slice with unit
+// steps (Pad); Gather (an embedding: ScatterND add of dY into a ConstantFill of zeros; one static
+// index along any axis: Pad). Numbers a rule needs (exponents, ratios, axes, slice bounds) come
+// from attributes or the model's static data; a computed one is Unimplemented.
+// Two patterns keep less than the op-by-op rules would: MatMul(A, Transpose(W)) of a 2-D W
+// reads W with trans_b (the transposed copy dies in the forward pass), and the erf GELU
+// exporters write (x * (1 + erf(x / sqrt 2)) * 0.5, intermediates read once, constants in the
+// model's data) is one GeluGradient(dY, x). Every op type without a rule on the path to a loss
+// is named in one Unimplemented message.
 // LayerNormalization, EfficientAttention, SpatialBN and BatchNormalization are differentiated
 // through output 0 alone (their other outputs are statistics or scratch): a loss that depends
 // on another of their outputs is Unimplemented naming the op and the output. So is an ONNX
@@ -55,8 +70,7 @@
 // In-place writes: a gradient op reads forward values by name, which means their latest
 // version. When a rule needs a value that a later op overwrote in place, the result is
 // Unimplemented naming both (the value is gone when the backward pass runs), never a silent
-// read of the wrong version. Ops without a rule on the path to a loss are Unimplemented, naming
-// the op. REQUIRES: `forward` is typed (shape inference done); the result is typed too.
+// read of the wrong version. REQUIRES: `forward` is typed (shape inference done); the result is typed too.
 //
 // Complexity: O(ops + values) plus shape inference of the result.
 #ifndef MEMONGER_GRAPH_GRADIENT_BUILDER_H_

@@ -131,6 +131,14 @@ absl::StatusOr<TypeList> BinaryGradient(const ShapeContext& ctx) {
   return TypeList{a, b};
 }
 
+// SoftmaxCrossEntropyLossGradient(dLoss, scores, labels, [weights]) -> dScores (ours): the
+// scores' type; dLoss one element, or one per sample with reduction 'none'.
+absl::StatusOr<TypeList> SoftmaxCrossEntropyLossGradient(const ShapeContext& ctx) {
+  const TensorType& scores = ctx.inputs[1];
+  if (scores.dims.size() < 2) return ctx.Error("scores must be [N, C, d...]");
+  return TypeList{scores};
+}
+
 // MatMulGradient(dY, A, B) -> dA, dB (ours; Caffe2 builds MatMul gradients from MatMuls).
 absl::StatusOr<TypeList> MatMulGradient(const ShapeContext& ctx) {
   const TensorType& a = ctx.inputs[1];
@@ -315,6 +323,8 @@ void AddGradientSchemas(OpSchemaTable& table) {
              BinaryGradient);
   AddSchemas(table, {"DivGradient"}, {4, 4}, {2, 2}, BinaryGradient);
   AddSchemas(table, {"MatMulGradient"}, {3, 3}, {2, 2}, MatMulGradient);
+  AddSchemas(table, {"SoftmaxCrossEntropyLossGradient"}, {3, 4}, kOne,
+             SoftmaxCrossEntropyLossGradient);
   AddSchemas(table, {"ConvGradient", "Conv1DGradient", "Conv2DGradient", "Conv3DGradient"},
              {3, 3}, {1, 3}, ConvGradient);
   AddSchemas(table,

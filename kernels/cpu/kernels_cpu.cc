@@ -22,6 +22,7 @@ KernelTable MakeCpuKernelTable() {
   AddCpuConvKernels(kernels);
   AddCpuFillKernels(kernels);
   AddCpuLossKernels(kernels);
+  AddCpuSoftmaxCrossEntropyKernels(kernels);
   AddCpuPoolKernels(kernels);
   AddCpuResizeKernels(kernels);
   AddCpuIndexKernels(kernels);

@@ -63,6 +63,7 @@ void AddCpuBatchNormKernels(KernelMap& kernels);          // kernels_cpu_batchno
 void AddCpuConvKernels(KernelMap& kernels);               // kernels_cpu_conv.cc
 void AddCpuFillKernels(KernelMap& kernels);               // kernels_cpu_fill.cc
 void AddCpuLossKernels(KernelMap& kernels);               // kernels_cpu_loss.cc
+void AddCpuSoftmaxCrossEntropyKernels(KernelMap& kernels);  // kernels_cpu_softmax_xent.cc
 void AddCpuPoolKernels(KernelMap& kernels);               // kernels_cpu_pool.cc
 void AddCpuResizeKernels(KernelMap& kernels);             // kernels_cpu_resize.cc
 // What exporters emit beyond those (docs/kernels.md, "Op types").

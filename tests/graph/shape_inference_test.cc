@@ -1069,7 +1069,7 @@ TEST(ShapeSchemaTableTest, ViewCapableOpsAreTheDesignsViews) {
   }
   EXPECT_THAT(views, ::testing::UnorderedElementsAre("Reshape", "Flatten", "FlattenToVec",
                                                      "Squeeze", "Unsqueeze", "ExpandDims",
-                                                     "Identity", "Expand"));
+                                                     "Identity", "Expand", "Dropout"));
 }
 
 TEST(ShapeSchemaTableTest, DocsListEveryOpType) {

@@ -2,7 +2,7 @@
 
 Each model of TRAINING_MODELS (export_zoo.py's modules, seeded the same way) is wrapped with the
 mean squared error of every floating-point output against a seeded target (the targets are graph
-inputs), put in train mode with dropout probabilities set to 0 (PyTorch's dropout masks are
+inputs; TRAINING_VARIANTS adds other sizes and F.cross_entropy), put in train mode with dropout probabilities set to 0 (PyTorch's dropout masks are
 random), and exported as the PyTorch docs show for training: `training=TrainingMode.TRAINING`,
 `do_constant_folding=False` (batch normalisation keeps its batch statistics and its parameters).
 Beside `MODEL.train.onnx`:
@@ -27,12 +27,15 @@ TRAINING_MODELS = [
 ]
 
 
-# Training-only variants: (the zoo entry, the example inputs) under another name.
+# Training-only variants: (the zoo entry, its example inputs or None for the entry's, the loss)
+# under another name. The loss is "mse" (as every TRAINING_MODELS entry) or "cross_entropy":
+# F.cross_entropy of the output [N, C] against seeded labels (an input "labels").
 TRAINING_VARIANTS = {
     # resnet18 at 224 px has a ReLU input 1.4e-6 from 0 (typical 0.9, layer4.0's last ReLU,
     # channel 146): float32 rounding decides which side it falls on, so no float32 gradient is
     # bound to agree there (train_zoo.py, KNOWN_GRADIENT_MISMATCHES). At 64 px it has none.
-    "resnet18_64px": ("resnet18", lambda torch: (torch.randn(2, 3, 64, 64),)),
+    "resnet18_64px": ("resnet18", lambda torch: (torch.randn(2, 3, 64, 64),), "mse"),
+    "vit_small_cross_entropy": ("vit_small", None, "cross_entropy"),
 }
 
 
@@ -41,11 +44,16 @@ def training_entries(entries):
     torch = _torch()
     by_name = {e[0]: e for e in entries}
     chosen = [by_name[n] for n in TRAINING_MODELS if n in by_name]
-    for name, (base, inputs) in TRAINING_VARIANTS.items():
+    for name, (base, inputs, _) in TRAINING_VARIANTS.items():
         if base in by_name:
             e = by_name[base]
-            chosen.append((name, e[1], lambda inputs=inputs: inputs(torch)) + tuple(e[3:]))
+            make = e[2] if inputs is None else (lambda inputs=inputs: inputs(torch))
+            chosen.append((name, e[1], make) + tuple(e[3:]))
     return chosen
+
+
+def loss_of(name):
+    return TRAINING_VARIANTS[name][2] if name in TRAINING_VARIANTS else "mse"
 
 
 def base_of(name):
@@ -58,12 +66,13 @@ def _torch():
     return torch
 
 
-def _with_loss(model, n_inputs, flatten):
+def _with_loss(model, n_inputs, flatten, loss_kind):
     torch = _torch()
 
     class WithLoss(torch.nn.Module):
         """The model, then the loss a user adds: the mean squared error of each floating-point
-        output against its target (the inputs after the model's)."""
+        output against its target (the inputs after the model's), or the cross-entropy of the
+        first output against the labels."""
 
         def __init__(self):
             super().__init__()
@@ -71,6 +80,8 @@ def _with_loss(model, n_inputs, flatten):
 
         def forward(self, *args):
             outputs = [y for y in flatten(self.model(*args[:n_inputs])) if y.is_floating_point()]
+            if loss_kind == "cross_entropy":
+                return torch.nn.functional.cross_entropy(outputs[0], args[n_inputs])
             loss = 0
             for y, target in zip(outputs, args[n_inputs:]):
                 loss = loss + ((y - target) ** 2).mean()
@@ -159,10 +170,16 @@ def export_training(entry, folder, flatten, opset):
     with torch.no_grad():
         outputs = [y for y in flatten(model(*inputs)) if y.is_floating_point()]
     torch.manual_seed(2)
-    targets = tuple(torch.randn_like(y) for y in outputs)
-    module = _with_loss(model, len(inputs), flatten)
+    loss_kind = loss_of(name)
+    if loss_kind == "cross_entropy":
+        targets = (torch.randint(0, outputs[0].shape[1], (outputs[0].shape[0],)),)
+        target_names = ["labels"]
+    else:
+        targets = tuple(torch.randn_like(y) for y in outputs)
+        target_names = [f"target{i}" for i in range(len(targets))]
+    module = _with_loss(model, len(inputs), flatten, loss_kind)
     args = inputs + targets
-    names = list(input_names) + [f"target{i}" for i in range(len(targets))]
+    names = list(input_names) + target_names
     path = os.path.join(folder, name + ".train.onnx")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -193,5 +210,6 @@ def export_training(entry, folder, flatten, opset):
         entries.append({"name": n, "file": f"{k}.npy", "file_f64": f"{k}.f64.npy",
                         "onnx": [[i, t] for i, t in homes[n]]})
     return {"file": name + ".train.onnx", "inputs": graph_inputs, "params": entries,
+            "loss": loss_kind,
             "torch_train_peak_bytes": peak, "onnx_ops": sorted({n.op_type for n in proto.graph.node}),
             "export_seconds": round(time.time() - start, 2)}

@@ -730,6 +730,31 @@ std::vector<GradCase> Cases() {
     cases.push_back(c);
   }
   {
+    // SoftmaxCrossEntropyLoss as torch.onnx.export writes F.cross_entropy: mean over class
+    // weights with an ignored sample; then per-sample ('none') over a spatial dim.
+    GradCase c = Named("softmax_cross_entropy_mean_weighted");
+    c.net = absl::StrCat(Param("scores", {4, 3}), Decl("labels", "INT64", {4}, "ROLE_INPUT"),
+                         Constant("weights", {3}), R"pb(
+      op { name: "sce" type: "SoftmaxCrossEntropyLoss" input: "scores" input: "labels"
+           input: "weights" output: "loss"
+           arg { name: "reduction" s: "mean" } arg { name: "ignore_index" i: 1 } }
+      external_output: "loss"
+      loss: "loss"
+    )pb");
+    c.data = {{"labels", {0, 1, 2, 2}}, {"weights", {0.5, 2.0, 1.5}}};
+    cases.push_back(c);
+  }
+  {
+    GradCase c = Named("softmax_cross_entropy_none_spatial");
+    c.net = absl::StrCat(Param("scores", {2, 3, 2}), Decl("labels", "INT64", {2, 2}, "ROLE_INPUT"),
+                         R"pb(
+      op { name: "sce" type: "SoftmaxCrossEntropyLoss" input: "scores" input: "labels"
+           output: "per_sample" arg { name: "reduction" s: "none" } }
+    )pb", ScaledLoss("per_sample", {2, 2}));
+    c.data = {{"labels", {2, 0, 1, 2}}, {"r", Weights({2, 2}, 39)}};
+    cases.push_back(c);
+  }
+  {
     // HardSwish and HardSigmoid inside their linear parts (inputs in [-1, 1)), Dropout
     // without training_mode (the identity).
     GradCase c = Named("hard_swish_sigmoid_dropout");
