@@ -873,6 +873,11 @@ std::vector<SchemaCase> GradientCases() {
                         "dC float32[2,4] does not match the output float32[2,3,4]", 2));
   cases.push_back(Ok("MatMulGradient", "MatMulGradient", {F32({2, 4}), F32({2, 3}), F32({3, 4})},
                      {}, {F32({2, 3}), F32({3, 4})}));
+  cases.push_back(Ok("SoftmaxCrossEntropyLossGradient", "SoftmaxCrossEntropyLossGradient",
+                     {F32({}), F32({4, 3, 2}), I64({4, 2})}, {}, {F32({4, 3, 2})}));
+  cases.push_back(Fails("SoftmaxCrossEntropyLossGradient_scores_rank",
+                        "SoftmaxCrossEntropyLossGradient", {F32({}), F32({4}), I64({4})}, {},
+                        "scores must be [N, C, d...]"));
   cases.push_back(Fails("MatMulGradient_wrong_dY", "MatMulGradient",
                         {F32({4, 2}), F32({2, 3}), F32({3, 4})}, {},
                         "does not match the MatMul output float32[2,4]", 2));

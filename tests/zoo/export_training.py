@@ -20,6 +20,8 @@ import os
 import time
 import warnings
 
+from zoo_common import allocation_peak
+
 TRAINING_MODELS = [
     "mlp", "resnet18", "mobilenet_v3_small", "squeezenet1_1", "gpt_decoder", "text_encoder",
     "vit_small", "bert_like", "alibi_encoder", "seq2seq_transformer", "unet", "lstm_classifier",
@@ -101,13 +103,7 @@ def _step_peak_bytes(module, args):
     module.zero_grad(set_to_none=True)
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         module(*args).backward()
-    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-    events.sort(key=lambda e: e.start_us())
-    held = peak = 0
-    for e in events:
-        held += e.nbytes()
-        peak = max(peak, held)
-    return peak
+    return allocation_peak(prof)
 
 
 def _gradients(module, args):

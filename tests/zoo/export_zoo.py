@@ -33,6 +33,8 @@ import time
 import traceback
 import warnings
 
+from zoo_common import allocation_peak
+
 OPSET = 17
 
 
@@ -482,13 +484,7 @@ def _eager_peak_bytes(model, inputs):
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             outputs = model(*inputs)
         del outputs
-    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-    events.sort(key=lambda e: e.start_us())  # stable: ties keep the order they were recorded in
-    held = peak = 0
-    for e in events:
-        held += e.nbytes()
-        peak = max(peak, held)
-    return peak
+    return allocation_peak(prof)
 
 
 def export_one(entry, folder):
@@ -564,8 +560,9 @@ def cache_key():
     torch = _torch()
     import torchvision
     h = hashlib.sha256()
-    for path in (__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                        "export_training.py")):
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (__file__, os.path.join(here, "export_training.py"),
+                 os.path.join(here, "zoo_common.py")):
         with open(path, "rb") as f:
             h.update(f.read())
     h.update(torch.__version__.encode())

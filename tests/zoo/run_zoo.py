@@ -28,12 +28,12 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 
 import train_zoo
+from zoo_common import start_check
 from export_training import base_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -120,16 +120,11 @@ def ort_peak(script, model, inputs_dir, work):
 
 
 def check_model(tool, folder, work, name, info, ort_script=None):
-    row = {"model": name}
-    if "export_error" in info:
-        row["status"] = "not exported"
-        row["note"] = "PyTorch: " + info["export_error"]
+    row, mwork = start_check(name, info, work, name)
+    if mwork is None:
         return row, []
     failures = []
     model = os.path.join(folder, info["file"])
-    mwork = os.path.join(work, name)
-    shutil.rmtree(mwork, ignore_errors=True)
-    os.makedirs(mwork)
     dims = info.get("dims", {})
 
     # 1. First try: only the named dynamic axes, at their exported sizes.

@@ -19,7 +19,8 @@ that starts to train fails until the list is updated, as does any other failure.
 import json
 import os
 import re
-import shutil
+
+from zoo_common import start_check
 
 GRAD_RTOL = 1e-4
 GRAD_FACTOR = 3.0
@@ -53,16 +54,11 @@ def _load_outputs(out_dir, stdout):
 def check_training(run, first_line, human, tool, folder, work, name, info):
     """One training model: (row, failures)."""
     import numpy as np
-    row = {"model": name}
-    if "export_error" in info:
-        row["status"] = "not exported"
-        row["note"] = "PyTorch: " + info["export_error"]
+    row, mwork = start_check(name, info, work, name + ".train")
+    if mwork is None:
         return row, []
     failures = []
     model = os.path.join(folder, info["file"])
-    mwork = os.path.join(work, name + ".train")
-    shutil.rmtree(mwork, ignore_errors=True)
-    os.makedirs(mwork)
     flags = ["--mode", "training", "--loss", "loss"]
     rc, out, err, _ = run([tool, model, *flags, "--format", "json"])
     known = KNOWN_TRAINING_REFUSALS.get(name)
