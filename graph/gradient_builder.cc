@@ -125,6 +125,19 @@ class Builder {
     }
     needs_.assign(n, false);
     for (ValueId v = 0; v < n; ++v) needs_[v] = from_param[v] && to_loss[v];
+    // fixed_[v]: v is computed from params alone, so its dims are the same at every binding of
+    // the model's symbols. (Not constants: an importer folds what a Shape computed into
+    // constants that differ between bindings, such as an Expand's target shape.)
+    fixed_.assign(n, false);
+    for (ValueId v = 0; v < n; ++v) {
+      fixed_[v] = fwd_.value(v).producer == kNone && fwd_.value(v).role == Role::kParam;
+    }
+    for (OpId id : fwd_.TopologicalOrder()) {
+      const Op& op = fwd_.op(id);
+      bool all = true;
+      for (ValueId in : op.inputs) all = all && fixed_[in];
+      for (ValueId out : op.outputs) fixed_[out] = all;
+    }
   }
 
   // A fresh blob name "<value>_<suffix>" ('@' of later versions spelled "_v").
@@ -575,12 +588,16 @@ class Builder {
 
   // Contributes `g`, of the op output's dims `g_dims`, to `target`, which broadcast to them
   // (numpy's right-aligned rules): summed over the axes target broadcast along (ReduceSum,
-  // keepdims), then reshaped where target has fewer dims.
+  // keepdims), then reshaped where target has fewer dims. A target of fixed dims (a bias, a
+  // class token: computed from params alone) is summed over every axis where it has none or
+  // 1, even where the output's dim is 1 too at this binding (a batch of 1): the net then has the
+  // same ops at every binding, as a plan over a range of a symbol needs.
   absl::Status SumTo(const Op& op, ValueId target, const std::string& g,
                      const std::vector<int64_t>& g_dims) {
     if (!needs_[target]) return absl::OkStatus();
     const std::vector<int64_t>& dims = fwd_.value(target).type->dims;
-    if (dims == g_dims) {
+    const bool fixed = fixed_[target] && !fixed_[op.outputs[0]];
+    if (dims == g_dims && !(fixed && std::find(dims.begin(), dims.end(), 1) != dims.end())) {
       Contribute(target, g);
       return absl::OkStatus();
     }
@@ -595,7 +612,7 @@ class Builder {
     std::vector<int64_t> kept = g_dims;
     for (size_t a = 0; a < g_dims.size(); ++a) {
       const int64_t d = a < lead ? 1 : dims[a - lead];
-      if (d == g_dims[a]) continue;
+      if (d == g_dims[a] && !(fixed && d == 1)) continue;
       if (d != 1) return not_broadcast();
       axes.push_back(static_cast<int64_t>(a));
       kept[a] = 1;
@@ -1004,9 +1021,14 @@ class Builder {
     const std::vector<int64_t>& c_dims = cv.type->dims;
     std::vector<int64_t> c_as_2d(2, 1);  // C's dims right-aligned against [M, N]
     std::vector<int64_t> axes;
+    // A C of fixed dims (a bias) is summed over its 1s even where Y's dim is 1 at this binding:
+    // the same ops at every binding of a batch symbol (as SumTo).
+    const bool fixed = fixed_[c] && !fixed_[op.outputs[0]];
     for (size_t i = 0; i < 2; ++i) {
       if (i + c_dims.size() >= 2) c_as_2d[i] = c_dims[i + c_dims.size() - 2];
-      if (c_as_2d[i] != y_dims[i]) axes.push_back(static_cast<int64_t>(i));
+      if (c_as_2d[i] != y_dims[i] || (fixed && c_as_2d[i] == 1)) {
+        axes.push_back(static_cast<int64_t>(i));
+      }
     }
     const bool reduce = !axes.empty();
     const bool reshape = c_as_2d != c_dims;
@@ -1158,6 +1180,7 @@ class Builder {
   std::vector<std::string> first_piece_;  // per forward value: its own "X_grad" piece, if any
   std::vector<int> autosplits_;           // per forward value: "_X_grad_autosplit_<k>" made
   std::vector<bool> needs_;
+  std::vector<bool> fixed_;  // dims independent of the model's symbols (see MarkNeeds)
   absl::flat_hash_set<std::string> used_names_;
   std::set<std::string> missing_rules_;  // op types without a rule on the path to a loss
   std::string missing_example_;          // the first such op, for the message
