@@ -18,8 +18,10 @@ namespace {
 // Plans values of one cure, each at most once.
 class CurePlanner {
  public:
-  CurePlanner(const FitPlanner& plan, const FitCure& cure, int64_t budget)
-      : plan_(plan), cure_(cure), budget_(budget) {}
+  CurePlanner(const FitPlanner& plan, const FitCure& cure, const FitSearch& search,
+              int* plans_so_far)
+      : plan_(plan), cure_(cure), budget_(search.budget), progress_(search.progress),
+        plans_so_far_(plans_so_far) {}
 
   absl::StatusOr<FitPoint> At(int64_t value) {
     auto it = cache_.find(value);
@@ -37,6 +39,11 @@ class CurePlanner {
     }
     point->value = value;
     ++plans_;
+    ++*plans_so_far_;
+    if (progress_) {
+      progress_(FitProgress{cure_.name, value, point->device_bytes, Fits(*point),
+                            !point->refused.empty(), *plans_so_far_});
+    }
     return cache_.emplace(value, *point).first->second;
   }
 
@@ -47,6 +54,8 @@ class CurePlanner {
   const FitPlanner& plan_;
   const FitCure& cure_;
   int64_t budget_;
+  const std::function<void(const FitProgress&)>& progress_;
+  int* plans_so_far_;  // over every cure
   std::map<int64_t, FitPoint> cache_;
   int plans_ = 0;
 };
@@ -120,8 +129,8 @@ absl::Status ProbeBeyond(const FitSearch& search, CurePlanner& planner, int64_t 
 }
 
 absl::StatusOr<FitRow> SearchCure(const FitSearch& search, const FitCure& cure,
-                                  const FitPlanner& plan) {
-  CurePlanner planner(plan, cure, search.budget);
+                                  const FitPlanner& plan, int* plans_so_far) {
+  CurePlanner planner(plan, cure, search, plans_so_far);
   FitRow row;
   row.cure = cure.name;
   MG_ASSIGN_OR_RETURN(FitPoint first, planner.At(search.min_value));
@@ -168,8 +177,9 @@ absl::StatusOr<FitResult> FindLargestFit(const FitSearch& search, const FitPlann
   FitResult result;
   result.symbol = search.symbol;
   result.budget = search.budget;
+  int plans = 0;
   for (const FitCure& cure : search.cures) {
-    absl::StatusOr<FitRow> row = SearchCure(search, cure, plan);
+    absl::StatusOr<FitRow> row = SearchCure(search, cure, plan, &plans);
     if (!row.ok()) {
       return absl::Status(row.status().code(), absl::StrCat("--fit ", search.symbol, " (",
                                                             cure.name, "): ",

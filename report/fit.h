@@ -48,12 +48,24 @@ struct FitCure {
   bool recompute = false;  // recomputation (recompute.h) may rewrite the net to fit
 };
 
+// One value planned during the search, as it happens: for a progress line.
+struct FitProgress {
+  std::string cure;
+  int64_t value = 0;
+  int64_t device_bytes = 0;
+  bool fits = false;
+  bool refused = false;
+  int plans = 0;  // values planned so far, over every cure
+};
+
 struct FitSearch {
   std::string symbol;
   int64_t budget = 0;
   int64_t min_value = 1;
   int64_t max_value = int64_t{1} << 40;
   std::vector<FitCure> cures;
+  // Called after each value is planned (empty: nothing is called).
+  std::function<void(const FitProgress&)> progress;
 };
 
 // One planned value.

@@ -8,6 +8,7 @@
 #include <malloc.h>  // mallopt
 #endif
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -127,7 +128,24 @@ absl::StatusOr<memonger::PlanOptions> TerminalPlanOptions(const Flags& flags,
 // the memory-aware order (report/fit.h). Exit 0 when some value fits, 3 when none does.
 int RunFit(const NetSource& source, const memonger::PlanOptions& options, bool training) {
   const Flags& flags = *source.flags;
-  absl::StatusOr<memonger::FitResult> fit = memonger::tools::FindFit(source, options, training);
+  // Once the search has run a second, a line on stderr for each size planned (at most one a
+  // second), so that a long search is not silent.
+  const auto start = std::chrono::steady_clock::now();
+  double last_line = 0;
+  auto progress = [&](const memonger::FitProgress& p) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (seconds < 1 || seconds - last_line < 1) return;
+    last_line = seconds;
+    std::cerr << absl::StrFormat(
+        "--fit: %s %s=%d %s (%d plans, %.1f s)\n", p.cure, flags.fit, p.value,
+        p.refused ? std::string("refused")
+                  : absl::StrCat(memonger::util::FormatBytes(p.device_bytes),
+                                 p.fits ? " fits" : " does not fit"),
+        p.plans, seconds);
+  };
+  absl::StatusOr<memonger::FitResult> fit =
+      memonger::tools::FindFit(source, options, training, progress);
   if (!fit.ok()) {
     std::cerr << "optimize-net: " << OneLine(fit.status().message()) << "\n";
     return kExitFailed;
@@ -622,7 +640,10 @@ int Run(const Flags& flags) {
   if (size_blind) return RunSizeBlind(flags, *graph, *options);
   const bool training = memonger::graph::HasGradientOps(*graph);
   if (!flags.fit.empty()) {
-    return RunFit(run.source, *options, training);
+    const int rc = RunFit(run.source, *options, training);
+    clock.Mark("fit");
+    if (flags.timings) clock.Print(std::cerr);
+    return rc;
   }
   if (flags.recompute != "none" && !training) {
     return Fail(absl::InvalidArgumentError(

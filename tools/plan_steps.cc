@@ -180,10 +180,12 @@ absl::StatusOr<Plan> PlanWithFlags(const Flags& flags, const PlanOptions& option
 }
 
 absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& options,
-                                  bool training) {
+                                  bool training,
+                                  std::function<void(const FitProgress&)> progress) {
   const Flags& flags = *source.flags;
   const int64_t budget = flags.budget;
   FitSearch search;
+  search.progress = std::move(progress);
   search.symbol = flags.fit;
   search.budget = budget;
   search.cures.push_back({"given", options});

@@ -84,9 +84,10 @@ absl::StatusOr<Plan> PlanWithFlags(const Flags& flags, const PlanOptions& option
 // --fit: the largest value of flags.fit whose plan fits flags.budget, for the given order, for
 // the memory-aware order and, for a training net, with recomputation (report/fit.h). Every plan
 // the search makes is checked by VerifyPlan. Cancelled once options.stop is set (before the
-// next size is planned).
+// next size is planned). `progress` (may be empty) is called after each size is planned.
 absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& options,
-                                  bool training);
+                                  bool training,
+                                  std::function<void(const FitProgress&)> progress = {});
 
 // A range (--dim S=LO..HI): the net typed at a binding of flags.ranges, and the bindings of the
 // model's other symbols and inputs (--dim S=V, --input-shape; a workload's own values).

@@ -129,6 +129,28 @@ TEST(FitTest, BytesThatDoNotGrowAreFoundAndSearchedAlongTheirSpacing) {
   EXPECT_THAT(FitToText(*once), HasSubstr("larger values may fit"));
 }
 
+// The progress callback sees every value planned, once, in order, with its cure and whether it
+// fit; `plans` counts over every cure (what a progress line shows).
+TEST(FitTest, ProgressSeesEveryPlannedValue) {
+  FitSearch search = Search(1000);
+  search.cures.push_back({"second", PlanOptions{}});
+  std::vector<FitProgress> seen;
+  search.progress = [&](const FitProgress& p) { seen.push_back(p); };
+  int calls = 0;
+  absl::StatusOr<FitResult> fit =
+      FindLargestFit(search, Curve([](int64_t v) { return 10 * v; }, 150, &calls));
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  ASSERT_EQ(static_cast<int>(seen.size()), calls);
+  EXPECT_EQ(fit->rows[0].plans + fit->rows[1].plans, calls);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].plans, static_cast<int>(i) + 1);
+    EXPECT_EQ(seen[i].cure, static_cast<int>(i) < fit->rows[0].plans ? "given" : "second");
+    EXPECT_EQ(seen[i].refused, seen[i].value > 150) << seen[i].value;
+    EXPECT_EQ(seen[i].fits, !seen[i].refused && 10 * seen[i].value <= 1000) << seen[i].value;
+    if (!seen[i].refused) EXPECT_EQ(seen[i].device_bytes, 10 * seen[i].value);
+  }
+}
+
 TEST(FitTest, TheRangeEndsTheSearchAndSaysSo) {
   absl::StatusOr<FitResult> fit =
       FindLargestFit(Search(1 << 30), Curve([](int64_t v) { return v; }, /*refuse_above=*/700));

@@ -698,6 +698,11 @@ TEST(OptimizeNetTest, FitFindsTheLargestBatchOfAnOnnxModel) {
   auto usage = RunOptimizeNet("'" + path + "' --fit batch");
   EXPECT_EQ(usage.exit_code, 2);
   EXPECT_THAT(usage.err, HasSubstr("--fit needs --budget"));
+  // --timings covers the search.
+  auto timed = RunOptimizeNet("'" + path + "' --fit batch --budget 64KiB --timings");
+  EXPECT_EQ(timed.exit_code, 0) << timed.err;
+  EXPECT_THAT(timed.err, HasSubstr("timings: load "));
+  EXPECT_THAT(timed.err, HasSubstr(", fit "));
 }
 
 // Over the budget, the run says what each cure would give before exiting 3.
