@@ -49,6 +49,10 @@ const Table& Builtin() {
     Set(*table, {"GeluGradient"}, {0});
     // AddAttentionBias(S, bias): S += bias, one thread (or loop step) per score.
     Set(*table, {"AddAttentionBias"}, {0});
+    // ScatterND/ScatterElements(data, indices, updates): data with the updates written in; the
+    // CPU kernels check every index, then copy data only where the output is elsewhere (an
+    // embedding's gradient: the updates go straight into the zeros).
+    Set(*table, {"ScatterND", "ScatterElements"}, {0});
     return table;
   }();
   return *kTable;
