@@ -64,6 +64,7 @@ class Builder {
 
   absl::StatusOr<Graph> Build(const std::vector<ValueId>& losses) {
     MarkNeeds(losses);
+    MarkFixed();
     for (ValueId loss : losses) {
       if (!needs_[loss]) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -125,9 +126,13 @@ class Builder {
     }
     needs_.assign(n, false);
     for (ValueId v = 0; v < n; ++v) needs_[v] = from_param[v] && to_loss[v];
-    // fixed_[v]: v is computed from params alone, so its dims are the same at every binding of
-    // the model's symbols. (Not constants: an importer folds what a Shape computed into
-    // constants that differ between bindings, such as an Expand's target shape.)
+  }
+
+  // fixed_[v]: v is computed from params alone, so its dims are the same at every binding of
+  // the model's symbols. (Not constants: an importer folds what a Shape computed into constants
+  // that differ between bindings, such as an Expand's target shape.)
+  void MarkFixed() {
+    const int n = fwd_.num_values();
     fixed_.assign(n, false);
     for (ValueId v = 0; v < n; ++v) {
       fixed_[v] = fwd_.value(v).producer == kNone && fwd_.value(v).role == Role::kParam;
@@ -596,8 +601,8 @@ class Builder {
                      const std::vector<int64_t>& g_dims) {
     if (!needs_[target]) return absl::OkStatus();
     const std::vector<int64_t>& dims = fwd_.value(target).type->dims;
-    const bool fixed = fixed_[target] && !fixed_[op.outputs[0]];
-    if (dims == g_dims && !(fixed && std::find(dims.begin(), dims.end(), 1) != dims.end())) {
+    const bool fixed = SumsOverItsOnes(op, target);
+    if (!NeedsSumming(op, target, g_dims)) {
       Contribute(target, g);
       return absl::OkStatus();
     }
@@ -632,13 +637,26 @@ class Builder {
     return absl::OkStatus();
   }
 
+  // A target of fixed dims read by an op whose output's dims vary (SumTo).
+  bool SumsOverItsOnes(const Op& op, ValueId target) const {
+    return fixed_[target] && !fixed_[op.outputs[0]];
+  }
+
+  // Whether a gradient of dims `g_dims` must be summed (or reshaped) to reach `target`: its dims
+  // differ, or it is a fixed-dims target with a dim of 1 (SumTo).
+  bool NeedsSumming(const Op& op, ValueId target, const std::vector<int64_t>& g_dims) const {
+    const std::vector<int64_t>& dims = fwd_.value(target).type->dims;
+    return dims != g_dims ||
+           (SumsOverItsOnes(op, target) && std::find(dims.begin(), dims.end(), 1) != dims.end());
+  }
+
   // `type`(inputs), of the op output's dims, as target's gradient: written straight into it
-  // when target has those dims, else into an intermediate that SumTo reduces.
+  // when it needs no summing, else into an intermediate that SumTo reduces.
   absl::Status EmitFor(const Op& op, ValueId target, const std::string& type,
                        std::vector<std::string> inputs, std::vector<Attribute> attrs = {}) {
     if (!needs_[target]) return absl::OkStatus();
     const std::vector<int64_t>& y_dims = fwd_.value(op.outputs[0]).type->dims;
-    if (fwd_.value(target).type->dims == y_dims) {
+    if (!NeedsSumming(op, target, y_dims)) {
       const std::string g = GradOutput(target);
       Emit(type, g, std::move(inputs), {g}, std::move(attrs));
       return absl::OkStatus();
@@ -1023,7 +1041,7 @@ class Builder {
     std::vector<int64_t> axes;
     // A C of fixed dims (a bias) is summed over its 1s even where Y's dim is 1 at this binding:
     // the same ops at every binding of a batch symbol (as SumTo).
-    const bool fixed = fixed_[c] && !fixed_[op.outputs[0]];
+    const bool fixed = SumsOverItsOnes(op, c);
     for (size_t i = 0; i < 2; ++i) {
       if (i + c_dims.size() >= 2) c_as_2d[i] = c_dims[i + c_dims.size() - 2];
       if (c_as_2d[i] != y_dims[i] || (fixed && c_as_2d[i] == 1)) {
@@ -1056,9 +1074,7 @@ class Builder {
       g = out;
     }
     if (scale) {
-      const std::string beta_name = NewName(cv, "grad_beta");
-      Emit("ConstantFill", beta_name, {}, {beta_name},
-           {Attribute{"value", beta}, Attribute{"dtype", dtype}});
+      const std::string beta_name = Scalar(beta, cv.type->dtype);
       const std::string out = step_output();
       Emit("Mul", out, {g, beta_name}, {out});
     }

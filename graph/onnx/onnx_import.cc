@@ -1181,6 +1181,17 @@ bool IsSmallTensor(const onnx::TensorProto& t) {
   return n <= kSmallStaticElements;
 }
 
+// The same for a Constant node's value, read from its attributes (the tensor is not copied).
+bool IsSmallConstant(const onnx::NodeProto& node) {
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() == "value" && a.has_t()) return IsSmallTensor(a.t());
+    if (a.name() == "value_floats") return a.floats_size() <= kSmallStaticElements;
+    if (a.name() == "value_ints") return a.ints_size() <= kSmallStaticElements;
+    if (a.name() == "value_float" || a.name() == "value_int") return true;
+  }
+  return false;
+}
+
 std::shared_ptr<const StaticData> TakeStaticData(WorkingModel& w, const Graph& g, bool all) {
   auto data = std::make_shared<StaticData>();
   auto wanted = [&](const std::string& name) {
@@ -1195,10 +1206,10 @@ std::shared_ptr<const StaticData> TakeStaticData(WorkingModel& w, const Graph& g
   }
   for (const onnx::NodeProto& node : w.model.graph().node()) {
     if (node.op_type() != "Constant" || !IsDefaultDomain(node.domain()) ||
-        node.output_size() == 0 || !wanted(node.output(0))) {
+        node.output_size() == 0 || !wanted(node.output(0)) || (!all && !IsSmallConstant(node))) {
       continue;
     }
-    if (std::optional<onnx::TensorProto> t = ConstantValue(node); t && (all || IsSmallTensor(*t))) {
+    if (std::optional<onnx::TensorProto> t = ConstantValue(node)) {
       absl::StatusOr<TensorData> decoded = DecodeTensorProto(*t);
       if (decoded.ok()) data->emplace(node.output(0), *std::move(decoded));
     }

@@ -321,17 +321,19 @@ TEST(GradientBuilderTest, TransposedWeightIsNotKeptForTheBackwardPass) {
   for (OpId reader : g->consumers(*g->FindValue("wT"))) EXPECT_FALSE(g->op(reader).is_gradient_op);
 }
 
-// A parameter that broadcasts over a batch (a bias [1, 3], a Gemm's C [3]) gets the same
-// gradient ops at batch 1, where its dims equal the output's, as at batch 4: a plan over a
-// range of the batch reads the net built at several bindings and needs one set of ops.
+// A parameter that broadcasts over a batch (a bias [1, 3], a factor [1, 3], a Gemm's C [3])
+// gets the same gradient ops at batch 1, where its dims equal the output's, as at batch 4: a
+// plan over a range of the batch reads the net built at several bindings and needs one set.
 TEST(GradientBuilderTest, BroadcastParametersGetTheSameOpsAtEveryBatch) {
   auto types_at = [](int64_t batch) {
     const Graph forward = Forward(absl::StrCat(
         ParamDecl("w", {3, 3}), ParamDecl("bias", {1, 3}), ParamDecl("c", {3}),
+        ParamDecl("scale", {1, 3}),
         "external_input: \"x\"\nvalue_info { name: \"x\" dtype: FLOAT has_shape: true dim { size: ",
         batch, " } dim { size: 3 } }\n", R"pb(
       op { name: "gemm" type: "Gemm" input: "x" input: "w" input: "c" output: "h" }
-      op { name: "add" type: "Add" input: "h" input: "bias" output: "y" }
+      op { name: "add" type: "Add" input: "h" input: "bias" output: "a" }
+      op { name: "scaled" type: "Mul" input: "a" input: "scale" output: "y" }
       op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
     )pb"));
     absl::StatusOr<Graph> g = AddGradientOps(forward, {"loss"});
@@ -344,7 +346,7 @@ TEST(GradientBuilderTest, BroadcastParametersGetTheSameOpsAtEveryBatch) {
   };
   const std::vector<std::string> one = types_at(1);
   EXPECT_EQ(one, types_at(4));
-  EXPECT_EQ(std::count(one.begin(), one.end(), "ReduceSum"), 2);  // dbias and dc
+  EXPECT_EQ(std::count(one.begin(), one.end(), "ReduceSum"), 3);  // dbias, dc and dscale
 }
 
 // Gemm: only the gradients that are needed, as Gemm/ReduceSum/Reshape/ConstantFill/Mul ops,
