@@ -1212,6 +1212,26 @@ bool HasGradientOps(const Graph& graph) {
   return false;
 }
 
+std::vector<ValueId> TrainableParams(const Graph& graph) {
+  std::vector<bool> trainable(graph.num_values(), false);
+  for (const auto& [param, grad] : graph.param_grads()) {
+    if (graph.value(param).role == Role::kParam) trainable[param] = true;
+  }
+  if (graph.param_grads().empty()) {
+    for (ValueId id = 0; id < graph.num_values(); ++id) {
+      const Value& v = graph.value(id);
+      if (v.role == Role::kParam && graph.FindValue(absl::StrCat(v.name, "_grad")).has_value()) {
+        trainable[id] = true;
+      }
+    }
+  }
+  std::vector<ValueId> params;
+  for (ValueId id = 0; id < graph.num_values(); ++id) {
+    if (trainable[id]) params.push_back(id);
+  }
+  return params;
+}
+
 absl::StatusOr<Graph> AddGradientOps(const Graph& forward,
                                      const std::vector<std::string>& losses) {
   if (!forward.AllTypesKnown()) {

@@ -94,6 +94,11 @@ absl::StatusOr<Graph> AddGradientOps(const Graph& forward, const std::vector<std
 // True when the graph already has gradient ops (is_gradient_op or a type ending in Gradient).
 bool HasGradientOps(const Graph& graph);
 
+// The params a training step updates, ascending: those the net pairs with a gradient
+// (param_grads), or, where it declares no pair (a Caffe2 NetDef as Caffe2 writes it), the params
+// with a value named `<param>_grad`, Caffe2's own gradient naming. O(values).
+std::vector<ValueId> TrainableParams(const Graph& graph);
+
 }  // namespace memonger::graph
 
 #endif  // MEMONGER_GRAPH_GRADIENT_BUILDER_H_

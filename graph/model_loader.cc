@@ -1,5 +1,6 @@
 #include "graph/model_loader.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
@@ -114,6 +115,34 @@ absl::StatusOr<Graph> LoadModelBytes(const std::string& bytes, const std::string
     }
   }
   return ParseModel(bytes, name, options);
+}
+
+absl::StatusOr<std::string> PlanningBytes(const std::string& bytes, const std::string& name,
+                                          const LoadOptions& options) {
+  if (ExtensionOf(name) != ".onnx") return bytes;
+  return WithoutLargeTensorData(bytes, name, options.limits);
+}
+
+bool SamePlanningGraph(const Graph& a, const Graph& b) {
+  if (a.num_ops() != b.num_ops() || a.num_values() != b.num_values()) return false;
+  for (OpId i = 0; i < a.num_ops(); ++i) {
+    const Op& x = a.op(i);
+    const Op& y = b.op(i);
+    if (x.type != y.type || x.name != y.name || x.view != y.view || x.device != y.device ||
+        !std::equal(x.inputs.begin(), x.inputs.end(), y.inputs.begin(), y.inputs.end()) ||
+        !std::equal(x.outputs.begin(), x.outputs.end(), y.outputs.begin(), y.outputs.end())) {
+      return false;
+    }
+  }
+  for (ValueId i = 0; i < a.num_values(); ++i) {
+    const Value& x = a.value(i);
+    const Value& y = b.value(i);
+    if (x.name != y.name || x.version != y.version || x.role != y.role ||
+        x.producer != y.producer || x.inplace_of != y.inplace_of || x.type != y.type) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace memonger::graph

@@ -51,6 +51,17 @@ absl::StatusOr<Graph> LoadModel(const std::string& path, const LoadOptions& opti
 absl::StatusOr<Graph> LoadModelBytes(const std::string& bytes, const std::string& name,
                                      const LoadOptions& options);
 
+// The bytes a load for planning at many bindings reads (--fit's search, a range's planner):
+// an ONNX model without its large tensors' data (WithoutLargeTensorData), any other format as
+// it is. Checked as LoadModelBytes checks them.
+absl::StatusOr<std::string> PlanningBytes(const std::string& bytes, const std::string& name,
+                                          const LoadOptions& options);
+
+// True when `a` and `b` are the same net for planning: the same ops (type, name, inputs,
+// outputs, view, device) and values (name, version, role, producer, in-place base, type), in
+// the same order. O(ops + values).
+bool SamePlanningGraph(const Graph& a, const Graph& b);
+
 }  // namespace memonger::graph
 
 #endif  // MEMONGER_GRAPH_MODEL_LOADER_H_

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "graph/gradient_builder.h"
 #include "graph/in_place.h"
 #include "util/check.h"
 #include "util/checked_math.h"
@@ -70,6 +71,12 @@ void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t align
         plan.peak_step <= l.last_step) {
       at_peak.push_back(id);
     }
+  }
+  plan.trainable_bytes = 0;
+  for (const graph::ValueId id : graph::TrainableParams(graph)) {
+    const auto sum = util::CheckedAdd(plan.trainable_bytes, liveness.bytes[id]);
+    MG_CHECK(sum.has_value());
+    plan.trainable_bytes = *sum;
   }
   // Naive means no sharing at all: an output that took a dying input's bytes counts apart.
   for (const auto& [input, output] : liveness.in_place_pairs) {

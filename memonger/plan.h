@@ -96,6 +96,9 @@ struct Plan {
   int64_t lower_bound_bytes = 0;  // max over steps of live_bytes
   int64_t naive_bytes = 0;        // every planned alias class in its own aligned memory
   int64_t static_bytes = 0;       // params and constants not placed in the arena
+  // The bytes of the params a training step updates (graph::TrainableParams), in the arena or
+  // not: what an optimizer's state is counted from (device_bytes.h). 0 for inference.
+  int64_t trainable_bytes = 0;
   double planning_seconds = 0;
   bool proven_optimal = false;    // the planner proved its objective optimal
   // What a user should know about how the plan was made (a time limit that cut a greedy pass

@@ -228,7 +228,8 @@ std::shared_ptr<Source> MakeSource(const Model& model, const std::vector<std::st
 struct PyPlan {
   std::shared_ptr<const graph::Graph> graph;
   Plan plan;
-  int64_t budget = -1;
+  int64_t budget = -1;  // device bytes (memonger/device_bytes.h)
+  Optimizer optimizer = Optimizer::kNone;
   std::shared_ptr<const std::string> model_bytes;  // of the model it was made for
 };
 
@@ -292,6 +293,7 @@ struct PySymbolicPlan {
   tools::GraphAt graph_at;
   std::shared_ptr<const tools::CheckedRangePlan> checked;
   int64_t budget = -1;
+  Optimizer optimizer = Optimizer::kNone;
 };
 
 PyPlan PlanOnce(const std::shared_ptr<Source>& source, std::atomic<bool>& stop) {
@@ -301,6 +303,7 @@ PyPlan PlanOnce(const std::shared_ptr<Source>& source, std::atomic<bool>& stop) 
   options.stop = &stop;
   PyPlan result;
   result.budget = flags.budget;
+  result.optimizer = flags.optimizer;
   result.model_bytes = source->net.model_bytes;
   if (flags.recompute != "none" && !graph::HasGradientOps(graph)) {
     throw Failure("recompute is for training nets: this net has no backward ops (mode='training')");
@@ -321,6 +324,7 @@ PySymbolicPlan PlanRangeOf(const std::shared_ptr<Source>& source, std::atomic<bo
   PySymbolicPlan result;
   result.source = source;
   result.budget = flags.budget;
+  result.optimizer = flags.optimizer;
   result.graph_at = tools::RangeGraphAt(source->net);
   const graph::ShapeBindings fixed = ValueOrRaise(tools::RangeFixedBindings(source->net));
   // While planning, a Ctrl-C ends the search before the next binding is typed.
@@ -373,6 +377,7 @@ PyPlan Bind(const PySymbolicPlan& splan, const std::map<std::string, int64_t>& d
     graph::SymbolBindings at(dims.begin(), dims.end());
     PyPlan result;
     result.budget = splan.budget;
+    result.optimizer = splan.optimizer;
     result.model_bytes = splan.source->net.model_bytes;
     result.plan = ValueOrRaise(plan.Bind(at));
     graph::Graph typed = ValueOrRaise(splan.graph_at(at));
@@ -520,6 +525,14 @@ PYBIND11_MODULE(_memonger, m) {
                              [](const PyPlan& p) { return p.plan.lower_bound_bytes; })
       .def_property_readonly("naive_bytes", [](const PyPlan& p) { return p.plan.naive_bytes; })
       .def_property_readonly("static_bytes", [](const PyPlan& p) { return p.plan.static_bytes; })
+      .def_property_readonly("trainable_bytes",
+                             [](const PyPlan& p) { return p.plan.trainable_bytes; })
+      .def_property_readonly(
+          "optimizer_state_bytes",
+          [](const PyPlan& p) { return mg::DeviceBytesOf(p.plan, p.optimizer).optimizer_state; })
+      .def_property_readonly(
+          "device_bytes",
+          [](const PyPlan& p) { return mg::DeviceBytesOf(p.plan, p.optimizer).total(); })
       .def_property_readonly("proven_optimal",
                              [](const PyPlan& p) { return p.plan.proven_optimal; })
       .def_property_readonly("planner", [](const PyPlan& p) { return p.plan.planner; })
@@ -535,19 +548,23 @@ PYBIND11_MODULE(_memonger, m) {
                              })
       .def_property_readonly(
           "num_steps", [](const PyPlan& p) { return static_cast<int64_t>(p.plan.steps.size()); })
-      .def("to_json", [](const PyPlan& p) { return mg::PlanToJson(*p.graph, p.plan); })
+      .def("to_json",
+           [](const PyPlan& p) { return mg::PlanToJson(*p.graph, p.plan, p.optimizer); })
       .def(
           "_html",
           [](const PyPlan& p, std::optional<int64_t> budget,
              const std::vector<std::pair<std::string, std::vector<std::pair<double, int64_t>>>>&
                  measured) {
             mg::HtmlOptions options;
-            options.budget_bytes = budget.has_value() ? *budget : p.budget;
+            const int64_t outside = mg::DeviceBytesOf(p.plan, p.optimizer).outside_arena();
+            options.budget_bytes =
+                mg::ArenaShare(budget.has_value() ? *budget : p.budget, outside);
             for (const auto& [name, points] : measured) options.measured.push_back({name, points});
             return mg::PlanToHtml(*p.graph, p.plan, options);
           },
           py::arg("budget") = py::none(), py::arg("measured") = py::list())
-      .def("text", [](const PyPlan& p) { return mg::PlanToText(*p.graph, p.plan); });
+      .def("text",
+           [](const PyPlan& p) { return mg::PlanToText(*p.graph, p.plan, p.optimizer); });
 
   py::class_<PySymbolicPlan>(m, "SymbolicPlan")
       .def_property_readonly("arena_formula", &Formula)
@@ -591,7 +608,8 @@ PYBIND11_MODULE(_memonger, m) {
             if (samples < 1 || samples > 64) throw Failure("samples: 1 to 64");
             return RunWithoutGil([&] {
               return ValueOrRaise(mg::tools::RangePlanHtml(
-                  *s.checked, s.graph_at, s.source->flags->model, s.budget, samples));
+                  *s.checked, s.graph_at, s.source->flags->model, s.budget, samples,
+                  s.optimizer));
             });
           },
           py::arg("samples") = 9)
@@ -601,7 +619,8 @@ PYBIND11_MODULE(_memonger, m) {
            })
       .def("text", [](const PySymbolicPlan& s) {
         return ValueOrRaise(
-            mg::SymbolicPlanToText(s.checked->range.reference, s.checked->range.plan, s.budget));
+            mg::SymbolicPlanToText(s.checked->range.reference, s.checked->range.plan, s.budget,
+                                   s.optimizer));
       });
 
   m.def("load", &Load, py::arg("args"), py::arg("data") = py::none());

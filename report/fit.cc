@@ -177,6 +177,7 @@ absl::StatusOr<FitResult> FindLargestFit(const FitSearch& search, const FitPlann
   FitResult result;
   result.symbol = search.symbol;
   result.budget = search.budget;
+  result.optimizer = search.optimizer;
   int plans = 0;
   for (const FitCure& cure : search.cures) {
     absl::StatusOr<FitRow> row = SearchCure(search, cure, plan, &plans);
@@ -191,9 +192,12 @@ absl::StatusOr<FitResult> FindLargestFit(const FitSearch& search, const FitPlann
 }
 
 std::string FitToText(const FitResult& fit) {
+  const std::string state = fit.optimizer == Optimizer::kNone
+                                ? ""
+                                : absl::StrCat(" + ", OptimizerName(fit.optimizer), " state");
   std::string out = absl::StrFormat(
-      "fit              the largest %s whose device bytes (arena + weights) fit %d B (%s)\n",
-      fit.symbol, fit.budget, util::FormatBytes(fit.budget));
+      "fit              the largest %s whose device bytes (arena + weights%s) fit %d B (%s)\n",
+      fit.symbol, state, fit.budget, util::FormatBytes(fit.budget));
   for (const FitRow& row : fit.rows) {
     if (!row.largest.has_value()) {
       absl::StrAppendFormat(&out, "  %-14s none: %s=%d %s (%d plans)\n", row.cure, fit.symbol,
@@ -265,7 +269,8 @@ std::string FitToJson(const FitResult& fit) {
   }
   Json doc;
   doc["schema"] = "memonger.fit/v1";
-  doc["fit"] = {{"symbol", fit.symbol}, {"budget", fit.budget}, {"largest", largest},
+  doc["fit"] = {{"symbol", fit.symbol}, {"budget", fit.budget},
+                {"optimizer", std::string(OptimizerName(fit.optimizer))}, {"largest", largest},
                 {"cures", cures}};
   return doc.dump(1) + "\n";
 }

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memonger/device_bytes.h"
 #include "memonger/planner.h"
 
 namespace memonger {
@@ -60,7 +61,8 @@ struct FitProgress {
 
 struct FitSearch {
   std::string symbol;
-  int64_t budget = 0;
+  int64_t budget = 0;  // device bytes (memonger/device_bytes.h)
+  Optimizer optimizer = Optimizer::kNone;  // whose state the planner counts: the text names it
   int64_t min_value = 1;
   int64_t max_value = int64_t{1} << 40;
   std::vector<FitCure> cures;
@@ -71,7 +73,7 @@ struct FitSearch {
 // One planned value.
 struct FitPoint {
   int64_t value = 0;
-  int64_t device_bytes = 0;  // arena + static
+  int64_t device_bytes = 0;  // arena + static + optimizer state
   int64_t arena_bytes = 0;
   int64_t lower_bound_bytes = 0;
   std::string refused;       // non-empty: the model or workload refused the value (why)
@@ -99,6 +101,7 @@ inline constexpr int kFitProbes = 16;
 struct FitResult {
   std::string symbol;
   int64_t budget = 0;
+  Optimizer optimizer = Optimizer::kNone;
   std::vector<FitRow> rows;  // one per cure, in the order given
 };
 

@@ -454,7 +454,9 @@ std::string PlansToHtml(const std::vector<HtmlFrame>& frames, const std::string&
                         const HtmlOptions& options) {
   nlohmann::json data;
   data["budget_bytes"] = options.budget_bytes;
-  data["budget_text"] = options.budget_bytes >= 0 ? util::FormatBytes(options.budget_bytes) : "";
+  data["budget_text"] = !options.budget_label.empty() ? options.budget_label
+                        : options.budget_bytes >= 0 ? util::FormatBytes(options.budget_bytes)
+                                                    : "";
   nlohmann::json measured = nlohmann::json::array();
   for (const MeasuredCurve& m : options.measured) {
     nlohmann::json points = nlohmann::json::array();

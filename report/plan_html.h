@@ -36,6 +36,9 @@ struct MeasuredCurve {
 
 struct HtmlOptions {
   int64_t budget_bytes = -1;  // drawn across the curve where >= 0
+  // What follows "budget " on the line; empty: its bytes. The curve is the arena's: a caller
+  // with bytes outside it draws the arena's share of its budget and says so here.
+  std::string budget_label;
   std::vector<MeasuredCurve> measured;
 };
 

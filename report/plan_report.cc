@@ -69,7 +69,7 @@ std::vector<ValueId> AliasRoots(const graph::Graph& graph, const Plan& plan) {
 
 }  // namespace
 
-std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
+std::string PlanToJson(const graph::Graph& graph, const Plan& plan, Optimizer optimizer) {
   using Json = nlohmann::ordered_json;
   Json j;
   j["schema"] = kPlanSchema;
@@ -82,6 +82,12 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   j["lower_bound_bytes"] = plan.lower_bound_bytes;
   j["naive_bytes"] = plan.naive_bytes;
   j["static_bytes"] = plan.static_bytes;
+  const DeviceBytes device = DeviceBytesOf(plan, optimizer);
+  j["device_bytes"] = device.total();
+  j["trainable_bytes"] = plan.trainable_bytes;
+  j["param_gradient_bytes"] = ParamGradientBytes(graph);
+  j["optimizer"] = std::string(OptimizerName(optimizer));
+  j["optimizer_state_bytes"] = device.optimizer_state;
   j["planning_seconds"] = plan.planning_seconds;
   j["proven_optimal"] = plan.proven_optimal;
   j["plan_static"] = plan.liveness.plan_static;
@@ -181,7 +187,19 @@ std::string PlanToJson(const graph::Graph& graph, const Plan& plan) {
   return j.dump(1) + "\n";
 }
 
-std::string PlanToText(const graph::Graph& graph, const Plan& plan) {
+int64_t ParamGradientBytes(const graph::Graph& graph) {
+  std::vector<bool> counted(graph.num_values(), false);
+  int64_t bytes = 0;
+  for (const auto& [param, grad] : graph.param_grads()) {
+    if (counted[grad]) continue;
+    counted[grad] = true;
+    const absl::StatusOr<int64_t> b = graph::ValueByteSize(graph.value(grad));
+    if (b.ok()) bytes += *b;  // a planned value: liveness has bounded its bytes already
+  }
+  return bytes;
+}
+
+std::string PlanToText(const graph::Graph& graph, const Plan& plan, Optimizer optimizer) {
   std::string out;
   auto bytes = [](int64_t b) { return absl::StrFormat("%s (%d)", util::FormatBytes(b), b); };
   absl::StrAppendFormat(&out, "model            %s\n", plan.model);
@@ -193,6 +211,20 @@ std::string PlanToText(const graph::Graph& graph, const Plan& plan) {
   absl::StrAppendFormat(&out, "lower bound      %s  most live bytes at one step\n",
                         bytes(plan.lower_bound_bytes));
   absl::StrAppendFormat(&out, "arena bytes      %s\n", bytes(plan.arena_bytes));
+  if (const int64_t grads = ParamGradientBytes(graph); grads > 0) {
+    absl::StrAppendFormat(&out, "param gradients  %s  of the arena: the trainable params' gradients\n",
+                          bytes(grads));
+  }
+  const DeviceBytes device = DeviceBytesOf(plan, optimizer);
+  if (optimizer != Optimizer::kNone) {
+    absl::StrAppendFormat(&out, "optimizer state  %s  %s: %d tensor%s per trainable param (%s)\n",
+                          bytes(device.optimizer_state), OptimizerName(optimizer),
+                          OptimizerStateCopies(optimizer),
+                          OptimizerStateCopies(optimizer) == 1 ? "" : "s",
+                          util::FormatBytes(plan.trainable_bytes));
+  }
+  absl::StrAppendFormat(&out, "device bytes     %s  %s: what --budget holds against\n",
+                        bytes(device.total()), DeviceBytesToText(device));
   if (plan.lower_bound_bytes > 0) {
     absl::StrAppendFormat(&out, "arena / lower    %.3f\n",
                           static_cast<double>(plan.arena_bytes) /

@@ -100,6 +100,7 @@ std::string SymbolicPlanToJson(const graph::Graph& graph, const SymbolicPlan& pl
   j["reference"] = BindingsToJson(plan.reference);
   j["planning_seconds"] = plan.base.planning_seconds;
   j["static_bytes"] = plan.static_bytes.ToString();
+  j["trainable_bytes"] = plan.trainable_bytes.ToString();
   Json items = Json::array();
   for (const SymbolicItem& item : plan.items) {
     Json i = {{"value", graph.value(item.root).DisplayName()},
@@ -223,6 +224,19 @@ absl::StatusOr<SymbolicPlan> SymbolicPlanFromJson(const graph::Graph& graph,
     return absl::InvalidArgumentError(absl::StrCat(
         source_name, ": \"static_bytes\" gives ", static_bytes, " where the model has ",
         plan.base.static_bytes));
+  }
+  // Plans written before the field: the model's own, at the reference binding.
+  if (doc.contains("trainable_bytes")) {
+    MG_ASSIGN_OR_RETURN(plan.trainable_bytes,
+                        ExprField(doc, "trainable_bytes", source_name, plan.box));
+    MG_ASSIGN_OR_RETURN(int64_t trainable_bytes, plan.trainable_bytes.Evaluate(dims));
+    if (trainable_bytes != plan.base.trainable_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_name, ": \"trainable_bytes\" gives ", trainable_bytes, " where the model has ",
+          plan.base.trainable_bytes));
+    }
+  } else {
+    plan.trainable_bytes = graph::DimExpr::Constant(plan.base.trainable_bytes);
   }
 
   const Json pieces = doc.value("pieces", Json());

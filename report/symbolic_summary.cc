@@ -32,12 +32,13 @@ std::string ReadableFormula(const ArenaFormula& formula) {
   return approx.ToString(/*pretty=*/true);
 }
 
-absl::StatusOr<std::vector<SymbolFit>> LargestFits(const SymbolicPlan& plan, int64_t budget) {
+absl::StatusOr<std::vector<SymbolFit>> LargestFits(const SymbolicPlan& plan, int64_t budget,
+                                                   Optimizer optimizer) {
   std::vector<SymbolFit> fits;
   std::vector<int64_t> scratch;
-  auto arena = [&](const graph::SymbolBindings& at) -> absl::StatusOr<int64_t> {
-    MG_ASSIGN_OR_RETURN(SymbolicPlan::Extent e, plan.Measure(at, scratch));
-    return e.arena;
+  auto device = [&](const graph::SymbolBindings& at) -> absl::StatusOr<int64_t> {
+    MG_ASSIGN_OR_RETURN(const DeviceBytes bytes, plan.DeviceBytesAt(at, optimizer, scratch));
+    return bytes.total();
   };
   for (const graph::SymbolRange& r : plan.box.ranges) {
     SymbolFit fit;
@@ -46,10 +47,10 @@ absl::StatusOr<std::vector<SymbolFit>> LargestFits(const SymbolicPlan& plan, int
     for (const auto& [symbol, value] : at) {
       if (symbol != r.symbol) fit.others[symbol] = value;
     }
-    MG_ASSIGN_OR_RETURN(fit.largest, plan.LargestFitting(r.symbol, at, budget, arena));
+    MG_ASSIGN_OR_RETURN(fit.largest, plan.LargestFitting(r.symbol, at, budget, device));
     if (fit.largest.has_value()) {
       at[r.symbol] = *fit.largest;
-      MG_ASSIGN_OR_RETURN(fit.arena_at_largest, arena(at));
+      MG_ASSIGN_OR_RETURN(fit.at_largest, plan.DeviceBytesAt(at, optimizer, scratch));
     }
     fits.push_back(std::move(fit));
   }
@@ -57,7 +58,7 @@ absl::StatusOr<std::vector<SymbolFit>> LargestFits(const SymbolicPlan& plan, int
 }
 
 absl::StatusOr<std::string> SymbolicPlanToText(const graph::Graph& graph, const SymbolicPlan& plan,
-                                               int64_t budget) {
+                                               int64_t budget, Optimizer optimizer) {
   std::string out;
   int fallback = 0;
   for (const std::string& f : plan.fallback) fallback += f.empty() ? 0 : 1;
@@ -110,14 +111,17 @@ absl::StatusOr<std::string> SymbolicPlanToText(const graph::Graph& graph, const 
     }
   }
   if (budget >= 0) {
-    MG_ASSIGN_OR_RETURN(std::vector<SymbolFit> fits, LargestFits(plan, budget));
+    MG_ASSIGN_OR_RETURN(std::vector<SymbolFit> fits, LargestFits(plan, budget, optimizer));
     for (const SymbolFit& fit : fits) {
       const std::string others =
           fit.others.empty() ? "" : absl::StrCat(" (", BindingText(fit.others), ")");
       if (fit.largest.has_value()) {
-        absl::StrAppendFormat(&out, "budget %s: the largest %s that fits (with every smaller one) is %d%s, arena %s\n",
+        absl::StrAppendFormat(&out,
+                              "budget %s: the largest %s that fits (with every smaller one) is "
+                              "%d%s, device %s (%s)\n",
                               util::FormatBytes(budget), fit.symbol, *fit.largest, others,
-                              util::FormatBytes(fit.arena_at_largest));
+                              util::FormatBytes(fit.at_largest.total()),
+                              DeviceBytesToText(fit.at_largest));
       } else {
         absl::StrAppendFormat(&out, "budget %s: no %s in the range fits%s\n",
                               util::FormatBytes(budget), fit.symbol, others);

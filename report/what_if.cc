@@ -117,7 +117,8 @@ absl::StatusOr<std::vector<WhatIfVariant>> ExpandVariants(
 }
 
 absl::StatusOr<std::vector<WhatIfRow>> PlanVariants(const std::vector<WhatIfVariant>& variants,
-                                                    const PlanOptions& options) {
+                                                    const PlanOptions& options,
+                                                    Optimizer optimizer) {
   std::vector<WhatIfRow> rows;
   for (const WhatIfVariant& v : variants) {
     auto with_label = [&](const absl::Status& s) {
@@ -135,7 +136,9 @@ absl::StatusOr<std::vector<WhatIfRow>> PlanVariants(const std::vector<WhatIfVari
     row.arena_bytes = plan->arena_bytes;
     row.lower_bound_bytes = plan->lower_bound_bytes;
     row.static_bytes = plan->static_bytes;
-    row.device_bytes = plan->arena_bytes + plan->static_bytes;
+    const DeviceBytes device = DeviceBytesOf(*plan, optimizer);
+    row.optimizer_state_bytes = device.optimizer_state;
+    row.device_bytes = device.total();
     row.proven_optimal = plan->proven_optimal;
     if (!plan->steps.empty()) row.peak_op = graph->op(plan->steps[plan->peak_step].op).Label();
     for (graph::ValueId id : plan->peak_values) {
@@ -155,17 +158,24 @@ std::string WhatIfToText(const graph::WorkloadSpec& base, const std::vector<What
                          int64_t budget) {
   std::string out = absl::StrCat("what-if for ", graph::WorkloadSpecToString(base), "\n");
   absl::StrAppend(&out, AttentionFacts(base));
-  absl::StrAppend(&out, "device = arena + weights (static values); GB = 10^9 bytes, MB = 10^6\n\n");
+  const bool optimizer = std::any_of(rows.begin(), rows.end(), [](const WhatIfRow& r) {
+    return r.optimizer_state_bytes > 0;
+  });
+  absl::StrAppend(&out, "device = arena + weights (static values)",
+                  optimizer ? " + optimizer state" : "", "; GB = 10^9 bytes, MB = 10^6\n\n");
   size_t width = 7;
   for (const WhatIfRow& r : rows) width = std::max(width, r.label.size());
-  absl::StrAppendFormat(&out, "%-*s  %10s  %10s  %10s  %10s", width, "variant", "device",
-                        "arena", "weights", "lower bnd");
+  absl::StrAppendFormat(&out, "%-*s  %10s  %10s  %10s", width, "variant", "device", "arena",
+                        "weights");
+  if (optimizer) absl::StrAppendFormat(&out, "  %10s", "optimizer");
+  absl::StrAppendFormat(&out, "  %10s", "lower bnd");
   if (budget >= 0) absl::StrAppendFormat(&out, "  %16s", "vs budget");
   absl::StrAppend(&out, "  peak at\n");
   for (const WhatIfRow& r : rows) {
-    absl::StrAppendFormat(&out, "%-*s  %10s  %10s  %10s  %10s", width, r.label,
-                          Gb(r.device_bytes), Gb(r.arena_bytes), Gb(r.static_bytes),
-                          Gb(r.lower_bound_bytes));
+    absl::StrAppendFormat(&out, "%-*s  %10s  %10s  %10s", width, r.label, Gb(r.device_bytes),
+                          Gb(r.arena_bytes), Gb(r.static_bytes));
+    if (optimizer) absl::StrAppendFormat(&out, "  %10s", Gb(r.optimizer_state_bytes));
+    absl::StrAppendFormat(&out, "  %10s", Gb(r.lower_bound_bytes));
     if (budget >= 0) {
       const int64_t diff = r.device_bytes - budget;
       absl::StrAppendFormat(&out, "  %16s",
@@ -199,6 +209,7 @@ std::string WhatIfToJson(const graph::WorkloadSpec& base, const std::vector<What
     r["device_bytes"] = row.device_bytes;
     r["arena_bytes"] = row.arena_bytes;
     r["static_bytes"] = row.static_bytes;
+    r["optimizer_state_bytes"] = row.optimizer_state_bytes;
     r["lower_bound_bytes"] = row.lower_bound_bytes;
     r["proven_optimal"] = row.proven_optimal;
     r["fits"] = budget >= 0 ? Json(row.device_bytes <= budget) : Json(nullptr);

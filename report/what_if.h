@@ -13,7 +13,8 @@
 // spec with those keys set. `--compare KEY=V1,V2` (repeatable) crosses every variant so far with
 // each value (the cartesian product, the first key varying slowest). Each variant is built with graph::BuildWorkload, planned with PlanMemory and
 // checked with VerifyPlan. "Device bytes" are the arena plus the static values kept outside it
-// (the weights): what the variant needs on the device, the figure to hold against a budget.
+// (the weights) plus, when asked, the optimizer's state (device_bytes.h): what the variant needs
+// on the device, the figure to hold against a budget.
 #ifndef MEMONGER_REPORT_WHAT_IF_H_
 #define MEMONGER_REPORT_WHAT_IF_H_
 
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "memonger/device_bytes.h"
 #include "memonger/planner.h"
 #include "workloads/workload_spec.h"
 
@@ -49,7 +51,8 @@ struct WhatIfRow {
   int64_t arena_bytes = 0;
   int64_t lower_bound_bytes = 0;
   int64_t static_bytes = 0;
-  int64_t device_bytes = 0;  // arena + static
+  int64_t optimizer_state_bytes = 0;  // with an optimizer (device_bytes.h)
+  int64_t device_bytes = 0;  // arena + static + optimizer state
   bool proven_optimal = false;
   std::string peak_op;             // "Softmax 'b0/softmax'"
   std::vector<WhatIfValue> peak_values;  // the largest live at the peak, at most 3
@@ -58,7 +61,8 @@ struct WhatIfRow {
 // Builds, plans (`options`; model_name is set per variant) and verifies every variant. The
 // first failure is returned with the variant's label.
 absl::StatusOr<std::vector<WhatIfRow>> PlanVariants(const std::vector<WhatIfVariant>& variants,
-                                                    const PlanOptions& options);
+                                                    const PlanOptions& options,
+                                                    Optimizer optimizer = Optimizer::kNone);
 
 // The table, decimal units (GB = 10^9 bytes, as the field quotes them). `budget` < 0: no budget
 // column. For attention workloads, a header with the sizes the field argues about: one
@@ -69,7 +73,7 @@ std::string WhatIfToText(const graph::WorkloadSpec& base, const std::vector<What
 // The same rows for `--format json`, exact bytes:
 // {"schema": "memonger.whatif/v1", "workload": "attention:n=...", "budget": B or null,
 //  "variants": [{"variant", "device_bytes", "arena_bytes", "static_bytes",
-//                "lower_bound_bytes", "proven_optimal", "fits" (null without a budget),
+//                "optimizer_state_bytes", "lower_bound_bytes", "proven_optimal", "fits" (null without a budget),
 //                "peak_op", "peak_values": [{"name", "type", "bytes"}]}]}
 std::string WhatIfToJson(const graph::WorkloadSpec& base, const std::vector<WhatIfRow>& rows,
                          int64_t budget);

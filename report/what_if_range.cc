@@ -13,21 +13,9 @@
 
 namespace memonger {
 
-namespace {
-
-// Device bytes (arena + static values) of `plan` at `at`.
-absl::StatusOr<int64_t> DeviceBytes(const SymbolicPlan& plan, const graph::SymbolBindings& at,
-                                    std::vector<int64_t>& scratch) {
-  MG_ASSIGN_OR_RETURN(SymbolicPlan::Extent e, plan.Measure(at, scratch));
-  MG_ASSIGN_OR_RETURN(int64_t static_bytes, plan.static_bytes.Evaluate(at));
-  return e.arena + static_bytes;
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<WhatIfRangeRow>> PlanVariantsOverRange(
     const std::vector<WhatIfVariant>& variants, const PlanOptions& options,
-    const graph::SymbolBox& box, int64_t budget) {
+    const graph::SymbolBox& box, int64_t budget, Optimizer optimizer) {
   std::vector<WhatIfRangeRow> rows;
   for (const WhatIfVariant& variant : variants) {
     auto fail = [&](const absl::Status& s) {
@@ -63,13 +51,16 @@ absl::StatusOr<std::vector<WhatIfRangeRow>> PlanVariantsOverRange(
     row.pieces = static_cast<int>(plan.pieces.size());
     for (const SymbolicPiece& p : plan.pieces) row.worst_ratio = std::max(row.worst_ratio, p.worst_ratio);
     std::vector<int64_t> scratch;
-    MG_ASSIGN_OR_RETURN(row.device_low, DeviceBytes(plan, box.Low(), scratch));
-    MG_ASSIGN_OR_RETURN(row.device_high, DeviceBytes(plan, box.High(), scratch));
+    auto device = [&](const graph::SymbolBindings& at) -> absl::StatusOr<int64_t> {
+      MG_ASSIGN_OR_RETURN(const DeviceBytes bytes, plan.DeviceBytesAt(at, optimizer, scratch));
+      return bytes.total();
+    };
+    MG_ASSIGN_OR_RETURN(row.device_low, device(box.Low()));
+    MG_ASSIGN_OR_RETURN(const DeviceBytes high, plan.DeviceBytesAt(box.High(), optimizer, scratch));
     // The arena may drop from one piece to the next: the most the range needs is the largest
-    // piece's high end (static bytes never decrease).
+    // piece's high end (the bytes outside the arena never decrease).
     MG_ASSIGN_OR_RETURN(const int64_t max_arena, plan.MaxArena());
-    MG_ASSIGN_OR_RETURN(const int64_t high_static, plan.static_bytes.Evaluate(box.High()));
-    row.device_high = std::max(row.device_high, max_arena + high_static);
+    row.device_high = std::max(high.total(), max_arena + high.outside_arena());
     MG_ASSIGN_OR_RETURN(ArenaFormula formula, plan.Formula(static_cast<int>(plan.pieces.size()) - 1));
     std::vector<graph::DimExpr> readable;
     for (const graph::DimExpr& p : formula.polynomials) {
@@ -78,7 +69,6 @@ absl::StatusOr<std::vector<WhatIfRangeRow>> PlanVariantsOverRange(
     }
     row.formula = formula.too_long ? formula.ToString(true) : ArenaFormula{readable, false}.ToString(true);
     if (budget >= 0) {
-      auto device = [&](const graph::SymbolBindings& at) { return DeviceBytes(plan, at, scratch); };
       for (const graph::SymbolRange& r : box.ranges) {
         WhatIfRangeFit fit;
         fit.symbol = r.symbol;

@@ -31,6 +31,7 @@ struct NumberTexts {
   std::string time_limit = "2";
   std::string threads;  // empty: every core
   std::string budget;
+  std::string optimizer = "none";
   std::string max_input_bytes;
   std::string seed = "0";
 };
@@ -64,6 +65,11 @@ absl::Status ParseNumbers(const NumberTexts& texts, Flags& flags) {
       return absl::InvalidArgumentError(absl::StrCat("--budget: ", budget.status().message()));
     flags.budget = *budget;
   }
+  absl::StatusOr<Optimizer> optimizer = ParseOptimizer(texts.optimizer);
+  if (!optimizer.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--optimizer: ", optimizer.status().message()));
+  }
+  flags.optimizer = *optimizer;
   if (!texts.max_input_bytes.empty()) {
     absl::StatusOr<int64_t> bytes = util::ParseBytes(texts.max_input_bytes);
     if (!bytes.ok()) {
@@ -491,7 +497,12 @@ void AddLimitOptions(CLI::App& app, Flags& flags, NumberTexts& numbers) {
                "computes in place (Relu, Add, Softmax, ...: docs/in_place.md); default on, "
                "--no-in-place plans every output apart from its inputs");
   app.add_option("--budget", numbers.budget,
-                 "bytes available (80GiB, 512MiB, ...): exit 3 if over");
+                 "device bytes available (80GiB, 512MiB, ...): the arena, the params and "
+                 "constants outside it, and --optimizer's state; exit 3 if over");
+  app.add_option("--optimizer", numbers.optimizer,
+                 "training: count the optimizer's state in device bytes: sgd (none), momentum "
+                 "(one tensor per trainable param), adam (two)")
+      ->capture_default_str();
   app.add_option("--recompute", flags.recompute,
                  "training: rerun forward ops in the backward pass to lower the peak: sqrt "
                  "(Chen's sqrt(n) segments) or auto (the fewest FLOPs that fit --budget)")

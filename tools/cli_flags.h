@@ -18,6 +18,7 @@
 
 #include "graph/shape_inference.h"
 #include "graph/symbol_box.h"
+#include "memonger/device_bytes.h"
 #include "util/file_io.h"
 #include "util/limits.h"
 
@@ -68,7 +69,8 @@ struct Flags {
   bool plan_static = false;
   bool views = true;     // --no-views: view ops copy their input
   bool in_place = true;  // --no-in-place: no output takes a dying input's bytes
-  int64_t budget = -1;  // -1: none
+  int64_t budget = -1;  // -1: none, else device bytes (memonger/device_bytes.h)
+  Optimizer optimizer = Optimizer::kNone;  // --optimizer: its state counts in device bytes
   std::string fit;      // a dim symbol or workload key: the largest value that fits --budget
   std::string recompute = "none";  // none, sqrt, auto: rerun forward ops in the backward pass
   bool cuda_graphs = false;        // report the graphable sections (also with --execute cuda)

@@ -39,6 +39,7 @@
 #include "graph/shape_inference.h"
 #include "kernels/cuda/kernels_device.h"
 #include "kernels/fp16_census.h"
+#include "memonger/device_bytes.h"
 #include "memonger/planner.h"
 #include "memonger/recompute.h"
 #include "memonger/time_shares.h"
@@ -162,15 +163,19 @@ int RunFit(const NetSource& source, const memonger::PlanOptions& options, bool t
 }
 
 // After an over-budget plan: what each cure would give, one line each (to stderr, before the
-// exit code 3): a tighter placement of the same order, and the memory-aware order.
+// exit code 3): a tighter placement of the same order, the memory-aware order, recomputation.
+// Each changes only the arena: `outside` (params, constants, optimizer state) stays.
 void PrintCures(const memonger::graph::Graph& graph, const memonger::PlanOptions& options,
-                const memonger::Plan& plan, int64_t budget, bool recomputed) {
+                const memonger::Plan& plan, int64_t budget, int64_t outside, bool recomputed) {
   using memonger::util::FormatBytes;
-  auto verdict = [&](int64_t bytes) {
-    return bytes <= budget ? absl::StrCat("fits, ", FormatBytes(budget - bytes), " to spare")
-                           : absl::StrCat("still ", FormatBytes(bytes - budget), " over");
+  auto verdict = [&](int64_t arena) {
+    const int64_t bytes = arena + outside;
+    const std::string device =
+        outside > 0 ? absl::StrCat("device ", FormatBytes(bytes), ", ") : std::string();
+    return bytes <= budget ? absl::StrCat(device, "fits, ", FormatBytes(budget - bytes), " to spare")
+                           : absl::StrCat(device, "still ", FormatBytes(bytes - budget), " over");
   };
-  if (plan.lower_bound_bytes <= budget) {
+  if (plan.lower_bound_bytes + outside <= budget) {
     std::cerr << "optimize-net: cure: a tighter placement: this order's lower bound is "
               << FormatBytes(plan.lower_bound_bytes) << " (" << verdict(plan.lower_bound_bytes)
               << "); try --planner exact with a longer --time-limit\n";
@@ -194,8 +199,8 @@ void PrintCures(const memonger::graph::Graph& graph, const memonger::PlanOptions
     }
   }
   if (!recomputed && memonger::graph::HasGradientOps(graph)) {
-    absl::StatusOr<memonger::RecomputedPlan> r =
-        memonger::PlanWithRecomputation(graph, options, memonger::RecomputeKind::kAuto, budget);
+    absl::StatusOr<memonger::RecomputedPlan> r = memonger::PlanWithRecomputation(
+        graph, options, memonger::RecomputeKind::kAuto, memonger::ArenaShare(budget, outside));
     if (r.ok()) {
       std::cerr << "optimize-net: cure: --recompute auto: arena "
                 << FormatBytes(r->plan.arena_bytes) << " with " << r->choice.ops.size()
@@ -397,7 +402,8 @@ int RunWhatIfOverRange(RunContext& run) {
   if (!base.ok()) return Fail(base.status());
   auto options = TerminalPlanOptions(flags, *base);
   if (!options.ok()) return Fail(options.status());
-  auto rows = memonger::PlanVariantsOverRange(*variants, *options, flags.ranges, flags.budget);
+  auto rows = memonger::PlanVariantsOverRange(*variants, *options, flags.ranges, flags.budget,
+                                              flags.optimizer);
   if (!rows.ok()) return Fail(rows.status());
   std::cout << memonger::WhatIfRangeToText(*run.source.workload, flags.ranges, *rows, flags.budget);
   for (const memonger::WhatIfRangeRow& row : *rows) {
@@ -429,7 +435,7 @@ int RunWhatIf(const RunContext& run, const memonger::PlanOptions& options) {
   const Flags& flags = run.flags;
   auto variants = memonger::ExpandVariants(*run.source.workload, flags.variants, flags.compare);
   if (!variants.ok()) return Fail(variants.status());
-  auto rows = memonger::PlanVariants(*variants, options);
+  auto rows = memonger::PlanVariants(*variants, options, flags.optimizer);
   if (!rows.ok()) return Fail(rows.status());
   const memonger::graph::WorkloadSpec& workload = *run.source.workload;
   std::cout << (flags.format == "json" ? memonger::WhatIfToJson(workload, *rows, flags.budget)
@@ -508,13 +514,18 @@ absl::Status CheckPlan(const Flags& flags, const memonger::graph::Graph& graph,
 // --plan-json, --plan-csv, --html, --net-out: set to be written with the other outputs.
 absl::Status SetPlanOutputs(const Flags& flags, const memonger::graph::Graph& graph,
                             const memonger::Plan& plan, memonger::util::OutputFiles& outputs) {
-  if (!flags.plan_json.empty()) outputs.Set(flags.plan_json, memonger::PlanToJson(graph, plan));
+  if (!flags.plan_json.empty()) outputs.Set(flags.plan_json, memonger::PlanToJson(graph, plan, flags.optimizer));
   if (!flags.plan_csv.empty()) {
     outputs.Set(flags.plan_csv, memonger::PlanToMiniMallocCsv(graph, plan));
   }
   if (!flags.html.empty()) {
     memonger::HtmlOptions html;
-    html.budget_bytes = flags.budget;
+    const int64_t outside = memonger::DeviceBytesOf(plan, flags.optimizer).outside_arena();
+    html.budget_bytes = memonger::ArenaShare(flags.budget, outside);
+    if (flags.budget >= 0 && outside > 0) {
+      html.budget_label = absl::StrCat(memonger::util::FormatBytes(flags.budget), " less ",
+                                       memonger::util::FormatBytes(outside), " outside the arena");
+    }
     outputs.Set(flags.html, memonger::PlanToHtml(graph, plan, html));
   }
   if (!flags.net_out.empty()) {
@@ -530,13 +541,13 @@ absl::Status PrintReport(const Flags& flags, const memonger::graph::Graph& graph
                          const memonger::PlanOptions& options, const memonger::Plan& plan,
                          const std::string& execution_report) {
   if (flags.format == "json") {
-    std::cout << memonger::PlanToJson(graph, plan);
+    std::cout << memonger::PlanToJson(graph, plan, flags.optimizer);
     return absl::OkStatus();
   }
   MG_ASSIGN_OR_RETURN(memonger::ModelSummary summary,
                       memonger::SummarizeModel(graph, options.model_name, flags.top));
   std::cout << memonger::SummaryToText(graph, summary) << "\n"
-            << memonger::PlanToText(graph, plan);
+            << memonger::PlanToText(graph, plan, flags.optimizer);
   if (flags.ascii) std::cout << "\n" << memonger::PlanToAscii(graph, plan);
   std::cout << execution_report;
   return absl::OkStatus();
@@ -553,6 +564,11 @@ int PlanAndReport(RunContext& run, const SavedPlan& saved, memonger::graph::Grap
   if (!plan.ok()) return Fail(plan.status());
   clock.Mark("plan");
   PrintNotes(plan->notes);
+  if (flags.optimizer != memonger::Optimizer::kNone && plan->trainable_bytes == 0) {
+    // A Caffe2 NetDef passes its weights as external inputs: nothing says which are trained.
+    PrintNotes({"--optimizer: the net has no trained params (params paired with a gradient, or "
+                "params with a '<name>_grad' value): no optimizer state is counted"});
+  }
   if (flags.cuda_graphs || flags.execute == "cuda") {
     // Which steps a CUDA graph could capture with the device kernels (the table made on the
     // host has the same ops and checks as the CUDA one).
@@ -582,12 +598,14 @@ int PlanAndReport(RunContext& run, const SavedPlan& saved, memonger::graph::Grap
     return kExitFailed;
   }
   const int64_t budget = flags.budget;
-  if (budget >= 0 && plan->arena_bytes > budget) {
-    std::cerr << "optimize-net: the arena needs " << memonger::util::FormatBytes(plan->arena_bytes)
-              << " (" << plan->arena_bytes << " bytes), "
-              << memonger::util::FormatBytes(plan->arena_bytes - budget)
-              << " more than the budget of " << memonger::util::FormatBytes(budget) << "\n";
-    PrintCures(graph, options, *plan, budget, flags.recompute != "none");
+  const memonger::DeviceBytes device = memonger::DeviceBytesOf(*plan, flags.optimizer);
+  if (budget >= 0 && device.total() > budget) {
+    using memonger::util::FormatBytes;
+    std::cerr << "optimize-net: the plan needs " << FormatBytes(device.total()) << " ("
+              << device.total() << " bytes) on the device, "
+              << FormatBytes(device.total() - budget) << " more than the budget of "
+              << FormatBytes(budget) << ": " << memonger::DeviceBytesToText(device) << "\n";
+    PrintCures(graph, options, *plan, budget, device.outside_arena(), flags.recompute != "none");
     return kExitOverBudget;
   }
   return kExitOk;

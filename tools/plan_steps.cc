@@ -4,14 +4,18 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "graph/fp16_storage.h"
 #include "graph/gradient_builder.h"
 #include "graph/records.h"
+#include "memonger/device_bytes.h"
 #include "memonger/recompute.h"
 #include "memonger/verify_plan.h"
+#include "util/bytes.h"
+#include "util/file_io.h"
 #include "util/limits.h"
 #include "util/status_macros.h"
 #include "workloads/workloads.h"
@@ -173,21 +177,63 @@ absl::StatusOr<Plan> PlanWithFlags(const Flags& flags, const PlanOptions& option
                                    graph::Graph& graph) {
   if (flags.recompute == "none") return PlanMemory(graph, options);
   MG_ASSIGN_OR_RETURN(const RecomputeKind kind, ParseRecompute(flags.recompute));
-  MG_ASSIGN_OR_RETURN(RecomputedPlan recomputed,
-                      PlanWithRecomputation(graph, options, kind, flags.budget));
-  graph = std::move(recomputed.graph);
-  return std::move(recomputed.plan);
+  // The budget is device bytes; recomputation aims the arena at what the rest leaves of it.
+  MG_ASSIGN_OR_RETURN(const int64_t outside,
+                      OutsideArenaBytes(graph, options.liveness, flags.optimizer));
+  absl::StatusOr<RecomputedPlan> recomputed =
+      PlanWithRecomputation(graph, options, kind, ArenaShare(flags.budget, outside));
+  if (absl::IsResourceExhausted(recomputed.status()) && outside > 0) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        recomputed.status().message(), " (the arena's share of the budget: ",
+        util::FormatBytes(flags.budget), " less ", util::FormatBytes(outside),
+        " of params, constants and optimizer state outside it)"));
+  }
+  MG_RETURN_IF_ERROR(recomputed.status());
+  graph = std::move(recomputed->graph);
+  return std::move(recomputed->plan);
 }
 
-absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& options,
+NetSource ForManyBindings(const NetSource& source, const graph::SymbolBindings& probe) {
+  if (source.workload.has_value() || source.load.keep_data) return source;
+  const Flags& flags = *source.flags;
+  NetSource full = source;
+  if (full.model_bytes == nullptr) {
+    const bool text = !absl::EndsWithIgnoreCase(flags.model, ".onnx") &&
+                      !absl::EndsWithIgnoreCase(flags.model, ".pb");
+    absl::StatusOr<std::string> bytes = util::ReadInputFile(
+        flags.model, source.load.limits,
+        text ? util::FileContent::kText : util::FileContent::kBinary);
+    if (!bytes.ok()) return source;
+    full.model_bytes = std::make_shared<const std::string>(*std::move(bytes));
+  }
+  absl::StatusOr<std::string> planning =
+      graph::PlanningBytes(*full.model_bytes, flags.model, full.load);
+  if (!planning.ok() || planning->size() == full.model_bytes->size()) return full;
+  NetSource stripped = full;
+  stripped.model_bytes = std::make_shared<const std::string>(*std::move(planning));
+  for (NetSource* s : {&full, &stripped}) {
+    for (const auto& [symbol, value] : probe) s->load.bindings.dims[symbol] = value;
+    s->load.notes = nullptr;
+  }
+  absl::StatusOr<graph::Graph> a = MakeGraph(full);
+  absl::StatusOr<graph::Graph> b = MakeGraph(stripped);
+  if (!a.ok() || !b.ok() || !graph::SamePlanningGraph(*a, *b)) return full;
+  stripped.load = source.load;
+  return stripped;
+}
+
+absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptions& options,
                                   bool training,
                                   std::function<void(const FitProgress&)> progress) {
+  // The search binds --fit's symbol, which the source binds to 1 already.
+  const NetSource source = ForManyBindings(given_source, {});
   const Flags& flags = *source.flags;
   const int64_t budget = flags.budget;
   FitSearch search;
   search.progress = std::move(progress);
   search.symbol = flags.fit;
   search.budget = budget;
+  search.optimizer = flags.optimizer;
   search.cures.push_back({"given", options});
   if (options.order != OrderKind::kMemoryAware) {
     search.cures.front().name = std::string(OrderName(options.order));
@@ -198,11 +244,12 @@ absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& op
     search.cures.front().name = "memory-aware";
   }
   if (training) search.cures.push_back({"recompute", options, /*recompute=*/true});
-  auto point_of = [](const graph::Graph& g, const Plan& plan) -> absl::StatusOr<FitPoint> {
+  const Optimizer optimizer = flags.optimizer;
+  auto point_of = [optimizer](const graph::Graph& g, const Plan& plan) -> absl::StatusOr<FitPoint> {
     MG_RETURN_IF_ERROR(CheckPlannerPlan(g, plan));
     FitPoint point;
     point.arena_bytes = plan.arena_bytes;
-    point.device_bytes = plan.arena_bytes + plan.static_bytes;
+    point.device_bytes = DeviceBytesOf(plan, optimizer).total();
     point.lower_bound_bytes = plan.lower_bound_bytes;
     return point;
   };
@@ -216,18 +263,19 @@ absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& op
     MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(g, cure.options));
     MG_ASSIGN_OR_RETURN(FitPoint point, point_of(g, plan));
     if (!cure.recompute || point.device_bytes <= budget) return point;
-    // Recomputation aims the arena at what the weights leave of the budget.
-    const int64_t arena_budget = budget - plan.static_bytes;
-    absl::StatusOr<RecomputedPlan> recomputed = PlanWithRecomputation(
-        g, cure.options, RecomputeKind::kAuto, std::max<int64_t>(arena_budget, 0));
+    // Recomputation aims the arena at what the rest leaves of the budget.
+    const int64_t outside = DeviceBytesOf(plan, optimizer).outside_arena();
+    const int64_t arena_budget = ArenaShare(budget, outside);
+    absl::StatusOr<RecomputedPlan> recomputed =
+        PlanWithRecomputation(g, cure.options, RecomputeKind::kAuto, arena_budget);
     if (absl::IsResourceExhausted(recomputed.status())) {
       // Does not fit: the least it needs is the lowest lower bound recomputation reached.
-      const RecomputeOptions r = RecomputeOptionsFor(cure.options, RecomputeKind::kAuto,
-                                                     std::max<int64_t>(arena_budget, 0));
+      const RecomputeOptions r =
+          RecomputeOptionsFor(cure.options, RecomputeKind::kAuto, arena_budget);
       MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(g, r));
       point.lower_bound_bytes = choice.lower_bound_bytes;
       point.arena_bytes = choice.lower_bound_bytes;
-      point.device_bytes = choice.lower_bound_bytes + plan.static_bytes;
+      point.device_bytes = choice.lower_bound_bytes + outside;
       return point;
     }
     if (!recomputed.ok()) return recomputed.status();
@@ -236,8 +284,11 @@ absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& op
   return FindLargestFit(search, plan_at);
 }
 
-GraphAt RangeGraphAt(const NetSource& source) {
-  return [&source](const graph::SymbolBindings& at) -> absl::StatusOr<graph::Graph> {
+GraphAt RangeGraphAt(const NetSource& given_source) {
+  auto prepared = std::make_shared<const NetSource>(
+      ForManyBindings(given_source, given_source.flags->ranges.Low()));
+  return [prepared](const graph::SymbolBindings& at) -> absl::StatusOr<graph::Graph> {
+    const NetSource& source = *prepared;
     if (source.workload.has_value()) {
       NetSource at_source = source;
       for (const auto& [symbol, value] : at) {

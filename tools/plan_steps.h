@@ -89,6 +89,13 @@ absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& op
                                   bool training,
                                   std::function<void(const FitProgress&)> progress = {});
 
+// The source for a run that types the net at many bindings (--fit's search, a range's planner):
+// the model file read once, and, where an import without the large tensors' data gives the same
+// net at `probe` (graph::SamePlanningGraph; planning reads no weights, folding may), those
+// bytes (graph::PlanningBytes), so that each binding does not copy every weight again. A
+// workload, a run that keeps data (--execute), or anything that fails: `source` as it is.
+NetSource ForManyBindings(const NetSource& source, const graph::SymbolBindings& probe);
+
 // A range (--dim S=LO..HI): the net typed at a binding of flags.ranges, and the bindings of the
 // model's other symbols and inputs (--dim S=V, --input-shape; a workload's own values).
 GraphAt RangeGraphAt(const NetSource& source);

@@ -11,6 +11,7 @@
 #include "report/plan_html.h"
 #include "report/symbolic_plan_json.h"
 #include "report/symbolic_summary.h"
+#include "util/bytes.h"
 #include "util/status_macros.h"
 
 namespace memonger::tools {
@@ -71,7 +72,7 @@ absl::StatusOr<CheckedRangePlan> PlanCheckedRange(
 
 absl::StatusOr<std::string> RangePlanHtml(const CheckedRangePlan& checked, const GraphAt& graph_at,
                                           const std::string& title, int64_t budget,
-                                          int samples) {
+                                          int samples, Optimizer optimizer) {
   const SymbolicPlan& plan = checked.range.plan;
   std::vector<graph::Graph> graphs;
   std::vector<Plan> plans;
@@ -90,7 +91,15 @@ absl::StatusOr<std::string> RangePlanHtml(const CheckedRangePlan& checked, const
   std::vector<HtmlFrame> frames;
   for (size_t i = 0; i < plans.size(); ++i) frames.push_back({labels[i], &graphs[i], &plans[i]});
   HtmlOptions options;
-  options.budget_bytes = budget;
+  // The page draws arenas: the budget's line is what the rest leaves of it at the low corner.
+  std::vector<int64_t> scratch;
+  MG_ASSIGN_OR_RETURN(const DeviceBytes low, plan.DeviceBytesAt(plan.box.Low(), optimizer, scratch));
+  options.budget_bytes = ArenaShare(budget, low.outside_arena());
+  if (budget >= 0 && low.outside_arena() > 0) {
+    options.budget_label = absl::StrCat(util::FormatBytes(budget), " less ",
+                                        util::FormatBytes(low.outside_arena()),
+                                        " outside the arena");
+  }
   return PlansToHtml(frames, title, options);
 }
 
@@ -111,18 +120,20 @@ absl::StatusOr<SymbolicReport> RunSymbolic(
     MG_ASSIGN_OR_RETURN(std::string page,
                         RangePlanHtml(checked, graph_at,
                                       flags.model.empty() ? flags.workload : flags.model,
-                                      flags.budget));
+                                      flags.budget, kDefaultHtmlSamples, flags.optimizer));
     outputs.Set(flags.html, std::move(page));
   }
   if (flags.format == "json") {
     report.text = json;
   } else {
-    MG_ASSIGN_OR_RETURN(report.text, SymbolicPlanToText(reference, plan, flags.budget));
+    MG_ASSIGN_OR_RETURN(report.text,
+                        SymbolicPlanToText(reference, plan, flags.budget, flags.optimizer));
   }
   if (flags.budget >= 0) {
     std::vector<int64_t> scratch;
-    MG_ASSIGN_OR_RETURN(SymbolicPlan::Extent low, plan.Measure(box.Low(), scratch));
-    report.over_budget = low.arena > flags.budget;
+    MG_ASSIGN_OR_RETURN(const DeviceBytes low,
+                        plan.DeviceBytesAt(box.Low(), flags.optimizer, scratch));
+    report.over_budget = low.total() > flags.budget;
   }
   return report;
 }

@@ -39,10 +39,13 @@ absl::StatusOr<CheckedRangePlan> PlanCheckedRange(
 
 // The --html page of a range: the plan bound at about `samples` bindings of its box
 // (SampleBindings: the corners and a geometric grid), each checked by VerifyPlan against the net
-// typed there, a slider between them; `budget` (< 0: none) drawn across the curve.
+// typed there, a slider between them; `budget` (< 0: none, else device bytes) drawn across the
+// curve as the arena's share of it.
+inline constexpr int kDefaultHtmlSamples = 9;
 absl::StatusOr<std::string> RangePlanHtml(const CheckedRangePlan& checked, const GraphAt& graph_at,
                                           const std::string& title, int64_t budget,
-                                          int samples = 9);
+                                          int samples = kDefaultHtmlSamples,
+                                          Optimizer optimizer = Optimizer::kNone);
 
 // `graph_at` types the net at a binding of flags.ranges; `fixed` binds the model's other
 // symbols and inputs (--dim N=V, --input-shape; a workload's own values);

@@ -1260,10 +1260,11 @@ absl::StatusOr<Graph> ImportOnnxFile(const std::string& path, const ShapeBinding
   return ImportOnnxBytes(bytes, bindings, path, with_dir);
 }
 
-absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindings& bindings,
-                                      const std::string& source_name,
-                                      const OnnxImportOptions& options) {
-  const util::InputLimits& limits = options.limits;
+namespace {
+
+absl::StatusOr<onnx::ModelProto> ParseModelBytes(const std::string& bytes,
+                                                 const std::string& source_name,
+                                                 const util::InputLimits& limits) {
   if (bytes.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(source_name, ": the file is empty, not an ONNX model"));
@@ -1278,6 +1279,37 @@ absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindi
     return absl::InvalidArgumentError(absl::StrCat(
         source_name, ": not an ONNX model (the bytes do not parse as an ONNX ModelProto)"));
   }
+  return model;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> WithoutLargeTensorData(const std::string& bytes,
+                                                   const std::string& source_name,
+                                                   const util::InputLimits& limits) {
+  MG_ASSIGN_OR_RETURN(onnx::ModelProto model, ParseModelBytes(bytes, source_name, limits));
+  for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+    if (IsSmallTensor(t) || HasExternalData(t)) continue;
+    if (absl::Status s = CheckTensorData(t, absl::StrCat("initializer '", t.name(), "'"));
+        !s.ok()) {
+      return Annotate(s, source_name);
+    }
+    // Every field that holds elements: the dims, type and name stay.
+    t.clear_raw_data();
+    t.clear_float_data();
+    t.clear_int32_data();
+    t.clear_int64_data();
+    t.clear_double_data();
+    t.clear_uint64_data();
+    t.clear_string_data();
+  }
+  return model.SerializeAsString();
+}
+
+absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindings& bindings,
+                                      const std::string& source_name,
+                                      const OnnxImportOptions& options) {
+  MG_ASSIGN_OR_RETURN(onnx::ModelProto model, ParseModelBytes(bytes, source_name, options.limits));
   absl::StatusOr<Graph> graph = ImportModel(std::move(model), bindings, source_name, options);
   if (!graph.ok()) return Annotate(graph.status(), source_name);
   return graph;

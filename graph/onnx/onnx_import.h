@@ -54,6 +54,16 @@ absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindi
                                       const std::string& source_name,
                                       const OnnxImportOptions& options = {});
 
+// The model's bytes without the data of its large initializers (more than the 16 elements an
+// import for planning hands on), each checked first as an import checks it: what a run that
+// types the net at many bindings (--fit, ranges) imports at each, instead of copying every
+// weight every time. Planning needs no weights, but folding does where it reads them
+// (inference folds nodes whose inputs are all params): a caller that cannot rule that out
+// compares one import of each (graph::SamePlanningGraph). Limits as ImportOnnxBytes.
+absl::StatusOr<std::string> WithoutLargeTensorData(const std::string& bytes,
+                                                   const std::string& source_name,
+                                                   const util::InputLimits& limits);
+
 }  // namespace memonger::graph
 
 #endif  // MEMONGER_GRAPH_ONNX_ONNX_IMPORT_H_

@@ -151,6 +151,7 @@ absl::StatusOr<Plan> SymbolicPlan::Bind(const graph::SymbolBindings& dims) const
                          [&](int32_t i) -> int64_t& { return plan.buffers[i].offset; })
                          .status());
   MG_ASSIGN_OR_RETURN(plan.static_bytes, static_bytes.Evaluate(dims));
+  MG_ASSIGN_OR_RETURN(plan.trainable_bytes, trainable_bytes.Evaluate(dims));
   // The largest classes live at the peak step, ranked as InitPlan ranks them.
   constexpr size_t top = 8;  // InitPlan's default
   plan.peak_values.clear();
@@ -184,6 +185,18 @@ absl::StatusOr<int64_t> SymbolicPlan::MaxArena() const {
     arena = std::max(arena, e.arena);
   }
   return arena;
+}
+
+absl::StatusOr<DeviceBytes> SymbolicPlan::DeviceBytesAt(const graph::SymbolBindings& dims,
+                                                        Optimizer optimizer,
+                                                        std::vector<int64_t>& scratch) const {
+  MG_ASSIGN_OR_RETURN(const Extent extent, Measure(dims, scratch));
+  DeviceBytes bytes;
+  bytes.arena = extent.arena;
+  MG_ASSIGN_OR_RETURN(bytes.static_bytes, static_bytes.Evaluate(dims));
+  MG_ASSIGN_OR_RETURN(const int64_t trainable, trainable_bytes.Evaluate(dims));
+  bytes.optimizer_state = OptimizerStateBytes(trainable, optimizer);
+  return bytes;
 }
 
 absl::StatusOr<std::optional<int64_t>> SymbolicPlan::LargestFitting(

@@ -34,6 +34,7 @@
 #include "graph/dim_expr.h"
 #include "graph/graph.h"
 #include "graph/symbol_box.h"
+#include "memonger/device_bytes.h"
 #include "memonger/plan.h"
 
 namespace memonger {
@@ -78,6 +79,7 @@ struct SymbolicPlan {
   std::vector<SymbolicItem> items;     // in root-id order; buffer i of a bound plan is item i
   std::vector<int32_t> item_of_value;  // per value: its class's item, -1 when not planned
   graph::DimExpr static_bytes;         // params and constants outside the arena
+  graph::DimExpr trainable_bytes;      // params a training step updates (Plan::trainable_bytes)
   std::vector<std::string> fallback;   // per value: why its size is a bound ("" when exact)
   std::vector<SymbolicPiece> pieces;   // they cover the box; the first containing a binding wins
 
@@ -97,6 +99,10 @@ struct SymbolicPlan {
                                  std::vector<int64_t>& scratch) const;
   // The same with `piece`'s order, which need not be one of `pieces` (the planner rates
   // candidates with it); `dims` must lie in the plan's box.
+  // Device bytes at `dims` (device_bytes.h): the arena as Measure gives it, the static bytes and
+  // the optimizer's state from their expressions.
+  absl::StatusOr<DeviceBytes> DeviceBytesAt(const graph::SymbolBindings& dims, Optimizer optimizer,
+                                            std::vector<int64_t>& scratch) const;
   absl::StatusOr<Extent> MeasureWith(const SymbolicPiece& piece, const graph::SymbolBindings& dims,
                                      std::vector<int64_t>& scratch) const;
   // The arena of piece `piece` as a max of polynomials (its stored formula when it has one).

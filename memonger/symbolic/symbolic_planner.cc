@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/gradient_builder.h"
 #include "memonger/liveness.h"
 #include "memonger/offsets/offset_planning.h"
 #include "memonger/schedule.h"
@@ -155,6 +156,10 @@ absl::Status Planner::Init(const graph::SymbolicShapes& shapes, const Liveness& 
   for (graph::ValueId id = 0; id < graph_.num_values(); ++id) {
     if (liveness.planned[id] || !graph::IsStatic(graph_.value(id).role)) continue;
     MG_ASSIGN_OR_RETURN(plan.static_bytes, graph::Add(plan.static_bytes, shapes.bytes[id]));
+  }
+  for (const graph::ValueId id : graph::TrainableParams(graph_)) {
+    MG_ASSIGN_OR_RETURN(plan.trainable_bytes,
+                        graph::Add(plan.trainable_bytes, shapes.bytes[id]));
   }
   by_first_step_.resize(plan.items.size());
   for (size_t i = 0; i < plan.items.size(); ++i) by_first_step_[i] = static_cast<int32_t>(i);

@@ -258,7 +258,8 @@ def _steps(self):
 
 def _plan_html(self, budget=None, measured=None):
     """The --html page: the map, the live-bytes curve with the lower bound and the budget (this
-    plan's unless `budget` is given, in bytes), and `measured` curves beside it: a list of
+    plan's unless `budget` is given, in device bytes; drawn as what the params, constants and
+    optimizer state leave of it for the arena), and `measured` curves beside it: a list of
     (name, [(fraction of the pass, bytes held), ...])."""
     if budget is not None and (not _is_int64(budget) or budget < 0):
         raise Error("budget: bytes, a non-negative int of 64 bits")

@@ -174,6 +174,18 @@ def test_budget_is_reported(cnn):
     _, _, path = cnn
     plan = memonger.plan(memonger.load(path, dims={"batch": 2}), budget="1KiB")
     assert plan.budget_bytes == 1024 and plan.arena_bytes > 1024
+    assert plan.device_bytes == plan.arena_bytes + plan.static_bytes
+
+
+def test_device_bytes_count_the_optimizer(cnn):
+    _, _, path = cnn
+    model = memonger.load(path, dims={"batch": 2})
+    plain = memonger.plan(model, mode="training", loss=["y"])
+    adam = memonger.plan(model, mode="training", loss=["y"], optimizer="adam")
+    assert plain.trainable_bytes > 0 and plain.optimizer_state_bytes == 0
+    assert adam.optimizer_state_bytes == 2 * adam.trainable_bytes
+    assert adam.device_bytes == plain.device_bytes + 2 * plain.trainable_bytes
+    assert json.loads(adam.to_json())["optimizer_state_bytes"] == adam.optimizer_state_bytes
 
 
 def test_records_load_and_plan(hard_trace):

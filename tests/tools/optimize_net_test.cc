@@ -710,13 +710,84 @@ TEST(OptimizeNetTest, OverBudgetSaysWhichCuresFit) {
   const std::string spec = "--workload randwire:nodes=32,stages=3,seed=1";
   auto json = RunOptimizeNet(spec + " --format json");
   ASSERT_EQ(json.exit_code, 0) << json.err;
-  const int64_t arena = nlohmann::json::parse(json.out)["arena_bytes"];
-  auto over = RunOptimizeNet(absl::StrCat(spec, " --budget ", arena - 1));
+  const int64_t device = nlohmann::json::parse(json.out)["device_bytes"];
+  auto over = RunOptimizeNet(absl::StrCat(spec, " --budget ", device - 1));
   EXPECT_EQ(over.exit_code, 3);
   EXPECT_THAT(over.err, HasSubstr("more than the budget"));
   EXPECT_THAT(over.err, HasSubstr("cure: no placement of this order fits: its lower bound is"));
   EXPECT_THAT(over.err, HasSubstr("cure: --order memory-aware: arena"));
   EXPECT_THAT(over.err, HasSubstr("fits,"));
+}
+
+// --budget holds device bytes (arena + params and constants + --optimizer's state) against the
+// budget, and says the parts: a budget the arena alone fits is still over.
+TEST(OptimizeNetTest, BudgetHoldsDeviceBytes) {
+  const std::string spec = "--workload mlp:layers=3,batch=64,dim=32,mode=training";
+  auto json = RunOptimizeNet(spec + " --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto plan = nlohmann::json::parse(json.out);
+  const int64_t arena = plan["arena_bytes"], weights = plan["static_bytes"];
+  const int64_t trainable = plan["trainable_bytes"];
+  EXPECT_EQ(plan["device_bytes"].get<int64_t>(), arena + weights);
+  EXPECT_EQ(plan["optimizer"], "none");
+  EXPECT_EQ(plan["optimizer_state_bytes"].get<int64_t>(), 0);
+  // Every param of the mlp is trained, and its gradient has the param's size.
+  EXPECT_EQ(trainable, weights);
+  EXPECT_EQ(plan["param_gradient_bytes"].get<int64_t>(), trainable);
+  ASSERT_GT(weights, 0);
+
+  auto over = RunOptimizeNet(absl::StrCat(spec, " --budget ", arena));
+  EXPECT_EQ(over.exit_code, 3) << over.err;
+  EXPECT_THAT(over.err, HasSubstr(absl::StrCat("(", arena + weights, " bytes) on the device")));
+  EXPECT_THAT(over.err, HasSubstr("+ params and constants"));
+  EXPECT_EQ(RunOptimizeNet(absl::StrCat(spec, " --budget ", arena + weights)).exit_code, 0);
+
+  // Adam keeps two moments per trained param: the same budget is now over by them.
+  auto adam = RunOptimizeNet(spec + " --optimizer adam --format json");
+  ASSERT_EQ(adam.exit_code, 0) << adam.err;
+  const auto adam_plan = nlohmann::json::parse(adam.out);
+  EXPECT_EQ(adam_plan["optimizer_state_bytes"].get<int64_t>(), 2 * trainable);
+  EXPECT_EQ(adam_plan["device_bytes"].get<int64_t>(), arena + weights + 2 * trainable);
+  auto adam_over = RunOptimizeNet(absl::StrCat(spec, " --optimizer adam --budget ", arena + weights));
+  EXPECT_EQ(adam_over.exit_code, 3);
+  EXPECT_THAT(adam_over.err, HasSubstr("+ optimizer state"));
+  auto text = RunOptimizeNet(spec + " --optimizer momentum");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("momentum: 1 tensor per trainable param"));
+  EXPECT_THAT(text.out, HasSubstr(absl::StrCat("device bytes     ")));
+  EXPECT_EQ(RunOptimizeNet(spec + " --optimizer adagrad").exit_code, 2);
+  // Recomputation aims the arena at what the rest leaves: it fits the device budget.
+  auto recomputed = RunOptimizeNet(absl::StrCat(spec, " --optimizer adam --recompute auto --budget ",
+                                                arena + weights + 2 * trainable - 1,
+                                                " --format json"));
+  if (recomputed.exit_code == 0) {
+    EXPECT_LE(nlohmann::json::parse(recomputed.out)["device_bytes"].get<int64_t>(),
+              arena + weights + 2 * trainable - 1);
+  } else {
+    EXPECT_EQ(recomputed.exit_code, 3) << recomputed.err;
+    EXPECT_THAT(recomputed.err, HasSubstr("less"));
+  }
+}
+
+// One question, one answer: --fit and the range summary of the same model and budget name the
+// same largest batch, both counting the optimizer's state.
+TEST(OptimizeNetTest, FitAndRangeSummaryAgreeOnDeviceBytes) {
+  absl::StatusOr<std::string> model = memonger::testing::Conv2dWithSymbolicBatch();
+  if (absl::IsNotFound(model.status())) GTEST_SKIP() << model.status();
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string path = memonger::testing::WriteTempFile("conv2d_training_batch.onnx", *model);
+  const std::string spec =
+      "'" + path + "' --mode training --loss 3 --budget 1MiB --optimizer adam --time-limit 0.2";
+  auto fit = RunOptimizeNet(spec + " --fit batch --format json");
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto largest = nlohmann::json::parse(fit.out)["fit"]["largest"];
+  ASSERT_TRUE(largest["given"].is_number()) << fit.out;
+  auto range = RunOptimizeNet(spec + " --dim batch=1..4096");
+  ASSERT_EQ(range.exit_code, 0) << range.err;
+  EXPECT_THAT(range.out, HasSubstr(absl::StrCat("the largest batch that fits (with every smaller "
+                                                "one) is ", largest["given"].get<int64_t>(),
+                                                ", device ")));
+  EXPECT_THAT(range.out, HasSubstr("+ optimizer state"));
 }
 
 // --recompute on a training net: the report, the lower bound it reached, an infeasible budget

@@ -38,16 +38,19 @@ TEST(SymbolicCliTest, SummaryGivesTheFormulaAndTheLargestLengthThatFits) {
   EXPECT_THAT(r.out, HasSubstr("24·L² + 6144·L"));
   const std::string said = "the largest L that fits (with every smaller one) is ";
   ASSERT_THAT(r.out, HasSubstr(said));
-  // The answer is a length whose own plan fits and the next one's does not.
+  // The answer is a length whose own plan fits and the next one's does not, in device bytes
+  // (arena and weights), the figure a plain --budget run holds against the budget too.
   const int64_t largest = std::stoll(r.out.substr(r.out.find(said) + said.size()));
-  auto arena = [&](int64_t l) {
+  auto device = [&](int64_t l) {
     auto run = RunOptimizeNet(absl::StrCat(Example(), " --dim L=", l, " --format json"));
     EXPECT_EQ(run.exit_code, 0) << run.err;
-    return nlohmann::json::parse(run.out)["arena_bytes"].get<int64_t>();
+    const auto plan = nlohmann::json::parse(run.out);
+    EXPECT_GT(plan["static_bytes"].get<int64_t>(), 0);
+    return plan["device_bytes"].get<int64_t>();
   };
   EXPECT_LT(largest, 32768);
-  EXPECT_LE(arena(largest), int64_t{20} << 30);
-  EXPECT_GT(arena(largest + 1), int64_t{20} << 30);
+  EXPECT_LE(device(largest), int64_t{20} << 30);
+  EXPECT_GT(device(largest + 1), int64_t{20} << 30);
   // Not even the low end fits: exit 3.
   EXPECT_EQ(RunOptimizeNet(Example() + " --dim L=128..32768 --budget 1KiB").exit_code, 3);
 }
@@ -142,7 +145,14 @@ TEST(SymbolicCliTest, HtmlOverARangeHoldsThePlanBoundAcrossIt) {
   ASSERT_GE(data["frames"].size(), 3u);
   EXPECT_EQ(data["frames"].front()["label"], "n=16");
   EXPECT_EQ(data["frames"].back()["label"], "n=2048");
-  EXPECT_EQ(data["budget_bytes"], 50000000);
+  // The page draws arenas: the budget's line is what the weights leave of it, and says so.
+  auto low = RunOptimizeNet(
+      "--workload attention:n=16,dim=64,heads=2,mlp=128,depth=2 --format json");
+  ASSERT_EQ(low.exit_code, 0) << low.err;
+  const int64_t weights = nlohmann::json::parse(low.out)["static_bytes"];
+  ASSERT_GT(weights, 0);
+  EXPECT_EQ(data["budget_bytes"], 50000000 - weights);
+  EXPECT_THAT(data["budget_text"].get<std::string>(), HasSubstr("outside the arena"));
   // Each frame is the plan a binding of the range gives (--plan-in binds the same plan).
   auto bound = RunOptimizeNet(
       "--workload attention:dim=64,heads=2,mlp=128,depth=2,n=2048 --format json");

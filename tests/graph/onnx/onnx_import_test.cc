@@ -365,6 +365,63 @@ OnnxModel SymbolicModel() {
   return m;
 }
 
+// What --fit and ranges import at each binding: the model without its large weights, the same
+// net for planning where nothing folds them; a fold that reads a weight makes the nets differ
+// (the caller then keeps the weights), and a weight whose data is malformed is refused first.
+TEST(OnnxImportTest, PlanningBytesImportToTheSameNetWithoutTheWeights) {
+  OnnxModel m;
+  m.Input("x", TensorProto::FLOAT, {"N", 8});
+  m.FloatInit("W", {8, 8}, 0.5f).FloatInit("B", {8});
+  m.Node("MatMul", {"x", "W"}, {"h"});
+  m.Node("Add", {"h", "B"}, {"y"});
+  m.Output("y");
+  const std::string bytes = m.Bytes();
+  LoadOptions options;
+  ASSERT_TRUE(ParseDimBinding("N=3", options.bindings).ok());
+  absl::StatusOr<std::string> planning = PlanningBytes(bytes, "m.onnx", options);
+  ASSERT_TRUE(planning.ok()) << planning.status();
+  EXPECT_LT(planning->size() + 64 * sizeof(float) / 2, bytes.size());
+  absl::StatusOr<Graph> full = LoadModelBytes(bytes, "m.onnx", options);
+  absl::StatusOr<Graph> stripped = LoadModelBytes(*planning, "m.onnx", options);
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_TRUE(stripped.ok()) << stripped.status();
+  EXPECT_TRUE(SamePlanningGraph(*full, *stripped));
+  EXPECT_EQ(ValueNamed(*stripped, "W").type, Type(DataType::kFloat32, {8, 8}));
+  // Another binding is another net.
+  LoadOptions other = options;
+  other.bindings.dims["N"] = 4;
+  absl::StatusOr<Graph> at_4 = LoadModelBytes(*planning, "m.onnx", other);
+  ASSERT_TRUE(at_4.ok()) << at_4.status();
+  EXPECT_FALSE(SamePlanningGraph(*full, *at_4));
+  // Other formats are read as they are.
+  absl::StatusOr<std::string> text = PlanningBytes("name: \"n\"", "n.pbtxt", options);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "name: \"n\"");
+
+  // Inference folds a Transpose of the weight into a param: without the data it cannot.
+  OnnxModel folded;
+  folded.Input("x", TensorProto::FLOAT, {"N", 8});
+  folded.FloatInit("W", {8, 8}, 0.5f);
+  folded.Node("Transpose", {"W"}, {"Wt"});
+  folded.Node("MatMul", {"x", "Wt"}, {"y"});
+  folded.Output("y");
+  absl::StatusOr<std::string> folded_planning = PlanningBytes(folded.Bytes(), "f.onnx", options);
+  ASSERT_TRUE(folded_planning.ok()) << folded_planning.status();
+  absl::StatusOr<Graph> folded_full = LoadModelBytes(folded.Bytes(), "f.onnx", options);
+  ASSERT_TRUE(folded_full.ok()) << folded_full.status();
+  EXPECT_EQ(OpOfType(*folded_full, "Transpose"), nullptr);
+  absl::StatusOr<Graph> folded_stripped = LoadModelBytes(*folded_planning, "f.onnx", options);
+  EXPECT_FALSE(folded_stripped.ok() && SamePlanningGraph(*folded_full, *folded_stripped));
+
+  OnnxModel bad = m;
+  TensorProto* w = bad.graph()->mutable_initializer(0);
+  w->clear_float_data();
+  w->set_raw_data(std::string(7, '\0'));  // not 64 floats
+  absl::StatusOr<std::string> refused = PlanningBytes(bad.Bytes(), "bad.onnx", options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("initializer 'W'"));
+}
+
 TEST(OnnxImportTest, SymbolBoundByDim) {
   ShapeBindings b;
   ASSERT_TRUE(ParseDimBinding("N=5", b).ok());
