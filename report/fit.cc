@@ -128,8 +128,12 @@ absl::Status ProbeBeyond(const FitSearch& search, CurePlanner& planner, int64_t 
   return absl::OkStatus();
 }
 
+// `start`: where the gallop begins once min_value fits, the answer of a cure searched before
+// (each cure lowers the bytes, so its answer is rarely below the last): planned first, and
+// where it does not fit the gallop starts from min_value as usual.
 absl::StatusOr<FitRow> SearchCure(const FitSearch& search, const FitCure& cure,
-                                  const FitPlanner& plan, int* plans_so_far) {
+                                  const FitPlanner& plan, int* plans_so_far,
+                                  std::optional<int64_t> start) {
   CurePlanner planner(plan, cure, search, plans_so_far);
   FitRow row;
   row.cure = cure.name;
@@ -140,8 +144,13 @@ absl::StatusOr<FitRow> SearchCure(const FitSearch& search, const FitCure& cure,
     row.plans = planner.plans();
     return row;
   }
+  int64_t lo = search.min_value;
+  if (start.has_value() && *start > lo && *start <= search.max_value) {
+    MG_ASSIGN_OR_RETURN(FitPoint at_start, planner.At(*start));
+    if (planner.Fits(at_start)) lo = *start;
+  }
   MG_ASSIGN_OR_RETURN(const Boundary boundary,
-                      GallopAndBisect(search.min_value, search.max_value,
+                      GallopAndBisect(lo, search.max_value,
                                       [&](int64_t value) -> absl::StatusOr<bool> {
                                         MG_ASSIGN_OR_RETURN(FitPoint p, planner.At(value));
                                         return planner.Fits(p);
@@ -179,13 +188,15 @@ absl::StatusOr<FitResult> FindLargestFit(const FitSearch& search, const FitPlann
   result.budget = search.budget;
   result.optimizer = search.optimizer;
   int plans = 0;
+  std::optional<int64_t> start;
   for (const FitCure& cure : search.cures) {
-    absl::StatusOr<FitRow> row = SearchCure(search, cure, plan, &plans);
+    absl::StatusOr<FitRow> row = SearchCure(search, cure, plan, &plans, start);
     if (!row.ok()) {
       return absl::Status(row.status().code(), absl::StrCat("--fit ", search.symbol, " (",
                                                             cure.name, "): ",
                                                             row.status().message()));
     }
+    if (row->largest.has_value()) start = row->largest;
     result.rows.push_back(*std::move(row));
   }
   return result;

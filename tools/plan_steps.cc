@@ -1,6 +1,7 @@
 #include "tools/plan_steps.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -253,13 +254,30 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     point.lower_bound_bytes = plan.lower_bound_bytes;
     return point;
   };
+  // The nets typed so far, by value: a later cure plans near the earlier one's answer, at the
+  // same values (FitSearch). Bounded by their values in all, so a million-value net is typed
+  // again rather than held many times.
+  std::map<int64_t, graph::Graph> typed;
+  int64_t typed_values = 0;
+  constexpr int64_t kMaxTypedValues = int64_t{1} << 22;
+  auto graph_at = [&](int64_t value) -> absl::StatusOr<const graph::Graph*> {
+    if (auto it = typed.find(value); it != typed.end()) return &it->second;
+    GraphRequest at_value;
+    at_value.fit_value = value;
+    MG_ASSIGN_OR_RETURN(graph::Graph g, MakeGraph(source, at_value));
+    if (typed_values + g.num_values() > kMaxTypedValues) {
+      typed.clear();
+      typed_values = 0;
+    }
+    typed_values += g.num_values();
+    return &typed.emplace(value, std::move(g)).first->second;
+  };
   auto plan_at = [&](int64_t value, const FitCure& cure) -> absl::StatusOr<FitPoint> {
     if (options.stop != nullptr && options.stop->load()) {
       return absl::CancelledError("--fit: stopped");
     }
-    GraphRequest at_value;
-    at_value.fit_value = value;
-    MG_ASSIGN_OR_RETURN(graph::Graph g, MakeGraph(source, at_value));
+    MG_ASSIGN_OR_RETURN(const graph::Graph* typed_graph, graph_at(value));
+    const graph::Graph& g = *typed_graph;
     MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(g, cure.options));
     MG_ASSIGN_OR_RETURN(FitPoint point, point_of(g, plan));
     if (!cure.recompute || point.device_bytes <= budget) return point;
