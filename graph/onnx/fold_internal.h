@@ -1,5 +1,6 @@
 // Internal to graph/onnx/: the helpers the constant evaluator's files share (const_tensor.cc,
-// fold_eval.cc, fold_elementwise.cc, fold_shape_ops.cc) and the folding driver onnx_fold.cc.
+// fold_eval.cc, fold_elementwise.cc, fold_shape_ops.cc), the folding driver onnx_fold.cc and
+// the child process that both it and libonnx's inference run in (onnx_shape_inference.cc).
 // Nothing outside this folder includes it (tools/check_layering.py), and it is not installed;
 // the evaluator's interface is fold_eval.h.
 #ifndef MEMONGER_GRAPH_ONNX_FOLD_INTERNAL_H_
@@ -7,10 +8,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/onnx/const_tensor.h"
 #include "graph/onnx/fold_eval.h"
@@ -105,6 +109,22 @@ Result EvalWhere(const ConstTensor& cond, const ConstTensor& x, const ConstTenso
                  int64_t max);
 Result EvalReduce(const onnx::NodeProto& node, const std::vector<FoldInput>& inputs,
                   const ConstTensor& data);
+
+// The child process (onnx_shape_inference.cc). libonnx's shape functions crash on some
+// malformed models, so whatever runs them runs in a forked child: `work` there, its reply sent
+// back through a pipe. A child killed by a signal is an InvalidArgument; the child's error
+// comes back with its code and message. Forking costs more than libonnx's inference of a
+// model of a few hundred nodes (the child's copy-on-write faults), which is why the folding
+// driver runs all its rounds in one child rather than one child per inference. Where fork or
+// pipe fail, `work` runs in this process.
+struct ChildReply {
+  absl::Status status;
+  std::string bytes;  // with an OK status: what the parent receives
+};
+absl::StatusOr<std::string> RunInChild(const std::function<ChildReply()>& work);
+
+// RunOnnxShapeInference's work, in this process: only inside RunInChild's `work`.
+absl::Status InferShapesInProcess(onnx::ModelProto& model, bool strict);
 
 }  // namespace memonger::graph::onnx_fold
 

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "graph/onnx/fold_internal.h"
 
@@ -274,11 +275,14 @@ void Materialise(onnx::GraphProto& graph, const std::vector<bool>& materialise,
 
 }  // namespace
 
-absl::StatusOr<FoldReport> InferAndFold(onnx::ModelProto& model, const FoldOptions& options) {
+namespace {
+
+// Steps 1-5 in this process (inside RunInChild).
+absl::StatusOr<FoldReport> FoldHere(onnx::ModelProto& model, const FoldOptions& options) {
   FoldReport report;
   onnx::GraphProto& graph = *model.mutable_graph();
   for (int round = 0;; ++round) {
-    if (absl::Status s = RunOnnxShapeInference(model, /*strict=*/false); !s.ok()) return s;
+    if (absl::Status s = InferShapesInProcess(model, /*strict=*/false); !s.ok()) return s;
     ++report.inference_runs;
     const TypeTable types(graph);
     const std::vector<int> frontier = FindFrontier(graph, types);
@@ -293,6 +297,56 @@ absl::StatusOr<FoldReport> InferAndFold(onnx::ModelProto& model, const FoldOptio
     }
     Materialise(graph, materialise, e, report);
   }
+}
+
+}  // namespace
+
+absl::StatusOr<FoldReport> InferAndFold(onnx::ModelProto& model, const FoldOptions& options) {
+  // The child folds its copy of the model and sends back what folding changes: the nodes left,
+  // the inferred types, the initializers it appended (Materialise only appends, one per folded
+  // value) and the two counts, ahead of them as text.
+  const int initializers_before = model.graph().initializer_size();
+  absl::StatusOr<std::string> reply = RunInChild([&]() -> ChildReply {
+    ChildReply r;
+    absl::StatusOr<FoldReport> report = FoldHere(model, options);
+    if (!report.ok()) {
+      r.status = report.status();
+      return r;
+    }
+    onnx::GraphProto& graph = *model.mutable_graph();
+    onnx::GraphProto changes;
+    changes.mutable_node()->Swap(graph.mutable_node());
+    changes.mutable_value_info()->Swap(graph.mutable_value_info());
+    changes.mutable_output()->Swap(graph.mutable_output());
+    for (int i = initializers_before; i < graph.initializer_size(); ++i) {
+      changes.add_initializer()->Swap(graph.mutable_initializer(i));
+    }
+    r.bytes = absl::StrCat(report->inference_runs, " ", report->removed_nodes, " ",
+                           changes.SerializeAsString());
+    return r;
+  });
+  if (!reply.ok()) return reply.status();
+  FoldReport report;
+  onnx::GraphProto changes;
+  const size_t first = reply->find(' ');
+  const size_t second = first == std::string::npos ? first : reply->find(' ', first + 1);
+  if (second == std::string::npos ||
+      !absl::SimpleAtoi(absl::string_view(*reply).substr(0, first), &report.inference_runs) ||
+      !absl::SimpleAtoi(absl::string_view(*reply).substr(first + 1, second - first - 1),
+                        &report.removed_nodes) ||
+      !changes.ParseFromArray(reply->data() + second + 1,
+                              static_cast<int>(reply->size() - second - 1))) {
+    return absl::InternalError("the folding process sent an unreadable reply");
+  }
+  onnx::GraphProto& graph = *model.mutable_graph();
+  graph.mutable_node()->Swap(changes.mutable_node());
+  graph.mutable_value_info()->Swap(changes.mutable_value_info());
+  graph.mutable_output()->Swap(changes.mutable_output());
+  for (onnx::TensorProto& t : *changes.mutable_initializer()) {
+    report.folded_values.push_back(t.name());
+    graph.add_initializer()->Swap(&t);
+  }
+  return report;
 }
 
 }  // namespace memonger::graph::onnx_fold

@@ -20,8 +20,12 @@
 // Folding never changes what a shape is, only where libonnx can see it: values it folds are
 // small host tensors (the shape arithmetic of dynamic exports), recorded as constants.
 //
-// Files: onnx_fold.cc (the driver, steps 2-5), onnx_shape_inference.cc (step 1, libonnx in a
-// child process), fold_eval.h (step 3, one node) over const_tensor.h (the tensors).
+// All rounds run in one forked child process (libonnx crashes on some malformed models, and a
+// child per round cost 4x the inference itself: a ShuffleNet's 28 rounds took 0.5 s, now 0.1 s),
+// which sends back the nodes, types and initializers folding left.
+//
+// Files: onnx_fold.cc (the driver, steps 2-5), onnx_shape_inference.cc (step 1 and the child
+// process), fold_eval.h (step 3, one node) over const_tensor.h (the tensors).
 //
 //   onnx::ModelProto model = ...;
 //   MG_ASSIGN_OR_RETURN(FoldReport report, InferAndFold(model, FoldOptions{}));

@@ -6,9 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <functional>
+#include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/onnx/fold_internal.h"
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
 
@@ -57,35 +61,39 @@ std::string ReadAll(int fd) {
 
 }  // namespace
 
-absl::Status RunOnnxShapeInference(onnx::ModelProto& model, bool strict) {
+absl::Status InferShapesInProcess(onnx::ModelProto& model, bool strict) {
+  return InferInProcess(model, strict);
+}
+
+absl::StatusOr<std::string> RunInChild(const std::function<ChildReply()>& work) {
   // Initialised here, so that the child never runs (or waits on) the registry's set-up.
   onnx::OpSchemaRegistry::Instance();
+  auto in_process = [&]() -> absl::StatusOr<std::string> {
+    ChildReply reply = work();
+    if (!reply.status.ok()) return reply.status;
+    return std::move(reply.bytes);
+  };
   int fds[2];
-  if (pipe(fds) != 0) return InferInProcess(model, strict);
+  if (pipe(fds) != 0) return in_process();
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return InferInProcess(model, strict);
+    return in_process();
   }
   if (pid == 0) {
-    // The child: infer, send back 'O' + the inferred types (graph.value_info and graph.output,
-    // all libonnx writes) or 'E' + the error message, and leave without running destructors.
+    // The child: 'O' + the reply's bytes or 'E' + the error's code and message, then leave
+    // without running destructors.
     close(fds[0]);
-    const absl::Status status = InferInProcess(model, strict);
-    std::string reply;
-    if (status.ok()) {
-      onnx::GraphProto types;
-      *types.mutable_value_info() = model.graph().value_info();
-      *types.mutable_output() = model.graph().output();
-      reply = "O" + types.SerializeAsString();
-    } else {
-      reply = absl::StrCat("E", status.message());
-    }
-    _exit(WriteAll(fds[1], reply) ? 0 : 1);
+    const ChildReply reply = work();
+    const std::string message =
+        reply.status.ok() ? absl::StrCat("O", reply.bytes)
+                          : absl::StrCat("E", std::string(1, static_cast<char>(reply.status.code())),
+                                         reply.status.message());
+    _exit(WriteAll(fds[1], message) ? 0 : 1);
   }
   close(fds[1]);
-  const std::string reply = ReadAll(fds[0]);
+  std::string reply = ReadAll(fds[0]);
   close(fds[0]);
   int wait_status = 0;
   while (waitpid(pid, &wait_status, 0) < 0) {
@@ -100,9 +108,33 @@ absl::Status RunOnnxShapeInference(onnx::ModelProto& model, bool strict) {
   if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0 || reply.empty()) {
     return absl::InternalError("libonnx's shape inference process failed to report");
   }
-  if (reply[0] == 'E') return absl::InvalidArgumentError(reply.substr(1));
+  if (reply[0] == 'E' && reply.size() >= 2) {
+    return absl::Status(static_cast<absl::StatusCode>(reply[1]), reply.substr(2));
+  }
+  if (reply[0] != 'O') {
+    return absl::InternalError("libonnx's shape inference process sent an unreadable reply");
+  }
+  reply.erase(0, 1);
+  return reply;
+}
+
+absl::Status RunOnnxShapeInference(onnx::ModelProto& model, bool strict) {
+  // The child sends back the inferred types: graph.value_info and graph.output, all libonnx
+  // writes.
+  absl::StatusOr<std::string> reply = RunInChild([&]() -> ChildReply {
+    ChildReply r;
+    r.status = InferInProcess(model, strict);
+    if (r.status.ok()) {
+      onnx::GraphProto types;
+      *types.mutable_value_info() = model.graph().value_info();
+      *types.mutable_output() = model.graph().output();
+      r.bytes = types.SerializeAsString();
+    }
+    return r;
+  });
+  if (!reply.ok()) return reply.status();
   onnx::GraphProto types;
-  if (reply[0] != 'O' || !types.ParseFromArray(reply.data() + 1, static_cast<int>(reply.size() - 1))) {
+  if (!types.ParseFromString(*reply)) {
     return absl::InternalError("libonnx's shape inference process sent an unreadable reply");
   }
   model.mutable_graph()->mutable_value_info()->Swap(types.mutable_value_info());
