@@ -353,38 +353,102 @@ bool LocalSearch(const MemoryModel& m, std::vector<OpId>& order, int max_moves,
 // ---------------------------------------------------------------------------------------------
 // Exact search.
 
-// Cut ops: every other op is an ancestor or a descendant. Empty when the graph is too large.
-std::vector<bool> CutOps(const MemoryModel& m, const std::vector<OpId>& topo) {
-  const int n = m.num_ops();
-  std::vector<bool> cut(n, false);
-  if (n > kMaxExactGraphOps) return cut;
-  const size_t words = (static_cast<size_t>(n) + 63) / 64;
-  auto row = [&](std::vector<uint64_t>& bits, OpId op) { return bits.data() + words * op; };
+// Which ops every valid order runs before or after each op: one bit per op for its ancestors
+// and one for its descendants, O(ops^2 / 64) words, so only for graphs of at most
+// kMaxExactGraphOps ops.
+class Reachability {
+ public:
+  Reachability(const MemoryModel& m, const std::vector<OpId>& topo)
+      : n_(m.num_ops()), words_((static_cast<size_t>(n_) + 63) / 64) {
+    desc_ = Reach(m.successors(), topo, /*backwards=*/true);
+    anc_ = Reach(m.predecessors(), topo, /*backwards=*/false);
+  }
+
+  // Cut ops: every other op is an ancestor or a descendant.
+  std::vector<bool> CutOps() const {
+    std::vector<bool> cut(n_, false);
+    for (OpId op = 0; op < n_; ++op) {
+      int64_t related = 0;
+      const uint64_t* d = Row(desc_, op);
+      const uint64_t* a = Row(anc_, op);
+      for (size_t w = 0; w < words_; ++w) related += __builtin_popcountll(d[w] | a[w]);
+      cut[op] = related == n_ - 1;
+    }
+    return cut;
+  }
+
+  // A bound no order beats, at least the trivial one: while op o runs, every class that o
+  // touches is live, and so is every class with a toucher among o's ancestors and one among
+  // its descendants (live from a step before o's to one after it in every order), a class live
+  // from step 0 with a toucher among the descendants, and one read after the net with a
+  // toucher among the ancestors. O(classes x touches x ops / 64 + the live pairs found).
+  int64_t LowerBound(const MemoryModel& m) const {
+    std::vector<int64_t> at(n_, 0);
+    std::vector<uint64_t> after(words_);   // ops with a toucher among their ancestors
+    std::vector<uint64_t> before(words_);  // ops with a toucher among their descendants
+    for (const ClassInfo& c : m.classes()) {
+      std::fill(after.begin(), after.end(), 0);
+      std::fill(before.begin(), before.end(), 0);
+      for (OpId t : c.touches) {
+        const uint64_t* d = Row(desc_, t);
+        const uint64_t* a = Row(anc_, t);
+        for (size_t w = 0; w < words_; ++w) {
+          after[w] |= d[w];
+          before[w] |= a[w];
+        }
+      }
+      for (size_t w = 0; w < words_; ++w) {
+        uint64_t live = after[w] & before[w];
+        if (c.from_start) live |= before[w];
+        if (c.to_end) live |= after[w];
+        if (c.from_start && c.to_end) live = ~uint64_t{0};
+        for (; live != 0; live &= live - 1) {
+          const size_t op = w * 64 + static_cast<size_t>(__builtin_ctzll(live));
+          if (op < static_cast<size_t>(n_)) at[op] += c.bytes;
+        }
+      }
+      // Its touchers themselves, where no bit above already counted them.
+      for (OpId t : c.touches) {
+        const bool counted = c.from_start && c.to_end;
+        const bool in_after = (after[t / 64] >> (t % 64)) & 1;
+        const bool in_before = (before[t / 64] >> (t % 64)) & 1;
+        if (counted || (in_after && in_before) || (c.from_start && in_before) ||
+            (c.to_end && in_after)) {
+          continue;
+        }
+        at[t] += c.bytes;
+      }
+    }
+    int64_t bound = m.TrivialLowerBound();
+    for (int64_t bytes : at) bound = std::max(bound, bytes);
+    return bound;
+  }
+
+ private:
+  const uint64_t* Row(const std::vector<uint64_t>& bits, OpId op) const {
+    return bits.data() + words_ * op;
+  }
   // Bits of every op reachable through `next`, ops visited so that `next` ones come first.
-  auto reach = [&](const std::vector<std::vector<OpId>>& next, bool backwards) {
-    std::vector<uint64_t> bits(words * n, 0);
-    for (int k = 0; k < n; ++k) {
-      const OpId op = topo[backwards ? n - 1 - k : k];
-      uint64_t* r = row(bits, op);
+  std::vector<uint64_t> Reach(const std::vector<std::vector<OpId>>& next,
+                              const std::vector<OpId>& topo, bool backwards) const {
+    std::vector<uint64_t> bits(words_ * n_, 0);
+    for (int k = 0; k < n_; ++k) {
+      const OpId op = topo[backwards ? n_ - 1 - k : k];
+      uint64_t* r = bits.data() + words_ * op;
       for (OpId x : next[op]) {
-        const uint64_t* rx = row(bits, x);
-        for (size_t w = 0; w < words; ++w) r[w] |= rx[w];
+        const uint64_t* rx = Row(bits, x);
+        for (size_t w = 0; w < words_; ++w) r[w] |= rx[w];
         r[x / 64] |= uint64_t{1} << (x % 64);
       }
     }
     return bits;
-  };
-  std::vector<uint64_t> desc = reach(m.successors(), /*backwards=*/true);
-  std::vector<uint64_t> anc = reach(m.predecessors(), /*backwards=*/false);
-  for (OpId op = 0; op < n; ++op) {
-    int64_t related = 0;
-    const uint64_t* d = row(desc, op);
-    const uint64_t* a = row(anc, op);
-    for (size_t w = 0; w < words; ++w) related += __builtin_popcountll(d[w] | a[w]);
-    cut[op] = related == n - 1;
   }
-  return cut;
-}
+
+  int n_;
+  size_t words_;
+  std::vector<uint64_t> desc_;
+  std::vector<uint64_t> anc_;
+};
 
 // One segment's search: the ops of order[begin, end) (a run every valid order keeps together)
 // reordered for the lowest peak. nullopt when the search ran out of states or time; else the
@@ -571,6 +635,9 @@ absl::StatusOr<MemoryOrder> FindMemoryAwareOrder(const Graph& graph,
   if (time_left()) consider("lpmf", LpmfOrder(model, limit));
   if (time_left()) consider("bfs", KahnQueueOrder(model, /*lifo=*/false));
   if (time_left()) consider("dfs", KahnQueueOrder(model, /*lifo=*/true));
+  for (const std::vector<OpId>& seed : options.seeds) {
+    if (CheckSchedule(graph, seed).ok()) consider("seed", seed);
+  }
 
   // Local search gets its share of what is left, the exact search the rest.
   const auto now = Clock::now();
@@ -583,7 +650,11 @@ absl::StatusOr<MemoryOrder> FindMemoryAwareOrder(const Graph& graph,
   }
 
   const int n = model.num_ops();
-  if (best.peak_bytes <= model.TrivialLowerBound()) {
+  const bool have_cuts = n <= kMaxExactGraphOps;
+  std::optional<Reachability> reach;
+  if (have_cuts) reach.emplace(model, best.ops);
+  const int64_t bound = reach.has_value() ? reach->LowerBound(model) : model.TrivialLowerBound();
+  if (best.peak_bytes <= bound) {
     best.proven_optimal = true;  // every order needs this much at some step
   }
   if (!options.exact || n == 0 || best.proven_optimal) {
@@ -592,8 +663,7 @@ absl::StatusOr<MemoryOrder> FindMemoryAwareOrder(const Graph& graph,
     return best;
   }
   // Segments between cut ops, each solved alone, spliced into the best order so far.
-  const std::vector<bool> cut = CutOps(model, best.ops);
-  const bool have_cuts = n <= kMaxExactGraphOps;
+  const std::vector<bool> cut = have_cuts ? reach->CutOps() : std::vector<bool>(n, false);
   std::vector<OpId> spliced;
   spliced.reserve(n);
   std::vector<std::pair<int64_t, bool>> segment_peaks;  // (optimum or best found, proven)
@@ -615,6 +685,7 @@ absl::StatusOr<MemoryOrder> FindMemoryAwareOrder(const Graph& graph,
     } else {
       spliced.insert(spliced.end(), best.ops.begin() + begin, best.ops.begin() + end);
       segment_peaks.emplace_back(0, false);
+      if (have_cuts && end - begin <= kMaxExactSegmentOps) best.exact_cut_short = true;
     }
     begin = end;
   }

@@ -22,6 +22,7 @@
 //   lpmf   list scheduling, least peak memory first: among ready ops the one whose step peaks
 //          lowest, then the one that frees the most (PyTorch Inductor's LPMF);
 //   bfs, dfs  Kahn's algorithm with a FIFO queue and with a LIFO stack;
+//   seed   the caller's orders for the same net at other sizes (MemoryOrderOptions::seeds);
 //   local-search  hill climbing from the best of those: an op at or near the peak step moves to
 //          another position its dependencies allow; a move is kept when the peak drops (or
 //          stays and the sum of live bytes over the steps drops). Deterministic: bounded by a
@@ -36,8 +37,10 @@
 //          peak in that segment; the segment is then proven. Larger segments keep the best
 //          heuristic order.
 // The result is proven optimal when the segment where its peak occurs was searched to the end
-// (no order can beat a segment's own optimum), or when its peak equals what every order needs
-// (at each op's step, the classes it touches and those live from the first step to the last).
+// (no order can beat a segment's own optimum), or when its peak equals what every order needs:
+// at each op's step, the classes it touches, those live from the first step to the last, and
+// those with a toucher among the op's ancestors and one among its descendants (for graphs of
+// at most kMaxExactGraphOps ops; checked before the exact search, which it then skips).
 //
 // Complexity: the heuristics O(ops log ops + touches) each; local search O(moves x (ops +
 // touches)); the exact search at most kMaxExactStates sets per segment (each O(ops + touches of
@@ -72,6 +75,10 @@ struct MemoryOrderOptions {
   double time_limit_seconds = 1;
   int local_search_moves = 20000;  // accepted and rejected moves together
   bool exact = true;               // run the exact search where it applies
+  // Orders found for the same net at other sizes (--fit's earlier values), tried as portfolio
+  // members ("seed") after the orders above; one that is not a valid order of this graph (a
+  // net whose ops differ) is passed over.
+  std::vector<std::vector<graph::OpId>> seeds;
   // The caller's request to stop (PlanOptions::stop): read where the clock is; the search
   // returns the best order found so far. nullptr: none.
   const std::atomic<bool>* stop = nullptr;
@@ -83,6 +90,9 @@ struct MemoryOrder {
   int64_t given_peak_bytes = 0;  // the lower bound of the given order
   std::string method;            // the portfolio member that found it ("exact", "lpmf", ...)
   bool proven_optimal = false;
+  // The exact search ran out of time or states on a segment: a property of the net's shape
+  // more than of its sizes, so a caller planning the same net at other sizes may skip it.
+  bool exact_cut_short = false;
   // Every member's peak, in the order they ran ("exact" is the peak of the spliced order).
   std::vector<std::pair<std::string, int64_t>> tried;
   double seconds = 0;

@@ -46,6 +46,7 @@ struct OrderSearch {
   int64_t given_lower_bound_bytes = 0;
   std::string method;
   bool proven_optimal = false;
+  bool exact_cut_short = false;  // MemoryOrder::exact_cut_short
   double seconds = 0;
   std::vector<std::pair<std::string, int64_t>> tried;
 };

@@ -271,11 +271,13 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
     order_options.liveness.in_place = false;
     order_options.time_limit_seconds = limit.Share(time_shares::kOrderSearch).limit_seconds();
     order_options.stop = options.stop;
+    order_options.seeds = options.order_seeds;
+    order_options.exact = options.order_exact_search;
     MG_ASSIGN_OR_RETURN(MemoryOrder best, FindMemoryAwareOrder(graph, order_options));
     schedule.order = OrderKind::kMemoryAware;
     schedule.ops = std::move(best.ops);
     order_search = OrderSearch{best.given_peak_bytes, best.method, best.proven_optimal,
-                               best.seconds, std::move(best.tried)};
+                               best.exact_cut_short, best.seconds, std::move(best.tried)};
   } else {
     MG_ASSIGN_OR_RETURN(schedule, MakeSchedule(graph, options.order));
   }

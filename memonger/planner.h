@@ -81,6 +81,10 @@ struct PlanOptions {
   // off here; in-place reuse applies where LivenessOptions::in_place says.
   LivenessOptions liveness = DefaultPlanLiveness();
   MemongerOptions memonger;         // the memonger baselines (memonger-dag, -greedy, -dp)
+  // The memory-aware order: orders found for this net at other sizes, tried beside the
+  // portfolio, and whether its exact search runs (MemoryOrderOptions::seeds, exact).
+  std::vector<std::vector<graph::OpId>> order_seeds;
+  bool order_exact_search = true;
   std::string model_name;
   // `exact` and `auto`: called about once per second while the branch and bound runs.
   std::function<void(const ExactProgress&)> exact_progress;

@@ -137,17 +137,19 @@ absl::StatusOr<FitRow> SearchCure(const FitSearch& search, const FitCure& cure,
   CurePlanner planner(plan, cure, search, plans_so_far);
   FitRow row;
   row.cure = cure.name;
-  MG_ASSIGN_OR_RETURN(FitPoint first, planner.At(search.min_value));
-  if (!planner.Fits(first)) {
-    row.above = first;
-    row.range_ended = !first.refused.empty();
-    row.plans = planner.plans();
-    return row;
-  }
   int64_t lo = search.min_value;
   if (start.has_value() && *start > lo && *start <= search.max_value) {
     MG_ASSIGN_OR_RETURN(FitPoint at_start, planner.At(*start));
-    if (planner.Fits(at_start)) lo = *start;
+    if (planner.Fits(at_start)) lo = *start;  // then min_value fits too, by the assumption
+  }
+  if (lo == search.min_value) {
+    MG_ASSIGN_OR_RETURN(FitPoint first, planner.At(search.min_value));
+    if (!planner.Fits(first)) {
+      row.above = first;
+      row.range_ended = !first.refused.empty();
+      row.plans = planner.plans();
+      return row;
+    }
   }
   MG_ASSIGN_OR_RETURN(const Boundary boundary,
                       GallopAndBisect(lo, search.max_value,

@@ -18,8 +18,8 @@
 // bound for most nets, and of a planner that reaches it). It gallops (1, 2, 4, ... from
 // `min_value`) until a value does not fit, then bisects between the last value that fit and
 // the first that did not: O(log answer) plans, never a scan. A later cure's gallop starts at the
-// answer of the one before where that fits, so it plans near it, at values the planner
-// callback has typed already (FindFit keeps those nets). The assumption is checked where it
+// answer of the one before where that fits (min_value is then not planned), so it plans near
+// it, at values the planner callback has typed already (FindFit keeps those nets). The assumption is checked where it
 // matters: the answer is planned and fits, answer + 1 is planned and does not, and so are the
 // kFitProbes values after it. One of those that fits means the bytes are not monotone (the
 // efficient attention kernel copies a bias whose rows are not a multiple of 8 elements, so

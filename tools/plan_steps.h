@@ -85,6 +85,9 @@ absl::StatusOr<Plan> PlanWithFlags(const Flags& flags, const PlanOptions& option
 // the memory-aware order and, for a training net, with recomputation (report/fit.h). Every plan
 // the search makes is checked by VerifyPlan. Cancelled once options.stop is set (before the
 // next size is planned). `progress` (may be empty) is called after each size is planned.
+// The model is read once; each size is typed once (a later cure plans the same sizes), and
+// the memory-aware order found at one size seeds the search at the next (PlanOptions::
+// order_seeds), without the exact search once it ran out of time on this net.
 absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& options,
                                   bool training,
                                   std::function<void(const FitProgress&)> progress = {});
