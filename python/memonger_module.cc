@@ -365,7 +365,8 @@ std::string Fit(const Model& model, const std::vector<std::string>& args) {
         PlanOptions options = ValueOrRaise(tools::MakePlanOptions(flags, graph));
         options.stop = &stop;
         const FitResult fit =
-            ValueOrRaise(tools::FindFit(source->net, options, graph::HasGradientOps(graph)));
+            ValueOrRaise(tools::FindFit(source->net, options, graph::HasGradientOps(graph), {},
+                                        &graph));
         return FitToJson(fit);
       },
       &stop);

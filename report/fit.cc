@@ -243,12 +243,23 @@ std::string FitToText(const FitResult& fit) {
                         ", and larger values may fit");
       }
     }
-    absl::StrAppendFormat(&out, "  %-14s %s=%d: %d B = %s (arena %s, lower bound %s); %s (%d plans)%s\n",
+    std::string rerun;
+    if (row.at_largest->recomputed_ops > 0) {
+      const FitPoint& at = *row.at_largest;
+      rerun = absl::StrCat(", ", at.recomputed_ops, " forward ops rerun: +", at.extra_flops,
+                           " FLOPs");
+      if (at.forward_flops > 0) {
+        absl::StrAppendFormat(&rerun, " (%.1f%% of the forward pass)",
+                              100.0 * static_cast<double>(at.extra_flops) /
+                                  static_cast<double>(at.forward_flops));
+      }
+    }
+    absl::StrAppendFormat(&out, "  %-14s %s=%d: %d B = %s (arena %s, lower bound %s%s); %s (%d plans)%s\n",
                           row.cure, fit.symbol, *row.largest, row.at_largest->device_bytes,
                           util::FormatBytes(row.at_largest->device_bytes),
                           util::FormatBytes(row.at_largest->arena_bytes),
-                          util::FormatBytes(row.at_largest->lower_bound_bytes), above, row.plans,
-                          beyond);
+                          util::FormatBytes(row.at_largest->lower_bound_bytes), rerun, above,
+                          row.plans, beyond);
   }
   return out;
 }
@@ -266,6 +277,11 @@ std::string FitToJson(const FitResult& fit) {
     c["arena_bytes"] = row.at_largest ? Json(row.at_largest->arena_bytes) : Json(nullptr);
     c["lower_bound_bytes"] =
         row.at_largest ? Json(row.at_largest->lower_bound_bytes) : Json(nullptr);
+    if (row.at_largest && row.at_largest->recomputed_ops > 0) {
+      c["recomputed_ops"] = row.at_largest->recomputed_ops;
+      c["extra_flops"] = row.at_largest->extra_flops;
+      c["forward_flops"] = row.at_largest->forward_flops;
+    }
     c["above"] = row.above ? Json(row.above->value) : Json(nullptr);
     c["above_device_bytes"] =
         row.above && row.above->refused.empty() ? Json(row.above->device_bytes) : Json(nullptr);

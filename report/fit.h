@@ -79,6 +79,10 @@ struct FitPoint {
   int64_t arena_bytes = 0;
   int64_t lower_bound_bytes = 0;
   std::string refused;       // non-empty: the model or workload refused the value (why)
+  // The recompute cure, where the net was rewritten: what rerunning costs (RecomputeSummary).
+  int recomputed_ops = 0;
+  int64_t extra_flops = 0;
+  int64_t forward_flops = 0;
 };
 
 struct FitRow {

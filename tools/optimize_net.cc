@@ -127,7 +127,8 @@ absl::StatusOr<memonger::PlanOptions> TerminalPlanOptions(const Flags& flags,
 
 // --fit: the largest value of flags.fit whose plan fits the budget, for the given order and for
 // the memory-aware order (report/fit.h). Exit 0 when some value fits, 3 when none does.
-int RunFit(const NetSource& source, const memonger::PlanOptions& options, bool training) {
+int RunFit(const NetSource& source, const memonger::PlanOptions& options, bool training,
+           const memonger::graph::Graph& loaded) {
   const Flags& flags = *source.flags;
   // Once the search has run a second, a line on stderr for each size planned (at most one a
   // second), so that a long search is not silent.
@@ -146,7 +147,7 @@ int RunFit(const NetSource& source, const memonger::PlanOptions& options, bool t
         p.plans, seconds);
   };
   absl::StatusOr<memonger::FitResult> fit =
-      memonger::tools::FindFit(source, options, training, progress);
+      memonger::tools::FindFit(source, options, training, progress, &loaded);
   if (!fit.ok()) {
     std::cerr << "optimize-net: " << OneLine(fit.status().message()) << "\n";
     return kExitFailed;
@@ -658,7 +659,7 @@ int Run(const Flags& flags) {
   if (size_blind) return RunSizeBlind(flags, *graph, *options);
   const bool training = memonger::graph::HasGradientOps(*graph);
   if (!flags.fit.empty()) {
-    const int rc = RunFit(run.source, *options, training);
+    const int rc = RunFit(run.source, *options, training, *graph);
     clock.Mark("fit");
     if (flags.timings) clock.Print(std::cerr);
     return rc;

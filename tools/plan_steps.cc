@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -194,7 +195,8 @@ absl::StatusOr<Plan> PlanWithFlags(const Flags& flags, const PlanOptions& option
   return std::move(recomputed->plan);
 }
 
-NetSource ForManyBindings(const NetSource& source, const graph::SymbolBindings& probe) {
+NetSource ForManyBindings(const NetSource& source, const graph::SymbolBindings& probe,
+                          const graph::Graph* loaded) {
   if (source.workload.has_value() || source.load.keep_data) return source;
   const Flags& flags = *source.flags;
   NetSource full = source;
@@ -216,18 +218,22 @@ NetSource ForManyBindings(const NetSource& source, const graph::SymbolBindings& 
     for (const auto& [symbol, value] : probe) s->load.bindings.dims[symbol] = value;
     s->load.notes = nullptr;
   }
-  absl::StatusOr<graph::Graph> a = MakeGraph(full);
+  std::optional<absl::StatusOr<graph::Graph>> imported;
+  if (loaded == nullptr) imported.emplace(MakeGraph(full));
+  if (imported.has_value() && !imported->ok()) return full;
+  const graph::Graph& a = loaded != nullptr ? *loaded : **imported;
   absl::StatusOr<graph::Graph> b = MakeGraph(stripped);
-  if (!a.ok() || !b.ok() || !graph::SamePlanningGraph(*a, *b)) return full;
+  if (!b.ok() || !graph::SamePlanningGraph(a, *b)) return full;
   stripped.load = source.load;
   return stripped;
 }
 
 absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptions& options,
                                   bool training,
-                                  std::function<void(const FitProgress&)> progress) {
+                                  std::function<void(const FitProgress&)> progress,
+                                  const graph::Graph* loaded) {
   // The search binds --fit's symbol, which the source binds to 1 already.
-  const NetSource source = ForManyBindings(given_source, {});
+  const NetSource source = ForManyBindings(given_source, {}, loaded);
   const Flags& flags = *source.flags;
   const int64_t budget = flags.budget;
   FitSearch search;
@@ -316,7 +322,13 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
       return point;
     }
     if (!recomputed.ok()) return recomputed.status();
-    return point_of(recomputed->graph, recomputed->plan);
+    MG_ASSIGN_OR_RETURN(FitPoint rewritten, point_of(recomputed->graph, recomputed->plan));
+    if (const std::optional<RecomputeSummary>& r = recomputed->plan.recompute; r.has_value()) {
+      rewritten.recomputed_ops = r->ops;
+      rewritten.extra_flops = r->extra_flops;
+      rewritten.forward_flops = r->forward_flops;
+    }
+    return rewritten;
   };
   return FindLargestFit(search, plan_at);
 }

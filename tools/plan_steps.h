@@ -87,17 +87,22 @@ absl::StatusOr<Plan> PlanWithFlags(const Flags& flags, const PlanOptions& option
 // next size is planned). `progress` (may be empty) is called after each size is planned.
 // The model is read once; each size is typed once (a later cure plans the same sizes), and
 // the memory-aware order found at one size seeds the search at the next (PlanOptions::
-// order_seeds), without the exact search once it ran out of time on this net.
+// order_seeds), without the exact search once it ran out of time on this net. `loaded`: the net
+// the caller imported from `source` already (nullptr: none), which ForManyBindings then need
+// not import again.
 absl::StatusOr<FitResult> FindFit(const NetSource& source, const PlanOptions& options,
                                   bool training,
-                                  std::function<void(const FitProgress&)> progress = {});
+                                  std::function<void(const FitProgress&)> progress = {},
+                                  const graph::Graph* loaded = nullptr);
 
 // The source for a run that types the net at many bindings (--fit's search, a range's planner):
 // the model file read once, and, where an import without the large tensors' data gives the same
 // net at `probe` (graph::SamePlanningGraph; planning reads no weights, folding may), those
 // bytes (graph::PlanningBytes), so that each binding does not copy every weight again. A
 // workload, a run that keeps data (--execute), or anything that fails: `source` as it is.
-NetSource ForManyBindings(const NetSource& source, const graph::SymbolBindings& probe);
+// `loaded`: the net already imported from `source` at `probe` (nullptr: imported here).
+NetSource ForManyBindings(const NetSource& source, const graph::SymbolBindings& probe,
+                          const graph::Graph* loaded = nullptr);
 
 // A range (--dim S=LO..HI): the net typed at a binding of flags.ranges, and the bindings of the
 // model's other symbols and inputs (--dim S=V, --input-shape; a workload's own values).
