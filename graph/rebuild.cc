@@ -23,13 +23,21 @@ void CopyInterface(const Graph& graph, GraphBuilder& builder) {
   for (const auto& [param, grad] : graph.param_grads()) {
     builder.AddParamGrad(graph.value(param).name, graph.value(grad).name);
   }
-  for (const Value& v : graph.values()) {
+  for (ValueId id = 0; id < graph.num_values(); ++id) {
+    const Value& v = graph.value(id);
     if (v.role == Role::kParam || v.role == Role::kConstant || v.role == Role::kWorkspace) {
       builder.DeclareRole(v.name, v.role);
     }
-    if (v.type.has_value() && graph.Versions(v.name).size() == 1) {
-      builder.Declare(v.name, DeclarationOf(*v.type), v.alignment);
+    // A blob written several times (a gradient summed in place) is declared once, at its first
+    // version, where every version has the same type.
+    const absl::Span<const ValueId> versions = graph.Versions(v.name);
+    if (!v.type.has_value() || versions.front() != id) continue;
+    bool same = true;
+    for (ValueId other : versions) {
+      const Value& o = graph.value(other);
+      same = same && o.type.has_value() && *o.type == *v.type && o.alignment == v.alignment;
     }
+    if (same) builder.Declare(v.name, DeclarationOf(*v.type), v.alignment);
   }
 }
 

@@ -13,8 +13,8 @@ namespace memonger::graph {
 
 // Adds `graph`'s external inputs and outputs, losses and param-grads to `builder`, declares the
 // roles that are not derived (param, constant, workspace), and declares the type of every
-// external input and of every blob written exactly once, so that the rebuilt net re-infers the
-// same types even where an op type has no schema; the static data (Graph::static_data) goes
+// external input and of every blob whose versions all have one type (a gradient summed in
+// place), so that the rebuilt net re-infers the same types even where an op type has no schema; the static data (Graph::static_data) goes
 // with it. REQUIRES: `graph` is typed.
 void CopyInterface(const Graph& graph, GraphBuilder& builder);
 

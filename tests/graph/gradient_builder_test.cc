@@ -7,6 +7,7 @@
 #include "allocator/arena.h"
 #include "allocator/executor.h"
 #include "gmock/gmock.h"
+#include "graph/rebuild.h"
 #include "graph/shape_inference.h"
 #include "graph/tensor_type.h"
 #include "gtest/gtest.h"
@@ -347,6 +348,39 @@ TEST(GradientBuilderTest, BroadcastParametersGetTheSameOpsAtEveryBatch) {
   const std::vector<std::string> one = types_at(1);
   EXPECT_EQ(one, types_at(4));
   EXPECT_EQ(std::count(one.begin(), one.end(), "ReduceSum"), 3);  // dbias, dc and dscale
+}
+
+// A value read by two Slices gets its gradient from a Pad (no schema: typed by declaration)
+// and the second read's summed into the same blob in place (Caffe2's Sum). A rewrite of the
+// net (recomputation, fp16 storage) copies the interface: the blob, written twice with one
+// type, keeps its declaration, so the rebuilt net types again (vit_small's attention slices
+// failed --recompute with "op type 'Pad' has no shape function").
+TEST(GradientBuilderTest, RebuiltNetTypesAGradientSummedInPlace) {
+  // Slice has no schema either: an importer declares its outputs (libonnx types them).
+  const Graph forward = Forward(absl::StrCat(ParamDecl("w", {2, 6}), R"pb(
+    value_info { name: "a" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 3 } }
+    value_info { name: "b" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 3 } }
+    op { name: "s1" type: "Slice" input: "w" output: "a"
+         arg { name: "starts" ints: 0 ints: 0 } arg { name: "ends" ints: 2 ints: 3 } }
+    op { name: "s2" type: "Slice" input: "w" output: "b"
+         arg { name: "starts" ints: 0 ints: 3 } arg { name: "ends" ints: 2 ints: 6 } }
+    op { name: "add" type: "Add" input: "a" input: "b" output: "y" }
+    op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+  )pb"));
+  absl::StatusOr<Graph> g = AddGradientOps(forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_NE(FindOp(*g, "Pad"), nullptr);
+  EXPECT_EQ(g->Versions("w_grad").size(), 2u);
+  GraphBuilder out(g->name());
+  CopyInterface(*g, out);
+  for (const Op& op : g->ops()) out.AddOp(SpecOf(*g, op));
+  absl::StatusOr<Graph> rebuilt = std::move(out).Build();
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  ASSERT_TRUE(InferShapes(*rebuilt, ShapeBindings{}).ok());
+  ASSERT_EQ(rebuilt->num_values(), g->num_values());
+  for (ValueId v = 0; v < g->num_values(); ++v) {
+    EXPECT_EQ(rebuilt->value(v).type, g->value(v).type) << g->value(v).name;
+  }
 }
 
 // Gemm: only the gradients that are needed, as Gemm/ReduceSum/Reshape/ConstantFill/Mul ops,
