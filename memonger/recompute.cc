@@ -651,6 +651,12 @@ absl::StatusOr<RecomputedPlan> PlanWithRecomputation(const Graph& graph,
             : "; its search is heuristic and had half of --time-limit: a longer limit may "
               "reach lower"));
   }
+  return PlanChosenRecomputation(graph, options, std::move(choice));
+}
+
+absl::StatusOr<RecomputedPlan> PlanChosenRecomputation(const Graph& graph,
+                                                       const PlanOptions& options,
+                                                       RecomputeChoice choice) {
   MG_ASSIGN_OR_RETURN(Graph rewritten, ApplyRecomputation(graph, choice.ops));
   PlanOptions rest = options;
   rest.time_limit_seconds =

@@ -132,6 +132,13 @@ absl::StatusOr<RecomputedPlan> PlanWithRecomputation(const graph::Graph& graph,
                                                      const PlanOptions& options,
                                                      RecomputeKind kind, int64_t budget_bytes);
 
+// The second half of PlanWithRecomputation, for a caller that chose already (with
+// RecomputeOptionsFor(options, ...), whether or not the choice fits): the rewrite and its plan,
+// with the time limit less the choice's share.
+absl::StatusOr<RecomputedPlan> PlanChosenRecomputation(const graph::Graph& graph,
+                                                       const PlanOptions& options,
+                                                       RecomputeChoice choice);
+
 }  // namespace memonger
 
 #endif  // MEMONGER_MEMONGER_RECOMPUTE_H_

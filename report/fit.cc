@@ -133,7 +133,7 @@ absl::Status ProbeBeyond(const FitSearch& search, CurePlanner& planner, int64_t 
 // where it does not fit the gallop starts from min_value as usual.
 absl::StatusOr<FitRow> SearchCure(const FitSearch& search, const FitCure& cure,
                                   const FitPlanner& plan, int* plans_so_far,
-                                  std::optional<int64_t> start) {
+                                  std::optional<int64_t> start, bool* probe) {
   CurePlanner planner(plan, cure, search, plans_so_far);
   FitRow row;
   row.cure = cure.name;
@@ -167,8 +167,12 @@ absl::StatusOr<FitRow> SearchCure(const FitSearch& search, const FitCure& cure,
     row.above = above;
     row.range_ended = !above.refused.empty();
   }
-  if (fails != -1 && !row.range_ended) {
+  if (*probe && fails != -1 && !row.range_ended) {
     MG_RETURN_IF_ERROR(ProbeBeyond(search, planner, fails, row));
+    // The probes test the net's sizes (a kernel's padding, every 8th length), the same for
+    // every cure: once they found the bytes monotone, later cures would plan kFitProbes more
+    // values each (a recompute plan takes about a second) to learn it again.
+    *probe = row.also_fits.has_value();
   }
   row.plans = planner.plans();
   return row;
@@ -191,8 +195,9 @@ absl::StatusOr<FitResult> FindLargestFit(const FitSearch& search, const FitPlann
   result.optimizer = search.optimizer;
   int plans = 0;
   std::optional<int64_t> start;
+  bool probe = true;  // until a cure's probes find the bytes monotone
   for (const FitCure& cure : search.cures) {
-    absl::StatusOr<FitRow> row = SearchCure(search, cure, plan, &plans, start);
+    absl::StatusOr<FitRow> row = SearchCure(search, cure, plan, &plans, start, &probe);
     if (!row.ok()) {
       return absl::Status(row.status().code(), absl::StrCat("--fit ", search.symbol, " (",
                                                             cure.name, "): ",

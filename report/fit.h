@@ -21,7 +21,8 @@
 // answer of the one before where that fits (min_value is then not planned), so it plans near
 // it, at values the planner callback has typed already (FindFit keeps those nets). The assumption is checked where it
 // matters: the answer is planned and fits, answer + 1 is planned and does not, and so are the
-// kFitProbes values after it. One of those that fits means the bytes are not monotone (the
+// kFitProbes values after it (by the first cure, and by later ones only where those probes
+// found the bytes not monotone: they test the net's sizes, the same for every cure). One of those that fits means the bytes are not monotone (the
 // efficient attention kernel copies a bias whose rows are not a multiple of 8 elements, so
 // every 8th length needs about half): the row names it, and where several fit, the values a
 // whole number of their spacing apart are searched the same way (FitRow::period_largest). A

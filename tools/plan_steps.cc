@@ -309,24 +309,23 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     // Recomputation aims the arena at what the rest leaves of the budget.
     const int64_t outside = DeviceBytesOf(plan, optimizer).outside_arena();
     const int64_t arena_budget = ArenaShare(budget, outside);
-    absl::StatusOr<RecomputedPlan> recomputed =
-        PlanWithRecomputation(g, cure.options, RecomputeKind::kAuto, arena_budget);
-    if (absl::IsResourceExhausted(recomputed.status())) {
+    const RecomputeOptions r =
+        RecomputeOptionsFor(cure.options, RecomputeKind::kAuto, arena_budget);
+    MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(g, r));
+    if (!choice.fits) {
       // Does not fit: the least it needs is the lowest lower bound recomputation reached.
-      const RecomputeOptions r =
-          RecomputeOptionsFor(cure.options, RecomputeKind::kAuto, arena_budget);
-      MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(g, r));
       point.lower_bound_bytes = choice.lower_bound_bytes;
       point.arena_bytes = choice.lower_bound_bytes;
       point.device_bytes = choice.lower_bound_bytes + outside;
       return point;
     }
-    if (!recomputed.ok()) return recomputed.status();
-    MG_ASSIGN_OR_RETURN(FitPoint rewritten, point_of(recomputed->graph, recomputed->plan));
-    if (const std::optional<RecomputeSummary>& r = recomputed->plan.recompute; r.has_value()) {
-      rewritten.recomputed_ops = r->ops;
-      rewritten.extra_flops = r->extra_flops;
-      rewritten.forward_flops = r->forward_flops;
+    MG_ASSIGN_OR_RETURN(RecomputedPlan recomputed,
+                        PlanChosenRecomputation(g, cure.options, std::move(choice)));
+    MG_ASSIGN_OR_RETURN(FitPoint rewritten, point_of(recomputed.graph, recomputed.plan));
+    if (const std::optional<RecomputeSummary>& summary = recomputed.plan.recompute) {
+      rewritten.recomputed_ops = summary->ops;
+      rewritten.extra_flops = summary->extra_flops;
+      rewritten.forward_flops = summary->forward_flops;
     }
     return rewritten;
   };

@@ -4,8 +4,11 @@
 #include "report/fit.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include <nlohmann/json.hpp>
@@ -127,6 +130,51 @@ TEST(FitTest, BytesThatDoNotGrowAreFoundAndSearchedAlongTheirSpacing) {
   EXPECT_EQ(once->rows[0].also_fits->value, 14);
   EXPECT_FALSE(once->rows[0].period_largest.has_value());
   EXPECT_THAT(FitToText(*once), HasSubstr("larger values may fit"));
+}
+
+// A later cure (a lower curve) starts from the earlier cure's answer: it plans neither
+// min_value nor the gallop below, and, where the first cure's probes found the bytes monotone,
+// no probes; where they found them not monotone, it probes too.
+TEST(FitTest, LaterCuresStartFromTheLastAnswerAndProbeOnlyWhereNeeded) {
+  FitSearch search = Search(100000);
+  search.cures = {{"given", PlanOptions{}}, {"lower", PlanOptions{}}};
+  std::map<std::string, std::vector<int64_t>> planned;
+  auto curve = [&](std::function<int64_t(int64_t)> bytes) -> FitPlanner {
+    return [&, bytes](int64_t value, const FitCure& cure) -> absl::StatusOr<FitPoint> {
+      planned[cure.name].push_back(value);
+      FitPoint p;
+      p.device_bytes = cure.name == "given" ? bytes(value) : bytes(value) * 3 / 4;
+      p.arena_bytes = p.lower_bound_bytes = p.device_bytes;
+      return p;
+    };
+  };
+  absl::StatusOr<FitResult> monotone = FindLargestFit(search, curve([](int64_t v) {
+                                                        return 100 * v;
+                                                      }));
+  ASSERT_TRUE(monotone.ok()) << monotone.status();
+  EXPECT_EQ(*monotone->rows[0].largest, 1000);
+  EXPECT_EQ(*monotone->rows[1].largest, 1333);
+  const std::vector<int64_t>& lower = planned["lower"];
+  EXPECT_EQ(lower.front(), 1000);
+  EXPECT_GE(*std::min_element(lower.begin(), lower.end()), 1000);
+  // No probes: of the kFitProbes values past 1334, only those the bisection met.
+  EXPECT_LT(std::count_if(lower.begin(), lower.end(),
+                          [](int64_t v) { return v > 1334 && v <= 1334 + kFitProbes; }),
+            kFitProbes / 2);
+  EXPECT_LE(static_cast<int>(lower.size()), 2 * 10 + 2);
+
+  planned.clear();
+  absl::StatusOr<FitResult> seventh = FindLargestFit(search, curve([](int64_t v) {
+                                                       return v % 8 == 7 ? 50 * v : 100 * v;
+                                                     }));
+  ASSERT_TRUE(seventh.ok()) << seventh.status();
+  ASSERT_TRUE(seventh->rows[0].also_fits.has_value());
+  // The lower cure probes the kFitProbes values past the one above its answer.
+  ASSERT_TRUE(seventh->rows[1].above.has_value());
+  const int64_t above = seventh->rows[1].above->value;
+  EXPECT_EQ(std::count_if(planned["lower"].begin(), planned["lower"].end(),
+                          [&](int64_t v) { return v > above && v <= above + kFitProbes; }),
+            kFitProbes);
 }
 
 // The progress callback sees every value planned, once, in order, with its cure and whether it
