@@ -915,6 +915,29 @@ class Builder {
       Emit("Expand", dx, {g}, {dx}, {Attribute{"shape", shape}});
       return absl::OkStatus();
     }
+    if (t == "Pad") {  // constant mode: dX is dY's middle, a Slice from the leading pads
+      MG_RETURN_IF_ERROR(output0());
+      if (needs(2)) return unsupported("a gradient for the padding value");
+      if (op.inputs.size() > 3) return unsupported("an axes input (opset 18)");
+      const std::string mode = op.attributes().GetString("mode").value_or("constant");
+      if (mode != "constant") return unsupported(absl::StrCat("mode '", mode, "'"));
+      const std::vector<int64_t>& x_dims = fwd_.value(in(0)).type->dims;
+      const size_t rank = x_dims.size();
+      MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> pads, StaticInts(op, 1, "pads"));
+      if (!pads.has_value() || pads->size() != 2 * rank) {
+        return unsupported("pads missing or not two per axis");
+      }
+      std::vector<int64_t> starts(rank), ends(rank), axes(rank);
+      for (size_t k = 0; k < rank; ++k) {
+        if ((*pads)[k] < 0 || (*pads)[k + rank] < 0) return unsupported("negative pads (a crop)");
+        starts[k] = (*pads)[k];
+        ends[k] = (*pads)[k] + x_dims[k];
+        axes[k] = static_cast<int64_t>(k);
+      }
+      EmitDeclared(in(0), "Slice", {*dy[0]},
+                   {Attribute{"starts", starts}, Attribute{"ends", ends}, Attribute{"axes", axes}});
+      return absl::OkStatus();
+    }
     if (t == "Slice") {  // dY padded with zeros back to X's dims (unit steps)
       MG_RETURN_IF_ERROR(output0());
       const std::vector<int64_t>& x_dims = fwd_.value(in(0)).type->dims;

@@ -53,7 +53,7 @@
 // HardSigmoid, HardSwish (their slopes by Where); Dropout (the identity without training mode
 // or at ratio 0, else dY mask / (1 - ratio); Caffe2's: DropoutGrad); ReduceSum, ReduceMean,
 // GlobalAveragePool (dY, / count for a mean, Unsqueeze'd and Expand'ed back); Slice with unit
-// steps (Pad); Gather (an embedding: ScatterND add of dY into a ConstantFill of zeros; one static
+// steps (Pad); Pad in constant mode without crops (a Slice of dY); Gather (an embedding: ScatterND add of dY into a ConstantFill of zeros; one static
 // index along any axis: Pad). Numbers a rule needs (exponents, ratios, axes, slice bounds) come
 // from attributes or the model's static data; a computed one is Unimplemented.
 // Two patterns keep less than the op-by-op rules would: MatMul(A, Transpose(W)) of a 2-D W

@@ -383,6 +383,29 @@ TEST(GradientBuilderTest, RebuiltNetTypesAGradientSummedInPlace) {
   }
 }
 
+// Pad: constant mode without crops is a Slice of dY; reflect, edge and negative pads are
+// refused by name (their gradients fold dY back onto X, which no Slice does).
+TEST(GradientBuilderTest, PadIsASliceOfTheGradientAndOtherModesAreRefused) {
+  auto build = [](const std::string& mode, const std::string& pads) {
+    const Graph forward = Forward(absl::StrCat(ParamDecl("x", {2, 3}), R"pb(
+      value_info { name: "y" dtype: FLOAT has_shape: true dim { size: 4 } dim { size: 4 } }
+      op { name: "pad" type: "Pad" input: "x" output: "y" arg { name: "mode" s: ")pb", mode,
+                                               R"pb(" } arg { name: "pads" )pb", pads, R"pb( } }
+      op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+    )pb"));
+    return AddGradientOps(forward, {"loss"});
+  };
+  absl::StatusOr<Graph> constant = build("constant", "ints: 1 ints: 0 ints: 1 ints: 1");
+  ASSERT_TRUE(constant.ok()) << constant.status();
+  const Op* slice = FindOp(*constant, "Slice");
+  ASSERT_NE(slice, nullptr);
+  EXPECT_EQ(slice->attributes().GetInts("starts"), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(slice->attributes().GetInts("ends"), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(constant->value(slice->outputs[0]).type->dims, (std::vector<int64_t>{2, 3}));
+  EXPECT_THAT(std::string(build("reflect", "ints: 1 ints: 0 ints: 1 ints: 1").status().message()),
+              HasSubstr("gradient of Pad op 'pad': mode 'reflect' (not supported)"));
+}
+
 // Gemm: only the gradients that are needed, as Gemm/ReduceSum/Reshape/ConstantFill/Mul ops,
 // with the transposes and alpha folded into the Gemm attributes.
 TEST(GradientBuilderTest, GemmGradientsAreExistingOps) {

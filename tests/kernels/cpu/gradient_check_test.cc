@@ -719,6 +719,19 @@ std::vector<GradCase> Cases() {
     cases.push_back(c);
   }
   {
+    // Pad in constant mode (pads and value as attributes, opset 2's form; the importer's
+    // input form reads the same numbers from the model's data), a padding value given: dX is
+    // the middle of dY.
+    GradCase c = Named("pad_constant");
+    c.net = absl::StrCat(Param("x", {1, 2, 3, 3}), Typed("y", {1, 2, 5, 5}), R"pb(
+      op { name: "pad" type: "Pad" input: "x" output: "y" arg { name: "mode" s: "constant" }
+           arg { name: "pads" ints: 0 ints: 0 ints: 1 ints: 0 ints: 0 ints: 0 ints: 1 ints: 2 }
+           arg { name: "value" f: 0.5 } }
+    )pb", ScaledLoss("y", {1, 2, 5, 5}));
+    c.data = {{"r", Weights({1, 2, 5, 5}, 40)}};
+    cases.push_back(c);
+  }
+  {
     // x @ W.T as exporters write a Linear on 3-D x: MatMul(x, Transpose(W)); the rule reads W
     // with trans_b (dW straight into W's gradient).
     GradCase c = Named("matmul_transposed_weight");
