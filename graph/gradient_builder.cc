@@ -464,6 +464,8 @@ class Builder {
       std::vector<Attribute> attrs = op.attrs;
       if (!has_bias) attrs.push_back(Attribute{"no_bias", int64_t{1}});
       Emit("ConvGradient", name, {x, w, *dy[0]}, outs, attrs);
+    } else if (t == "ConvTranspose") {
+      MG_RETURN_IF_ERROR(ConvTransposeRule(op, *dy[0], name));
     } else if (t == "SpatialBN") {
       MG_RETURN_IF_ERROR(CheckOnlyOutput0HasGradient(op, dy));
       if (op.outputs.size() != 5) {
@@ -663,6 +665,48 @@ class Builder {
     }
     return SumTo(op, target, Apply(op, "full", type, std::move(inputs), std::move(attrs)),
                  y_dims);
+  }
+
+  // Y = ConvTranspose(X, W, [b]) is the adjoint of the Conv from Y's space to X's with W's
+  // layout ([C_in, C_out / group, k...] is such a Conv's [M, C / group, k...]), so: dX =
+  // Conv(dY, W) with the same strides, pads, dilations and group (output_padding adds rows no
+  // X element reaches); dW = ConvGradient(dY, W, X)'s dW (that Conv's weight gradient, dY as
+  // its input and X as its output's gradient); db = dY summed over all but the channels.
+  // auto_pad and output_shape (pads decided from sizes) are refused.
+  absl::Status ConvTransposeRule(const Op& op, const std::string& dy, const std::string& name) {
+    auto unsupported = [&](absl::string_view what) {
+      return absl::UnimplementedError(
+          absl::StrCat("gradient of ", op.Label(), ": ", what, " (not supported)"));
+    };
+    const AttributeView a = op.attributes();
+    if (a.GetString("auto_pad").value_or("NOTSET") != "NOTSET" || a.Has("output_shape")) {
+      return unsupported("auto_pad or output_shape");
+    }
+    std::vector<Attribute> conv;
+    for (const Attribute& attr : op.attrs) {
+      if (attr.name == "strides" || attr.name == "pads" || attr.name == "dilations" ||
+          attr.name == "group" || attr.name == "kernel_shape") {
+        conv.push_back(attr);
+      }
+    }
+    const ValueId x = op.inputs[0], w = op.inputs[1];
+    MG_ASSIGN_OR_RETURN(std::string w_read, Read(w, op));
+    if (needs_[x]) Emit("Conv", absl::StrCat(name, "_dx"), {dy, w_read}, {GradOutput(x)}, conv);
+    if (needs_[w]) {
+      MG_ASSIGN_OR_RETURN(std::string x_read, Read(x, op));
+      std::vector<Attribute> grad = conv;
+      grad.push_back(Attribute{"no_bias", int64_t{1}});
+      Emit("ConvGradient", absl::StrCat(name, "_dw"), {dy, w_read, x_read}, {GradOutput(w)},
+           std::move(grad));
+    }
+    if (op.inputs.size() > 2 && needs_[op.inputs[2]]) {
+      const int64_t rank = static_cast<int64_t>(fwd_.value(op.outputs[0]).type->dims.size());
+      std::vector<int64_t> axes = {0};
+      for (int64_t k = 2; k < rank; ++k) axes.push_back(k);
+      Emit("ReduceSum", absl::StrCat(name, "_db"), {dy}, {GradOutput(op.inputs[2])},
+           {Attribute{"axes", axes}, Attribute{"keepdims", int64_t{0}}});
+    }
+    return absl::OkStatus();
   }
 
   // Emits an op that has no schema (Pad, ScatterND) into `target`'s gradient, declaring its
@@ -913,6 +957,19 @@ class Builder {
       for (int64_t a : axes) shape[a] = x_dims[a];
       const std::string dx = GradOutput(in(0));
       Emit("Expand", dx, {g}, {dx}, {Attribute{"shape", shape}});
+      return absl::OkStatus();
+    }
+    if (t == "Resize") {  // ResizeGradient: Resize's maps transposed (kernels_cpu_resize.cc)
+      MG_RETURN_IF_ERROR(output0());
+      for (size_t k = 1; k < op.inputs.size(); ++k) {
+        if (needs(k)) return unsupported("a gradient for roi, scales or sizes");
+      }
+      std::vector<std::string> inputs = {*dy[0]};
+      for (size_t k = 1; k < op.inputs.size(); ++k) {
+        MG_ASSIGN_OR_RETURN(std::string v, read(k));
+        inputs.push_back(std::move(v));
+      }
+      EmitDeclared(in(0), "ResizeGradient", std::move(inputs), op.attrs);
       return absl::OkStatus();
     }
     if (t == "Pad") {  // constant mode: dX is dY's middle, a Slice from the leading pads

@@ -31,7 +31,8 @@
 //   op gains its lse output); Transpose -> Transpose by the inverse permutation; Reshape, Squeeze, Unsqueeze, Flatten -> Reshape to the input's dims;
 //   Split -> Concat; Concat -> Split into the inputs' sizes; Cast -> Cast back; Identity,
 //   Copy, AddAttentionBias (to S), Sum (to each input) -> the gradient itself; Conv ->
-//   ConvGradient(X, W, dY) (no_bias when Conv has no bias); SpatialBN (training: 5 outputs)
+//   ConvGradient(X, W, dY) (no_bias when Conv has no bias); ConvTranspose -> dX = Conv(dY, W),
+//   dW = ConvGradient(dY, W, X) (no_bias), db = ReduceSum of dY; SpatialBN (training: 5 outputs)
 //   -> SpatialBNGradient(X, scale, dY, saved_mean, saved_var); MaxPool, AveragePool ->
 //   <Op>Gradient(X, Y, dY);
 //   Gemm (alpha, beta, transA, transB) -> for each input that needs it: dA, dB one Gemm each
@@ -53,7 +54,8 @@
 // HardSigmoid, HardSwish (their slopes by Where); Dropout (the identity without training mode
 // or at ratio 0, else dY mask / (1 - ratio); Caffe2's: DropoutGrad); ReduceSum, ReduceMean,
 // GlobalAveragePool (dY, / count for a mean, Unsqueeze'd and Expand'ed back); Slice with unit
-// steps (Pad); Pad in constant mode without crops (a Slice of dY); Gather (an embedding: ScatterND add of dY into a ConstantFill of zeros; one static
+// steps (Pad); Pad in constant mode without crops (a Slice of dY); Resize (ResizeGradient: its
+// maps transposed); Gather (an embedding: ScatterND add of dY into a ConstantFill of zeros; one static
 // index along any axis: Pad). Numbers a rule needs (exponents, ratios, axes, slice bounds) come
 // from attributes or the model's static data; a computed one is Unimplemented.
 // Two patterns keep less than the op-by-op rules would: MatMul(A, Transpose(W)) of a 2-D W

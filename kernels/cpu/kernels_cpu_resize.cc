@@ -10,7 +10,7 @@
 // PyTorch computed with), else out / in. tf_crop_and_resize, antialias and the opset-18
 // axes/keep_aspect_ratio_policy are refused (Unimplemented), never approximated. Storage
 // float32, float16, bfloat16, float64; interpolation in float32. The output must not overlap
-// the input.
+// the input. ResizeGradient(dY, [roi, scales, sizes]) -> dX runs the same maps transposed.
 //
 // GridSample (opset 16, as F.grid_sample exports): X [N, C, H, W] sampled at grid [N, Ho, Wo,
 // 2] (x then y, normalised to [-1, 1]) -> Y [N, C, Ho, Wo]; modes bilinear, nearest (halves to
@@ -85,11 +85,15 @@ std::array<double, 4> CubicWeights(double t, double a) {
   return {far(t + 1), near(t), near(1 - t), far(2 - t)};
 }
 
-absl::Status Resize(const KernelArgs& args) {
-  MG_RETURN_IF_ERROR(CheckArity(args, 1, 4, 1, 1));
-  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
-  const TensorType& x = *args.input_types[0];
-  const TensorType& y = *args.output_types[0];
+// The per-axis maps of resizing `x` to `y` under the op's attributes and its scales input (any
+// input after the first: ResizeGradient reads Resize's). Shared by Resize and its gradient,
+// which runs the same maps transposed.
+struct ResizeMaps {
+  std::vector<AxisMap> maps;
+  std::vector<double> scales;  // per axis; 0: none given
+};
+absl::StatusOr<ResizeMaps> MapsOf(const KernelArgs& args, const TensorType& x,
+                                  const TensorType& y) {
   const size_t rank = x.dims.size();
   if (y.dtype != x.dtype || y.dims.size() != rank) {
     return KernelError(args, "Y must have X's element type and rank");
@@ -175,6 +179,18 @@ absl::Status Resize(const KernelArgs& args) {
       }
     }
   }
+  return ResizeMaps{std::move(maps), std::move(scales)};
+}
+
+absl::Status Resize(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 4, 1, 1));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& x = *args.input_types[0];
+  const TensorType& y = *args.output_types[0];
+  MG_ASSIGN_OR_RETURN(const ResizeMaps resize, MapsOf(args, x, y));
+  const std::vector<AxisMap>& maps = resize.maps;
+  const std::vector<double>& scales = resize.scales;
+  const size_t rank = x.dims.size();
   MG_ASSIGN_OR_RETURN(const std::vector<float> in, LoadInput(args, 0));
   // Separable: one axis at a time, from the last, each pass over the current tensor.
   std::vector<float> cur = in;
@@ -208,6 +224,50 @@ absl::Status Resize(const KernelArgs& args) {
     }
     cur = std::move(next);
     dims[d] = n_out;
+  }
+  return StoreOutput(args, 0, cur);
+}
+
+
+// ResizeGradient(dY, [roi, scales, sizes]) -> dX, Resize's attributes: the transpose of
+// Resize's separable map, one axis at a time from the first (each output element's weights
+// added back onto the elements it read, in float32), dX of the op's output type (X's).
+absl::Status ResizeGradient(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 4, 1, 1));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& dy = *args.input_types[0];
+  const TensorType& dx = *args.output_types[0];
+  MG_ASSIGN_OR_RETURN(const ResizeMaps resize, MapsOf(args, dx, dy));
+  const size_t rank = dx.dims.size();
+  MG_ASSIGN_OR_RETURN(std::vector<float> cur, LoadInput(args, 0));
+  std::vector<int64_t> dims = dy.dims;
+  for (size_t d = 0; d < rank; ++d) {
+    if (dims[d] == dx.dims[d] && resize.scales[d] <= 0) continue;
+    int64_t outer = 1, inner = 1;
+    for (size_t k = 0; k < d; ++k) outer *= dims[k];
+    for (size_t k = d + 1; k < rank; ++k) inner *= dims[k];
+    const int64_t n_out = dims[d], n_in = dx.dims[d];
+    std::vector<float> next(static_cast<size_t>(outer * n_in * inner), 0.0f);
+    const AxisMap& m = resize.maps[d];
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < n_out; ++j) {
+        const float* src = cur.data() + (o * n_out + j) * inner;
+        auto add = [&](int64_t i_in, float w) {
+          float* dst = next.data() + (o * n_in + i_in) * inner;
+          for (int64_t i = 0; i < inner; ++i) dst[i] += w * src[i];
+        };
+        if (!m.taps.empty()) {
+          for (int t = 0; t < 4; ++t) add(m.taps[j][t], m.tap_weights[j][t]);
+        } else if (m.w[j] == 0.0f) {
+          add(m.lo[j], 1.0f);
+        } else {
+          add(m.lo[j], 1.0f - m.w[j]);
+          add(m.hi[j], m.w[j]);
+        }
+      }
+    }
+    cur = std::move(next);
+    dims[d] = n_in;
   }
   return StoreOutput(args, 0, cur);
 }
@@ -352,6 +412,7 @@ absl::Status GridSample(const KernelArgs& args) {
 
 void AddCpuResizeKernels(KernelMap& kernels) {
   kernels["Resize"] = Resize;
+  kernels["ResizeGradient"] = ResizeGradient;
   kernels["GridSample"] = GridSample;
 }
 

@@ -35,7 +35,6 @@ KNOWN_GRADIENT_MISMATCHES = {
 }
 
 KNOWN_TRAINING_REFUSALS = {
-    "unet": "no gradient rule for op types ConvTranspose, Resize",
     "lstm_classifier": "no gradient rule for op type LSTM",
     "gru_tagger": "no gradient rule for op type GRU",
 }

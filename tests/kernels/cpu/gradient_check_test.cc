@@ -732,6 +732,55 @@ std::vector<GradCase> Cases() {
     cases.push_back(c);
   }
   {
+    // Resize as F.interpolate exports it, upsampling 2x from a scales input: bilinear
+    // (pytorch_half_pixel), nearest (asymmetric, floor: nn.Upsample) and bicubic
+    // (align_corners), summed; ResizeGradient adds each output's weights back.
+    GradCase c = Named("resize_up_linear_nearest_cubic");
+    std::string ops;
+    const std::vector<std::string> modes = {
+        "arg { name: \"mode\" s: \"linear\" } arg { name: \"coordinate_transformation_mode\" "
+        "s: \"pytorch_half_pixel\" }",
+        "arg { name: \"mode\" s: \"nearest\" } arg { name: \"coordinate_transformation_mode\" "
+        "s: \"asymmetric\" } arg { name: \"nearest_mode\" s: \"floor\" }",
+        "arg { name: \"mode\" s: \"cubic\" } arg { name: \"coordinate_transformation_mode\" "
+        "s: \"align_corners\" } arg { name: \"cubic_coeff_a\" f: -0.75 }"};
+    for (size_t k = 0; k < modes.size(); ++k) {
+      absl::StrAppend(&ops, Typed(absl::StrCat("r", k), {1, 2, 6, 8}), "op { name: \"resize", k,
+                      "\" type: \"Resize\" input: \"x\" input: \"scales\" output: \"r", k,
+                      "\" ", modes[k], " }\n");
+    }
+    c.net = absl::StrCat(Param("x", {1, 2, 3, 4}), Constant("scales", {4}), ops, R"pb(
+      op { name: "sum" type: "Sum" input: "r0" input: "r1" input: "r2" output: "y" }
+    )pb", ScaledLoss("y", {1, 2, 6, 8}));
+    c.data = {{"scales", {1, 1, 2, 2}}, {"r", Weights({1, 2, 6, 8}, 41)}};
+    cases.push_back(c);
+  }
+  {
+    // Downsampling to given sizes (an int64 sizes input after an empty scales), bilinear.
+    GradCase c = Named("resize_down_sizes");
+    c.net = absl::StrCat(Param("x", {1, 1, 4, 5}), Constant("sizes", {4}, "INT64"),
+                         Typed("y", {1, 1, 2, 3}), R"pb(
+      op { name: "resize" type: "Resize" input: "x" input: "sizes" output: "y"
+           arg { name: "mode" s: "linear" } }
+    )pb", ScaledLoss("y", {1, 1, 2, 3}));
+    c.data = {{"sizes", {1, 1, 2, 3}}, {"r", Weights({1, 1, 2, 3}, 42)}};
+    cases.push_back(c);
+  }
+  {
+    // ConvTranspose as nn.ConvTranspose2d exports it (stride 2, padding 1, output_padding 1,
+    // a bias): dX a Conv of dY, dW a ConvGradient, db a ReduceSum.
+    GradCase c = Named("conv_transpose");
+    c.net = absl::StrCat(Param("x", {1, 2, 3, 3}), Param("w", {2, 3, 3, 3}), Param("b", {3}),
+                         Typed("y", {1, 3, 6, 6}), R"pb(
+      op { name: "up" type: "ConvTranspose" input: "x" input: "w" input: "b" output: "y"
+           arg { name: "kernel_shape" ints: 3 ints: 3 } arg { name: "strides" ints: 2 ints: 2 }
+           arg { name: "pads" ints: 1 ints: 1 ints: 1 ints: 1 }
+           arg { name: "output_padding" ints: 1 ints: 1 } }
+    )pb", ScaledLoss("y", {1, 3, 6, 6}));
+    c.data = {{"r", Weights({1, 3, 6, 6}, 43)}};
+    cases.push_back(c);
+  }
+  {
     // x @ W.T as exporters write a Linear on 3-D x: MatMul(x, Transpose(W)); the rule reads W
     // with trans_b (dW straight into W's gradient).
     GradCase c = Named("matmul_transposed_weight");
