@@ -342,6 +342,10 @@ absl::StatusOr<FoldReport> InferAndFold(onnx::ModelProto& model, const FoldOptio
   graph.mutable_node()->Swap(changes.mutable_node());
   graph.mutable_value_info()->Swap(changes.mutable_value_info());
   graph.mutable_output()->Swap(changes.mutable_output());
+  // Where fork failed, the work ran on `model` itself and left the appended initializers
+  // swapped out (empty): they come back from the reply.
+  graph.mutable_initializer()->DeleteSubrange(
+      initializers_before, graph.initializer_size() - initializers_before);
   for (onnx::TensorProto& t : *changes.mutable_initializer()) {
     report.folded_values.push_back(t.name());
     graph.add_initializer()->Swap(&t);
