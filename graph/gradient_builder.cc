@@ -582,6 +582,17 @@ class Builder {
                                                                  absl::string_view attr) const {
     if (std::optional<std::vector<int64_t>> a = op.attributes().GetInts(attr)) return a;
     if (slot >= op.inputs.size()) return std::optional<std::vector<int64_t>>();
+    // int64 data read exactly: exporters write an open end as INT64_MAX, which a double
+    // rounds to 2^63, out of int64's range.
+    const StaticData* data = fwd_.static_data();
+    if (data != nullptr) {
+      const auto it = data->find(fwd_.value(op.inputs[slot]).name);
+      if (it != data->end() && it->second.type.dtype == DataType::kInt64) {
+        std::vector<int64_t> ints(it->second.bytes.size() / sizeof(int64_t));
+        std::memcpy(ints.data(), it->second.bytes.data(), ints.size() * sizeof(int64_t));
+        return std::optional<std::vector<int64_t>>(std::move(ints));
+      }
+    }
     std::optional<std::vector<double>> values = StaticValues(op.inputs[slot]);
     if (!values.has_value()) {
       return absl::UnimplementedError(absl::StrCat(
@@ -995,7 +1006,7 @@ class Builder {
                    {Attribute{"starts", starts}, Attribute{"ends", ends}, Attribute{"axes", axes}});
       return absl::OkStatus();
     }
-    if (t == "Slice") {  // dY padded with zeros back to X's dims (unit steps)
+    if (t == "Slice") {  // unit steps: dY padded back to X's dims; else SliceGradient
       MG_RETURN_IF_ERROR(output0());
       const std::vector<int64_t>& x_dims = fwd_.value(in(0)).type->dims;
       const int64_t rank = static_cast<int64_t>(x_dims.size());
@@ -1006,18 +1017,50 @@ class Builder {
       if (!starts.has_value() || !ends.has_value() || starts->size() != ends->size()) {
         return unsupported("starts and ends missing or of different lengths");
       }
-      std::vector<int64_t> pads(2 * x_dims.size(), 0);
+      if (steps.has_value() && steps->size() != starts->size()) {
+        return unsupported("steps of another length than starts");
+      }
+      // Per axis of X, as the Slice kernel normalises them: the first index read, the step,
+      // and how many are read.
+      std::vector<int64_t> first(rank, 0), step(rank, 1), count = x_dims;
+      std::vector<bool> seen(rank, false);
+      bool unit = true;
       for (size_t k = 0; k < starts->size(); ++k) {
         int64_t axis = axes.has_value() ? (*axes)[k] : static_cast<int64_t>(k);
         if (axis < 0) axis += rank;
-        if (axis < 0 || axis >= rank) return unsupported("an axis outside the input");
-        if (steps.has_value() && (*steps)[k] != 1) return unsupported("a step other than 1");
+        if (axis < 0 || axis >= rank || seen[axis]) {
+          return unsupported("an axis outside the input or sliced twice");
+        }
+        seen[axis] = true;
         const int64_t n = x_dims[axis];
-        auto clamp = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
-        const int64_t begin = clamp((*starts)[k]), end = std::max(begin, clamp((*ends)[k]));
-        if (end - begin != y_dims[axis]) return unsupported("bounds that do not give its output");
-        pads[axis] = begin;
-        pads[axis + rank] = n - end;
+        const int64_t st = steps.has_value() ? (*steps)[k] : 1;
+        if (st == 0) return unsupported("a step of 0");
+        int64_t s = (*starts)[k] < 0 ? (*starts)[k] + n : (*starts)[k];
+        int64_t e = (*ends)[k] < 0 ? (*ends)[k] + n : (*ends)[k];
+        if (st > 0) {
+          s = std::clamp<int64_t>(s, 0, n);
+          e = std::clamp<int64_t>(e, 0, n);
+          count[axis] = e > s ? (e - s + st - 1) / st : 0;
+        } else {
+          s = std::clamp<int64_t>(s, -1, n - 1);
+          e = std::clamp<int64_t>(e, -1, n - 1);
+          count[axis] = s > e ? (s - e - st - 1) / -st : 0;
+        }
+        first[axis] = s;
+        step[axis] = st;
+        unit = unit && st == 1;
+      }
+      if (count != y_dims) return unsupported("bounds that do not give its output");
+      if (!unit) {
+        // dX zeros, dY written at the elements the slice read (kernels_cpu_tensor.cc).
+        EmitDeclared(in(0), "SliceGradient", {*dy[0]},
+                     {Attribute{"starts", first}, Attribute{"steps", step}});
+        return absl::OkStatus();
+      }
+      std::vector<int64_t> pads(2 * x_dims.size(), 0);
+      for (int64_t a = 0; a < rank; ++a) {
+        pads[a] = first[a];
+        pads[a + rank] = x_dims[a] - first[a] - count[a];
       }
       EmitDeclared(in(0), "Pad", {*dy[0]},
                    {Attribute{"pads", pads}, Attribute{"mode", std::string("constant")}});

@@ -53,8 +53,8 @@
 // other); Expand (summed back); Clip (dY strictly inside the bounds, as PyTorch's hardtanh);
 // HardSigmoid, HardSwish (their slopes by Where); Dropout (the identity without training mode
 // or at ratio 0, else dY mask / (1 - ratio); Caffe2's: DropoutGrad); ReduceSum, ReduceMean,
-// GlobalAveragePool (dY, / count for a mean, Unsqueeze'd and Expand'ed back); Slice with unit
-// steps (Pad); Pad in constant mode without crops (a Slice of dY); Resize (ResizeGradient: its
+// GlobalAveragePool (dY, / count for a mean, Unsqueeze'd and Expand'ed back); Slice (unit
+// steps: Pad; other steps, negative too: SliceGradient, dY into zeros at the elements read); Pad in constant mode without crops (a Slice of dY); Resize (ResizeGradient: its
 // maps transposed); Gather (an embedding: ScatterND add of dY into a ConstantFill of zeros; one static
 // index along any axis: Pad). Numbers a rule needs (exponents, ratios, axes, slice bounds) come
 // from attributes or the model's static data; a computed one is Unimplemented.

@@ -83,6 +83,11 @@ absl::Status TrainingRunner::Run(const ValueData& data, uint64_t seed) {
       }
       const TestTensor t = MakeTensor(v.type->dtype, v.type->dims, it->second);
       if (n > 0) std::memcpy(dst, t.bytes(), static_cast<size_t>(n));
+    } else if (const graph::StaticData* s = graph_->static_data();
+               s != nullptr && s->contains(v.name) &&
+               static_cast<int64_t>(s->at(v.name).bytes.size()) == n) {
+      // The model's own data (its initializers), as a run of the model reads them.
+      if (n > 0) std::memcpy(dst, s->at(v.name).bytes.data(), static_cast<size_t>(n));
     } else {
       alloc::FillSeeded(*v.type, v.name, seed, dst);
     }

@@ -36,8 +36,8 @@ class TrainingRunner {
   static absl::StatusOr<std::unique_ptr<TrainingRunner>> Create(
       const graph::Graph& graph, const Plan& plan, std::vector<graph::ValueId> watch);
 
-  // Fills every value without a producer (from `data` by name, else alloc::FillSeeded with
-  // `seed`), runs every op with the CPU kernels, captures.
+  // Fills every value without a producer (from `data` by name, else the graph's static data,
+  // else alloc::FillSeeded with `seed`), runs every op with the CPU kernels, captures.
   absl::Status Run(const ValueData& data, uint64_t seed);
 
   // The bytes of a watched value after the last Run (as produced, or as filled).

@@ -8,7 +8,8 @@
 //   - Transpose (perm / Caffe2 axes), Concat (axis, Caffe2 add_axis and split_info), Split
 //     (sizes from the output types, so the `split` attribute or input need not be read), Slice
 //     (ONNX opset 10+ inputs or opset 1 attributes; negative steps), Pad (constant, reflect, edge), Gather
-//     (int32/int64 indices, negative indices wrap), Expand, Shape.
+//     (int32/int64 indices, negative indices wrap), Expand, Shape; SliceGradient (ours: dY
+//     written into zeros at the elements a strided Slice read).
 // Except the copies above, these kernels refuse outputs that overlap an input
 // (FailedPrecondition): they read input elements after writing output elements.
 #include <algorithm>
@@ -68,6 +69,43 @@ absl::Status StridedCopy(const KernelArgs& args, int64_t elem_bytes, const Dims&
 }
 
 int64_t ElemBytes(const TensorType& t) { return graph::DataTypeSize(t.dtype); }
+
+// SliceGradient(dY) -> dX (ours, the gradient builder's for a Slice with steps): `starts` and
+// `steps`, one per axis of dX, as the Slice kernel normalised them; dX is zero but where the
+// slice read, which gets dY's elements.
+absl::Status SliceGradient(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& dy = *args.input_types[0];
+  const TensorType& dx = *args.output_types[0];
+  const int64_t rank = Rank(dx);
+  MG_ASSIGN_OR_RETURN(const std::optional<Dims> starts, IntsAttr(args, "starts"));
+  MG_ASSIGN_OR_RETURN(const std::optional<Dims> steps, IntsAttr(args, "steps"));
+  if (dy.dtype != dx.dtype || Rank(dy) != rank || !starts.has_value() || !steps.has_value() ||
+      static_cast<int64_t>(starts->size()) != rank ||
+      static_cast<int64_t>(steps->size()) != rank) {
+    return KernelError(args, "needs dY of dX's type and rank, and starts and steps per axis");
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t s = (*starts)[d], st = (*steps)[d], n = dy.dims[d];
+    if (n == 0) continue;
+    const int64_t last = s + (n - 1) * st;
+    if (st == 0 || s < 0 || s >= dx.dims[d] || last < 0 || last >= dx.dims[d]) {
+      return KernelError(args, absl::StrCat("axis ", d, " reads outside dX"));
+    }
+  }
+  std::memset(args.outputs[0], 0, static_cast<size_t>(ByteSizeOf(dx)));
+  if (NumElements(dy.dims) == 0) return absl::OkStatus();
+  const Dims own = Strides(dx.dims);
+  Dims out_strides(rank);
+  int64_t base = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    out_strides[d] = own[d] * (*steps)[d];
+    base += (*starts)[d] * own[d];
+  }
+  return StridedCopy(args, ElemBytes(dx), dy.dims, args.inputs[0], 0, Strides(dy.dims),
+                     args.outputs[0], base, out_strides);
+}
 
 // ---- copies ----------------------------------------------------------------------------------
 
@@ -707,6 +745,7 @@ void AddCpuTensorKernels(KernelMap& kernels) {
   kernels["Concat"] = Concat;
   kernels["Split"] = Split;
   kernels["Slice"] = Slice;
+  kernels["SliceGradient"] = SliceGradient;
   kernels["Pad"] = Pad;
   kernels["Gather"] = Gather;
   kernels["Expand"] = Expand;

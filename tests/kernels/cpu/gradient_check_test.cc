@@ -21,8 +21,11 @@
 // twentieth). Each case prints its worst relative error |g - fd| / max(|fd|, 0.05 max|fd|).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -33,6 +36,7 @@
 #include "graph/gradient_builder.h"
 #include "graph/rebuild.h"
 #include "graph/shape_inference.h"
+#include "graph/tensor_data.h"
 #include "gtest/gtest.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
@@ -93,6 +97,9 @@ struct GradCase {
   const char* name = "";
   std::string net;     // a forward net whose loss is "loss"
   ValueData data;      // values not seeded (labels, r, biases)
+  // int64 constants the model holds as data (an importer's initializers: Slice bounds), given
+  // to the graph's static data and to the run.
+  std::map<std::string, std::vector<int64_t>> static_ints;
   int max_checks = 48; // elements checked per parameter (evenly spaced when it has more)
   std::string workload;  // instead of `net`: a generated training net (its loss is "loss")
   // Instead of `net`: a generated forward net whose AveragedLoss reads Mul(y, r) instead of y
@@ -150,6 +157,15 @@ absl::StatusOr<Graph> TrainingGraph(const GradCase& c) {
     return graph::BuildWorkload(spec);
   }
   MG_ASSIGN_OR_RETURN(Graph forward, GraphFromText(absl::StrCat("name: \"", c.name, "\"\n", c.net)));
+  if (!c.static_ints.empty()) {
+    auto data = std::make_shared<graph::StaticData>();
+    for (const auto& [name, ints] : c.static_ints) {
+      graph::TensorData& t = (*data)[name];
+      t.type = graph::TensorType{graph::DataType::kInt64, {static_cast<int64_t>(ints.size())}};
+      t.bytes.assign(reinterpret_cast<const char*>(ints.data()), ints.size() * sizeof(int64_t));
+    }
+    forward.set_static_data(std::move(data));
+  }
   MG_RETURN_IF_ERROR(graph::InferShapes(forward, graph::ShapeBindings{}));
   return graph::AddGradientOps(forward, {"loss"});
 }
@@ -178,6 +194,7 @@ TEST_P(GradientCheckTest, ParameterGradientsMatchCentralDifferences) {
   ASSERT_TRUE(runner.ok()) << runner.status();
   constexpr uint64_t kSeed = 11;
   ValueData data = c.data;
+  // static_ints reach the run as the graph's static data (exact int64s).
   if (!c.weighted_workload.empty()) {
     data["r"] = Weights(g->value(*g->FindValue("r")).type->dims, 16);
   }
@@ -778,6 +795,33 @@ std::vector<GradCase> Cases() {
            arg { name: "output_padding" ints: 1 ints: 1 } }
     )pb", ScaledLoss("y", {1, 3, 6, 6}));
     c.data = {{"r", Weights({1, 3, 6, 6}, 43)}};
+    cases.push_back(c);
+  }
+  {
+    // Slices with steps as x[:, 0::2, 1::2] and x[..., ::-2] export them (opset 10+: bounds
+    // as int64 inputs of the model's data; Swin's patch merging): SliceGradient writes dY into
+    // zeros at the elements read.
+    GradCase c = Named("slice_steps");
+    std::string ints;
+    for (const char* name : {"s1", "e1", "a1", "t1", "s2", "e2", "a2", "t2"}) {
+      absl::StrAppend(&ints, Constant(name, {std::string(name)[1] == '1' ? 2 : 1}, "INT64"));
+    }
+    c.net = absl::StrCat(Param("x", {2, 5, 6}), ints, Typed("a", {2, 3, 3}), Typed("b", {2, 5, 3}),
+                         R"pb(
+      op { name: "even_odd" type: "Slice" input: "x" input: "s1" input: "e1" input: "a1"
+           input: "t1" output: "a" }
+      op { name: "backwards" type: "Slice" input: "x" input: "s2" input: "e2" input: "a2"
+           input: "t2" output: "b" }
+      op { name: "a_sum" type: "ReduceSum" input: "a" output: "as"
+           arg { name: "axes" ints: 1 } arg { name: "keepdims" i: 0 } }
+      op { name: "b_sum" type: "ReduceSum" input: "b" output: "bs"
+           arg { name: "axes" ints: 1 } arg { name: "keepdims" i: 0 } }
+      op { name: "mul" type: "Mul" input: "as" input: "bs" output: "y" }
+    )pb", ScaledLoss("y", {2, 3}));
+    // An open end as exporters write it: INT64_MAX (read as int64, never through a double).
+    c.static_ints = {{"s1", {0, 1}}, {"e1", {INT64_MAX, 6}}, {"a1", {1, 2}}, {"t1", {2, 2}},
+                     {"s2", {-1}}, {"e2", {-100}}, {"a2", {-1}}, {"t2", {-2}}};
+    c.data = {{"r", Weights({2, 3}, 44)}};
     cases.push_back(c);
   }
   {
