@@ -16,6 +16,7 @@
 #include "graph/attribute.h"
 #include "graph/batch_normalization_mode.h"
 #include "graph/rebuild.h"
+#include "graph/slice_bounds.h"
 #include "graph/tensor_data.h"
 #include "graph/shape_inference.h"
 #include "util/status_macros.h"
@@ -1017,39 +1018,15 @@ class Builder {
       if (!starts.has_value() || !ends.has_value() || starts->size() != ends->size()) {
         return unsupported("starts and ends missing or of different lengths");
       }
-      if (steps.has_value() && steps->size() != starts->size()) {
-        return unsupported("steps of another length than starts");
-      }
-      // Per axis of X, as the Slice kernel normalises them: the first index read, the step,
-      // and how many are read.
-      std::vector<int64_t> first(rank, 0), step(rank, 1), count = x_dims;
-      std::vector<bool> seen(rank, false);
-      bool unit = true;
-      for (size_t k = 0; k < starts->size(); ++k) {
-        int64_t axis = axes.has_value() ? (*axes)[k] : static_cast<int64_t>(k);
-        if (axis < 0) axis += rank;
-        if (axis < 0 || axis >= rank || seen[axis]) {
-          return unsupported("an axis outside the input or sliced twice");
-        }
-        seen[axis] = true;
-        const int64_t n = x_dims[axis];
-        const int64_t st = steps.has_value() ? (*steps)[k] : 1;
-        if (st == 0) return unsupported("a step of 0");
-        int64_t s = (*starts)[k] < 0 ? (*starts)[k] + n : (*starts)[k];
-        int64_t e = (*ends)[k] < 0 ? (*ends)[k] + n : (*ends)[k];
-        if (st > 0) {
-          s = std::clamp<int64_t>(s, 0, n);
-          e = std::clamp<int64_t>(e, 0, n);
-          count[axis] = e > s ? (e - s + st - 1) / st : 0;
-        } else {
-          s = std::clamp<int64_t>(s, -1, n - 1);
-          e = std::clamp<int64_t>(e, -1, n - 1);
-          count[axis] = s > e ? (s - e - st - 1) / -st : 0;
-        }
-        first[axis] = s;
-        step[axis] = st;
-        unit = unit && st == 1;
-      }
+      // The elements the forward Slice read (the kernel's own normalisation).
+      absl::StatusOr<SliceBounds> bounds =
+          NormalizeSlice(x_dims, *starts, *ends, axes.value_or(std::vector<int64_t>{}),
+                         steps.value_or(std::vector<int64_t>{}));
+      if (!bounds.ok()) return unsupported(bounds.status().message());
+      const std::vector<int64_t>& first = bounds->first;
+      const std::vector<int64_t>& step = bounds->step;
+      const std::vector<int64_t>& count = bounds->count;
+      const bool unit = std::all_of(step.begin(), step.end(), [](int64_t s) { return s == 1; });
       if (count != y_dims) return unsupported("bounds that do not give its output");
       if (!unit) {
         // dX zeros, dY written at the elements the slice read (kernels_cpu_tensor.cc).

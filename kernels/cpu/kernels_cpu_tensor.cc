@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/slice_bounds.h"
 #include "kernels/cpu/kernel_float_io.h"
 #include "kernels/cpu/kernels_cpu.h"
 #include "kernels/kernel_util.h"
@@ -290,36 +291,12 @@ absl::Status Slice(const KernelArgs& args) {
       MG_ASSIGN_OR_RETURN(steps, ReadInts(args, in, "steps"));
     }
   }
-  if (axes.empty()) {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
-    return KernelError(args, "starts, ends, axes and steps must have one length");
-  }
-  Dims begin(rank, 0), step(rank, 1), count(x.dims);
-  std::vector<bool> seen(rank, false);
-  for (size_t i = 0; i < starts.size(); ++i) {
-    MG_ASSIGN_OR_RETURN(const int64_t a, NormalizeAxis(args, axes[i], rank, "axis"));
-    if (seen[a]) return KernelError(args, "an axis is sliced twice");
-    seen[a] = true;
-    const int64_t dim = x.dims[a];
-    const int64_t st = steps[i];
-    if (st == 0) return KernelError(args, "a step is 0");
-    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
-    int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
-    if (st > 0) {
-      s = std::clamp<int64_t>(s, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-      count[a] = e > s ? (e - s + st - 1) / st : 0;
-    } else {
-      s = std::clamp<int64_t>(s, -1, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-      count[a] = s > e ? (s - e + (-st) - 1) / (-st) : 0;
-    }
-    begin[a] = s;
-    step[a] = st;
-  }
+  absl::StatusOr<graph::SliceBounds> bounds =
+      graph::NormalizeSlice(x.dims, starts, ends, std::move(axes), std::move(steps));
+  if (!bounds.ok()) return KernelError(args, bounds.status().message());
+  const Dims& begin = bounds->first;
+  const Dims& step = bounds->step;
+  const Dims& count = bounds->count;
   if (count != args.output_types[0]->dims) {
     return KernelError(args, absl::StrCat("the slice has dims ", graph::DimsToString(count),
                                           " but the output is ",
