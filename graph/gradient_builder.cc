@@ -550,12 +550,18 @@ class Builder {
 
   // The numbers a static input holds (an ONNX initializer or Constant): nullopt when the graph
   // has no data for it or its element type is not one read here.
-  std::optional<std::vector<double>> StaticValues(ValueId v) const {
+  // The model's data for `v`; nullptr when it has none.
+  const TensorData* StaticTensor(ValueId v) const {
     const StaticData* data = fwd_.static_data();
-    if (data == nullptr) return std::nullopt;
+    if (data == nullptr) return nullptr;
     const auto it = data->find(fwd_.value(v).name);
-    if (it == data->end()) return std::nullopt;
-    const TensorData& t = it->second;
+    return it == data->end() ? nullptr : &it->second;
+  }
+
+  std::optional<std::vector<double>> StaticValues(ValueId v) const {
+    const TensorData* found = StaticTensor(v);
+    if (found == nullptr) return std::nullopt;
+    const TensorData& t = *found;
     std::vector<double> values;
     auto read = [&](auto tag) {
       using T = decltype(tag);
@@ -585,14 +591,11 @@ class Builder {
     if (slot >= op.inputs.size()) return std::optional<std::vector<int64_t>>();
     // int64 data read exactly: exporters write an open end as INT64_MAX, which a double
     // rounds to 2^63, out of int64's range.
-    const StaticData* data = fwd_.static_data();
-    if (data != nullptr) {
-      const auto it = data->find(fwd_.value(op.inputs[slot]).name);
-      if (it != data->end() && it->second.type.dtype == DataType::kInt64) {
-        std::vector<int64_t> ints(it->second.bytes.size() / sizeof(int64_t));
-        std::memcpy(ints.data(), it->second.bytes.data(), ints.size() * sizeof(int64_t));
-        return std::optional<std::vector<int64_t>>(std::move(ints));
-      }
+    if (const TensorData* t = StaticTensor(op.inputs[slot]);
+        t != nullptr && t->type.dtype == DataType::kInt64) {
+      std::vector<int64_t> ints(t->bytes.size() / sizeof(int64_t));
+      std::memcpy(ints.data(), t->bytes.data(), ints.size() * sizeof(int64_t));
+      return std::optional<std::vector<int64_t>>(std::move(ints));
     }
     std::optional<std::vector<double>> values = StaticValues(op.inputs[slot]);
     if (!values.has_value()) {

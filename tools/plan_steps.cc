@@ -282,27 +282,26 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
   // (tried there beside the portfolio), and whether the exact search ran out of time on it,
   // which it would do again at the next size (on alibi_encoder each plan spent its whole order
   // search share there, 0.75 s, and found nothing better).
-  std::map<std::string, PlanOptions> seeded;
+  struct OrderSeed {
+    std::vector<graph::OpId> ops;
+    bool exact_search = true;
+  };
+  std::map<std::string, OrderSeed> seeded;  // by cure
   auto plan_at = [&](int64_t value, const FitCure& cure) -> absl::StatusOr<FitPoint> {
     if (options.stop != nullptr && options.stop->load()) {
       return absl::CancelledError("--fit: stopped");
     }
     MG_ASSIGN_OR_RETURN(const graph::Graph* typed_graph, graph_at(value));
     const graph::Graph& g = *typed_graph;
-    auto seed = seeded.find(cure.name);
-    MG_ASSIGN_OR_RETURN(Plan plan,
-                        PlanMemory(g, seed != seeded.end() ? seed->second : cure.options));
+    PlanOptions cure_options = cure.options;
+    OrderSeed& seed = seeded[cure.name];
+    if (!seed.ops.empty()) cure_options.order_seeds = {seed.ops};
+    cure_options.order_exact_search = seed.exact_search;
+    MG_ASSIGN_OR_RETURN(Plan plan, PlanMemory(g, cure_options));
     if (!cure.recompute && plan.order_search.has_value()) {
-      PlanOptions next = cure.options;
-      std::vector<graph::OpId> order;
-      order.reserve(plan.steps.size());
-      for (const PlanStep& step : plan.steps) order.push_back(step.op);
-      next.order_seeds = {std::move(order)};
-      next.order_exact_search =
-          seed != seeded.end() && !seed->second.order_exact_search
-              ? false
-              : !plan.order_search->exact_cut_short;
-      seeded.insert_or_assign(cure.name, std::move(next));
+      seed.ops.clear();
+      for (const PlanStep& step : plan.steps) seed.ops.push_back(step.op);
+      seed.exact_search = seed.exact_search && !plan.order_search->exact_cut_short;
     }
     MG_ASSIGN_OR_RETURN(FitPoint point, point_of(g, plan));
     if (!cure.recompute || point.device_bytes <= budget) return point;
