@@ -78,7 +78,17 @@ class Builder {
             Attribute{"dtype", std::string(DataTypeName(fwd_.value(loss).type->dtype))}});
       contributions_[loss].push_back(grad);
     }
-    for (OpId id = fwd_.num_ops() - 1; id >= 0; --id) MG_RETURN_IF_ERROR(Backward(id));
+    for (OpId id = fwd_.num_ops() - 1; id >= 0; --id) {
+      MG_RETURN_IF_ERROR(Backward(id));
+      // A parameter's pieces are summed as soon as the last is made (at its first reader),
+      // not after the whole backward pass: until then every piece is live.
+      for (ValueId in : fwd_.op(id).inputs) {
+        if (fwd_.value(in).role != Role::kParam || fwd_.value(in).producer != kNone) continue;
+        const absl::Span<const OpId> readers = fwd_.consumers(in);
+        if (*std::min_element(readers.begin(), readers.end()) != id) continue;
+        MG_RETURN_IF_ERROR(GradientOf(in).status());
+      }
+    }
     if (!missing_rules_.empty()) {
       return absl::UnimplementedError(absl::StrCat(
           "no gradient rule for ", missing_rules_.size() == 1 ? "op type " : "op types ",
@@ -172,8 +182,10 @@ class Builder {
   }
 
   // The blob name of forward value `v` for a backward op to read: only its latest version is
-  // still there when the backward pass runs.
-  absl::StatusOr<std::string> Read(ValueId v, const Op& op) const {
+  // still there when the backward pass runs. A value that moves (Rearranged) give back is
+  // made again for the reader instead: a copy of it made at the reader, not kept from the
+  // forward pass.
+  absl::StatusOr<std::string> Read(ValueId v, const Op& op) {
     const Value& value = fwd_.value(v);
     const std::optional<ValueId> latest = fwd_.FindValue(value.name);
     if (latest != v) {
@@ -182,13 +194,62 @@ class Builder {
           "', which a later op overwrites in place ('", fwd_.value(*latest).DisplayName(),
           "'): it no longer exists when the backward pass runs"));
     }
+    if (value.producer != kNone && Rearranged(v)) return Remake(v);
     return value.name;
+  }
+
+  // True when `v` is static data (params, constants) rearranged by ops that only move elements
+  // (Slice, Concat, Transpose, the Reshape family), each with one output, written once, at most
+  // kRemakeOps of them: how exporters write a weight reordered for its op (torch.onnx.export's
+  // LSTM and GRU weights without constant folding). Such a value costs its bytes from the
+  // forward pass to the backward pass when kept, and moves alone when made again.
+  bool Rearranged(ValueId v) {
+    static constexpr int kRemakeOps = 64;
+    const auto known = rearranged_.find(v);
+    if (known != rearranged_.end()) return known->second;
+    bool& result = rearranged_[v];
+    const Value& value = fwd_.value(v);
+    if (value.producer == kNone) {
+      result = value.role == Role::kParam || value.role == Role::kConstant;
+      return result;
+    }
+    const Op& op = fwd_.op(value.producer);
+    static const std::set<std::string> kMoves = {"Slice",   "Concat",  "Transpose", "Reshape",
+                                                 "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+    if (kMoves.count(op.type) == 0 || op.outputs.size() != 1 || value.inplace_of != kNone ||
+        fwd_.Versions(value.name).size() != 1) {
+      return result = false;
+    }
+    int ops = 1;
+    for (ValueId in : op.inputs) {
+      if (!Rearranged(in)) return result = false;
+      ops += remake_ops_[in];
+    }
+    remake_ops_[v] = ops;
+    return result = ops <= kRemakeOps;
+  }
+
+  // A backward copy of Rearranged value `v`: its producers emitted again (once per value).
+  std::string Remake(ValueId v) {
+    const Value& value = fwd_.value(v);
+    if (value.producer == kNone) return value.name;
+    const auto made = remade_.find(v);
+    if (made != remade_.end()) return made->second;
+    const Op& op = fwd_.op(value.producer);
+    std::vector<std::string> inputs;
+    for (ValueId in : op.inputs) inputs.push_back(Remake(in));
+    const std::string name = NewName(value, "remade");
+    out_.Declare(name, DeclarationOf(*value.type));
+    Emit(op.type, name, std::move(inputs), {name}, op.attrs);
+    remade_[v] = name;
+    return name;
   }
 
   // The gradient of `v`: its one contribution, or the Sum of several; nullopt when none. As
   // Caffe2's gradient builder does, the Sum writes in place into the first piece when that one
   // is v's own "X_grad" (a piece passed through from another gradient is never overwritten).
   absl::StatusOr<std::optional<std::string>> GradientOf(ValueId v) {
+    MG_RETURN_IF_ERROR(JoinTiles(v));
     std::vector<std::string>& parts = contributions_[v];
     if (parts.empty()) return std::optional<std::string>();
     if (parts.size() > 1) {
@@ -202,6 +263,76 @@ class Builder {
 
   void Contribute(ValueId v, const std::string& grad) {
     if (needs_[v]) contributions_[v].push_back(grad);
+  }
+
+  // The slices of `x` when its readers are all unit-step Slices of it with static bounds that
+  // cut it along one axis into pieces covering every index once (how exporters write a weight
+  // split into gates, torch.onnx.export's LSTM and GRU weights without constant folding):
+  // (axis, reader op per piece, in index order). nullopt otherwise, or for a single reader.
+  std::optional<std::pair<int64_t, std::vector<OpId>>> TilingSlices(ValueId x) {
+    const auto cached = tilings_.find(x);
+    if (cached != tilings_.end()) return cached->second;
+    std::optional<std::pair<int64_t, std::vector<OpId>>>& result = tilings_[x];
+    const absl::Span<const OpId> readers = fwd_.consumers(x);
+    if (readers.size() < 2) return result;
+    const std::vector<int64_t>& dims = fwd_.value(x).type->dims;
+    int64_t axis = -1;
+    std::vector<std::pair<int64_t, OpId>> pieces;  // (first index, reader)
+    int64_t covered = 0;
+    for (const OpId reader : readers) {
+      const Op& slice = fwd_.op(reader);
+      if (slice.type != "Slice" || slice.inputs.empty() || slice.inputs[0] != x) return result;
+      if (std::count(slice.inputs.begin(), slice.inputs.end(), x) != 1) return result;
+      absl::StatusOr<std::optional<SliceBounds>> bounds = StaticSliceBounds(slice);
+      if (!bounds.ok() || !bounds->has_value()) return result;
+      const SliceBounds& b = **bounds;
+      for (size_t a = 0; a < dims.size(); ++a) {
+        if (b.step[a] != 1) return result;
+        if (b.count[a] == dims[a]) continue;
+        if (axis != -1 && axis != static_cast<int64_t>(a)) return result;
+        axis = static_cast<int64_t>(a);
+      }
+      if (axis == -1) return result;  // a full copy: no tiling
+      pieces.push_back({b.first[axis], reader});
+      covered += b.count[axis];
+    }
+    std::sort(pieces.begin(), pieces.end());
+    int64_t next = 0;
+    for (const auto& [first, reader] : pieces) {
+      if (first != next) return result;  // a gap or an overlap
+      next += fwd_.value(fwd_.op(reader).outputs[0]).type->dims[axis];
+    }
+    if (next != dims[axis] || covered != dims[axis]) return result;
+    std::vector<OpId> order;
+    for (const auto& piece : pieces) order.push_back(piece.second);
+    result = std::make_pair(axis, std::move(order));
+    return result;
+  }
+
+  // Where `x`'s readers tile it (TilingSlices) and some piece has a gradient: the pieces'
+  // gradients joined by one Concat (zeros for a piece without one) become x's contribution,
+  // instead of a Pad of each to x's full size and their Sum.
+  absl::Status JoinTiles(ValueId x) {
+    const auto it = tile_grads_.find(x);
+    if (it == tile_grads_.end()) return absl::OkStatus();
+    const std::map<OpId, std::string> grads = std::move(it->second);
+    tile_grads_.erase(it);
+    const std::optional<std::pair<int64_t, std::vector<OpId>>> tiling = TilingSlices(x);
+    std::vector<std::string> pieces;
+    for (const OpId reader : tiling->second) {
+      const auto grad = grads.find(reader);
+      if (grad != grads.end()) {
+        pieces.push_back(grad->second);
+        continue;
+      }
+      const TensorType& piece = *fwd_.value(fwd_.op(reader).outputs[0]).type;
+      pieces.push_back(Apply(fwd_.op(reader), "zeros", "ConstantFill", {},
+                             {Attribute{"shape", piece.dims}, Attribute{"value", 0.0},
+                              Attribute{"dtype", std::string(DataTypeName(piece.dtype))}}));
+    }
+    const std::string g = GradOutput(x);
+    Emit("Concat", g, std::move(pieces), {g}, {Attribute{"axis", tiling->first}});
+    return absl::OkStatus();
   }
 
   // A gradient output name for input `v` of a gradient op that computes it whether or not it
@@ -585,6 +716,24 @@ class Builder {
 
   // Integers an op takes from an attribute or, in later opsets, from a static input: the
   // attribute `attr` when present, else the data of input `slot` (absent: nullopt with ok).
+  // The elements Slice `op` reads (the kernel's own normalisation) when its bounds are
+  // attributes or the model's static data; nullopt when they are computed or starts and ends
+  // are missing or of different lengths; InvalidArgument for bounds NormalizeSlice refuses.
+  absl::StatusOr<std::optional<SliceBounds>> StaticSliceBounds(const Op& op) const {
+    MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> starts, StaticInts(op, 1, "starts"));
+    MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> ends, StaticInts(op, 2, "ends"));
+    MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, StaticInts(op, 3, "axes"));
+    MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> steps, StaticInts(op, 4, "steps"));
+    if (!starts.has_value() || !ends.has_value() || starts->size() != ends->size()) {
+      return std::optional<SliceBounds>();
+    }
+    MG_ASSIGN_OR_RETURN(SliceBounds bounds,
+                        NormalizeSlice(fwd_.value(op.inputs[0]).type->dims, *starts, *ends,
+                                       axes.value_or(std::vector<int64_t>{}),
+                                       steps.value_or(std::vector<int64_t>{})));
+    return std::optional<SliceBounds>(std::move(bounds));
+  }
+
   absl::StatusOr<std::optional<std::vector<int64_t>>> StaticInts(const Op& op, size_t slot,
                                                                  absl::string_view attr) const {
     if (std::optional<std::vector<int64_t>> a = op.attributes().GetInts(attr)) return a;
@@ -1014,18 +1163,16 @@ class Builder {
       MG_RETURN_IF_ERROR(output0());
       const std::vector<int64_t>& x_dims = fwd_.value(in(0)).type->dims;
       const int64_t rank = static_cast<int64_t>(x_dims.size());
-      MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> starts, StaticInts(op, 1, "starts"));
-      MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> ends, StaticInts(op, 2, "ends"));
-      MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, StaticInts(op, 3, "axes"));
-      MG_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> steps, StaticInts(op, 4, "steps"));
-      if (!starts.has_value() || !ends.has_value() || starts->size() != ends->size()) {
+      if (TilingSlices(in(0)).has_value()) {  // one piece of a tiling: joined by JoinTiles
+        if (needs(0)) tile_grads_[in(0)][id] = *dy[0];
+        return absl::OkStatus();
+      }
+      absl::StatusOr<std::optional<SliceBounds>> read_bounds = StaticSliceBounds(op);
+      if (!read_bounds.ok()) return unsupported(read_bounds.status().message());
+      if (!read_bounds->has_value()) {
         return unsupported("starts and ends missing or of different lengths");
       }
-      // The elements the forward Slice read (the kernel's own normalisation).
-      absl::StatusOr<SliceBounds> bounds =
-          NormalizeSlice(x_dims, *starts, *ends, axes.value_or(std::vector<int64_t>{}),
-                         steps.value_or(std::vector<int64_t>{}));
-      if (!bounds.ok()) return unsupported(bounds.status().message());
+      const std::optional<SliceBounds>& bounds = *read_bounds;
       const std::vector<int64_t>& first = bounds->first;
       const std::vector<int64_t>& step = bounds->step;
       const std::vector<int64_t>& count = bounds->count;
@@ -1080,7 +1227,101 @@ class Builder {
                    {Attribute{"reduction", std::string("add")}});
       return absl::OkStatus();
     }
+    if (t == "RNN" || t == "GRU" || t == "LSTM") return RecurrentRule(id, op, dy, name);
     return absl::NotFoundError(t);
+  }
+
+  // RNN, GRU, LSTM -> <Op>Gradient (kernels/cpu/rnn_cell.h has the node positions): the forward
+  // inputs at their ONNX positions, Y at 8 (added to the forward op when it omits it: the
+  // backward pass recomputes the gates from every step's state), then the output gradients
+  // present; a gradient out for each input that needs one.
+  absl::Status RecurrentRule(OpId id, const Op& op,
+                             const std::vector<std::optional<std::string>>& dy,
+                             const std::string& name) {
+    const std::vector<int64_t> in_slots = Slots(op, "onnx_input_slots", op.inputs.size());
+    const std::vector<int64_t> out_slots = Slots(op, "onnx_output_slots", op.outputs.size());
+    std::vector<std::string> inputs;
+    std::vector<int64_t> input_slots;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      MG_ASSIGN_OR_RETURN(std::string v, Read(op.inputs[k], op));
+      inputs.push_back(std::move(v));
+      input_slots.push_back(in_slots[k]);
+    }
+    const auto y_at = std::find(out_slots.begin(), out_slots.end(), 0);
+    if (y_at != out_slots.end()) {
+      MG_ASSIGN_OR_RETURN(std::string y, Read(op.outputs[y_at - out_slots.begin()], op));
+      inputs.push_back(std::move(y));
+    } else {
+      // Y [seq, dirs, batch, hidden] (layout 1: [batch, seq, dirs, hidden]) from X and R.
+      const TensorType& x = *fwd_.value(op.inputs[0]).type;
+      const TensorType& r = *fwd_.value(op.inputs[2]).type;
+      if (x.dims.size() != 3 || r.dims.size() != 3) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("gradient of ", op.Label(), ": X and R must have rank 3"));
+      }
+      const bool batch_major = op.attributes().GetInt("layout").value_or(0) == 1;
+      const std::vector<int64_t> dims =
+          batch_major ? std::vector<int64_t>{x.dims[0], x.dims[1], r.dims[0], r.dims[2]}
+                      : std::vector<int64_t>{x.dims[0], r.dims[0], x.dims[1], r.dims[2]};
+      const std::string y = EnsureOutputSlot(id, out_slots, 0, "all_steps");
+      out_.Declare(y, DeclarationOf(TensorType{fwd_.value(op.outputs[0]).type->dtype, dims}));
+      inputs.push_back(y);
+    }
+    input_slots.push_back(8);
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      if (!dy[k].has_value()) continue;
+      inputs.push_back(*dy[k]);
+      input_slots.push_back(9 + out_slots[k]);
+    }
+    std::vector<std::string> outputs;
+    std::vector<int64_t> output_slots;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int64_t slot = in_slots[k];
+      if (slot == 4 || !needs_[op.inputs[k]]) continue;  // sequence_lens: integers
+      const std::string g = GradOutput(op.inputs[k]);
+      out_.Declare(g, DeclarationOf(*fwd_.value(op.inputs[k]).type));
+      outputs.push_back(g);
+      output_slots.push_back(slot < 4 ? slot : slot - 1);  // initial_h 5 -> 4, ...
+    }
+    std::vector<Attribute> attrs;
+    for (const Attribute& a : op.attrs) {
+      if (a.name != "onnx_input_slots" && a.name != "onnx_output_slots") attrs.push_back(a);
+    }
+    attrs.push_back(Attribute{"onnx_input_slots", input_slots});
+    attrs.push_back(Attribute{"onnx_output_slots", output_slots});
+    Emit(op.type + "Gradient", name, std::move(inputs), std::move(outputs), std::move(attrs));
+    return absl::OkStatus();
+  }
+
+  // The ONNX node positions of an op's inputs or outputs: `attr` where the importer recorded
+  // one (a gap before a present one), else 0, 1, ...
+  static std::vector<int64_t> Slots(const Op& op, absl::string_view attr, size_t count) {
+    std::optional<std::vector<int64_t>> slots = op.attributes().GetInts(attr);
+    if (slots.has_value() && slots->size() == count) return *slots;
+    std::vector<int64_t> all(count);
+    for (size_t k = 0; k < count; ++k) all[k] = static_cast<int64_t>(k);
+    return all;
+  }
+
+  // Adds output `slot` (an ONNX node position the forward op omitted; `slots`: its present
+  // outputs' positions) to forward op `id` as "<first output>_<suffix>"; returns its name. The
+  // op's `onnx_output_slots` then names the new position, or goes when no gap is left.
+  std::string EnsureOutputSlot(OpId id, const std::vector<int64_t>& slots, int64_t slot,
+                               absl::string_view suffix) {
+    OpSpec& spec = specs_[id];
+    const std::string added = NewName(fwd_.value(fwd_.op(id).outputs[0]), suffix);
+    const size_t at = static_cast<size_t>(
+        std::lower_bound(slots.begin(), slots.end(), slot) - slots.begin());
+    spec.outputs.insert(spec.outputs.begin() + static_cast<long>(at), added);
+    std::vector<int64_t> now = slots;
+    now.insert(now.begin() + static_cast<long>(at), slot);
+    spec.attrs.erase(std::remove_if(spec.attrs.begin(), spec.attrs.end(),
+                                    [](const Attribute& a) { return a.name == "onnx_output_slots"; }),
+                     spec.attrs.end());
+    bool contiguous = true;
+    for (size_t k = 0; k < now.size(); ++k) contiguous = contiguous && now[k] == static_cast<int64_t>(k);
+    if (!contiguous) spec.attrs.push_back(Attribute{"onnx_output_slots", now});
+    return added;
   }
 
   // ONNX Gemm: Y = alpha op(A) op(B) + beta C, op() transposing when transA/transB say so.
@@ -1298,6 +1539,14 @@ class Builder {
   std::vector<std::vector<std::string>> contributions_;  // per forward value
   std::vector<std::string> first_piece_;  // per forward value: its own "X_grad" piece, if any
   std::vector<int> autosplits_;           // per forward value: "_X_grad_autosplit_<k>" made
+  // Values whose readers tile them (TilingSlices; nullopt: they do not), and the gradients
+  // of the pieces seen so far, joined by JoinTiles when the value's gradient is asked for.
+  std::map<ValueId, std::optional<std::pair<int64_t, std::vector<OpId>>>> tilings_;
+  std::map<ValueId, std::map<OpId, std::string>> tile_grads_;
+  // Rearranged (memo), the ops a value's remaking takes, and the copies made (Remake).
+  std::map<ValueId, bool> rearranged_;
+  std::map<ValueId, int> remake_ops_;
+  std::map<ValueId, std::string> remade_;
   std::vector<bool> needs_;
   std::vector<bool> fixed_;  // dims independent of the model's symbols (see MarkNeeds)
   absl::flat_hash_set<std::string> used_names_;

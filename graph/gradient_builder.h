@@ -17,6 +17,7 @@
 //      written out without declarations: X_grad, then _X_grad_autosplit_0, _1, ..., summed in
 //      place into X_grad (into a fresh X_grad_<k> when the first piece is another value's
 //      gradient passed through).
+//      A parameter's pieces are summed at its first reader, as soon as the last piece exists.
 //   4. Parameters' gradients are declared param-grads and graph outputs (role gradient): the
 //      optimizer reads them after the net.
 //
@@ -58,11 +59,18 @@
 // maps transposed); Gather (an embedding: ScatterND add of dY into a ConstantFill of zeros; one static
 // index along any axis: Pad). Numbers a rule needs (exponents, ratios, axes, slice bounds) come
 // from attributes or the model's static data; a computed one is Unimplemented.
-// Two patterns keep less than the op-by-op rules would: MatMul(A, Transpose(W)) of a 2-D W
+// RNN, GRU, LSTM -> <Op>Gradient (kernels/cpu/rnn_cell.h: the forward inputs, Y, the output
+// gradients; a gradient for each input that needs one): Y, the state of every step, is what it
+// keeps (added to a node that omits it); the gates are recomputed from it.
+// Four patterns keep less than the op-by-op rules would: MatMul(A, Transpose(W)) of a 2-D W
 // reads W with trans_b (the transposed copy dies in the forward pass), and the erf GELU
 // exporters write (x * (1 + erf(x / sqrt 2)) * 0.5, intermediates read once, constants in the
-// model's data) is one GeluGradient(dY, x). Every op type without a rule on the path to a loss
-// is named in one Unimplemented message.
+// model's data) is one GeluGradient(dY, x); Slices that cut a value along one axis into pieces
+// covering it once (a weight split into gates) give one Concat of their gradients, not a Pad of
+// each and a Sum; and a value that is params or constants rearranged by moves alone (Slice,
+// Concat, Transpose, the Reshape family: an exporter's reordered LSTM weight) is made again for
+// the backward op that reads it instead of kept from the forward pass ("<value>_remade").
+// Every op type without a rule on the path to a loss is named in one Unimplemented message.
 // LayerNormalization, EfficientAttention, SpatialBN and BatchNormalization are differentiated
 // through output 0 alone (their other outputs are statistics or scratch): a loss that depends
 // on another of their outputs is Unimplemented naming the op and the output. So is an ONNX

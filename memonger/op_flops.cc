@@ -71,6 +71,16 @@ int64_t OpFlops(const graph::Graph& g, const graph::Op& op) {
     const int64_t l = (*a)[a->size() - 2];
     return Mul({4, Elements(*a), l});
   }
+  if ((t == "RNN" || t == "GRU" || t == "LSTM") && op.inputs.size() >= 3) {
+    // X [seq, batch, input] (either layout: seq x batch rows), W [dirs, G x hidden, input],
+    // R [dirs, G x hidden, hidden]: X W^T and H R^T for every step and direction.
+    const std::vector<int64_t>* w = Dims(g, op.inputs[1]);
+    const std::vector<int64_t>* r = Dims(g, op.inputs[2]);
+    if (a->size() != 3 || w == nullptr || r == nullptr || w->size() != 3 || r->size() != 3) {
+      return out;
+    }
+    return Mul({2, (*a)[0], (*a)[1], (*w)[0], (*w)[1], (*w)[2] + (*r)[2]});
+  }
   if (t == "Softmax" || t == "LayerNormalization" || t == "BatchNormalization" ||
       t == "SpatialBN") {
     return Mul({5, out});

@@ -5,7 +5,8 @@
 //
 // Counted: matrix products (MatMul, BatchMatMul, FC, FCTransposed, Gemm: 2 per multiply-add),
 // convolutions (2 x output elements x the weight's elements per output channel), attention
-// (EfficientAttention: the two products of L x L scores), and 5 per element for the
+// (EfficientAttention: the two products of L x L scores), the recurrent ops (RNN, GRU, LSTM: X W^T
+// and H R^T for every step), and 5 per element for the
 // normalisations (Softmax, LayerNormalization, BatchNormalization, SpatialBN); every other op
 // one per output element. An estimate for ranking recomputation choices, not a profile: memory
 // traffic is not counted. Saturates at INT64_MAX instead of overflowing.

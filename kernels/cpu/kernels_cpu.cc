@@ -27,6 +27,7 @@ KernelTable MakeCpuKernelTable() {
   AddCpuResizeKernels(kernels);
   AddCpuIndexKernels(kernels);
   AddCpuRnnKernels(kernels);
+  AddCpuRnnGradientKernels(kernels);
   // The CPU kernels dereference their pointers: on any other device's memory they refuse to run.
   // (Checked here, once per table, rather than in CheckArity, which the device kernels share.)
   for (auto& [type, kernel] : kernels) {

@@ -69,6 +69,7 @@ void AddCpuResizeKernels(KernelMap& kernels);             // kernels_cpu_resize.
 // What exporters emit beyond those (docs/kernels.md, "Op types").
 void AddCpuIndexKernels(KernelMap& kernels);          // kernels_cpu_index.cc
 void AddCpuRnnKernels(KernelMap& kernels);            // kernels_cpu_rnn.cc
+void AddCpuRnnGradientKernels(KernelMap& kernels);    // kernels_cpu_rnn_backward.cc
 
 }  // namespace memonger::alloc
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "allocator/arena.h"
 #include "allocator/executor.h"
 #include "gmock/gmock.h"
@@ -363,10 +364,11 @@ TEST(GradientBuilderTest, RebuiltNetTypesAGradientSummedInPlace) {
     op { name: "s1" type: "Slice" input: "w" output: "a"
          arg { name: "starts" ints: 0 ints: 0 } arg { name: "ends" ints: 2 ints: 3 } }
     op { name: "s2" type: "Slice" input: "w" output: "b"
-         arg { name: "starts" ints: 0 ints: 3 } arg { name: "ends" ints: 2 ints: 6 } }
+         arg { name: "starts" ints: 0 ints: 2 } arg { name: "ends" ints: 2 ints: 5 } }
     op { name: "add" type: "Add" input: "a" input: "b" output: "y" }
     op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
   )pb"));
+  // (The slices overlap: each gradient is padded back to w's dims and the two are summed.)
   absl::StatusOr<Graph> g = AddGradientOps(forward, {"loss"});
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_NE(FindOp(*g, "Pad"), nullptr);
@@ -381,6 +383,84 @@ TEST(GradientBuilderTest, RebuiltNetTypesAGradientSummedInPlace) {
   for (ValueId v = 0; v < g->num_values(); ++v) {
     EXPECT_EQ(rebuilt->value(v).type, g->value(v).type) << g->value(v).name;
   }
+}
+
+// Slices that cut a value into pieces covering it once (an exporter's gate split of a weight)
+// give one Concat of their gradients, zeros for a piece no loss reads; not a Pad of each to the
+// full size and a Sum.
+TEST(GradientBuilderTest, SlicesThatTileAValueJoinTheirGradientsByConcat) {
+  const Graph forward = Forward(absl::StrCat(ParamDecl("w", {6, 2}), R"pb(
+    value_info { name: "a" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 2 } }
+    value_info { name: "b" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 2 } }
+    value_info { name: "c" dtype: FLOAT has_shape: true dim { size: 3 } dim { size: 2 } }
+    op { name: "s3" type: "Slice" input: "w" output: "c"
+         arg { name: "starts" ints: 3 } arg { name: "ends" ints: 6 } arg { name: "axes" ints: 0 } }
+    op { name: "s1" type: "Slice" input: "w" output: "a"
+         arg { name: "starts" ints: 0 } arg { name: "ends" ints: 2 } arg { name: "axes" ints: 0 } }
+    op { name: "s2" type: "Slice" input: "w" output: "b"
+         arg { name: "starts" ints: 2 } arg { name: "ends" ints: 3 } arg { name: "axes" ints: 0 } }
+    op { name: "sum_a" type: "ReduceSum" input: "a" output: "ra" arg { name: "keepdims" i: 0 } }
+    op { name: "sum_c" type: "ReduceSum" input: "c" output: "rc" arg { name: "keepdims" i: 0 } }
+    op { name: "add" type: "Add" input: "ra" input: "rc" output: "y" }
+    op { name: "loss" type: "AveragedLoss" input: "y" output: "loss" }
+  )pb"));
+  absl::StatusOr<Graph> g = AddGradientOps(forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(FindOp(*g, "Pad"), nullptr);
+  EXPECT_EQ(FindOp(*g, "Sum"), nullptr);
+  const Op* concat = FindOp(*g, "Concat");
+  ASSERT_NE(concat, nullptr);
+  ASSERT_EQ(concat->inputs.size(), 3u);  // a's, b's (zeros: no loss reads b), c's, in w's order
+  EXPECT_EQ(g->value(concat->outputs[0]).name, "w_grad");
+  EXPECT_EQ(g->value(concat->inputs[0]).type->dims, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(g->op(g->value(concat->inputs[1]).producer).type, "ConstantFill");
+  EXPECT_EQ(g->value(concat->inputs[2]).type->dims, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(concat->attributes().GetInt("axis"), 0);
+}
+
+// A weight rearranged by moves alone (Slice, Concat, Unsqueeze: how torch.onnx.export writes an
+// LSTM's W without constant folding) is made again for the backward op that reads it, so the
+// forward copy dies at its forward reader; the LSTM's Y, omitted by the node, is added for the
+// gradient (it recomputes the gates from every step's state).
+TEST(GradientBuilderTest, RearrangedWeightsAreRemadeAndAnLstmGainsY) {
+  const Graph forward = Forward(absl::StrCat(
+      ParamDecl("x", {3, 1, 2}), ParamDecl("p", {8, 2}), ParamDecl("rw", {1, 8, 2}), R"pb(
+    value_info { name: "lo" dtype: FLOAT has_shape: true dim { size: 4 } dim { size: 2 } }
+    value_info { name: "hi" dtype: FLOAT has_shape: true dim { size: 4 } dim { size: 2 } }
+    value_info { name: "y_h" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 1 }
+                 dim { size: 2 } }
+    op { name: "lo" type: "Slice" input: "p" output: "lo"
+         arg { name: "starts" ints: 0 } arg { name: "ends" ints: 4 } arg { name: "axes" ints: 0 } }
+    op { name: "hi" type: "Slice" input: "p" output: "hi"
+         arg { name: "starts" ints: 4 } arg { name: "ends" ints: 8 } arg { name: "axes" ints: 0 } }
+    op { name: "swap" type: "Concat" input: "hi" input: "lo" output: "q" arg { name: "axis" i: 0 } }
+    op { name: "w" type: "Unsqueeze" input: "q" output: "w" arg { name: "axes" ints: 0 } }
+    op { name: "lstm" type: "LSTM" input: "x" input: "w" input: "rw" output: "y_h"
+         arg { name: "onnx_output_slots" ints: 1 } }
+    op { name: "loss" type: "AveragedLoss" input: "y_h" output: "loss" }
+  )pb"));
+  absl::StatusOr<Graph> g = AddGradientOps(forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Op* grad = FindOp(*g, "LSTMGradient");
+  ASSERT_NE(grad, nullptr);
+  std::vector<std::string> reads;
+  for (ValueId in : grad->inputs) reads.push_back(g->value(in).name);
+  EXPECT_THAT(reads, ::testing::ElementsAre("x", "w_remade", "rw", "y_h_all_steps",
+                                            "y_h_grad"))
+      << absl::StrJoin(reads, ", ");
+  EXPECT_EQ(grad->attributes().GetInts("onnx_input_slots"),
+            (std::vector<int64_t>{0, 1, 2, 8, 10}));
+  EXPECT_EQ(grad->attributes().GetInts("onnx_output_slots"), (std::vector<int64_t>{0, 1, 2}));
+  // The forward LSTM writes Y and Y_h now (no gap left), Y typed [seq, dirs, batch, hidden].
+  const Op* lstm = FindOp(*g, "LSTM");
+  ASSERT_NE(lstm, nullptr);
+  ASSERT_EQ(lstm->outputs.size(), 2u);
+  EXPECT_FALSE(lstm->attributes().Has("onnx_output_slots"));
+  EXPECT_EQ(g->value(lstm->outputs[0]).type->dims, (std::vector<int64_t>{3, 1, 1, 2}));
+  // w's forward copy is read by the forward LSTM alone.
+  const std::optional<ValueId> w = g->FindValue("w");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(g->consumers(*w).size(), 1u);
 }
 
 // Pad: constant mode without crops is a Slice of dY; reflect, edge and negative pads are

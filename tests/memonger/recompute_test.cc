@@ -18,10 +18,12 @@
 #include "gmock/gmock.h"
 #include "graph/gradient_builder.h"
 #include "graph/net_writer.h"
+#include "graph/shape_inference.h"
 #include "gtest/gtest.h"
 #include "memonger/op_flops.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
+#include "tests/test_support.h"
 #include "tests/training_support.h"
 #include "workloads/workloads.h"
 
@@ -300,6 +302,27 @@ TEST(OpFlopsTest, MatrixProductsAndElementwise) {
       EXPECT_EQ(OpFlops(g, op), 4 * 16);
     }
   }
+}
+
+// A bidirectional LSTM: X W^T and H R^T per step and direction, 2 per multiply-add.
+TEST(OpFlopsTest, RecurrentOpsCountBothProducts) {
+  absl::StatusOr<Graph> g = testing::GraphFromText(R"pb(
+    external_input: "x" external_input: "w" external_input: "r"
+    value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 5 } dim { size: 2 }
+                 dim { size: 3 } }
+    value_info { name: "w" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 16 }
+                 dim { size: 3 } role: ROLE_PARAM }
+    value_info { name: "r" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 16 }
+                 dim { size: 4 } role: ROLE_PARAM }
+    value_info { name: "y" dtype: FLOAT has_shape: true dim { size: 5 } dim { size: 2 }
+                 dim { size: 2 } dim { size: 4 } }
+    op { name: "lstm" type: "LSTM" input: "x" input: "w" input: "r" output: "y"
+         arg { name: "direction" s: "bidirectional" } }
+    external_output: "y"
+  )pb");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(graph::InferShapes(*g, graph::ShapeBindings{}).ok());
+  EXPECT_EQ(OpFlops(*g, g->op(0)), 2 * (5 * 2) * (2 * 16) * (3 + 4));
 }
 
 }  // namespace

@@ -34,10 +34,7 @@ KNOWN_GRADIENT_MISMATCHES = {
                 "(resnet18_64px, without such an input, matches)",
 }
 
-KNOWN_TRAINING_REFUSALS = {
-    "lstm_classifier": "no gradient rule for op type LSTM",
-    "gru_tagger": "no gradient rule for op type GRU",
-}
+KNOWN_TRAINING_REFUSALS = {}
 
 
 def _load_outputs(out_dir, stdout):

@@ -299,6 +299,29 @@ GradCase GemmCase(const GemmForm& f) {
   return c;
 }
 
+// A recurrent op's case (RNNGradient, GRUGradient, LSTMGradient): the op named `op_text`
+// writes `outputs` (name, dims), each weighted by its own constant r<k> and averaged; the loss
+// is their Sum, so that every incoming gradient (dY, dY_h, dY_c) is exercised.
+GradCase RecurrentCase(const char* name, std::string params, const std::string& op_text,
+                       const std::vector<std::pair<std::string, std::vector<int64_t>>>& outputs,
+                       uint64_t seed) {
+  GradCase c = Named(name);
+  std::string loss_ops, sum = "op { name: \"total\" type: \"Sum\"";
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const auto& [out, dims] = outputs[k];
+    const std::string r = absl::StrCat("r", k);
+    absl::StrAppend(&params, Typed(out, dims), Constant(r, dims));
+    absl::StrAppend(&loss_ops, "op { name: \"w", k, "\" type: \"Mul\" input: \"", out,
+                    "\" input: \"", r, "\" output: \"m", k, "\" }\n", "op { name: \"mean", k,
+                    "\" type: \"AveragedLoss\" input: \"m", k, "\" output: \"l", k, "\" }\n");
+    absl::StrAppend(&sum, " input: \"l", k, "\"");
+    c.data[r] = Weights(dims, seed + k);
+  }
+  c.net = absl::StrCat(params, op_text, loss_ops, sum, " output: \"loss\" }\n",
+                       "external_output: \"loss\"\nloss: \"loss\"\n");
+  return c;
+}
+
 std::vector<GradCase> Cases() {
   std::vector<GradCase> cases;
   {
@@ -872,6 +895,86 @@ std::vector<GradCase> Cases() {
     )pb", ScaledLoss("y", {3, 4}));
     c.data = {{"r", Weights({3, 4}, 37)}};
     cases.push_back(c);
+  }
+  {
+    // LSTM as nn.LSTM(bidirectional=True) exports it, and what PyTorch does not write besides:
+    // peepholes and initial states that need gradients; sequence_lens omitted (a gap at 4).
+    // S = 4, B = 2, I = 3, H = 3; every output weighted.
+    cases.push_back(RecurrentCase(
+        "lstm_bidirectional_peepholes",
+        absl::StrCat(Param("x", {4, 2, 3}), Param("w", {2, 12, 3}), Param("rw", {2, 12, 3}),
+                     Param("b", {2, 24}), Param("h0", {2, 2, 3}), Param("c0", {2, 2, 3}),
+                     Param("p", {2, 9})),
+        R"pb(op { name: "lstm" type: "LSTM" input: "x" input: "w" input: "rw" input: "b"
+                  input: "h0" input: "c0" input: "p" output: "y" output: "y_h" output: "y_c"
+                  arg { name: "direction" s: "bidirectional" } arg { name: "hidden_size" i: 3 }
+                  arg { name: "onnx_input_slots" ints: 0 ints: 1 ints: 2 ints: 3 ints: 5
+                        ints: 6 ints: 7 } }
+        )pb",
+        {{"y", {4, 2, 2, 3}}, {"y_h", {2, 2, 3}}, {"y_c", {2, 2, 3}}}, 50));
+  }
+  {
+    // LSTM batch-major (layout 1), reversed, rows of lengths 3, 1 and 0 (a row that runs no
+    // step: its Y_h is initial_h), clip 0.7 (gate inputs beyond it get no gradient), Y_h only.
+    GradCase c = RecurrentCase(
+        "lstm_layout1_reverse_lengths_clip",
+        absl::StrCat(Param("x", {3, 3, 2}), Param("w", {1, 8, 2}), Param("rw", {1, 8, 2}),
+                     Decl("lens", "INT32", {3}, "ROLE_INPUT"), Param("h0", {3, 1, 2})),
+        R"pb(op { name: "lstm" type: "LSTM" input: "x" input: "w" input: "rw" input: "lens"
+                  input: "h0" output: "y_h"
+                  arg { name: "direction" s: "reverse" } arg { name: "layout" i: 1 }
+                  arg { name: "clip" f: 0.7 }
+                  arg { name: "onnx_input_slots" ints: 0 ints: 1 ints: 2 ints: 4 ints: 5 }
+                  arg { name: "onnx_output_slots" ints: 1 } }
+        )pb",
+        {{"y_h", {3, 1, 2}}}, 53);
+    c.data["lens"] = {3, 1, 0};
+    cases.push_back(c);
+  }
+  {
+    // GRU as nn.GRU exports it (linear_before_reset), bidirectional, Y and Y_h weighted.
+    cases.push_back(RecurrentCase(
+        "gru_linear_before_reset_bidirectional",
+        absl::StrCat(Param("x", {3, 2, 3}), Param("w", {2, 9, 3}), Param("rw", {2, 9, 3}),
+                     Param("b", {2, 18}), Param("h0", {2, 2, 3})),
+        R"pb(op { name: "gru" type: "GRU" input: "x" input: "w" input: "rw" input: "b"
+                  input: "h0" output: "y" output: "y_h"
+                  arg { name: "direction" s: "bidirectional" } arg { name: "hidden_size" i: 3 }
+                  arg { name: "linear_before_reset" i: 1 }
+                  arg { name: "onnx_input_slots" ints: 0 ints: 1 ints: 2 ints: 3 ints: 5 } }
+        )pb",
+        {{"y", {3, 2, 2, 3}}, {"y_h", {2, 2, 3}}}, 55));
+  }
+  {
+    // GRU of ONNX's default form (r applied before R_h), batch-major, lengths 2 and 3, other
+    // activations (Softsign for the candidate); Y only.
+    GradCase c = RecurrentCase(
+        "gru_reset_before_layout1_lengths",
+        absl::StrCat(Param("x", {2, 3, 2}), Param("w", {1, 9, 2}), Param("rw", {1, 9, 3}),
+                     Param("b", {1, 18}), Decl("lens", "INT32", {2}, "ROLE_INPUT")),
+        R"pb(op { name: "gru" type: "GRU" input: "x" input: "w" input: "rw" input: "b"
+                  input: "lens" output: "y"
+                  arg { name: "layout" i: 1 }
+                  arg { name: "activations" strings: "Sigmoid" strings: "Softsign" } }
+        )pb",
+        {{"y", {2, 3, 1, 3}}}, 57);
+    c.data["lens"] = {2, 3};
+    cases.push_back(c);
+  }
+  {
+    // RNN, bidirectional with a function per direction (Tanh; ScaledTanh with alpha, beta).
+    cases.push_back(RecurrentCase(
+        "rnn_bidirectional_activations",
+        absl::StrCat(Param("x", {3, 2, 2}), Param("w", {2, 3, 2}), Param("rw", {2, 3, 3}),
+                     Param("b", {2, 6})),
+        R"pb(op { name: "rnn" type: "RNN" input: "x" input: "w" input: "rw" input: "b"
+                  output: "y" output: "y_h"
+                  arg { name: "direction" s: "bidirectional" }
+                  arg { name: "activations" strings: "Tanh" strings: "ScaledTanh" }
+                  arg { name: "activation_alpha" floats: 1.3 }
+                  arg { name: "activation_beta" floats: 0.7 } }
+        )pb",
+        {{"y", {3, 2, 2, 3}}, {"y_h", {2, 2, 3}}}, 59));
   }
   return cases;
 }
