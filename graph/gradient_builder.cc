@@ -367,9 +367,10 @@ class Builder {
     return spec.outputs[index];
   }
 
-  // W when input `slot` of MatMul `op` is Transpose(W) of a 2-D W (perm [1, 0] or none) that
-  // needs a gradient and the MatMul has no attributes of its own (no trans_a/trans_b, axes);
-  // nullopt otherwise.
+  // W when input `slot` of MatMul `op` is Transpose(W) swapping W's last two dims (a 2-D
+  // weight, perm [1, 0] or none; or the keys of attention heads, perm [0, 2, 1]) and W needs a
+  // gradient and the MatMul has no attributes of its own (no trans_a/trans_b, axes); nullopt
+  // otherwise.
   std::optional<ValueId> TransposedMatrix(const Op& op, size_t slot) const {
     if (!op.attrs.empty() || slot >= op.inputs.size()) return std::nullopt;
     const Value& b = fwd_.value(op.inputs[slot]);
@@ -380,9 +381,14 @@ class Builder {
       return std::nullopt;
     }
     const ValueId w = transpose.inputs[0];
-    if (fwd_.value(w).type->dims.size() != 2 || !needs_[w]) return std::nullopt;
+    const size_t rank = fwd_.value(w).type->dims.size();
+    if (rank < 2 || !needs_[w]) return std::nullopt;
+    // The last two dims swapped, the batch dims kept (no perm: all reversed, the same for 2-D).
+    std::vector<int64_t> swap(rank);
+    for (size_t k = 0; k < rank; ++k) swap[k] = static_cast<int64_t>(k);
+    std::swap(swap[rank - 1], swap[rank - 2]);
     const std::optional<std::vector<int64_t>> perm = transpose.attributes().GetInts("perm");
-    if (perm.has_value() && *perm != std::vector<int64_t>{1, 0}) return std::nullopt;
+    if (perm.has_value() ? *perm != swap : rank != 2) return std::nullopt;
     return w;
   }
 
@@ -485,9 +491,10 @@ class Builder {
     } else if (t == "MatMul") {
       MG_ASSIGN_OR_RETURN(std::string a, read(0));
       if (std::optional<ValueId> w = TransposedMatrix(op, 1)) {
-        // B = Transpose(W) of a matrix (how exporters write x @ W.T for a Linear on 3-D x):
-        // the gradient reads W with trans_b, so the transposed copy dies after the forward
-        // MatMul instead of living until the backward pass, and W receives dW itself.
+        // B = Transpose(W) of a matrix (how exporters write x @ W.T for a Linear on 3-D x, and
+        // q @ k^T of attention heads): the gradient reads W with trans_b, so the transposed
+        // copy dies after the forward MatMul instead of living until the backward pass, and W
+        // receives dW itself.
         MG_ASSIGN_OR_RETURN(std::string w_name, Read(*w, op));
         Emit("MatMulGradient", name, {*dy[0], a, w_name}, {GradOutput(in(0)), GradOutput(*w)},
              {Attribute{"trans_b", int64_t{1}}});

@@ -62,8 +62,9 @@
 // RNN, GRU, LSTM -> <Op>Gradient (kernels/cpu/rnn_cell.h: the forward inputs, Y, the output
 // gradients; a gradient for each input that needs one): Y, the state of every step, is what it
 // keeps (added to a node that omits it); the gates are recomputed from it.
-// Four patterns keep less than the op-by-op rules would: MatMul(A, Transpose(W)) of a 2-D W
-// reads W with trans_b (the transposed copy dies in the forward pass), and the erf GELU
+// Four patterns keep less than the op-by-op rules would: MatMul(A, Transpose(W)) swapping W's
+// last two dims (a 2-D weight; attention's keys, perm [0, 2, 1]) reads W with trans_b (the
+// transposed copy dies in the forward pass), and the erf GELU
 // exporters write (x * (1 + erf(x / sqrt 2)) * 0.5, intermediates read once, constants in the
 // model's data) is one GeluGradient(dY, x); Slices that cut a value along one axis into pieces
 // covering it once (a weight split into gates) give one Concat of their gradients, not a Pad of

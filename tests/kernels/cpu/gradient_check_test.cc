@@ -364,6 +364,18 @@ std::vector<GradCase> Cases() {
     cases.push_back(c);
   }
   {
+    // Attention scores q @ k^T with k^T a Transpose of the heads' keys (perm [0, 2, 1]): the
+    // gradient reads k with trans_b; the transposed copy gets no gradient of its own.
+    GradCase c = Named("batched_matmul_transposed_keys");
+    c.net = absl::StrCat(Param("q", {2, 3, 4}), Param("k", {2, 5, 4}), Typed("kt", {2, 4, 5}),
+                         R"pb(
+      op { name: "kt" type: "Transpose" input: "k" output: "kt" arg { name: "perm" ints: 0 ints: 2 ints: 1 } }
+      op { name: "scores" type: "MatMul" input: "q" input: "kt" output: "s" }
+    )pb", ScaledLoss("s", {2, 3, 5}));
+    c.data = {{"r", Weights({2, 3, 5}, 3)}};
+    cases.push_back(c);
+  }
+  {
     // LayerNormalization (saved statistics), Add of a broadcast bias (ReduceSum), a residual
     // Add of equal shapes (x reaches the loss twice: the builder Sums the two gradients).
     GradCase c = Named("layernorm_bias_residual");
