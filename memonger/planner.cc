@@ -67,11 +67,17 @@ absl::Status PlaceWithOffsets(const graph::Graph& graph, const Liveness& livenes
     case PlannerKind::kExact: strategy = OffsetStrategy::kExact; break;
     default: break;
   }
+  // No placement fits where the bound does not: one quick valid one answers the caller.
+  if (options.enough_arena_bytes.has_value() && plan.lower_bound_bytes > *options.enough_arena_bytes &&
+      (strategy == OffsetStrategy::kAuto || strategy == OffsetStrategy::kExact)) {
+    strategy = OffsetStrategy::kGreedyBySize;
+  }
   OffsetSolveOptions solve;
   solve.time_limit_seconds = options.time_limit_seconds;
   solve.threads = options.threads;
   solve.exact_progress = options.exact_progress;
   solve.stop = options.stop;
+  solve.enough_height = options.enough_arena_bytes;
   return PlaceOffsets(graph, liveness, strategy, solve, plan);
 }
 

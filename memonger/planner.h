@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,11 @@ struct PlanOptions {
   // reads it where it reads the clock and ends as at the time limit, with the best placement
   // found; the heuristic stages before it still run their share of the limit. nullptr: none.
   const std::atomic<bool>* stop = nullptr;
+  // The offset planners (`auto`, `exact`) for a caller that asks only whether the arena fits
+  // this many bytes (--fit): their searches end at the first placement at most this high, or
+  // once the lower bound shows that none is. The plan is valid; its arena may be above the
+  // lowest (not proven optimal). nullopt: the lowest found in the time limit, as always.
+  std::optional<int64_t> enough_arena_bytes;
 };
 
 absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& options);

@@ -15,9 +15,11 @@
 // weights), at most the budget; the figure the what-if report holds against a budget too.
 //
 // The search assumes that the device bytes never shrink as the value grows (true of the lower
-// bound for most nets, and of a planner that reaches it). It gallops (1, 2, 4, ... from
-// `min_value`) until a value does not fit, then bisects between the last value that fit and
-// the first that did not: O(log answer) plans, never a scan. A later cure's gallop starts at the
+// bound for most nets, and of a planner that reaches it). A net's bytes grow about linearly
+// with a batch or sequence size: from `min_value` and 2 x min_value, the value where their line
+// meets the budget is planned with its neighbour, which settles a linear curve in 4 plans;
+// otherwise it gallops (doubling steps) until a value does not fit and bisects between the last
+// value that fit and the first that did not: O(log answer) plans, never a scan. A later cure's gallop starts at the
 // answer of the one before where that fits (min_value is then not planned), so it plans near
 // it, at values the planner callback has typed already (FindFit keeps those nets). The assumption is checked where it
 // matters: the answer is planned and fits, answer + 1 is planned and does not, and so are the

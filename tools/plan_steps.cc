@@ -294,6 +294,10 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     MG_ASSIGN_OR_RETURN(const graph::Graph* typed_graph, graph_at(value));
     const graph::Graph& g = *typed_graph;
     PlanOptions cure_options = cure.options;
+    // The search asks only whether the value fits: the placement stops once that is decided.
+    MG_ASSIGN_OR_RETURN(const int64_t outside,
+                        OutsideArenaBytes(g, cure_options.liveness, optimizer));
+    cure_options.enough_arena_bytes = ArenaShare(budget, outside);
     OrderSeed& seed = seeded[cure.name];
     if (!seed.ops.empty()) cure_options.order_seeds = {seed.ops};
     cure_options.order_exact_search = seed.exact_search;
@@ -306,11 +310,12 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     MG_ASSIGN_OR_RETURN(FitPoint point, point_of(g, plan));
     if (!cure.recompute || point.device_bytes <= budget) return point;
     // Recomputation aims the arena at what the rest leaves of the budget.
-    const int64_t outside = DeviceBytesOf(plan, optimizer).outside_arena();
     const int64_t arena_budget = ArenaShare(budget, outside);
     const RecomputeOptions r =
         RecomputeOptionsFor(cure.options, RecomputeKind::kAuto, arena_budget);
     MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(g, r));
+    PlanOptions recompute_options = cure.options;
+    recompute_options.enough_arena_bytes = arena_budget;
     if (!choice.fits) {
       // Does not fit: the least it needs is the lowest lower bound recomputation reached.
       point.lower_bound_bytes = choice.lower_bound_bytes;
@@ -319,7 +324,7 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
       return point;
     }
     MG_ASSIGN_OR_RETURN(RecomputedPlan recomputed,
-                        PlanChosenRecomputation(g, cure.options, std::move(choice)));
+                        PlanChosenRecomputation(g, recompute_options, std::move(choice)));
     MG_ASSIGN_OR_RETURN(FitPoint rewritten, point_of(recomputed.graph, recomputed.plan));
     if (const std::optional<RecomputeSummary>& summary = recomputed.plan.recompute) {
       rewritten.recomputed_ops = summary->ops;

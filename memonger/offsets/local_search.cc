@@ -141,6 +141,12 @@ absl::StatusOr<LocalSearchResult> ImproveByLocalSearch(const OffsetProblem& prob
                       util::DeadlineAfter(Clock::now(), options.time_limit_seconds));
 }
 
+bool DecidesEnough(const OffsetProblem& problem, const OffsetSolution& solution,
+                   std::optional<int64_t> enough) {
+  if (!enough.has_value()) return false;
+  return solution.height <= *enough || OffsetLowerBound(problem) > *enough;
+}
+
 absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& problem,
                                                           const LocalSearchOptions& options,
                                                           PortfolioProgress* portfolio) {
@@ -160,7 +166,8 @@ absl::StatusOr<OffsetSolution> PlanBestFitWithLocalSearch(const OffsetProblem& p
                                                 time_shares::kPortfolioStarts, options.threads));
   PortfolioProgress progress{start.settled_runs, start.first_run_seconds};
   if (portfolio != nullptr) *portfolio = progress;
-  if (start.solution.proven_optimal || start.first_run_cut || Clock::now() >= deadline) {
+  if (start.solution.proven_optimal || start.first_run_cut || Clock::now() >= deadline ||
+      DecidesEnough(problem, start.solution, options.enough_height)) {
     return std::move(start.solution);
   }
   // The hill climber gets half of what is left (on a small problem it ends at its iteration cap

@@ -52,7 +52,15 @@ struct LocalSearchOptions {
   // have without windows: cut at a sixteenth of 2 s, S_1's portfolio left 1.016 instead of
   // 1.0012, and a first pass cut at a quarter of a short limit is far above the bound.
   std::optional<double> portfolio_time_limit_seconds;
+  // PlanBestFitWithLocalSearch: no search after the portfolio where its placement already
+  // decides whether the height is at most this (DecidesEnough). nullopt: search on.
+  std::optional<int64_t> enough_height;
 };
+
+// True when `enough` is given and `solution` already answers "is the height at most enough?":
+// its height is, or the problem's lower bound is above it (no placement is). O(items log items).
+bool DecidesEnough(const OffsetProblem& problem, const OffsetSolution& solution,
+                   std::optional<int64_t> enough);
 
 struct LocalSearchResult {
   OffsetSolution solution;  // proven_optimal when the height reached the lower bound

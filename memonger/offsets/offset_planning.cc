@@ -78,6 +78,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   } else {
     // Its share of the limit, or all of it where nothing exact would search (too many items).
     local.threads = options.threads;
+    local.enough_height = options.enough_height;
     local.time_limit_seconds =
         windows ? limit.Share(time_shares::kLocalSearchBeforeWindows).limit_seconds()
                 : limit.limit_seconds();
@@ -88,6 +89,7 @@ absl::StatusOr<OffsetSolution> SolveOffsetProblem(const OffsetProblem& problem,
   // A cut first pass means the limit is spent: the exact search would only check the incumbent
   // again (O(n log n), a tenth of a second on a million items) and return it.
   if (incumbent.proven_optimal || incumbent.cut_pass_seconds_short > 0) return incumbent;
+  if (DecidesEnough(problem, incumbent, options.enough_height)) return incumbent;
   ExactOffsetsOptions exact;
   // The stretch around the busiest step, solved exactly on its own: the far slacker steps
   // elsewhere often take the rest greedily. With half of the time left where the branch and
@@ -397,6 +399,7 @@ absl::StatusOr<std::vector<OffsetSolution>> SolveOffsetProblems(
   for (const DeviceOffsetProblem& p : problems) {
     OffsetSolveOptions left = options;
     left.time_limit_seconds = limit.SecondsLeft();
+    if (problems.size() != 1) left.enough_height.reset();
     MG_ASSIGN_OR_RETURN(OffsetSolution s, SolveOffsetProblem(p.problem, strategy, left));
     solutions.push_back(std::move(s));
   }

@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -69,6 +70,11 @@ struct OffsetSolveOptions {
   std::function<void(const ExactProgress&)> exact_progress;
   // kExact and kAuto: the caller's request to stop the branch and bound (ExactOffsetsOptions).
   const std::atomic<bool>* stop = nullptr;
+  // kExact and kAuto with one device's problem: the searches after the best-fit portfolio are
+  // skipped once a placement at most this high is found, or once OffsetLowerBound exceeds it
+  // (PlanOptions::enough_arena_bytes: the caller asks only whether the arena fits). With
+  // several devices the regions stack, so no one region's height decides: not applied.
+  std::optional<int64_t> enough_height;
 };
 
 // One device's classes as a raw problem: item i is the alias class rooted at roots[i].

@@ -130,6 +130,31 @@ TEST(PlanMemoryTest, Resnet50TrainingPlans) {
   EXPECT_LT(arena[2], arena[1]);
 }
 
+// A caller asking only whether the arena fits (--fit): each answer is a verified plan that
+// says the same as the full search. A threshold at or above the full search's arena gets an
+// arena within it; one below the lower bound gets a valid plan above it, whichever is quick.
+TEST(PlanMemoryTest, EnoughArenaBytesDecidesFittingAsTheFullSearchDoes) {
+  absl::StatusOr<Graph> g =
+      graph::BuildWorkload(*graph::ParseWorkloadSpec("resnet50:batch=2,image=64,mode=training"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  PlanOptions options;
+  options.memonger.mode = Mode::kTraining;
+  options.time_limit_seconds = 0.5;
+  absl::StatusOr<Plan> full = PlanMemory(*g, options);
+  ASSERT_TRUE(full.ok()) << full.status();
+  for (const int64_t enough :
+       {full->arena_bytes, full->arena_bytes * 2, full->lower_bound_bytes - 1, int64_t{0}}) {
+    SCOPED_TRACE(enough);
+    PlanOptions asked = options;
+    asked.enough_arena_bytes = enough;
+    absl::StatusOr<Plan> plan = PlanMemory(*g, asked);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);
+    EXPECT_EQ(plan->arena_bytes <= enough, full->arena_bytes <= enough);
+    EXPECT_GE(plan->arena_bytes, plan->lower_bound_bytes);
+  }
+}
+
 TEST(PlanMemoryTest, RejectsBadOptions) {
   const Graph g = Chain();
   PlanOptions options;

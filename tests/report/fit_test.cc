@@ -82,6 +82,29 @@ TEST(FitTest, FindsTheLargestValueOfAMonotoneCurveInLogarithmicPlans) {
   }
 }
 
+// Bytes that grow linearly, as a net's with its batch: the line through the first two values
+// gives the answer, settled by its neighbour: 4 plans and the probes, whatever the answer.
+TEST(FitTest, ALinearCurveIsSettledInFourPlans) {
+  for (int64_t budget : {5000, 123457, 987654321}) {
+    for (int64_t slope : {1, 37, 4096}) {
+      SCOPED_TRACE(absl::StrCat(budget, " ", slope));
+      int calls = 0;
+      absl::StatusOr<FitResult> fit = FindLargestFit(
+          Search(budget), Curve([=](int64_t v) { return 1000 + slope * v; }, INT64_MAX, &calls));
+      ASSERT_TRUE(fit.ok()) << fit.status();
+      const FitRow& row = fit->rows[0];
+      if ((budget - 1000) / slope == 0) {  // not even 1 fits
+        EXPECT_FALSE(row.largest.has_value());
+        continue;
+      }
+      ASSERT_TRUE(row.largest.has_value());
+      EXPECT_EQ(*row.largest, (budget - 1000) / slope);
+      EXPECT_EQ(row.above->value, *row.largest + 1);
+      EXPECT_LE(calls, 4 + kFitProbes);
+    }
+  }
+}
+
 // Bytes that do not grow with the value: every 8th value (v % 8 == 7) needs half, as the
 // efficient attention kernel does where the bias rows need no padded copy. The contiguous answer
 // is still found, the probes past it see the 8th values fit, and the search along them finds
