@@ -515,21 +515,30 @@ absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
       best = std::move(sqrt_segments);
       choice.method = "segments";
     }
+    auto settled = [&] { return options.first_fit && best.peak <= budget; };
+    // The other segment lengths: one evaluation each.
+    auto segments = [&] {
+      for (int k = 1; k <= n && Clock::now() < deadline && !settled(); ++k) {
+        if (k == sqrt_length) continue;
+        Candidate c = chooser.Segments(k);
+        if (better(c, best)) {
+          best = std::move(c);
+          choice.method = "segments";
+        }
+      }
+    };
+    // first_fit: the cheap evaluations before the greedy's rounds over every candidate.
+    if (options.first_fit) segments();
     const Clock::time_point greedy_deadline = Clock::now() + (deadline - Clock::now()) / 2;
-    Candidate greedy = chooser.Greedy(budget, greedy_deadline);
-    if (better(greedy, best)) {
-      best = std::move(greedy);
-      choice.method = "greedy";
-    }
-    for (int k = 1; k <= n && Clock::now() < deadline; ++k) {
-      if (k == sqrt_length) continue;
-      Candidate c = chooser.Segments(k);
-      if (better(c, best)) {
-        best = std::move(c);
-        choice.method = "segments";
+    if (!settled()) {
+      Candidate greedy = chooser.Greedy(budget, greedy_deadline);
+      if (better(greedy, best)) {
+        best = std::move(greedy);
+        choice.method = "greedy";
       }
     }
-    if (n <= options.max_exact_candidates) {
+    if (!options.first_fit) segments();
+    if (n <= options.max_exact_candidates && !settled()) {
       Candidate exact = best.peak <= budget ? best : Candidate{{}, 0, INT64_MAX};
       const bool finished = chooser.Exact(budget, exact);
       if (exact.flops < best.flops || best.peak > budget) {

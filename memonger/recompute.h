@@ -79,6 +79,10 @@ struct RecomputeOptions {
   LivenessOptions liveness;   // as the plan's
   double time_limit_seconds = 1;
   int max_exact_candidates = 24;
+  // auto: the first choice of the portfolio that fits (sqrt segments, the other segment
+  // lengths, greedy: the cheap evaluations first) ends the search: whether recomputation fits, not its fewest FLOPs
+  // (--fit asks that at every value it tries, and the FLOPs only at its answer).
+  bool first_fit = false;
 };
 
 struct RecomputeChoice {

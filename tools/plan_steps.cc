@@ -287,6 +287,9 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     bool exact_search = true;
   };
   std::map<std::string, OrderSeed> seeded;  // by cure
+  // The recompute cure asks at each value only whether some choice fits (the first the
+  // portfolio finds), and for the fewest FLOPs once, at its answer.
+  bool fewest_flops = false;
   auto plan_at = [&](int64_t value, const FitCure& cure) -> absl::StatusOr<FitPoint> {
     if (options.stop != nullptr && options.stop->load()) {
       return absl::CancelledError("--fit: stopped");
@@ -311,8 +314,8 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     if (!cure.recompute || point.device_bytes <= budget) return point;
     // Recomputation aims the arena at what the rest leaves of the budget.
     const int64_t arena_budget = ArenaShare(budget, outside);
-    const RecomputeOptions r =
-        RecomputeOptionsFor(cure.options, RecomputeKind::kAuto, arena_budget);
+    RecomputeOptions r = RecomputeOptionsFor(cure.options, RecomputeKind::kAuto, arena_budget);
+    r.first_fit = !fewest_flops;
     MG_ASSIGN_OR_RETURN(RecomputeChoice choice, ChooseRecomputation(g, r));
     PlanOptions recompute_options = cure.options;
     recompute_options.enough_arena_bytes = arena_budget;
@@ -333,7 +336,24 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     }
     return rewritten;
   };
-  return FindLargestFit(search, plan_at);
+  MG_ASSIGN_OR_RETURN(FitResult fit, FindLargestFit(search, plan_at));
+  fewest_flops = true;
+  for (size_t k = 0; k < fit.rows.size(); ++k) {
+    FitRow& row = fit.rows[k];
+    if (!search.cures[k].recompute || !row.at_largest.has_value() ||
+        row.at_largest->recomputed_ops == 0) {
+      continue;
+    }
+    MG_ASSIGN_OR_RETURN(FitPoint cheapest, plan_at(*row.largest, search.cures[k]));
+    // The fewest-FLOPs choice fits too where its search ran as far (the time limit may cut it):
+    // else the first that fit stands.
+    if (cheapest.device_bytes <= budget) {
+      cheapest.value = *row.largest;
+      row.at_largest = cheapest;
+    }
+    ++row.plans;
+  }
+  return fit;
 }
 
 GraphAt RangeGraphAt(const NetSource& given_source) {

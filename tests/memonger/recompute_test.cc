@@ -220,6 +220,34 @@ TEST(RecomputeTest, ChainAndResidualNetsFitOrSayTheBudgetIsInfeasible) {
   }
 }
 
+// first_fit (what --fit asks at every value): it fits exactly where the full search fits, its
+// choice is a real one (the rewritten net's bound is the one it says), and the full search's
+// FLOPs are never more.
+TEST(RecomputeTest, FirstFitFitsWhereTheFullSearchDoes) {
+  for (bool residual : {false, true}) {
+    const Graph g = ChainNet(32, residual);
+    SCOPED_TRACE(g.name());
+    RecomputeOptions options;
+    const int64_t lower_bound = LivenessLowerBound(g, options);
+    for (int percent : {20, 50, 70, 90}) {
+      SCOPED_TRACE(percent);
+      options.kind = RecomputeKind::kAuto;
+      options.budget_bytes = lower_bound * percent / 100;
+      options.time_limit_seconds = 0.5;
+      absl::StatusOr<RecomputeChoice> full = ChooseRecomputation(g, options);
+      RecomputeOptions first = options;
+      first.first_fit = true;
+      absl::StatusOr<RecomputeChoice> quick = ChooseRecomputation(g, first);
+      ASSERT_TRUE(full.ok() && quick.ok());
+      EXPECT_EQ(quick->fits, full->fits);
+      absl::StatusOr<Graph> rewritten = ApplyRecomputation(g, quick->ops);
+      ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+      EXPECT_EQ(LivenessLowerBound(*rewritten, options), quick->lower_bound_bytes);
+      if (full->fits) EXPECT_LE(full->extra_flops, quick->extra_flops);
+    }
+  }
+}
+
 TEST(RecomputeTest, ExactNeverCostsMoreThanSqrtAtItsLowerBound) {
   for (int layers : {4, 6, 8, 10}) {
     for (bool residual : {false, true}) {
