@@ -47,13 +47,8 @@ absl::Status RunRecurrent(const KernelArgs& args, Cell cell) {
   const int per_direction = static_cast<int>(s.activations.size()) / s.directions;
 
   MG_ASSIGN_OR_RETURN(const std::vector<int64_t> lens, SequenceLengths(args, s));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> x, LoadAll(args, 0, 0));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> w, LoadAll(args, 1, 0));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> r, LoadAll(args, 2, 0));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> bias, LoadAll(args, s.b, dirs * 2 * GH));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> h0, LoadAll(args, s.initial_h, dirs * B * H));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> c0, LoadAll(args, s.initial_c, dirs * B * H));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> peep, LoadAll(args, s.peepholes, dirs * 3 * H));
+  MG_ASSIGN_OR_RETURN(const RnnInputs in, LoadInputs(args, s));
+  const auto& [x, w, r, bias, h0, c0, peep] = in;
   const std::vector<float> x_rows = StepMajorRows(s, x);
   auto y_at = [&](int64_t t, int64_t d, int64_t b) { return s.YAt(t, d, b); };
   auto state_at = [&](int64_t d, int64_t b) { return s.StateAt(d, b); };

@@ -66,13 +66,8 @@ absl::Status RunRecurrentGradient(const KernelArgs& args, Cell cell) {
   const bool lbr = s.linear_before_reset;
 
   MG_ASSIGN_OR_RETURN(const std::vector<int64_t> lens, SequenceLengths(args, s));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> x, LoadAll(args, 0, 0));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> w, LoadAll(args, 1, 0));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> r, LoadAll(args, 2, 0));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> bias, LoadAll(args, s.b, dirs * 2 * GH));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> h0, LoadAll(args, s.initial_h, dirs * B * H));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> c0, LoadAll(args, s.initial_c, dirs * B * H));
-  MG_ASSIGN_OR_RETURN(const std::vector<float> peep, LoadAll(args, s.peepholes, dirs * 3 * H));
+  MG_ASSIGN_OR_RETURN(const RnnInputs in, LoadInputs(args, s));
+  const auto& [x, w, r, bias, h0, c0, peep] = in;
   MG_ASSIGN_OR_RETURN(const std::vector<float> y, LoadAll(args, s.y, 0));
   MG_ASSIGN_OR_RETURN(const std::vector<float> dy, LoadAll(args, s.dy, 0));
   MG_ASSIGN_OR_RETURN(const std::vector<float> dy_h, LoadAll(args, s.dy_h, dirs * B * H));

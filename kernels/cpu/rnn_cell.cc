@@ -342,6 +342,19 @@ absl::StatusOr<std::vector<int64_t>> SequenceLengths(const KernelArgs& args, con
   return lens;
 }
 
+absl::StatusOr<RnnInputs> LoadInputs(const KernelArgs& args, const RnnSpec& s) {
+  const int64_t state = s.directions * s.batch * s.hidden;
+  RnnInputs in;
+  MG_ASSIGN_OR_RETURN(in.x, LoadAll(args, 0, 0));
+  MG_ASSIGN_OR_RETURN(in.w, LoadAll(args, 1, 0));
+  MG_ASSIGN_OR_RETURN(in.r, LoadAll(args, 2, 0));
+  MG_ASSIGN_OR_RETURN(in.bias, LoadAll(args, s.b, s.directions * 2 * s.GateWidth()));
+  MG_ASSIGN_OR_RETURN(in.initial_h, LoadAll(args, s.initial_h, state));
+  MG_ASSIGN_OR_RETURN(in.initial_c, LoadAll(args, s.initial_c, state));
+  MG_ASSIGN_OR_RETURN(in.peepholes, LoadAll(args, s.peepholes, s.directions * 3 * s.hidden));
+  return in;
+}
+
 absl::StatusOr<std::vector<float>> LoadAll(const KernelArgs& args, int index, int64_t count) {
   if (index < 0) return std::vector<float>(static_cast<size_t>(count), 0.0f);
   MG_ASSIGN_OR_RETURN(FloatLoader load, LoaderFor(args, *args.input_types[index]));

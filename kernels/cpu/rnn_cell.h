@@ -81,6 +81,12 @@ absl::StatusOr<RnnSpec> ResolveRnn(const KernelArgs& args, Cell cell, bool gradi
 // Every row's sequence length (sequence_lens, or seq for all rows), each checked in [0, seq].
 absl::StatusOr<std::vector<int64_t>> SequenceLengths(const KernelArgs& args, const RnnSpec& s);
 
+// The forward inputs as float32, an omitted one as zeros (B, initial states, peepholes).
+struct RnnInputs {
+  std::vector<float> x, w, r, bias, initial_h, initial_c, peepholes;
+};
+absl::StatusOr<RnnInputs> LoadInputs(const KernelArgs& args, const RnnSpec& s);
+
 // All of input `index` as float32 (zeros of `count` elements when the input is omitted).
 absl::StatusOr<std::vector<float>> LoadAll(const KernelArgs& args, int index, int64_t count);
 
