@@ -182,9 +182,8 @@ class Builder {
   }
 
   // The blob name of forward value `v` for a backward op to read: only its latest version is
-  // still there when the backward pass runs. A value that moves (Rearranged) give back is
-  // made again for the reader instead: a copy of it made at the reader, not kept from the
-  // forward pass.
+  // still there when the backward pass runs. A Rearranged value is made again at the reader
+  // instead of kept from the forward pass.
   absl::StatusOr<std::string> Read(ValueId v, const Op& op) {
     const Value& value = fwd_.value(v);
     const std::optional<ValueId> latest = fwd_.FindValue(value.name);
@@ -209,8 +208,9 @@ class Builder {
     if (known != rearranged_.end()) return known->second;
     bool& result = rearranged_[v];
     const Value& value = fwd_.value(v);
-    if (value.producer == kNone) {
-      result = value.role == Role::kParam || value.role == Role::kConstant;
+    if (value.producer == kNone) {  // static data, never overwritten
+      result = (value.role == Role::kParam || value.role == Role::kConstant) &&
+               fwd_.Versions(value.name).size() == 1;
       return result;
     }
     const Op& op = fwd_.op(value.producer);
@@ -278,7 +278,6 @@ class Builder {
     const std::vector<int64_t>& dims = fwd_.value(x).type->dims;
     int64_t axis = -1;
     std::vector<std::pair<int64_t, OpId>> pieces;  // (first index, reader)
-    int64_t covered = 0;
     for (const OpId reader : readers) {
       const Op& slice = fwd_.op(reader);
       if (slice.type != "Slice" || slice.inputs.empty() || slice.inputs[0] != x) return result;
@@ -294,7 +293,6 @@ class Builder {
       }
       if (axis == -1) return result;  // a full copy: no tiling
       pieces.push_back({b.first[axis], reader});
-      covered += b.count[axis];
     }
     std::sort(pieces.begin(), pieces.end());
     int64_t next = 0;
@@ -302,7 +300,7 @@ class Builder {
       if (first != next) return result;  // a gap or an overlap
       next += fwd_.value(fwd_.op(reader).outputs[0]).type->dims[axis];
     }
-    if (next != dims[axis] || covered != dims[axis]) return result;
+    if (next != dims[axis]) return result;
     std::vector<OpId> order;
     for (const auto& piece : pieces) order.push_back(piece.second);
     result = std::make_pair(axis, std::move(order));

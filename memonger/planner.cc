@@ -68,8 +68,9 @@ absl::Status PlaceWithOffsets(const graph::Graph& graph, const Liveness& livenes
     default: break;
   }
   // No placement fits where the bound does not: one quick valid one answers the caller.
-  if (options.enough_arena_bytes.has_value() && plan.lower_bound_bytes > *options.enough_arena_bytes &&
-      (strategy == OffsetStrategy::kAuto || strategy == OffsetStrategy::kExact)) {
+  const bool searching = strategy == OffsetStrategy::kAuto || strategy == OffsetStrategy::kExact;
+  if (searching && options.enough_arena_bytes.has_value() &&
+      plan.lower_bound_bytes > *options.enough_arena_bytes) {
     strategy = OffsetStrategy::kGreedyBySize;
   }
   OffsetSolveOptions solve;
