@@ -3,10 +3,12 @@
 #include <optional>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "graph/in_place.h"
 #include "kernels/verify_kernels.h"
@@ -277,7 +279,8 @@ absl::Status Executor::RunVerify() {
   return absl::OkStatus();
 }
 
-absl::Status Executor::Run(const KernelTable& kernels, int threads) {
+absl::StatusOr<std::vector<const Kernel*>> Executor::KernelsOfSteps(
+    const KernelTable& kernels) const {
   std::vector<const Kernel*> kernel_of_step(schedule_.size(), nullptr);
   // Every op type without a kernel is named at once, before any op runs: a user adding
   // kernels (or choosing another runtime) learns the whole list from one run.
@@ -311,6 +314,19 @@ absl::Status Executor::Run(const KernelTable& kernels, int threads) {
         "no kernel for ", missing.size() == 1 ? "op type " : "op types ", list,
         "; the kernel table has ", kernels.size(), " kernels"));
   }
+  return kernel_of_step;
+}
+
+absl::Status Executor::Run(const KernelTable& kernels, int threads) {
+  // The kernels run at the types the plan holds: at an upper bound they would compute over
+  // elements a run does not have and hand on wrong values (RunMeasuring runs such a net).
+  if (const auto& sizes = graph_->data_dependent_sizes(); !sizes.empty()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "the net has ", sizes.size(),
+        " values whose sizes depend on tensor values (first '", sizes[0].value, "': ",
+        sizes[0].why, "), planned at upper bounds; the executor runs fixed sizes only"));
+  }
+  MG_ASSIGN_OR_RETURN(const std::vector<const Kernel*> kernel_of_step, KernelsOfSteps(kernels));
   KernelArgs args;
   args.device = device();
   args.threads = std::max(threads, 1);
@@ -336,6 +352,157 @@ absl::Status Executor::Run(const KernelTable& kernels, int threads) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status Executor::CheckTyping(const graph::Graph& typing, std::vector<ValueId>& id_of,
+                                   std::vector<std::byte*>& address,
+                                   std::vector<Arena>& extras) const {
+  id_of.assign(typing.num_values(), kNone);
+  address.assign(typing.num_values(), nullptr);
+  for (ValueId v = 0; v < typing.num_values(); ++v) {
+    const graph::Value& value = typing.value(v);
+    MG_ASSIGN_OR_RETURN(const int64_t bytes, graph::ValueByteSize(value));
+    const std::optional<ValueId> planned = graph_->FindValue(value.name);
+    if (!planned.has_value()) {
+      const graph::StaticData* all = typing.static_data();
+      auto data = all != nullptr ? all->find(value.name) : graph::StaticData::const_iterator();
+      if (value.producer != kNone || all == nullptr || data == all->end()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "at the sizes this run measured, the net has ", graph::RoleName(value.role), " '",
+            value.name, "', which the plan (made at the upper bounds) does not hold: an If on "
+            "a size took the other branch, or folding went another way"));
+      }
+      MG_ASSIGN_OR_RETURN(Arena own, Arena::Create(Device::kHost, bytes));
+      std::memcpy(own.base(), data->second.bytes.data(), data->second.bytes.size());
+      address[v] = own.base();
+      extras.push_back(std::move(own));
+      continue;
+    }
+    id_of[v] = *planned;
+    address[v] = ValueAddress(*planned);
+    if (bytes > Bytes(*planned)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "value '", value.name, "' needs ", bytes, " bytes (",
+          graph::TensorTypeToString(*value.type), ") at the sizes this run measured; the plan, "
+          "made at the upper bounds, gives it ", Bytes(*planned), " (",
+          graph::TensorTypeToString(*graph_->value(*planned).type), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<graph::Graph> Executor::RunMeasuring(const KernelTable& kernels, int threads,
+                                                    const Retype& retype) {
+  if (device() != Device::kHost) {
+    return absl::UnimplementedError(
+        "a net with data-dependent sizes runs on the host only (its sizes are read back "
+        "between its ops)");
+  }
+  MG_ASSIGN_OR_RETURN(const std::vector<const Kernel*> kernel_of_step, KernelsOfSteps(kernels));
+  graph::Graph typing = *graph_;
+  std::vector<ValueId> id_of;          // typing's value -> the planned net's
+  std::vector<std::byte*> address;     // typing's value -> its memory
+  std::vector<Arena> extras;           // constants the plan does not hold
+  MG_RETURN_IF_ERROR(CheckTyping(typing, id_of, address, extras));
+  absl::flat_hash_map<std::string, std::vector<int64_t>> measured;
+  size_t measured_at_typing = 0;
+  std::vector<bool> computed(graph_->num_values(), false);
+  for (ValueId v = 0; v < graph_->num_values(); ++v) {
+    computed[v] = graph_->value(v).producer == kNone;
+  }
+  std::vector<std::vector<int64_t>> dims;
+  KernelArgs args;
+  args.device = device();
+  args.threads = std::max(threads, 1);
+  absl::flat_hash_set<std::string> bounded;
+  auto note_bounded = [&] {
+    bounded.clear();
+    for (const graph::DataDependentSize& d : typing.data_dependent_sizes()) bounded.insert(d.value);
+  };
+  note_bounded();
+  // Strictly in schedule order: the plan's lifetimes are the schedule's, so an op run early or
+  // late could find its memory given to another value.
+  for (size_t step = 0; step < schedule_.size();) {
+    const graph::Op& planned_op = graph_->op(schedule_[step]);
+    // The op in this typing, found by its first output.
+    const std::optional<ValueId> first =
+        planned_op.outputs.empty() ? std::nullopt
+                                   : typing.FindValue(graph_->value(planned_op.outputs[0]).name);
+    if (!first.has_value() || typing.value(*first).producer == kNone) {
+      ++step;  // gone at these sizes (folded, or a branch not taken)
+      continue;
+    }
+    const graph::Op& op = typing.op(typing.value(*first).producer);
+    bool ready = true;
+    for (ValueId in : op.inputs) {
+      ready = ready && (id_of[in] == kNone || computed[id_of[in]]) &&
+              !typing.SizedFromBound(typing.value(in).name);
+    }
+    bool measures = false;
+    for (ValueId out : op.outputs) {
+      const std::string& name = typing.value(out).name;
+      measures = measures || bounded.contains(name);
+      // A value derived from a bound without reading one: an If's branch a bound chose.
+      ready = ready && (bounded.contains(name) || !typing.SizedFromBound(name));
+    }
+    if (!ready) {
+      if (measured.size() == measured_at_typing) {
+        return absl::InternalError(absl::StrCat(
+            op.Label(), " (step ", step, ") cannot run: what it reads is sized by bounds that "
+            "nothing before it measures"));
+      }
+      MG_ASSIGN_OR_RETURN(typing, retype(measured));
+      measured_at_typing = measured.size();
+      MG_RETURN_IF_ERROR(CheckTyping(typing, id_of, address, extras));
+      note_bounded();
+      // Constants folded from a bound (a TopK's k) hold the new typing's numbers now.
+      for (ValueId v = 0; v < typing.num_values(); ++v) {
+        const graph::Value& value = typing.value(v);
+        if (value.producer != kNone || !graph::IsStatic(value.role) || id_of[v] == kNone ||
+            !graph_->SizedFromBound(value.name)) {
+          continue;
+        }
+        const graph::TensorData* data = nullptr;
+        if (const graph::StaticData* all = typing.static_data(); all != nullptr) {
+          if (auto it = all->find(value.name); it != all->end()) data = &it->second;
+        }
+        if (data == nullptr) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "the net retyped at the measured sizes holds no data for constant '", value.name,
+              "'"));
+        }
+        std::memcpy(address[v], data->bytes.data(), data->bytes.size());
+      }
+      continue;  // this step again, in the new typing
+    }
+    args.op = &op;
+    args.inputs.clear();
+    args.input_types.clear();
+    args.outputs.clear();
+    args.output_types.clear();
+    for (ValueId in : op.inputs) {
+      args.inputs.push_back(address[in]);
+      args.input_types.push_back(&*typing.value(in).type);
+    }
+    for (ValueId out : op.outputs) {
+      args.outputs.push_back(address[out]);
+      args.output_types.push_back(&*typing.value(out).type);
+    }
+    dims.assign(op.outputs.size(), {});
+    args.measured_dims = measures ? &dims : nullptr;
+    const absl::Status status = (*kernel_of_step[step])(args);
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat(op.Label(), " (step ", step, "): ",
+                                                      status.message()));
+    }
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      const std::string& name = typing.value(op.outputs[k]).name;
+      computed[id_of[op.outputs[k]]] = true;
+      if (measures && bounded.contains(name)) measured[name] = dims[k];
+    }
+    ++step;
+  }
+  return typing;
 }
 
 }  // namespace memonger::alloc

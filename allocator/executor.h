@@ -83,6 +83,28 @@ class Executor {
   // caller wrote at ValueAddress() before the call.
   absl::Status Run(const KernelTable& kernels, int threads = 1);
 
+  // The net typed with the sizes a run has measured so far (value name -> dims) for its
+  // data-dependent outputs, the others still at their bounds (graph/onnx/onnx_import.h,
+  // OnnxImportOptions::measured_sizes): the same ops and names as the planned net.
+  using Retype = std::function<absl::StatusOr<graph::Graph>(
+      const absl::flat_hash_map<std::string, std::vector<int64_t>>& measured)>;
+
+  // Runs a net with data-dependent sizes (graph::DataDependentSizes) in the plan made at their
+  // upper bounds, on the host. In schedule order, an op runs once everything it reads is
+  // computed and final (not derived from a bound, Graph::SizedFromBound), its types taken from
+  // the current typing; a data-dependent op measures its outputs (KernelArgs::measured_dims).
+  // When nothing more can run, `retype` types the net with the sizes measured so far: every
+  // value must then fit the bytes the plan gave it, and constants folded from a bound (a
+  // TopK's k) are rewritten from the new typing's data. A constant only the new typing has (the
+  // empty result of an If's other branch: `if boxes.numel() == 0`) gets memory of its own.
+  // Returns the last typing, whose types are the outputs' real ones.
+  //   ResourceExhausted: a value larger at the measured sizes than the plan holds;
+  //   FailedPrecondition: the measured sizes take the net another way (an If's other branch)
+  //                       with activations the plan does not hold;
+  //   else as Run.
+  absl::StatusOr<graph::Graph> RunMeasuring(const KernelTable& kernels, int threads,
+                                            const Retype& retype);
+
   // Where value `id` lives: base + offset for values in the arena, else its static memory.
   std::byte* ValueAddress(graph::ValueId id) const;
   bool InArena(graph::ValueId id) const { return offset_of_value_[id] != kNoOffset; }
@@ -102,6 +124,13 @@ class Executor {
       : graph_(&graph), arena_(&arena), static_arena_(std::move(static_arena)) {}
 
   int64_t Bytes(graph::ValueId id) const { return bytes_[id]; }
+  // The kernel of every step, or Unimplemented naming every op type without one.
+  absl::StatusOr<std::vector<const Kernel*>> KernelsOfSteps(const KernelTable& kernels) const;
+  // Checks `typing` (a retyped net) against the plan, as RunMeasuring says, and gives each of
+  // its values an address (`address[v]`) and the planned net's id (`id_of[v]`; kNone for a
+  // constant the plan does not hold, which gets memory of its own in `extras`, filled).
+  absl::Status CheckTyping(const graph::Graph& typing, std::vector<graph::ValueId>& id_of,
+                           std::vector<std::byte*>& address, std::vector<Arena>& extras) const;
   // Whether output 0 of `op` takes exactly the bytes of its input `in` where graph/in_place.h
   // allows it (in-place reuse of a dying input): verify mode expects `in` overwritten there.
   bool TakesBytesOf(const graph::Op& op, graph::ValueId in) const;

@@ -115,7 +115,22 @@ absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan
   }
 
   const auto start = std::chrono::steady_clock::now();
-  if (target.kernels != nullptr) {
+  // A net with data-dependent sizes runs measuring them; its outputs have the measured types.
+  std::optional<graph::Graph> measured;
+  if (!graph.data_dependent_sizes().empty() && options.retype) {
+    if (target.kernels != nullptr) {
+      return absl::UnimplementedError(
+          "a net with data-dependent sizes runs on the host's CPU kernels only");
+    }
+    int retypes = 0;
+    auto counting = [&](const auto& sizes) {
+      ++retypes;
+      return options.retype(sizes);
+    };
+    KernelTable kernels = MakeCpuKernelTable();
+    MG_ASSIGN_OR_RETURN(measured, executor.RunMeasuring(kernels, options.threads, counting));
+    report.retypes = retypes;
+  } else if (target.kernels != nullptr) {
     MG_RETURN_IF_ERROR(executor.Run(*target.kernels, options.threads));
     if (target.finish) MG_RETURN_IF_ERROR(target.finish());
   } else {
@@ -164,7 +179,10 @@ absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan
     }
   }
   for (graph::ValueId id : outputs) {
-    const graph::Value& v = graph.value(id);
+    const graph::Value& planned = graph.value(id);
+    const std::optional<graph::ValueId> now =
+        measured.has_value() ? measured->FindValue(planned.name) : std::nullopt;
+    const graph::Value& v = now.has_value() ? measured->value(*now) : planned;
     HostRunOutput out;
     out.name = v.name;
     out.type = *v.type;

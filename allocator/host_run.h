@@ -56,6 +56,10 @@ struct HostRunOptions {
   // Threads the host kernels may use (KernelArgs::threads): the outputs are the same bytes for
   // any count.
   int threads = 1;
+  // For a net with data-dependent sizes (graph::DataDependentSizes): how the run retypes it as
+  // it measures them (Executor::RunMeasuring); the outputs then have the sizes measured. Null:
+  // such a net is refused.
+  Executor::Retype retype;
 };
 
 struct HostRunOutput {
@@ -72,6 +76,7 @@ struct HostRunReport {
   std::vector<std::string> seeded_statics;  // params/constants seeded for lack of data
   std::vector<HostRunOutput> outputs;       // the graph outputs, in order, each once
   double kernel_seconds = 0;                // time spent in Executor::Run
+  int retypes = 0;  // how often a run with data-dependent sizes retyped the net
 };
 
 // Errors: those of Arena::Create, Executor::Create, Executor::Run (an op without a kernel is

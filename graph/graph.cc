@@ -73,10 +73,27 @@ Graph::Graph(const Graph& other)
       consumer_ops_(other.consumer_ops_),
       prefers_parallel_(other.prefers_parallel_),
       net_type_(other.net_type_),
-      static_data_(other.static_data_) {
+      static_data_(other.static_data_),
+      data_dependent_sizes_(other.data_dependent_sizes_) {
   // Every member but the index is copied above; the index reads this graph's own names.
   versions_ = NameIndex(values_.data(), values_.size());
   for (ValueId id = 0; id < num_values(); ++id) versions_.Add(id);
+}
+
+const std::vector<DataDependentSize>& Graph::data_dependent_sizes() const {
+  static const std::vector<DataDependentSize>* const kNone = new std::vector<DataDependentSize>();
+  return data_dependent_sizes_ ? data_dependent_sizes_->bounded : *kNone;
+}
+
+bool Graph::SizedFromBound(absl::string_view name) const {
+  return data_dependent_sizes_ != nullptr && data_dependent_sizes_->derived.contains(name);
+}
+
+void Graph::set_data_dependent_sizes(DataDependentSizes sizes) {
+  data_dependent_sizes_ =
+      sizes.bounded.empty() && sizes.derived.empty()
+          ? nullptr
+          : std::make_shared<const DataDependentSizes>(std::move(sizes));
 }
 
 Graph& Graph::operator=(const Graph& other) {
@@ -528,6 +545,7 @@ absl::StatusOr<Graph> GraphBuilder::Build() && {
   g.prefers_parallel_ = prefers_parallel_;
   g.net_type_ = net_type_;
   g.static_data_ = std::move(static_data_);
+  g.data_dependent_sizes_ = std::move(data_dependent_sizes_);
 
   // Sized up front: a million values moved on every growth of these vectors, and a map rehashed
   // as it grows, were a large part of building a big graph.

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -117,6 +118,21 @@ struct Value {
 // a million values each formatting it were a tenth of a planning run. REQUIRES: v.type.
 absl::StatusOr<int64_t> ValueByteSize(const Value& v);
 
+// A value whose size depends on tensor values (NonZero's count, NonMaxSuppression's
+// selections): the importer sizes it at an upper bound its op's inputs give
+// (graph/onnx/size_bounds.h), and every value computed from it at the size that bound gives.
+// A plan then holds any run within the bounds; an executor must size such values at run time.
+struct DataDependentSize {
+  std::string value;  // the op's output
+  std::string why;    // "NonZero: at most the 3234 elements of 'x'"
+};
+struct DataDependentSizes {
+  std::vector<DataDependentSize> bounded;
+  // Every value whose size or data follows from a bound: the bounded outputs, what ops compute
+  // from them, and the constants the importer folded from their shapes (a TopK's k).
+  absl::flat_hash_set<std::string> derived;
+};
+
 struct Op {
   std::string name;  // may be empty in the file; Build() names it "<type>_<index>"
   std::string type;
@@ -192,6 +208,13 @@ class Graph {
   const std::shared_ptr<const StaticData>& shared_static_data() const { return static_data_; }
   void set_static_data(std::shared_ptr<const StaticData> data) { static_data_ = std::move(data); }
 
+  // The values an importer sized at an upper bound (DataDependentSize); empty for most nets.
+  // Shared: copies and rewrites keep them.
+  const std::vector<DataDependentSize>& data_dependent_sizes() const;
+  // Whether value `name`'s size or data follows from a bound (DataDependentSizes::derived).
+  bool SizedFromBound(absl::string_view name) const;
+  void set_data_dependent_sizes(DataDependentSizes sizes);
+
   // Per value, the first value of its in-place chain (itself when it overwrites nothing), the
   // chain's memory. O(values): a value overwrites one created before it.
   std::vector<ValueId> InPlaceRoots() const;
@@ -219,6 +242,7 @@ class Graph {
   bool prefers_parallel_ = false;
   std::string net_type_;
   std::shared_ptr<const StaticData> static_data_;
+  std::shared_ptr<const DataDependentSizes> data_dependent_sizes_;
   // Per name, its versions in order. It reads the names in values_, whose storage never moves
   // once a graph is built (graph/name_index.h).
   NameIndex versions_;
@@ -269,6 +293,10 @@ class GraphBuilder {
   void SetNetType(std::string type) { net_type_ = std::move(type); }
   // The model's static data (Graph::static_data), handed to the built graph.
   void SetStaticData(std::shared_ptr<const StaticData> data) { static_data_ = std::move(data); }
+  // The source graph's data-dependent sizes (Graph::data_dependent_sizes), for a rewrite.
+  void SetDataDependentSizes(const Graph& source) {
+    data_dependent_sizes_ = source.data_dependent_sizes_;
+  }
 
   // Resolves and validates. InvalidArgument, naming the op and value, for: an empty value or op
   // type name, an input neither produced by an op nor external, an op listing one output twice,
@@ -316,6 +344,7 @@ class GraphBuilder {
   bool prefers_parallel_ = false;
   std::string net_type_;
   std::shared_ptr<const StaticData> static_data_;
+  std::shared_ptr<const DataDependentSizes> data_dependent_sizes_;
 
   // Build()'s steps, in order (graph.cc says what each checks).
   // A read of a name no op has written yet in program order, resolved once all ops are read.

@@ -45,6 +45,8 @@ absl::StatusOr<Graph> ParseModel(const std::string& bytes, const std::string& pa
     onnx_options.limits = options.limits;
     onnx_options.keep_data = options.keep_data;
     onnx_options.fold_params = options.fold_params;
+    onnx_options.notes = options.notes;
+    onnx_options.measured_sizes = options.measured_sizes;
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     onnx_options.model_dir = parent.empty() ? std::string(".") : parent.string();
     return ImportOnnxBytes(bytes, options.bindings, path, onnx_options);

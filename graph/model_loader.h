@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "graph/shape_inference.h"
@@ -33,9 +34,13 @@ struct LoadOptions {
   bool keep_data = false;
   // ONNX: fold nodes that read parameters (OnnxImportOptions::fold_params); off for training.
   bool fold_params = true;
-  // Where the loader says what it read but does not use (a records file's offsets), one line
+  // Where the loader says what it read but does not use (a records file's offsets) or what it
+  // decided (an ONNX If replaced by its branch, sizes planned at an upper bound), one line
   // each; nullptr: not said.
   std::vector<std::string>* notes = nullptr;
+  // ONNX: sizes a run measured for data-dependent outputs, used instead of their upper bounds
+  // (OnnxImportOptions::measured_sizes).
+  absl::flat_hash_map<std::string, std::vector<int64_t>> measured_sizes;
 };
 
 // InvalidArgument naming the file for content that is not the format its extension says,

@@ -17,6 +17,7 @@ Declaration DeclarationOf(const TensorType& type) {
 
 void CopyInterface(const Graph& graph, GraphBuilder& builder) {
   builder.SetStaticData(graph.shared_static_data());
+  builder.SetDataDependentSizes(graph);
   for (ValueId id : graph.inputs()) builder.AddExternalInput(graph.value(id).name);
   for (ValueId id : graph.outputs()) builder.AddExternalOutput(graph.value(id).name);
   for (ValueId id : graph.losses()) builder.AddLoss(graph.value(id).name);

@@ -40,6 +40,12 @@ struct KernelArgs {
   // Threads the kernel may use. A kernel's results never depend on it (the CPU kernels split
   // only whole output tiles of their matrix products, kernels/cpu/gemm_cpu.h).
   int threads = 1;
+  // For ops whose output size depends on the data (NonZero, NonMaxSuppression): non-null when
+  // the output types are upper bounds (graph::DataDependentSize). The kernel then writes each
+  // output in the layout of the dims it computed, within the planned bytes, and sets
+  // (*measured_dims)[k] to them. Null: the output types are exact, and a kernel finding other
+  // sizes is an error.
+  std::vector<std::vector<int64_t>>* measured_dims = nullptr;
 };
 using Kernel = std::function<absl::Status(const KernelArgs&)>;
 

@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -280,12 +281,23 @@ std::string RunSummary(const Flags& flags, const memonger::graph::Graph& graph,
 // kernels on the host, the device kernels on CUDA), on the user's --inputs where given, checked
 // against --expect. Returns the report's lines; `beyond_tolerance` names the first output whose
 // error exceeds --tolerance ("" when none does).
-absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::Graph& graph,
+absl::StatusOr<std::string> Execute(const Flags& flags, const NetSource& source,
+                                    const memonger::graph::Graph& graph,
                                     const memonger::Plan& plan, std::string& beyond_tolerance) {
   namespace alloc = memonger::alloc;
   if (flags.verify) return ExecuteVerify(flags, graph, plan);
   const bool cuda = flags.execute == "cuda";
   alloc::HostRunOptions options;
+  if (!graph.data_dependent_sizes().empty()) {
+    // The run retypes the model from the bytes the load read, with the sizes it measured.
+    options.retype = [&source](const absl::flat_hash_map<std::string, std::vector<int64_t>>&
+                                   measured) {
+      NetSource at = source;
+      at.load.notes = nullptr;
+      at.load.measured_sizes = measured;
+      return MakeGraph(at);
+    };
+  }
   options.seed = flags.seed;
   options.seed_missing = flags.seed_missing;
   options.outputs_dir = flags.outputs_out;
@@ -321,7 +333,11 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const memonger::graph::G
       absl::StrFormat("%.1f", report.kernel_seconds * 1000), " ms; inputs and statics: ",
       report.from_caller > 0 ? absl::StrCat(report.from_caller, " from --inputs, ") : "",
       report.from_model, " from the model, ", report.seeded, " seeded (seed ", flags.seed,
-      ")\n");
+      ")", report.retypes > 0
+               ? absl::StrCat("; data-dependent sizes measured, the net retyped ",
+                              report.retypes, " times")
+               : "",
+      "\n");
   if (!flags.expect.empty()) {
     MG_ASSIGN_OR_RETURN(std::string compared,
                         CompareWithExpected(flags, graph, report, expected, beyond_tolerance));
@@ -582,7 +598,7 @@ int PlanAndReport(RunContext& run, const SavedPlan& saved, memonger::graph::Grap
   std::string execution_report;
   std::string beyond_tolerance;
   if (flags.execute != "none") {
-    auto report = Execute(flags, graph, *plan, beyond_tolerance);
+    auto report = Execute(flags, run.source, graph, *plan, beyond_tolerance);
     if (!report.ok()) return Fail(report.status());
     execution_report = *std::move(report);
     clock.Mark("execute");
@@ -623,6 +639,13 @@ int Run(const Flags& flags) {
   }
   std::vector<std::string> notes;
   run.source.load.notes = &notes;
+  if (flags.execute == "host" && !flags.verify && run.source.model_bytes == nullptr &&
+      absl::EndsWithIgnoreCase(flags.model, ".onnx")) {
+    // Read once: a run that measures data-dependent sizes retypes the model from these bytes.
+    absl::StatusOr<std::string> bytes = memonger::util::ReadInputFile(flags.model, flags.limits);
+    if (!bytes.ok()) return Fail(bytes.status());
+    run.source.model_bytes = std::make_shared<const std::string>(*std::move(bytes));
+  }
   const bool what_if = !flags.compare.empty() || !flags.variants.empty();
   if (!flags.ranges.empty()) return what_if ? RunWhatIfOverRange(run) : RunRange(run);
   SavedPlan saved;

@@ -5,9 +5,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "graph/onnx/control_flow.h"
 #include "graph/onnx/fold_internal.h"
+#include "graph/onnx/size_bounds.h"
 
 namespace memonger::graph::onnx_fold {
 
@@ -86,7 +91,9 @@ std::vector<int> FindFrontier(const onnx::GraphProto& graph, const TypeTable& ty
     for (const std::string& out : node.output()) {
       if (!out.empty() && types.StaticShape(out) == nullptr) outputs_static = false;
     }
-    if (inputs_static && !outputs_static) frontier.push_back(i);
+    // An If is on the frontier until its condition folds, whatever its outputs' types: its
+    // branches are planned only once one is chosen.
+    if (inputs_static && (!outputs_static || node.op_type() == "If")) frontier.push_back(i);
   }
   return frontier;
 }
@@ -211,6 +218,7 @@ void Materialise(onnx::GraphProto& graph, const std::vector<bool>& materialise,
     for (const std::string& in : node.input()) {
       if (!in.empty()) ++readers[in];
     }
+    for (const std::string& in : OuterReads(node)) ++readers[in];
   }
   auto live = [&](int i) {
     for (const std::string& out : graph.node(i).output()) {
@@ -230,6 +238,7 @@ void Materialise(onnx::GraphProto& graph, const std::vector<bool>& materialise,
     for (const std::string& in : graph.node(i).input()) {
       if (!in.empty()) --readers[in];
     }
+    for (const std::string& in : OuterReads(graph.node(i))) --readers[in];
     for (const std::string& out : graph.node(i).output()) {
       if (!out.empty()) dropped.insert(out);
     }
@@ -273,29 +282,187 @@ void Materialise(onnx::GraphProto& graph, const std::vector<bool>& materialise,
   }
 }
 
+// The value of a one-element constant (an initializer or a Constant node's output) as a
+// condition; nullopt when `name` is neither or does not decode to one number.
+std::optional<bool> ConstantCondition(const onnx::GraphProto& graph, const std::string& name) {
+  std::optional<ConstTensor> t;
+  for (const onnx::TensorProto& init : graph.initializer()) {
+    if (init.name() == name) t = TensorFromProto(init, 1);
+  }
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() != "Constant" || node.output_size() != 1 || node.output(0) != name) continue;
+    if (auto r = EvaluateNode(node, {}, 1); r && r->size() == 1) t = std::move((*r)[0]);
+  }
+  if (!t || t->size() != 1) return std::nullopt;
+  return t->is_real() ? t->reals[0] != 0 : t->ints[0] != 0;
+}
+
+// Replaces every If whose condition is a constant by its branch (InlineDecidedIf); true when
+// one was.
+bool InlineDecidedIfs(onnx::GraphProto& graph, absl::flat_hash_map<std::string, int>& derived,
+                      FoldReport& report) {
+  std::vector<std::string> lines;
+  for (int i = graph.node_size() - 1; i >= 0; --i) {  // back to front: indices stay valid
+    const onnx::NodeProto& node = graph.node(i);
+    if (node.op_type() != "If" || !IsDefaultDomain(node.domain()) || node.input_size() != 1) {
+      continue;
+    }
+    std::optional<bool> condition = ConstantCondition(graph, node.input(0));
+    if (!condition) continue;
+    const auto cond = derived.find(node.input(0));
+    const int level = cond == derived.end() ? -1 : cond->second;
+    const int nodes_before = graph.node_size();
+    lines.push_back(InlineDecidedIf(graph, i, *condition));
+    // A branch chosen by a bound: everything it computes is sized by that choice.
+    const int inlined = graph.node_size() - nodes_before + 1;
+    for (int k = i; k < i + inlined && level >= 0; ++k) {
+      for (const std::string& out : graph.node(k).output()) {
+        if (!out.empty()) derived[out] = std::max(derived[out], level);
+      }
+    }
+  }
+  report.inlined_ifs.insert(report.inlined_ifs.end(), lines.rbegin(), lines.rend());
+  return !lines.empty();
+}
+
+// Gives the frontier's data-dependent outputs their upper bounds (size_bounds.h) as
+// value_info; true when one was bounded.
+bool BoundFrontier(onnx::GraphProto& graph, const std::vector<int>& frontier,
+                   const TypeTable& types, const FoldOptions& options,
+                   absl::flat_hash_map<std::string, int>& derived, FoldReport& report) {
+  const int64_t max_elements = options.max_elements;
+  const int percent = options.bound_percent;
+  absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers;
+  for (const onnx::TensorProto& t : graph.initializer()) initializers[t.name()] = &t;
+  absl::flat_hash_map<std::string, const onnx::NodeProto*> constants;
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() == "Constant" && node.output_size() == 1) constants[node.output(0)] = &node;
+  }
+  // A node map: a rule may hold pointers to several entries.
+  absl::node_hash_map<std::string, std::optional<ConstTensor>> decoded;
+  auto value_of = [&](const std::string& name) -> const ConstTensor* {
+    auto [it, inserted] = decoded.try_emplace(name);
+    if (inserted) {
+      if (auto i = initializers.find(name); i != initializers.end()) {
+        it->second = TensorFromProto(*i->second, max_elements);
+      } else if (auto c = constants.find(name); c != constants.end()) {
+        if (auto r = EvaluateNode(*c->second, {}, max_elements); r && r->size() == 1) {
+          it->second = std::move((*r)[0]);
+        }
+      }
+    }
+    return it->second.has_value() ? &*it->second : nullptr;
+  };
+  auto dims_of = [&](const std::string& name) { return types.StaticShape(name); };
+  // The element types libonnx inferred for the outputs.
+  absl::flat_hash_map<std::string, onnx::ValueInfoProto*> infos;
+  for (onnx::ValueInfoProto& vi : *graph.mutable_value_info()) infos[vi.name()] = &vi;
+  for (onnx::ValueInfoProto& vi : *graph.mutable_output()) infos.try_emplace(vi.name(), &vi);
+  bool bounded = false;
+  for (int f : frontier) {
+    const onnx::NodeProto& node = graph.node(f);
+    std::optional<SizeBound> bound = BoundDataDependentOutputs(node, dims_of, value_of);
+    if (!bound || static_cast<int>(bound->output_dims.size()) != node.output_size()) continue;
+    bool applied = false;
+    for (int k = 0; k < node.output_size(); ++k) {
+      const std::string& out = node.output(k);
+      if (out.empty() || types.StaticShape(out) != nullptr) continue;
+      auto it = infos.find(out);
+      if (it == infos.end() || !it->second->type().has_tensor_type() ||
+          it->second->type().tensor_type().elem_type() == 0) {
+        continue;  // no element type inferred: leave it to the importer's message
+      }
+      onnx::TypeProto_Tensor* t = it->second->mutable_type()->mutable_tensor_type();
+      std::vector<int64_t> dims = bound->output_dims[k];
+      if (t->has_shape() && t->shape().dim_size() != static_cast<int>(dims.size())) continue;
+      if (options.measured != nullptr) {
+        if (auto m = options.measured->find(out); m != options.measured->end()) {
+          if (m->second.size() != dims.size()) continue;
+          t->clear_shape();
+          for (int64_t d : m->second) t->mutable_shape()->add_dim()->set_dim_value(d);
+          applied = true;
+          continue;
+        }
+      }
+      // Below the bound (FoldOptions::bound_percent), only the dims libonnx left unknown: the
+      // others are exact.
+      for (size_t d = 0; d < dims.size() && percent != 100; ++d) {
+        if (!t->has_shape() || !t->shape().dim(static_cast<int>(d)).has_dim_value()) {
+          dims[d] = static_cast<int64_t>(static_cast<__int128>(dims[d]) * percent / 100);
+        }
+      }
+      t->clear_shape();
+      onnx::TensorShapeProto* shape = t->mutable_shape();
+      for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+      report.bounded_values.emplace_back(out, bound->why);
+      int level = 0;  // one more than what the node reads
+      for (const std::string& in : node.input()) {
+        if (auto d = derived.find(in); d != derived.end()) level = std::max(level, d->second);
+      }
+      derived[out] = level + 1;
+      applied = true;
+    }
+    bounded = bounded || applied;
+  }
+  return bounded;
+}
+
 }  // namespace
 
 namespace {
 
 // Steps 1-5 in this process (inside RunInChild).
+// Adds to `derived` the outputs of every node that reads a derived value (its inputs, or what
+// its branches read), at the highest level it reads, in node order (a dependency order).
+void CloseDerived(const onnx::GraphProto& graph, absl::flat_hash_map<std::string, int>& derived) {
+  if (derived.empty()) return;
+  for (const onnx::NodeProto& node : graph.node()) {
+    int level = -1;
+    auto read = [&](const std::string& in) {
+      if (auto d = derived.find(in); d != derived.end()) level = std::max(level, d->second);
+    };
+    for (const std::string& in : node.input()) read(in);
+    for (const std::string& in : OuterReads(node)) read(in);
+    if (level < 0) continue;
+    for (const std::string& out : node.output()) {
+      if (out.empty()) continue;
+      auto [it, inserted] = derived.try_emplace(out, level);
+      if (!inserted) it->second = std::max(it->second, level);
+    }
+  }
+}
+
+// Steps 1-5 and the two more (the header's list) in this process, inside RunInChild.
 absl::StatusOr<FoldReport> FoldHere(onnx::ModelProto& model, const FoldOptions& options) {
   FoldReport report;
   onnx::GraphProto& graph = *model.mutable_graph();
+  absl::flat_hash_map<std::string, int> derived;  // FoldReport::derived_values
+  auto finish = [&]() {
+    CloseDerived(graph, derived);
+    report.derived_values.assign(derived.begin(), derived.end());
+    std::sort(report.derived_values.begin(), report.derived_values.end());
+    return report;
+  };
   for (int round = 0;; ++round) {
     if (absl::Status s = InferShapesInProcess(model, /*strict=*/false); !s.ok()) return s;
     ++report.inference_runs;
+    if (round >= options.max_rounds) return finish();
+    // Folded values computed from derived ones are derived (their producers go with folding).
+    CloseDerived(graph, derived);
+    if (InlineDecidedIfs(graph, derived, report)) continue;
     const TypeTable types(graph);
     const std::vector<int> frontier = FindFrontier(graph, types);
-    if (frontier.empty() || round >= options.max_rounds) return report;
+    if (frontier.empty()) return finish();
 
     const absl::flat_hash_map<std::string, int> producer = Producers(graph);
     const Evaluation e = EvaluateNodes(graph, NodesWorthEvaluating(graph, frontier, producer),
                                        types, options.max_elements);
     const std::vector<bool> materialise = ChooseMaterialised(graph, frontier, producer, e.folded);
-    if (std::none_of(materialise.begin(), materialise.end(), [](bool b) { return b; })) {
-      return report;
+    if (std::any_of(materialise.begin(), materialise.end(), [](bool b) { return b; })) {
+      Materialise(graph, materialise, e, report);
+      continue;
     }
-    Materialise(graph, materialise, e, report);
+    if (!BoundFrontier(graph, frontier, types, options, derived, report)) return finish();
   }
 }
 
@@ -321,6 +488,20 @@ absl::StatusOr<FoldReport> InferAndFold(onnx::ModelProto& model, const FoldOptio
     for (int i = initializers_before; i < graph.initializer_size(); ++i) {
       changes.add_initializer()->Swap(graph.mutable_initializer(i));
     }
+    // The bounds and the inlined Ifs ride in fields `changes` has no other use for.
+    // Inputs: the derived values, an empty name, then the bounded ones with their why.
+    for (const auto& [name, level] : report->derived_values) {
+      onnx::ValueInfoProto* vi = changes.add_input();
+      vi->set_name(name);
+      vi->set_doc_string(absl::StrCat(level));
+    }
+    changes.add_input()->set_name("");
+    for (const auto& [name, why] : report->bounded_values) {
+      onnx::ValueInfoProto* vi = changes.add_input();
+      vi->set_name(name);
+      vi->set_doc_string(why);
+    }
+    changes.set_doc_string(absl::StrJoin(report->inlined_ifs, "\n"));
     r.bytes = absl::StrCat(report->inference_runs, " ", report->removed_nodes, " ",
                            changes.SerializeAsString());
     return r;
@@ -349,6 +530,23 @@ absl::StatusOr<FoldReport> InferAndFold(onnx::ModelProto& model, const FoldOptio
   for (onnx::TensorProto& t : *changes.mutable_initializer()) {
     report.folded_values.push_back(t.name());
     graph.add_initializer()->Swap(&t);
+  }
+  bool bounded = false;
+  for (const onnx::ValueInfoProto& vi : changes.input()) {
+    if (vi.name().empty()) {
+      bounded = true;
+    } else if (bounded) {
+      report.bounded_values.emplace_back(vi.name(), vi.doc_string());
+    } else {
+      int level = 0;
+      if (!absl::SimpleAtoi(vi.doc_string(), &level)) {
+        return absl::InternalError("the folding process sent an unreadable reply");
+      }
+      report.derived_values.emplace_back(vi.name(), level);
+    }
+  }
+  if (!changes.doc_string().empty()) {
+    report.inlined_ifs = absl::StrSplit(changes.doc_string(), '\n');
   }
   return report;
 }

@@ -16,6 +16,10 @@
 //      nothing feeds it that way but the node itself folds, the node), removes those nodes and
 //      every folded node left without a reader;
 //   5. repeats from 1 until the frontier is empty or a round folds nothing new.
+// Two more steps make progress where folding cannot: an If whose condition is now a constant
+// is replaced by the branch it takes (before step 2; control_flow.h), and when a round folds
+// nothing, the frontier's data-dependent outputs (NonZero, NonMaxSuppression, ...) get their
+// upper bounds (size_bounds.h) and the rounds go on.
 //
 // Folding never changes what a shape is, only where libonnx can see it: values it folds are
 // small host tensors (the shape arithmetic of dynamic exports), recorded as constants.
@@ -36,8 +40,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "graph/onnx/const_tensor.h"
@@ -53,12 +59,29 @@ std::optional<std::vector<int64_t>> StaticDims(const onnx::TypeProto& type);
 struct FoldOptions {
   int64_t max_elements = kMaxFoldElements;
   int max_rounds = 64;
+  // Data-dependent sizes at this percentage of their bounds (rounded down): 100 plans for the
+  // worst case; lower values type the net at a smaller run, which is how the importer checks
+  // that every size computed from a bound grows with it.
+  int bound_percent = 100;
+  // Sizes a run measured for data-dependent outputs (by value name): used instead of their
+  // bounds, and such an output is then neither bounded nor derived. Null: none.
+  const absl::flat_hash_map<std::string, std::vector<int64_t>>* measured = nullptr;
 };
 
 struct FoldReport {
   std::vector<std::string> folded_values;  // now initializers of the model, in folding order
   int removed_nodes = 0;
   int inference_runs = 0;
+  // Outputs sized at an upper bound (size_bounds.h), with why, in the order they were bounded.
+  std::vector<std::pair<std::string, std::string>> bounded_values;
+  // One line per If replaced by its branch (control_flow.h), in the order they were inlined.
+  std::vector<std::string> inlined_ifs;
+  // Every value whose size or data follows from a bound (the bounded ones, what nodes compute
+  // from them, values folded from them, the branch an If on them took), sorted by name, with
+  // its level: how many bounds deep it is (a bounded output is one more than what its node
+  // reads; anything else the most of what it is computed from). A node reading values of at
+  // most level w can run once every bounded value of level <= w is measured.
+  std::vector<std::pair<std::string, int>> derived_values;
 };
 
 // Steps 1-5 above. Mutates `model`: inferred types land in graph.value_info, folded values in

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "graph/onnx/control_flow.h"
 #include "graph/onnx/input_types.h"
 #include "graph/onnx/onnx_fold.h"
 #include "graph/onnx/tensor_data_check.h"
@@ -74,23 +75,9 @@ std::string TypeCaseName(const onnx::TypeProto& type) {
 // ---------------------------------------------------------------------------------------------
 // Refusals that do not depend on shapes.
 
-bool HoldsSubgraph(const onnx::AttributeProto& a) {
-  return a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS ||
-         a.has_g() || a.graphs_size() > 0;
-}
-
 absl::Status CheckSupported(const onnx::ModelProto& model) {
   const onnx::GraphProto& graph = model.graph();
-  for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto& node = graph.node(i);
-    for (const onnx::AttributeProto& a : node.attribute()) {
-      if (HoldsSubgraph(a)) {
-        return absl::UnimplementedError(absl::StrCat(
-            NodeLabel(node, i), ": control flow subgraphs are not planned (its attribute '",
-            a.name(), "' holds a graph)"));
-      }
-    }
-  }
+  MG_RETURN_IF_ERROR(onnx_fold::CheckOnlyIfs(graph));
   if (graph.sparse_initializer_size() > 0) {
     return absl::UnimplementedError(absl::StrCat("sparse initializer '",
                                                  graph.sparse_initializer(0).values().name(),
@@ -236,7 +223,9 @@ absl::Status CheckStructure(const onnx::GraphProto& graph) {
   }
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
-    for (const std::string& in : node.input()) {
+    std::vector<std::string> reads(node.input().begin(), node.input().end());
+    for (std::string& in : onnx_fold::OuterReads(node)) reads.push_back(std::move(in));
+    for (const std::string& in : reads) {
       if (!in.empty() && !defined.contains(in)) {
         return absl::InvalidArgumentError(absl::StrCat(
             NodeLabel(node, i), " reads '", in,
@@ -244,6 +233,9 @@ absl::Status CheckStructure(const onnx::GraphProto& graph) {
       }
     }
   }
+  absl::flat_hash_set<std::string> names;
+  for (const auto& [name, what] : defined) names.insert(name);
+  MG_RETURN_IF_ERROR(onnx_fold::CheckIfScopes(graph, names));
   for (const auto* list : {&graph.output(), &graph.value_info()}) {
     for (const onnx::ValueInfoProto& vi : *list) {
       if (vi.name().empty()) {
@@ -277,7 +269,10 @@ absl::Status SortNodes(onnx::GraphProto& graph) {
   std::vector<std::vector<int>> successors(n);
   std::vector<int> indegree(n, 0);
   for (int i = 0; i < n; ++i) {
-    for (const std::string& in : graph.node(i).input()) {
+    // An If reads what its branches read from this scope as well as its condition.
+    std::vector<std::string> reads(graph.node(i).input().begin(), graph.node(i).input().end());
+    for (std::string& in : onnx_fold::OuterReads(graph.node(i))) reads.push_back(std::move(in));
+    for (const std::string& in : reads) {
       auto it = producer.find(in);
       if (in.empty() || it == producer.end() || it->second == i) continue;
       successors[it->second].push_back(i);
@@ -1104,6 +1099,7 @@ void FoldStaticNodes(WorkingModel& w, absl::flat_hash_set<std::string>& folded, 
     for (std::string& in : *node.mutable_input()) {
       if (auto it = alias.find(in); it != alias.end()) in = it->second;
     }
+    onnx_fold::RenameOuterReads(node, alias);
     bool all_static = node.input_size() > 0 && node.op_type() != "Constant" &&
                       IsDefaultDomain(node.domain());
     const bool reads_type_only = node.op_type() == "Shape" || node.op_type() == "Size";
@@ -1217,9 +1213,69 @@ std::shared_ptr<const StaticData> TakeStaticData(WorkingModel& w, const Graph& g
   return data;
 }
 
+// Folding replaced every If whose condition the shapes decide (onnx_fold.h); one left has a
+// condition computed from tensor values, whose branches would need plans of their own.
+absl::Status CheckIfsDecided(const onnx::GraphProto& graph) {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    if (node.op_type() != "If") continue;
+    return absl::UnimplementedError(absl::StrCat(
+        NodeLabel(node, i), ": its condition '", node.input(0),
+        "' depends on tensor values, not only on shapes; an If is planned only where the "
+        "shapes decide its branch (nested plans for a branch chosen at run time are not built)"));
+  }
+  return absl::OkStatus();
+}
+
+// Nodes stably sorted by wave: the highest level (onnx_fold::FoldReport::derived_values) of
+// what a node reads, 0 for final values. A run that measures data-dependent sizes in schedule
+// order (allocator/executor.h, RunMeasuring) then retypes the net once per wave instead of once
+// per data-dependent op: every NonZero of SSD's 90 classes runs before any op that reads one.
+// Still a dependency order: a node's wave is at least that of each input's producer.
+void OrderByWave(onnx::GraphProto& graph,
+                 const std::vector<std::pair<std::string, int>>& derived_values) {
+  if (derived_values.empty()) return;
+  const absl::flat_hash_map<std::string, int> level(derived_values.begin(), derived_values.end());
+  std::vector<std::pair<int, int>> order;  // (wave, position)
+  for (int i = 0; i < graph.node_size(); ++i) {
+    int wave = 0;
+    for (const std::string& in : graph.node(i).input()) {
+      if (auto it = level.find(in); it != level.end()) wave = std::max(wave, it->second);
+    }
+    order.emplace_back(wave, i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (const auto& [wave, i] : order) nodes.Add()->Swap(graph.mutable_node(i));
+  graph.mutable_node()->Swap(&nodes);
+}
+
+// What the import decided that a user should know: Ifs replaced by a branch, sizes planned at
+// an upper bound (grouped by op type, the first of each named).
+void AddControlFlowNotes(const onnx_fold::FoldReport& report, std::vector<std::string>& notes) {
+  for (const std::string& line : report.inlined_ifs) notes.push_back(line);
+  if (report.bounded_values.empty()) return;
+  std::map<std::string, std::pair<int, std::string>> by_op;  // op type -> count, first
+  for (const auto& [value, why] : report.bounded_values) {
+    const std::string op = why.substr(0, why.find(':'));
+    auto [it, inserted] = by_op.try_emplace(op, 0, absl::StrCat("'", value, "' (", why, ")"));
+    ++it->second.first;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [op, entry] : by_op) {
+    parts.push_back(absl::StrCat(entry.first, " x ", op, ", e.g. ", entry.second));
+  }
+  notes.push_back(absl::StrCat(
+      report.bounded_values.size(),
+      " outputs have sizes that depend on tensor values and are planned at upper bounds, as is "
+      "everything computed from them: ",
+      absl::StrJoin(parts, "; ")));
+}
+
 absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& bindings,
                                   const std::string& source_name,
-                                  const OnnxImportOptions& options) {
+                                  const OnnxImportOptions& options, int bound_percent = 100) {
   MG_ASSIGN_OR_RETURN(WorkingModel w, Prepare(std::move(model)));
   MG_RETURN_IF_ERROR(ResolveExternalData(w, options));
   absl::flat_hash_set<std::string> folded;
@@ -1235,11 +1291,25 @@ absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& b
   MG_RETURN_IF_ERROR(CheckInputsStatic(w.model.graph()));
   MG_RETURN_IF_ERROR(HardenConvs(w));
   MG_ASSIGN_OR_RETURN(onnx_fold::FoldReport report,
-                      onnx_fold::InferAndFold(w.model, onnx_fold::FoldOptions{}));
+                      onnx_fold::InferAndFold(w.model, [&] {
+                        onnx_fold::FoldOptions fold;
+                        fold.bound_percent = bound_percent;
+                        fold.measured = &options.measured_sizes;
+                        return fold;
+                      }()));
+  MG_RETURN_IF_ERROR(CheckIfsDecided(w.model.graph()));
+  OrderByWave(*w.model.mutable_graph(), report.derived_values);
   MG_ASSIGN_OR_RETURN(auto types, ResolveTypes(w));
   folded.insert(report.folded_values.begin(), report.folded_values.end());
   MG_ASSIGN_OR_RETURN(Graph g, BuildGraph(w, folded, types, source_name));
   g.set_static_data(TakeStaticData(w, g, options.keep_data));
+  DataDependentSizes sizes;
+  for (auto& [value, why] : report.bounded_values) sizes.bounded.push_back({value, why});
+  for (const auto& [value, level] : report.derived_values) sizes.derived.insert(value);
+  g.set_data_dependent_sizes(std::move(sizes));
+  if (options.notes != nullptr) {
+    AddControlFlowNotes(report, *options.notes);
+  }
   return g;
 }
 
@@ -1306,12 +1376,56 @@ absl::StatusOr<std::string> WithoutLargeTensorData(const std::string& bytes,
   return model.SerializeAsString();
 }
 
+namespace {
+
+// A size computed from a data-dependent bound is an upper bound only if it grows with the
+// bound (size_bounds.h). The net is typed again with every such size at half its bound and
+// at 0: a value larger there than at the bounds is an error naming it. Values one typing has
+// and the other has not (an If the sizes decide another way) are not compared, nor is a
+// typing that fails (a Reshape of 0 elements with a -1 is ambiguous).
+absl::Status CheckBoundsGrow(const Graph& at_bounds, const std::string& bytes,
+                             const ShapeBindings& bindings, const std::string& source_name,
+                             const OnnxImportOptions& options) {
+  OnnxImportOptions quiet;
+  quiet.limits = options.limits;
+  quiet.model_dir = options.model_dir;
+  quiet.fold_params = options.fold_params;
+  for (int percent : {50, 0}) {
+    absl::StatusOr<onnx::ModelProto> model = ParseModelBytes(bytes, source_name, options.limits);
+    if (!model.ok()) return model.status();
+    absl::StatusOr<Graph> smaller =
+        ImportModel(*std::move(model), bindings, source_name, quiet, percent);
+    if (!smaller.ok()) continue;
+    for (const Value& v : smaller->values()) {
+      const std::optional<ValueId> id = at_bounds.FindValue(v.name);
+      if (!id || !v.type || !at_bounds.value(*id).type) continue;
+      const Value& bounded = at_bounds.value(*id);
+      absl::StatusOr<int64_t> small_bytes = ValueByteSize(v);
+      absl::StatusOr<int64_t> bound_bytes = ValueByteSize(bounded);
+      if (!small_bytes.ok() || !bound_bytes.ok() || *small_bytes <= *bound_bytes) continue;
+      return absl::UnimplementedError(absl::StrCat(
+          "value '", v.name, "' takes ", *small_bytes, " bytes (", TensorTypeToString(*v.type),
+          ") with the data-dependent sizes at ", percent, "% of their bounds, more than the ",
+          *bound_bytes, " (", TensorTypeToString(*bounded.type),
+          ") at the bounds: its size does not grow with them, so no upper bound is known for it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Graph> ImportOnnxBytes(const std::string& bytes, const ShapeBindings& bindings,
                                       const std::string& source_name,
                                       const OnnxImportOptions& options) {
   MG_ASSIGN_OR_RETURN(onnx::ModelProto model, ParseModelBytes(bytes, source_name, options.limits));
   absl::StatusOr<Graph> graph = ImportModel(std::move(model), bindings, source_name, options);
   if (!graph.ok()) return Annotate(graph.status(), source_name);
+  if (!graph->data_dependent_sizes().empty() && options.measured_sizes.empty()) {
+    if (absl::Status s = CheckBoundsGrow(*graph, bytes, bindings, source_name, options); !s.ok()) {
+      return Annotate(s, source_name);
+    }
+  }
   return graph;
 }
 

@@ -7,12 +7,15 @@
 //   MG_ASSIGN_OR_RETURN(Graph graph, ImportOnnxFile("model.onnx", bindings));
 //
 // 1. Parse the ModelProto; refuse what cannot be planned with an Unimplemented or
-//    InvalidArgument status naming the node (control flow: If, Loop, Scan; see onnx_import.cc).
+//    InvalidArgument status naming the node (control flow other than If: Loop, Scan; an If
+//    whose condition the shapes do not decide; see control_flow.h).
 // 2. Bind graph input shapes: --input-shape NAME=... replaces an input's shape; --dim SYMBOL=N
 //    fixes every dim_param SYMBOL.
 // 3. ONNX shape inference (libonnx, with data propagation), then our folding of constant shape
 //    subgraphs (Shape -> Gather/Slice -> Concat -> Reshape and friends, onnx_fold.h) where ONNX
-//    leaves shapes unknown, repeated until nothing changes.
+//    leaves shapes unknown, repeated until nothing changes; Ifs the shapes decide are replaced
+//    by their branch, and sizes that depend on tensor values get upper bounds (size_bounds.h,
+//    recorded as Graph::data_dependent_sizes).
 // 4. Build the Graph: initializers become params, Constant outputs constants, graph inputs and
 //    outputs keep their roles, every other node output is an activation. A value whose type is
 //    still unknown is an InvalidArgument naming it (and the unbound symbol, when there is one).
@@ -20,7 +23,9 @@
 #define MEMONGER_GRAPH_ONNX_ONNX_IMPORT_H_
 
 #include <string>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "graph/graph.h"
 #include "graph/shape_inference.h"
@@ -43,6 +48,12 @@ struct OnnxImportOptions {
   // constants). Training keeps a node that reads a parameter's values, so that its gradient
   // reaches the parameter.
   bool fold_params = true;
+  // Where the import says what it decided for the user (an If replaced by the branch the shapes
+  // choose, sizes planned at an upper bound), one line each; nullptr: not said.
+  std::vector<std::string>* notes = nullptr;
+  // Sizes a run measured for data-dependent outputs (value name -> dims), used instead of their
+  // upper bounds: how a run retypes the net as it learns them (allocator/executor.h).
+  absl::flat_hash_map<std::string, std::vector<int64_t>> measured_sizes;
 };
 
 // The file is read under `limits` (util::ReadInputFile); the ModelProto is parsed with

@@ -26,6 +26,7 @@ KernelTable MakeCpuKernelTable() {
   AddCpuPoolKernels(kernels);
   AddCpuResizeKernels(kernels);
   AddCpuIndexKernels(kernels);
+  AddCpuSelectKernels(kernels);
   AddCpuRnnKernels(kernels);
   AddCpuRnnGradientKernels(kernels);
   // The CPU kernels dereference their pointers: on any other device's memory they refuse to run.

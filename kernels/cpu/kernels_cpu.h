@@ -68,6 +68,7 @@ void AddCpuPoolKernels(KernelMap& kernels);               // kernels_cpu_pool.cc
 void AddCpuResizeKernels(KernelMap& kernels);             // kernels_cpu_resize.cc
 // What exporters emit beyond those (docs/kernels.md, "Op types").
 void AddCpuIndexKernels(KernelMap& kernels);          // kernels_cpu_index.cc
+void AddCpuSelectKernels(KernelMap& kernels);         // kernels_cpu_select.cc
 void AddCpuRnnKernels(KernelMap& kernels);            // kernels_cpu_rnn.cc
 void AddCpuRnnGradientKernels(KernelMap& kernels);    // kernels_cpu_rnn_backward.cc
 

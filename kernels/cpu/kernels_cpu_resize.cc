@@ -15,10 +15,12 @@
 // GridSample (opset 16, as F.grid_sample exports): X [N, C, H, W] sampled at grid [N, Ho, Wo,
 // 2] (x then y, normalised to [-1, 1]) -> Y [N, C, Ho, Wo]; modes bilinear, nearest (halves to
 // even) and bicubic (a = -0.75); padding_mode zeros, border, reflection; align_corners either
-// way; the arithmetic of PyTorch's grid_sampler_2d, in float32.
+// way; the arithmetic of PyTorch's grid_sampler_2d, in float32. RoiAlign (opset 16, avg):
+// bilinear samples averaged per bin, as torchvision's roi_align.
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -408,9 +410,121 @@ absl::Status GridSample(const KernelArgs& args) {
   return StoreOutput(args, 0, out);
 }
 
+// ---- RoiAlign -------------------------------------------------------------------------------
+
+// RoiAlign(X [N, C, H, W], rois [R, 4] (x1, y1, x2, y2), batch_indices [R]) -> Y [R, C, oh, ow]
+// (ONNX opset 16, as torchvision's roi_align exports): each bin of a region averages
+// sampling_ratio^2 bilinear samples (0: ceil(region / bins) per axis). Mode avg only; the
+// arithmetic of torchvision's CPU roi_align in float32: coordinates scaled by spatial_scale,
+// less 0.5 for half_pixel (aligned=True); output_half_pixel (aligned=False) widens a region to
+// at least one pixel; a sample more than one pixel outside X reads 0, one within clamps.
+absl::Status RoiAlign(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 3, 3, 1, 1));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& x = *args.input_types[0];
+  const TensorType& rois = *args.input_types[1];
+  const TensorType& batch = *args.input_types[2];
+  const TensorType& y = *args.output_types[0];
+  MG_ASSIGN_OR_RETURN(const int64_t oh, IntAttr(args, "output_height", 1));
+  MG_ASSIGN_OR_RETURN(const int64_t ow, IntAttr(args, "output_width", 1));
+  MG_ASSIGN_OR_RETURN(const int64_t sampling, IntAttr(args, "sampling_ratio", 0));
+  MG_ASSIGN_OR_RETURN(const double scale, FloatAttr(args, "spatial_scale", 1.0));
+  MG_ASSIGN_OR_RETURN(const std::optional<std::string> mode, StringAttr(args, "mode"));
+  MG_ASSIGN_OR_RETURN(const std::optional<std::string> transform,
+                      StringAttr(args, "coordinate_transformation_mode"));
+  if (mode.has_value() && *mode != "avg") {
+    return KernelUnimplemented(args, absl::StrCat("mode '", *mode, "' (only avg)"));
+  }
+  const std::string how = transform.value_or("half_pixel");
+  if (how != "half_pixel" && how != "output_half_pixel") {
+    return KernelError(args, absl::StrCat("coordinate_transformation_mode '", how, "'"));
+  }
+  if (x.dims.size() != 4 || rois.dims.size() != 2 || rois.dims[1] != 4 ||
+      batch.dims != Dims{rois.dims[0]} || oh < 1 || ow < 1 || sampling < 0 ||
+      y.dims != Dims{rois.dims[0], x.dims[1], oh, ow} || y.dtype != x.dtype) {
+    return KernelError(args, "expects X [N, C, H, W], rois [R, 4], batch_indices [R] and Y "
+                             "[R, C, output_height, output_width] of X's type");
+  }
+  const bool aligned = how == "half_pixel";
+  const int64_t n = x.dims[0], channels = x.dims[1], height = x.dims[2], width = x.dims[3];
+  MG_ASSIGN_OR_RETURN(const Dims batch_of, ReadInts(args, 2, "batch_indices"));
+  MG_ASSIGN_OR_RETURN(FloatLoader load, LoaderFor(args, x));
+  MG_ASSIGN_OR_RETURN(FloatLoader load_rois, LoaderFor(args, rois));
+  const std::vector<float> boxes = load_rois.Run(args.inputs[1], 0, NumElements(rois.dims));
+  std::vector<float> out(static_cast<size_t>(NumElements(y.dims)));
+  std::vector<float> plane(static_cast<size_t>(height * width));
+  for (int64_t r = 0; r < rois.dims[0]; ++r) {
+    const int64_t b = batch_of[r];
+    if (b < 0 || b >= n) {
+      return KernelError(args, absl::StrCat("batch index ", b, " of region ", r,
+                                            " is outside [0, ", n, ")"));
+    }
+    const float offset = aligned ? 0.5f : 0.0f;
+    const float* box = &boxes[r * 4];
+    const float start_w = box[0] * static_cast<float>(scale) - offset;
+    const float start_h = box[1] * static_cast<float>(scale) - offset;
+    float roi_w = box[2] * static_cast<float>(scale) - offset - start_w;
+    float roi_h = box[3] * static_cast<float>(scale) - offset - start_h;
+    if (!aligned) {
+      roi_w = std::max(roi_w, 1.0f);
+      roi_h = std::max(roi_h, 1.0f);
+    }
+    const float bin_h = roi_h / static_cast<float>(oh), bin_w = roi_w / static_cast<float>(ow);
+    const int64_t grid_h =
+        sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(roi_h / static_cast<float>(oh)));
+    const int64_t grid_w =
+        sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(roi_w / static_cast<float>(ow)));
+    const float count = static_cast<float>(std::max<int64_t>(grid_h * grid_w, 1));
+    for (int64_t c = 0; c < channels; ++c) {
+      load.run(args.inputs[0], (b * channels + c) * height * width, height * width, plane.data());
+      auto at = [&](int64_t yy, int64_t xx) { return plane[yy * width + xx]; };
+      for (int64_t ph = 0; ph < oh; ++ph) {
+        for (int64_t pw = 0; pw < ow; ++pw) {
+          float sum = 0;
+          for (int64_t iy = 0; iy < grid_h; ++iy) {
+            float sy = start_h + static_cast<float>(ph) * bin_h +
+                       (static_cast<float>(iy) + 0.5f) * bin_h / static_cast<float>(grid_h);
+            for (int64_t ix = 0; ix < grid_w; ++ix) {
+              float sx = start_w + static_cast<float>(pw) * bin_w +
+                         (static_cast<float>(ix) + 0.5f) * bin_w / static_cast<float>(grid_w);
+              if (sy < -1.0f || sy > static_cast<float>(height) || sx < -1.0f ||
+                  sx > static_cast<float>(width)) {
+                continue;
+              }
+              float yy = std::max(sy, 0.0f), xx = std::max(sx, 0.0f);
+              int64_t y0 = static_cast<int64_t>(yy), x0 = static_cast<int64_t>(xx), y1, x1;
+              if (y0 >= height - 1) {
+                y0 = y1 = height - 1;
+                yy = static_cast<float>(y0);
+              } else {
+                y1 = y0 + 1;
+              }
+              if (x0 >= width - 1) {
+                x0 = x1 = width - 1;
+                xx = static_cast<float>(x0);
+              } else {
+                x1 = x0 + 1;
+              }
+              const float ly = yy - static_cast<float>(y0), lx = xx - static_cast<float>(x0);
+              const float hy = 1.0f - ly, hx = 1.0f - lx;
+              sum += hy * hx * at(y0, x0) + hy * lx * at(y0, x1) + ly * hx * at(y1, x0) +
+                     ly * lx * at(y1, x1);
+            }
+          }
+          out[((r * channels + c) * oh + ph) * ow + pw] = sum / count;
+        }
+      }
+    }
+  }
+  MG_ASSIGN_OR_RETURN(FloatStorer store, StorerFor(args, y));
+  store.run(args.outputs[0], 0, static_cast<int64_t>(out.size()), out.data());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddCpuResizeKernels(KernelMap& kernels) {
+  kernels["RoiAlign"] = RoiAlign;
   kernels["Resize"] = Resize;
   kernels["ResizeGradient"] = ResizeGradient;
   kernels["GridSample"] = GridSample;

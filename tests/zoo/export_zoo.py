@@ -286,6 +286,39 @@ def _image(batch, size=224, channels=3):
     return torch.randn(batch, channels, size, size)
 
 
+def _decisive_detector(model, class_layers, std):
+    """`model` with signal through its backbone and class scores spread as a trained
+    detector's are. torchvision's random init leaves the backbone's outputs near zero (batch
+    norm's running statistics are the unit defaults), so every anchor gets the same scores and
+    the detections (top-k, NMS, score thresholds) are decided by ties, that is by float
+    rounding. The batch norms are calibrated on four seeded images (their running statistics
+    set to that batch's, as after training) and `class_layers` redrawn (seeded, weights of
+    standard deviation `std`), so that the scores the output keeps differ by more than 1e-6."""
+    torch = _torch()
+    norms = [m for m in model.backbone.modules()
+             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average: one batch sets the statistics
+    images = model.transform([torch.randn(3, 320, 320) for _ in range(4)])[0].tensors
+    model.backbone.train()
+    with torch.no_grad():
+        model.backbone(images)
+        for layer in class_layers:
+            layer.weight.normal_(0.0, std)
+    return model.eval()
+
+
+def _ssdlite(model):
+    heads = [block[-1] for block in model.head.classification_head.module_list]
+    return _decisive_detector(model, heads, 1.0)
+
+
+def _fasterrcnn(model):
+    return _decisive_detector(
+        model, [model.roi_heads.box_predictor.cls_score, model.rpn.head.cls_logits], 0.2)
+
+
 def zoo_entries():
     """(name, build, inputs, input names, output names, dynamic axes, what the entry shows).
 
@@ -350,10 +383,11 @@ def zoo_entries():
         ("ssdlite320_head", SsdHead, lambda: (_image(1, 320),), ["images"],
          ["bbox_regression", "cls_logits"], {"images": {0: "batch"}}),
         ("ssdlite320_mobilenet_v3_large",
-         lambda: det.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None),
+         lambda: _ssdlite(det.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)),
          lambda: ([_image(1, 320)[0]],), ["images"], ["boxes", "scores", "labels"], None),
         ("fasterrcnn_mobilenet_v3_large_320_fpn",
-         lambda: det.fasterrcnn_mobilenet_v3_large_320_fpn(weights=None, weights_backbone=None),
+         lambda: _fasterrcnn(det.fasterrcnn_mobilenet_v3_large_320_fpn(weights=None,
+                                                                        weights_backbone=None)),
          lambda: ([_image(1, 320)[0]],), ["images"], ["boxes", "labels", "scores"], None),
         # Video and optical flow.
         ("r3d_18", lambda: video.r3d_18(weights=None),

@@ -40,7 +40,8 @@ constexpr int kMaxInternalErrors = 0;
 std::string ReasonKey(const absl::Status& status) {
   const absl::string_view m = status.message();
   std::string kind;
-  if (absl::StrContains(m, "control flow")) {
+  if (absl::StrContains(m, "control flow") ||
+      absl::StrContains(m, "depends on tensor values, not only on shapes")) {
     kind = "control flow subgraph (If/Loop/Scan)";
   } else if (absl::StrContains(m, "not a tensor")) {
     kind = "non-tensor value (sequence/map/optional)";

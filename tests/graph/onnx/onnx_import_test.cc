@@ -956,37 +956,7 @@ TEST(OnnxFoldTest, TensorRoundTripThroughRawData) {
 // ---------------------------------------------------------------------------------------------
 // Refusals.
 
-onnx::GraphProto Branch(const std::string& out) {
-  onnx::GraphProto g;
-  g.set_name("branch_" + out);
-  onnx::NodeProto* n = g.add_node();
-  n->set_op_type("Identity");
-  n->add_input("x");
-  n->add_output(out);
-  g.add_output()->set_name(out);
-  return g;
-}
-
-TEST(OnnxImportTest, ControlFlowIsUnimplemented) {
-  OnnxModel m;
-  m.Input("x", TensorProto::FLOAT, {2});
-  m.Input("cond", TensorProto::BOOL, {});
-  onnx::NodeProto* n = m.Node("If", {"cond"}, {"y"}, "branchy");
-  auto* then_branch = n->add_attribute();
-  then_branch->set_name("then_branch");
-  then_branch->set_type(onnx::AttributeProto::GRAPH);
-  *then_branch->mutable_g() = Branch("a");
-  auto* else_branch = n->add_attribute();
-  else_branch->set_name("else_branch");
-  else_branch->set_type(onnx::AttributeProto::GRAPH);
-  *else_branch->mutable_g() = Branch("b");
-  m.Output("y");
-  absl::StatusOr<Graph> g = Import(m);
-  ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(g.status().message(),
-              AllOf(HasSubstr("If node 'branchy'"), HasSubstr("control flow")));
-}
+// Control flow: onnx_control_flow_test.cc.
 
 TEST(OnnxImportTest, UnsupportedElementTypesAreNamed) {
   for (int32_t elem : {TensorProto::STRING, TensorProto::UINT32, TensorProto::COMPLEX64}) {

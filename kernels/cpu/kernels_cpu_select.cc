@@ -1,0 +1,218 @@
+// Ops whose output size depends on the data: NonZero and NonMaxSuppression. Each counts what
+// it selects first, checks the count against the planned output (an upper bound when the run
+// measures sizes, KernelArgs::measured_dims; else the exact size), then writes the output in
+// the layout of the dims it computed.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kernels/cpu/kernels_cpu.h"
+#include "kernels/kernel_util.h"
+#include "util/status_macros.h"
+
+namespace memonger::alloc {
+namespace {
+
+using graph::DataType;
+using graph::TensorType;
+using namespace kernel_internal;  // NOLINT: the helpers of every kernel file
+
+// Output `k` has `dims`: within the plan's bytes when the run measures sizes (and then
+// recorded), else exactly the planned dims.
+absl::Status Measured(const KernelArgs& args, int k, const Dims& dims) {
+  const TensorType& planned = *args.output_types[k];
+  const bool fits = dims.size() == planned.dims.size() &&
+                    NumElements(dims) <= NumElements(planned.dims);
+  if (args.measured_dims == nullptr ? dims != planned.dims : !fits) {
+    return KernelError(args, absl::StrCat("output ", k, " is [", absl::StrJoin(dims, ", "),
+                                          "] on this data; the plan ",
+                                          args.measured_dims == nullptr ? "has" : "bounds it by",
+                                          " [", absl::StrJoin(planned.dims, ", "), "]"));
+  }
+  if (args.measured_dims != nullptr) {
+    args.measured_dims->resize(args.outputs.size());
+    (*args.measured_dims)[k] = dims;
+  }
+  return absl::OkStatus();
+}
+
+// ---- NonZero --------------------------------------------------------------------------------
+
+// NonZero(X) -> int64 [rank(X), n]: row d holds the d-th coordinate of each element that is not
+// zero (NaN is not zero; -0.0 is), elements in row-major order, as numpy.nonzero.
+absl::Status NonZero(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 1));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& x = *args.input_types[0];
+  if (args.output_types[0]->dtype != DataType::kInt64) {
+    return KernelError(args, "the output must be int64");
+  }
+  const int64_t n = NumElements(x.dims);
+  std::vector<int64_t> hits;
+  MG_RETURN_IF_ERROR(DispatchAny(args, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const T* in = reinterpret_cast<const T*>(args.inputs[0]);
+    for (int64_t i = 0; i < n; ++i) {
+      if (Load(in[i]) != 0) hits.push_back(i);
+    }
+    return absl::OkStatus();
+  }));
+  const int64_t rank = Rank(x);
+  const int64_t count = static_cast<int64_t>(hits.size());
+  MG_RETURN_IF_ERROR(Measured(args, 0, {rank, count}));
+  int64_t* out = reinterpret_cast<int64_t*>(args.outputs[0]);
+  const Dims strides = Strides(x.dims);
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t rest = hits[j];
+    for (int64_t d = 0; d < rank; ++d) {
+      out[d * count + j] = rest / strides[d];
+      rest %= strides[d];
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- NonMaxSuppression ----------------------------------------------------------------------
+
+// One float of input `input` (a scalar or [1]), `fallback` when the input is omitted.
+absl::StatusOr<float> ScalarFloat(const KernelArgs& args, int input, float fallback,
+                                  absl::string_view what) {
+  if (input >= static_cast<int>(args.inputs.size())) return fallback;
+  const TensorType& t = *args.input_types[input];
+  if (NumElements(t.dims) != 1) {
+    return KernelError(args, absl::StrCat(what, " must hold one number"));
+  }
+  float value = 0;
+  MG_RETURN_IF_ERROR(DispatchFloat(args, t.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    value = static_cast<float>(Load(*reinterpret_cast<const T*>(args.inputs[input])));
+    return absl::OkStatus();
+  }));
+  return value;
+}
+
+struct Box {
+  float x1, y1, x2, y2, area;
+};
+
+// center_point_box 0: [y1, x1, y2, x2], either diagonal; 1: [x_center, y_center, width, height].
+Box MakeBox(const float* b, bool center) {
+  Box box;
+  if (center) {
+    box = {b[0] - b[2] / 2, b[1] - b[3] / 2, b[0] + b[2] / 2, b[1] + b[3] / 2, 0};
+  } else {
+    box = {std::min(b[1], b[3]), std::min(b[0], b[2]), std::max(b[1], b[3]), std::max(b[0], b[2]),
+           0};
+  }
+  box.area = (box.x2 - box.x1) * (box.y2 - box.y1);
+  return box;
+}
+
+// Whether `b` overlaps `a` by more than `threshold` (intersection over union, in float as
+// ONNX Runtime and torchvision compute it; boxes without area never suppress).
+bool Suppresses(const Box& a, const Box& b, float threshold) {
+  const float w = std::max(0.0f, std::min(a.x2, b.x2) - std::max(a.x1, b.x1));
+  const float h = std::max(0.0f, std::min(a.y2, b.y2) - std::max(a.y1, b.y1));
+  const float inter = w * h;
+  if (inter <= 0 || a.area <= 0 || b.area <= 0) return false;
+  return inter / (a.area + b.area - inter) > threshold;
+}
+
+// NonMaxSuppression(boxes [B, N, 4], scores [B, C, N], [max_output_boxes_per_class],
+// [iou_threshold], [score_threshold]; center_point_box) -> int64 [selected, 3] of (batch, class,
+// box): for each batch and class, boxes scoring above score_threshold (all when it is omitted)
+// in order of falling score (ties: the lower index), each kept unless a kept box overlaps it by
+// more than iou_threshold, at most max_output_boxes_per_class (0, the default: none).
+absl::Status NonMaxSuppression(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 2, 5, 1, 1));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  auto at = [&](int64_t slot) { return FindInputSlot(args, slot); };  // -1: omitted
+  const TensorType& boxes_type = *args.input_types[0];
+  const TensorType& scores_type = *args.input_types[1];
+  if (Rank(boxes_type) != 3 || boxes_type.dims[2] != 4 || Rank(scores_type) != 3 ||
+      scores_type.dims[0] != boxes_type.dims[0] || scores_type.dims[2] != boxes_type.dims[1]) {
+    return KernelError(args, "boxes must be [B, N, 4] and scores [B, C, N]");
+  }
+  if (args.output_types[0]->dtype != DataType::kInt64) {
+    return KernelError(args, "the output must be int64");
+  }
+  const int64_t batches = scores_type.dims[0], classes = scores_type.dims[1];
+  const int64_t spatial = boxes_type.dims[1];
+  int64_t max_per_class = 0;
+  if (const int k = at(2); k >= 0) {
+    MG_ASSIGN_OR_RETURN(const Dims v, ReadInts(args, k, "max_output_boxes_per_class"));
+    if (v.size() != 1) return KernelError(args, "max_output_boxes_per_class must hold one integer");
+    max_per_class = std::max<int64_t>(v[0], 0);
+  }
+  float iou = 0;
+  if (const int k = at(3); k >= 0) {
+    MG_ASSIGN_OR_RETURN(iou, ScalarFloat(args, k, 0, "iou_threshold"));
+  }
+  std::optional<float> score_threshold;
+  if (const int k = at(4); k >= 0) {
+    MG_ASSIGN_OR_RETURN(score_threshold, ScalarFloat(args, k, 0, "score_threshold"));
+  }
+  MG_ASSIGN_OR_RETURN(const int64_t center, IntAttr(args, "center_point_box", 0));
+  if (center != 0 && center != 1) return KernelError(args, "center_point_box must be 0 or 1");
+
+  std::vector<float> boxes(static_cast<size_t>(NumElements(boxes_type.dims)));
+  std::vector<float> scores(static_cast<size_t>(NumElements(scores_type.dims)));
+  for (auto [input, dst] : {std::pair{0, &boxes}, std::pair{1, &scores}}) {
+    MG_RETURN_IF_ERROR(DispatchFloat(args, args.input_types[input]->dtype,
+                                     [&](auto tag) -> absl::Status {
+                                       using T = typename decltype(tag)::type;
+                                       const T* in = reinterpret_cast<const T*>(args.inputs[input]);
+                                       for (size_t i = 0; i < dst->size(); ++i) {
+                                         (*dst)[i] = static_cast<float>(Load(in[i]));
+                                       }
+                                       return absl::OkStatus();
+                                     }));
+  }
+  std::vector<int64_t> selected;  // (batch, class, box) triples
+  std::vector<int64_t> order;
+  std::vector<Box> kept;
+  for (int64_t b = 0; b < batches; ++b) {
+    std::vector<Box> batch_boxes(static_cast<size_t>(spatial));
+    for (int64_t i = 0; i < spatial; ++i) {
+      batch_boxes[i] = MakeBox(&boxes[(b * spatial + i) * 4], center == 1);
+    }
+    for (int64_t c = 0; c < classes; ++c) {
+      const float* s = &scores[(b * classes + c) * spatial];
+      order.clear();
+      for (int64_t i = 0; i < spatial; ++i) {
+        if (!score_threshold || s[i] > *score_threshold) order.push_back(i);
+      }
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t x, int64_t y) { return s[x] > s[y]; });
+      kept.clear();
+      for (int64_t i : order) {
+        if (static_cast<int64_t>(kept.size()) >= max_per_class) break;
+        const Box& box = batch_boxes[i];
+        if (std::any_of(kept.begin(), kept.end(),
+                        [&](const Box& k) { return Suppresses(k, box, iou); })) {
+          continue;
+        }
+        kept.push_back(box);
+        selected.insert(selected.end(), {b, c, i});
+      }
+    }
+  }
+  const int64_t count = static_cast<int64_t>(selected.size()) / 3;
+  MG_RETURN_IF_ERROR(Measured(args, 0, {count, 3}));
+  std::copy(selected.begin(), selected.end(), reinterpret_cast<int64_t*>(args.outputs[0]));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddCpuSelectKernels(KernelMap& kernels) {
+  kernels["NonZero"] = NonZero;
+  kernels["NonMaxSuppression"] = NonMaxSuppression;
+}
+
+}  // namespace memonger::alloc

@@ -1,0 +1,397 @@
+// ONNX control flow and data-dependent sizes (graph/onnx/control_flow.h, size_bounds.h): Ifs
+// the shapes decide become their branch, other control flow is refused by name, and the outputs
+// of NonZero, NonMaxSuppression and friends are planned at upper bounds that the import checks
+// grow with the run; the executor refuses to run at a bound.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_join.h"
+#include "allocator/host_run.h"
+#include "gmock/gmock.h"
+#include "graph/onnx/onnx_import.h"
+#include "gtest/gtest.h"
+#include "memonger/planner.h"
+#include "memonger/verify_plan.h"
+#include "onnx/onnx_pb.h"
+
+namespace memonger::graph {
+namespace {
+
+using ::onnx::TensorProto;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// Builds a model the way exporters write one: opset 17, typed inputs, outputs by name.
+class Model {
+ public:
+  Model() {
+    proto_.set_ir_version(8);
+    auto* op = proto_.add_opset_import();
+    op->set_domain("");
+    op->set_version(17);
+    graph_ = proto_.mutable_graph();
+    graph_->set_name("g");
+  }
+  onnx::GraphProto* graph() { return graph_; }
+
+  void Input(const std::string& name, int32_t elem, const std::vector<int64_t>& dims) {
+    onnx::ValueInfoProto* vi = graph_->add_input();
+    vi->set_name(name);
+    auto* t = vi->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(elem);
+    auto* shape = t->mutable_shape();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  }
+  void Output(const std::string& name) { graph_->add_output()->set_name(name); }
+  void Ints(const std::string& name, const std::vector<int64_t>& values, bool scalar = false) {
+    TensorProto* t = graph_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(TensorProto::INT64);
+    if (!scalar) t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+  }
+  void Float(const std::string& name, float value) {
+    TensorProto* t = graph_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(TensorProto::FLOAT);
+    t->add_float_data(value);
+  }
+  static onnx::NodeProto* Node(onnx::GraphProto* g, const std::string& op,
+                               const std::vector<std::string>& inputs,
+                               const std::vector<std::string>& outputs,
+                               const std::string& name = "") {
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? op + "_" + outputs[0] : name);
+    for (const std::string& in : inputs) n->add_input(in);
+    for (const std::string& out : outputs) n->add_output(out);
+    return n;
+  }
+  onnx::NodeProto* Node(const std::string& op, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs, const std::string& name = "") {
+    return Node(graph_, op, inputs, outputs, name);
+  }
+  // An If reading `cond`, with branches built by the caller.
+  onnx::NodeProto* If(const std::string& cond, const std::string& out, onnx::GraphProto then_g,
+                      onnx::GraphProto else_g, const std::string& name) {
+    onnx::NodeProto* n = Node("If", {cond}, {out}, name);
+    for (auto [attr, g] : {std::pair{"then_branch", &then_g}, std::pair{"else_branch", &else_g}}) {
+      auto* a = n->add_attribute();
+      a->set_name(attr);
+      a->set_type(onnx::AttributeProto::GRAPH);
+      *a->mutable_g() = *g;
+    }
+    return n;
+  }
+
+  absl::StatusOr<Graph> Import(std::vector<std::string>* notes = nullptr) const {
+    OnnxImportOptions options;
+    options.notes = notes;
+    return ImportOnnxBytes(proto_.SerializeAsString(), {}, "test.onnx", options);
+  }
+  // With the model's data, at the sizes a run measured.
+  absl::StatusOr<Graph> ImportMeasured(
+      const absl::flat_hash_map<std::string, std::vector<int64_t>>& measured) const {
+    OnnxImportOptions options;
+    options.keep_data = true;
+    options.measured_sizes = measured;
+    return ImportOnnxBytes(proto_.SerializeAsString(), {}, "test.onnx", options);
+  }
+
+ private:
+  onnx::ModelProto proto_;
+  onnx::GraphProto* graph_;
+};
+
+// One node reading `in` (an outer value), writing the branch's output `out`.
+onnx::GraphProto Branch(const std::string& op, const std::string& in, const std::string& out) {
+  onnx::GraphProto g;
+  g.set_name("branch_" + out);
+  Model::Node(&g, op, {in}, {out});
+  g.add_output()->set_name(out);
+  return g;
+}
+
+void AttrInt(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+const Value& Named(const Graph& g, const std::string& name) {
+  const std::optional<ValueId> id = g.FindValue(name);
+  EXPECT_TRUE(id.has_value()) << name;
+  return g.value(id.value_or(0));
+}
+
+// torchvision's batched_nms: `if boxes.numel() == 0: return empty` as an If on Size(x) == 0.
+Model SizeDecidedIf(int64_t rows) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {rows, 3});
+  m.Ints("zero", {0}, /*scalar=*/true);
+  m.Node("Size", {"x"}, {"n"});
+  m.Node("Equal", {"n", "zero"}, {"empty"});
+  m.If("empty", "y", Branch("Identity", "x", "same"), Branch("Relu", "x", "relu"), "branchy");
+  m.Node("Neg", {"y"}, {"z"});
+  m.Output("z");
+  return m;
+}
+
+TEST(OnnxControlFlowTest, AnIfTheShapesDecideIsReplacedByItsBranch) {
+  std::vector<std::string> notes;
+  absl::StatusOr<Graph> g = SizeDecidedIf(2).Import(&notes);
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::vector<std::string> types;
+  for (const Op& op : g->ops()) types.push_back(op.type);
+  EXPECT_EQ(absl::StrJoin(types, ","), "Relu,Identity,Neg");
+  EXPECT_EQ(Named(*g, "relu").type->dims, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(Named(*g, "z").type->dims, (std::vector<int64_t>{2, 3}));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], AllOf(HasSubstr("If node 'branchy'"), HasSubstr("false"),
+                              HasSubstr("else_branch (1 node)")));
+  EXPECT_TRUE(g->data_dependent_sizes().empty());
+
+  // No rows: the then_branch.
+  g = SizeDecidedIf(0).Import();
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_FALSE(g->FindValue("relu").has_value());
+  EXPECT_TRUE(g->FindValue("same").has_value());
+}
+
+TEST(OnnxControlFlowTest, AnIfOnTensorValuesIsRefusedByName) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2});
+  m.Input("cond", TensorProto::BOOL, {});
+  m.If("cond", "y", Branch("Identity", "x", "a"), Branch("Relu", "x", "b"), "branchy");
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("If node 'branchy'"),
+                                          HasSubstr("'cond' depends on tensor values")));
+}
+
+TEST(OnnxControlFlowTest, LoopsAreRefusedByName) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2});
+  m.Ints("trips", {3}, /*scalar=*/true);
+  onnx::NodeProto* loop = m.Node("Loop", {"trips", "", "x"}, {"y"}, "looper");
+  auto* body = loop->add_attribute();
+  body->set_name("body");
+  body->set_type(onnx::AttributeProto::GRAPH);
+  *body->mutable_g() = Branch("Relu", "x", "b");
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(g.status().message(),
+              AllOf(HasSubstr("Loop node 'looper'"), HasSubstr("control flow"),
+                    HasSubstr("'body'")));
+}
+
+TEST(OnnxControlFlowTest, ABranchMayNotRedefineAnOuterName) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2, 3});
+  m.Ints("zero", {0}, /*scalar=*/true);
+  m.Node("Size", {"x"}, {"n"});
+  m.Node("Equal", {"n", "zero"}, {"empty"});
+  m.If("empty", "y", Branch("Identity", "x", "same"), Branch("Relu", "x", "n"), "branchy");
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("If node 'branchy'"), HasSubstr("'n'"),
+                                          HasSubstr("shadow")));
+}
+
+TEST(OnnxControlFlowTest, ABranchReadingAnUndefinedNameIsRefused) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2, 3});
+  m.Ints("zero", {0}, /*scalar=*/true);
+  m.Node("Size", {"x"}, {"n"});
+  m.Node("Equal", {"n", "zero"}, {"empty"});
+  m.If("empty", "y", Branch("Identity", "x", "same"), Branch("Relu", "nowhere", "r"), "branchy");
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(g.status().message(), HasSubstr("'nowhere'"));
+}
+
+// SSD post-processing per class: the scores above a threshold (NonZero, GatherND), then the
+// best min(count, 3) of them (TopK with k computed from the count's shape).
+Model SelectThenTopK() {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2, 4});
+  m.Float("threshold", 0.5f);
+  m.Ints("three", {3});
+  m.Node("Greater", {"x", "threshold"}, {"above"});
+  m.Node("NonZero", {"above"}, {"where"}, "select");
+  m.Node("Transpose", {"where"}, {"indices"});
+  m.Node("GatherND", {"x", "indices"}, {"picked"});
+  m.Node("Shape", {"picked"}, {"count"});
+  AttrInt(m.Node("Concat", {"count", "three"}, {"candidates"}), "axis", 0);
+  AttrInt(m.Node("ReduceMin", {"candidates"}, {"k"}), "keepdims", 1);
+  m.Node("TopK", {"picked", "k"}, {"best", "best_at"});
+  m.Output("best");
+  return m;
+}
+
+TEST(OnnxControlFlowTest, NonZeroIsPlannedAtItsBoundAndWhatFollowsFromIt) {
+  std::vector<std::string> notes;
+  absl::StatusOr<Graph> g = SelectThenTopK().Import(&notes);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(Named(*g, "where").type->dims, (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(Named(*g, "picked").type->dims, (std::vector<int64_t>{8}));
+  EXPECT_EQ(Named(*g, "best").type->dims, (std::vector<int64_t>{3}));
+  ASSERT_EQ(g->data_dependent_sizes().size(), 1u);
+  EXPECT_EQ(g->data_dependent_sizes()[0].value, "where");
+  EXPECT_THAT(g->data_dependent_sizes()[0].why, HasSubstr("at most the 8 elements of 'above'"));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], AllOf(HasSubstr("1 outputs"), HasSubstr("upper bounds"),
+                              HasSubstr("1 x NonZero")));
+  // Copies keep the bounds.
+  Graph copy = *g;
+  EXPECT_EQ(copy.data_dependent_sizes().size(), 1u);
+}
+
+TEST(OnnxControlFlowTest, TheExecutorRefusesToRunAtABound) {
+  absl::StatusOr<Graph> g = SelectThenTopK().Import();
+  ASSERT_TRUE(g.ok()) << g.status();
+  PlanOptions options;
+  absl::StatusOr<Plan> plan = PlanMemory(*g, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(VerifyPlan(*g, *plan).ok());
+  absl::StatusOr<alloc::HostRunReport> run = alloc::RunOnHost(*g, *plan, {});
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(run.status().message(),
+              AllOf(HasSubstr("'where'"), HasSubstr("upper bounds"), HasSubstr("fixed sizes")));
+}
+
+// The run measures NonZero's count and retypes the net: k = min(count, 3) values come out.
+std::vector<float> RunSelectThenTopK(const std::vector<float>& x, int* retypes) {
+  const Model m = SelectThenTopK();
+  absl::StatusOr<Graph> g = m.ImportMeasured({});
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return {};
+  absl::StatusOr<Plan> plan = PlanMemory(*g, PlanOptions{});
+  EXPECT_TRUE(plan.ok() && VerifyPlan(*g, *plan).ok());
+  if (!plan.ok()) return {};
+  alloc::HostRunOptions options;
+  TensorData data{{DataType::kFloat32, {2, 4}}, std::string(x.size() * sizeof(float), '\0')};
+  std::memcpy(data.bytes.data(), x.data(), data.bytes.size());
+  options.data["x"] = data;
+  options.retype = [&m](const absl::flat_hash_map<std::string, std::vector<int64_t>>& measured) {
+    return m.ImportMeasured(measured);
+  };
+  absl::StatusOr<alloc::HostRunReport> run = alloc::RunOnHost(*g, *plan, options);
+  EXPECT_TRUE(run.ok()) << run.status();
+  if (!run.ok()) return {};
+  *retypes = run->retypes;
+  const alloc::HostRunOutput& best = run->outputs.at(0);
+  std::vector<float> values(best.bytes.size() / sizeof(float));
+  std::memcpy(values.data(), best.bytes.data(), best.bytes.size());
+  EXPECT_EQ(best.type.dims, (std::vector<int64_t>{static_cast<int64_t>(values.size())}));
+  return values;
+}
+
+TEST(OnnxControlFlowTest, ARunMeasuresTheDataDependentSizesInThePlanMadeAtTheBounds) {
+  int retypes = 0;
+  EXPECT_EQ(RunSelectThenTopK({0.9f, 0.1f, 0.7f, 0.6f, 0.2f, 0.8f, 0.3f, 0.55f}, &retypes),
+            (std::vector<float>{0.9f, 0.8f, 0.7f}));
+  EXPECT_EQ(retypes, 1);
+  // Two above the threshold: k = 2, a smaller output than the plan's [3].
+  EXPECT_EQ(RunSelectThenTopK({0.1f, 0.2f, 0.75f, 0.3f, 0.4f, 0.0f, 0.6f, 0.5f}, &retypes),
+            (std::vector<float>{0.75f, 0.6f}));
+  // None: NonZero [2, 0], an empty output.
+  EXPECT_EQ(RunSelectThenTopK(std::vector<float>(8, 0.0f), &retypes), std::vector<float>{});
+}
+
+// A typing larger than the plan (a retype that lies about the sizes) is refused before any op
+// runs in it.
+TEST(OnnxControlFlowTest, ARunRefusesSizesBeyondThePlan) {
+  const Model m = SelectThenTopK();
+  absl::StatusOr<Graph> g = m.ImportMeasured({});
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<Plan> plan = PlanMemory(*g, PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  alloc::HostRunOptions options;
+  options.retype = [&m](const absl::flat_hash_map<std::string, std::vector<int64_t>>&) {
+    return m.ImportMeasured({{"where", {2, 100}}});
+  };
+  absl::StatusOr<alloc::HostRunReport> run = alloc::RunOnHost(*g, *plan, options);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(run.status().message(), AllOf(HasSubstr("'where' needs 1600 bytes"),
+                                            HasSubstr("gives it 128")));
+}
+
+// NonMaxSuppression(boxes [1, 5, 4], scores [1, 2, 5], max_per_class): 1 x 2 x min(5, max).
+std::vector<int64_t> NmsDims(int max_per_class_kind) {
+  Model m;
+  m.Input("boxes", TensorProto::FLOAT, {1, 5, 4});
+  m.Input("scores", TensorProto::FLOAT, {1, 2, 5});
+  std::vector<std::string> inputs = {"boxes", "scores"};
+  if (max_per_class_kind == 1) {  // a constant
+    m.Ints("max_per_class", {3});
+    inputs.push_back("max_per_class");
+  } else if (max_per_class_kind == 2) {  // a value of the run
+    m.Input("max_per_class", TensorProto::INT64, {1});
+    inputs.push_back("max_per_class");
+  }
+  m.Node("NonMaxSuppression", inputs, {"selected"}, "nms");
+  m.Output("selected");
+  absl::StatusOr<Graph> g = m.Import();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? Named(*g, "selected").type->dims : std::vector<int64_t>{};
+}
+
+TEST(OnnxControlFlowTest, NonMaxSuppressionIsBoundedByBatchClassesAndBoxesPerClass) {
+  EXPECT_EQ(NmsDims(0), (std::vector<int64_t>{0, 3}));   // omitted: ONNX selects none
+  EXPECT_EQ(NmsDims(1), (std::vector<int64_t>{6, 3}));   // 1 x 2 x min(5, 3)
+  EXPECT_EQ(NmsDims(2), (std::vector<int64_t>{10, 3}));  // 1 x 2 x 5
+}
+
+TEST(OnnxControlFlowTest, UniqueAndCompressAreBounded) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {3, 4});
+  m.Input("keep", TensorProto::BOOL, {2});
+  m.Node("Unique", {"x"}, {"u", "u_at", "u_inverse", "u_counts"}, "unique");
+  m.Node("Compress", {"x", "keep"}, {"flat"}, "squeeze_out");
+  AttrInt(m.Node("Compress", {"x", "keep"}, {"rows"}, "rows_out"), "axis", 0);
+  for (const char* out : {"u", "u_at", "u_inverse", "u_counts", "flat", "rows"}) m.Output(out);
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(Named(*g, "u").type->dims, (std::vector<int64_t>{12}));
+  EXPECT_EQ(Named(*g, "u_inverse").type->dims, (std::vector<int64_t>{12}));
+  EXPECT_EQ(Named(*g, "flat").type->dims, (std::vector<int64_t>{2}));
+  EXPECT_EQ(Named(*g, "rows").type->dims, (std::vector<int64_t>{2, 4}));
+}
+
+// 10 - count elements: the fewer the nonzeros, the larger the tensor, so the count's bound is
+// not a bound for it.
+TEST(OnnxControlFlowTest, ASizeThatShrinksAsTheBoundGrowsIsRefused) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {6});
+  m.Float("zero", 0.0f);
+  m.Ints("ten", {10});
+  m.Ints("one", {1});
+  m.Node("Greater", {"x", "zero"}, {"positive"});
+  m.Node("NonZero", {"positive"}, {"where"}, "select");
+  m.Node("Shape", {"where"}, {"shape"});
+  AttrInt(m.Node("Gather", {"shape", "one"}, {"count"}), "axis", 0);
+  m.Node("Sub", {"ten", "count"}, {"rest"});
+  m.Node("ConstantOfShape", {"rest"}, {"padding"}, "pad");
+  m.Output("padding");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(g.status().message(),
+              AllOf(HasSubstr("'padding'"), HasSubstr("does not grow")));
+}
+
+}  // namespace
+}  // namespace memonger::graph
