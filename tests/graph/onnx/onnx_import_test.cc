@@ -994,15 +994,18 @@ TEST(OnnxImportTest, SequencesAreUnimplemented) {
   EXPECT_THAT(g.status().message(), AllOf(HasSubstr("'seq'"), HasSubstr("sequence")));
 }
 
-TEST(OnnxImportTest, DataDependentShapeIsInvalidArgument) {
+// A length read from the data has no bound (NonZero's and friends' do: onnx_control_flow_test).
+TEST(OnnxImportTest, DataDependentShapeWithoutABoundIsInvalidArgument) {
   OnnxModel m;
-  m.Input("x", TensorProto::FLOAT, {4});
-  m.Node("NonZero", {"x"}, {"nz"}, "nonzero");
-  m.Output("nz");
+  m.Input("limit", TensorProto::INT64, {});
+  m.IntInit("start", {0}, /*scalar=*/true).IntInit("delta", {1}, /*scalar=*/true);
+  m.Node("Range", {"start", "limit", "delta"}, {"r"}, "range");
+  m.Output("r");
   absl::StatusOr<Graph> g = Import(m);
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("'nz'"), HasSubstr("NonZero node")));
+  EXPECT_THAT(g.status().message(),
+              AllOf(HasSubstr("'r'"), HasSubstr("Range node"), HasSubstr("'limit'")));
 }
 
 struct StructureCase {

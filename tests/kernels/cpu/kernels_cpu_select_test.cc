@@ -1,0 +1,155 @@
+// NonZero and NonMaxSuppression beyond the ONNX node tests: the exact-size contract (a count
+// other than the planned one is an error unless the run measures), the measured layout within a
+// larger planned buffer, half-precision storage, NaN and -0.0, center boxes, thresholds and ties;
+// RoiAlign in both coordinate modes against hand-computed samples, and in float16 storage.
+#include <cstring>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/kernels_cpu.h"
+#include "tests/kernel_test_support.h"
+
+namespace memonger::alloc {
+namespace {
+
+using graph::DataType;
+using testing::EmptyTensor;
+using testing::MakeTensor;
+using testing::RunKernel;
+using testing::TestTensor;
+using testing::ToDoubles;
+using ::testing::HasSubstr;
+
+TEST(NonZeroTest, CoordinatesInRowMajorOrderNanCountsAndNegativeZeroDoesNot) {
+  const double nan = std::nan("");
+  TestTensor x = MakeTensor(DataType::kFloat16, {2, 3}, {0, 1.5, -0.0, nan, 0, -2});
+  TestTensor y = EmptyTensor(DataType::kInt64, {2, 3});
+  ASSERT_TRUE(RunKernel("NonZero", {}, {&x}, {&y}).ok());
+  EXPECT_EQ(ToDoubles(y), (std::vector<double>{0, 1, 1, 1, 0, 2}));
+
+  TestTensor flags = MakeTensor(DataType::kBool, {4}, {1, 0, 0, 1});
+  TestTensor at = EmptyTensor(DataType::kInt64, {1, 2});
+  ASSERT_TRUE(RunKernel("NonZero", {}, {&flags}, {&at}).ok());
+  EXPECT_EQ(ToDoubles(at), (std::vector<double>{0, 3}));
+}
+
+TEST(NonZeroTest, AnotherCountThanPlannedIsAnErrorUnlessTheRunMeasures) {
+  TestTensor x = MakeTensor(DataType::kFloat32, {4}, {1, 0, 2, 0});
+  TestTensor y = EmptyTensor(DataType::kInt64, {1, 4});  // the bound
+  const absl::Status s = RunKernel("NonZero", {}, {&x}, {&y});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("[1, 2] on this data; the plan has [1, 4]"));
+
+  // Measuring: [2, 2] of a [2, 3] input's coordinates, written as [2, 2] within the bound.
+  TestTensor m = MakeTensor(DataType::kFloat32, {2, 3}, {0, 5, 0, 0, 0, 7});
+  TestTensor out = EmptyTensor(DataType::kInt64, {2, 6});
+  KernelTable table = MakeCpuKernelTable();
+  graph::Op op;
+  op.type = "NonZero";
+  KernelArgs args;
+  args.op = &op;
+  args.inputs = {m.bytes()};
+  args.input_types = {&m.type};
+  args.outputs = {out.bytes()};
+  args.output_types = {&out.type};
+  std::vector<std::vector<int64_t>> measured;
+  args.measured_dims = &measured;
+  ASSERT_TRUE((*table.Find("NonZero"))(args).ok());
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[0], (std::vector<int64_t>{2, 2}));
+  std::vector<int64_t> first(4);
+  std::memcpy(first.data(), out.bytes(), sizeof(int64_t) * 4);
+  EXPECT_EQ(first, (std::vector<int64_t>{0, 1, 1, 2}));
+}
+
+// Three boxes of one class (corners [y1, x1, y2, x2]): 0 and 1 overlap by IoU 0.6, 2 is apart.
+TestTensor Boxes(DataType dtype) {
+  return MakeTensor(dtype, {1, 3, 4}, {0, 0, 10, 10, 0, 2.5, 10, 12.5, 20, 20, 30, 30});
+}
+
+std::vector<double> Nms(const TestTensor& boxes, std::vector<double> scores, double iou,
+                        int64_t max_per_class, int64_t expected_count,
+                        std::vector<graph::Attribute> attrs = {}) {
+  TestTensor s = MakeTensor(DataType::kFloat32, {1, 1, 3}, scores);
+  TestTensor max = MakeTensor(DataType::kInt64, {1}, {static_cast<double>(max_per_class)});
+  TestTensor threshold = MakeTensor(DataType::kFloat32, {1}, {iou});
+  TestTensor out = EmptyTensor(DataType::kInt64, {expected_count, 3});
+  TestTensor b = boxes;
+  const absl::Status status =
+      RunKernel("NonMaxSuppression", attrs, {&b, &s, &max, &threshold}, {&out});
+  EXPECT_TRUE(status.ok()) << status;
+  return ToDoubles(out);
+}
+
+TEST(NonMaxSuppressionTest, SuppressesAboveTheIouThresholdInScoreOrder) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    SCOPED_TRACE(static_cast<int>(dtype));
+    // Box 1 scores highest and suppresses box 0 (IoU 0.6 > 0.5); box 2 stays.
+    EXPECT_EQ(Nms(Boxes(dtype), {0.8, 0.9, 0.3}, 0.5, 10, 2),
+              (std::vector<double>{0, 0, 1, 0, 0, 2}));
+    // At IoU 0.7 nothing overlaps enough.
+    EXPECT_EQ(Nms(Boxes(dtype), {0.8, 0.9, 0.3}, 0.7, 10, 3),
+              (std::vector<double>{0, 0, 1, 0, 0, 0, 0, 0, 2}));
+    // Ties go to the lower index; at most one per class.
+    EXPECT_EQ(Nms(Boxes(dtype), {0.5, 0.5, 0.5}, 0.7, 1, 1), (std::vector<double>{0, 0, 0}));
+  }
+  // The same boxes as centres and sizes.
+  TestTensor centres = MakeTensor(DataType::kFloat32, {1, 3, 4},
+                                  {5, 5, 10, 10, 7.5, 5, 10, 10, 25, 25, 10, 10});
+  EXPECT_EQ(Nms(centres, {0.8, 0.9, 0.3}, 0.5, 10, 2, {{"center_point_box", int64_t{1}}}),
+            (std::vector<double>{0, 0, 1, 0, 0, 2}));
+}
+
+TEST(NonMaxSuppressionTest, ScoreThresholdAndAnOmittedMaximumSelectNothingBelowIt) {
+  TestTensor b = Boxes(DataType::kFloat32);
+  TestTensor s = MakeTensor(DataType::kFloat32, {1, 1, 3}, {0.8, 0.9, 0.3});
+  TestTensor max = MakeTensor(DataType::kInt64, {1}, {10});
+  TestTensor iou = MakeTensor(DataType::kFloat32, {1}, {0.7});
+  TestTensor score = MakeTensor(DataType::kFloat32, {1}, {0.5});
+  TestTensor two = EmptyTensor(DataType::kInt64, {2, 3});
+  ASSERT_TRUE(RunKernel("NonMaxSuppression", {}, {&b, &s, &max, &iou, &score}, {&two}).ok());
+  EXPECT_EQ(ToDoubles(two), (std::vector<double>{0, 0, 1, 0, 0, 0}));
+  // max_output_boxes_per_class omitted: ONNX's default 0 selects none.
+  TestTensor none = EmptyTensor(DataType::kInt64, {0, 3});
+  ASSERT_TRUE(RunKernel("NonMaxSuppression", {}, {&b, &s}, {&none}).ok());
+}
+
+// X [1, 1, 4, 4] holding 10 y + x: bilinear samples of it are exact, so a bin's mean is the
+// value at the mean of its sample points.
+TEST(RoiAlignTest, BothCoordinateModesSampleWhereTorchvisionDoes) {
+  std::vector<double> ramp;
+  for (int y = 0; y < 4; ++y) {
+    for (int x = 0; x < 4; ++x) ramp.push_back(10 * y + x);
+  }
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    SCOPED_TRACE(static_cast<int>(dtype));
+    TestTensor x = MakeTensor(dtype, {1, 1, 4, 4}, ramp);
+    TestTensor rois = MakeTensor(dtype, {1, 4}, {0, 0, 2, 2});
+    TestTensor batch = MakeTensor(DataType::kInt64, {1}, {0});
+    const std::vector<graph::Attribute> common = {
+        {"output_height", int64_t{1}}, {"output_width", int64_t{1}},
+        {"sampling_ratio", int64_t{2}}};
+    // output_half_pixel (aligned=False): samples at 0.5 and 1.5 per axis, mean at (1, 1): 11.
+    TestTensor y = EmptyTensor(dtype, {1, 1, 1, 1});
+    std::vector<graph::Attribute> attrs = common;
+    attrs.push_back({"coordinate_transformation_mode", std::string("output_half_pixel")});
+    ASSERT_TRUE(RunKernel("RoiAlign", attrs, {&x, &rois, &batch}, {&y}).ok());
+    EXPECT_DOUBLE_EQ(ToDoubles(y)[0], 11);
+    // half_pixel (aligned=True, the default): half a pixel back, samples at 0 and 1: 5.5.
+    ASSERT_TRUE(RunKernel("RoiAlign", common, {&x, &rois, &batch}, {&y}).ok());
+    EXPECT_DOUBLE_EQ(ToDoubles(y)[0], 5.5);
+  }
+  TestTensor x = MakeTensor(DataType::kFloat32, {1, 1, 4, 4}, ramp);
+  TestTensor rois = MakeTensor(DataType::kFloat32, {1, 4}, {0, 0, 2, 2});
+  TestTensor bad_batch = MakeTensor(DataType::kInt64, {1}, {1});
+  TestTensor y = EmptyTensor(DataType::kFloat32, {1, 1, 1, 1});
+  EXPECT_THAT(RunKernel("RoiAlign", {}, {&x, &rois, &bad_batch}, {&y}).message(),
+              HasSubstr("batch index 1"));
+  EXPECT_EQ(RunKernel("RoiAlign", {{"mode", std::string("max")}}, {&x, &rois, &bad_batch}, {&y})
+                .code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace memonger::alloc
