@@ -122,14 +122,16 @@ absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan
       return absl::UnimplementedError(
           "a net with data-dependent sizes runs on the host's CPU kernels only");
     }
-    int retypes = 0;
     auto counting = [&](const auto& sizes) {
-      ++retypes;
-      return options.retype(sizes);
+      const auto begin = std::chrono::steady_clock::now();
+      ++report.retypes;
+      auto typed = options.retype(sizes);
+      report.retype_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      return typed;
     };
     KernelTable kernels = MakeCpuKernelTable();
     MG_ASSIGN_OR_RETURN(measured, executor.RunMeasuring(kernels, options.threads, counting));
-    report.retypes = retypes;
   } else if (target.kernels != nullptr) {
     MG_RETURN_IF_ERROR(executor.Run(*target.kernels, options.threads));
     if (target.finish) MG_RETURN_IF_ERROR(target.finish());
@@ -141,7 +143,8 @@ absl::StatusOr<HostRunReport> RunNet(const graph::Graph& graph, const Plan& plan
     MG_RETURN_IF_ERROR(executor.Run(kernels, options.threads));
   }
   report.kernel_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
+      report.retype_seconds;
 
   if (!options.outputs_dir.empty()) {
     std::error_code error;

@@ -75,8 +75,9 @@ struct HostRunReport {
   int seeded = 0;       // from the seeded generator
   std::vector<std::string> seeded_statics;  // params/constants seeded for lack of data
   std::vector<HostRunOutput> outputs;       // the graph outputs, in order, each once
-  double kernel_seconds = 0;                // time spent in Executor::Run
-  int retypes = 0;  // how often a run with data-dependent sizes retyped the net
+  double kernel_seconds = 0;                // time spent in the kernels (Executor::Run)
+  int retypes = 0;            // how often a run with data-dependent sizes retyped the net
+  double retype_seconds = 0;  // and the time that took (HostRunOptions::retype)
 };
 
 // Errors: those of Arena::Create, Executor::Create, Executor::Run (an op without a kernel is

@@ -44,6 +44,7 @@ absl::StatusOr<Graph> ParseModel(const std::string& bytes, const std::string& pa
     OnnxImportOptions onnx_options;
     onnx_options.limits = options.limits;
     onnx_options.keep_data = options.keep_data;
+    onnx_options.keep_folded_data = options.keep_folded_data;
     onnx_options.fold_params = options.fold_params;
     onnx_options.notes = options.notes;
     onnx_options.measured_sizes = options.measured_sizes;

@@ -32,6 +32,9 @@ struct LoadOptions {
   // Hand the model's tensor data (ONNX initializers and constants, external data included) on
   // with the graph (Graph::static_data): running the model needs it, planning does not.
   bool keep_data = false;
+  // ONNX without keep_data: the data of folded values and Constant nodes of any size, not the
+  // weights' (OnnxImportOptions::keep_folded_data).
+  bool keep_folded_data = false;
   // ONNX: fold nodes that read parameters (OnnxImportOptions::fold_params); off for training.
   bool fold_params = true;
   // Where the loader says what it read but does not use (a records file's offsets) or what it

@@ -295,6 +295,8 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const NetSource& source,
       NetSource at = source;
       at.load.notes = nullptr;
       at.load.measured_sizes = measured;
+      at.load.keep_data = false;  // the run holds the weights already
+      at.load.keep_folded_data = true;
       return MakeGraph(at);
     };
   }
@@ -335,7 +337,8 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const NetSource& source,
       report.from_model, " from the model, ", report.seeded, " seeded (seed ", flags.seed,
       ")", report.retypes > 0
                ? absl::StrCat("; data-dependent sizes measured, the net retyped ",
-                              report.retypes, " times")
+                              report.retypes, " times in ",
+                              absl::StrFormat("%.1f", report.retype_seconds * 1000), " ms")
                : "",
       "\n");
   if (!flags.expect.empty()) {

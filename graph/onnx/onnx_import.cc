@@ -1188,21 +1188,24 @@ bool IsSmallConstant(const onnx::NodeProto& node) {
   return false;
 }
 
-std::shared_ptr<const StaticData> TakeStaticData(WorkingModel& w, const Graph& g, bool all) {
+std::shared_ptr<const StaticData> TakeStaticData(WorkingModel& w, const Graph& g, bool all,
+                                                 const absl::flat_hash_set<std::string>* folded) {
   auto data = std::make_shared<StaticData>();
   auto wanted = [&](const std::string& name) {
     const std::optional<ValueId> id = g.FindValue(name);
     return id.has_value() && g.value(*id).producer == kNone && IsStatic(g.value(*id).role);
   };
   for (onnx::TensorProto& t : *w.model.mutable_graph()->mutable_initializer()) {
-    if (!wanted(t.name()) || (!all && (!IsSmallTensor(t) || HasExternalData(t)))) continue;
+    const bool any_size = all || (folded != nullptr && folded->contains(t.name()));
+    if (!wanted(t.name()) || (!any_size && (!IsSmallTensor(t) || HasExternalData(t)))) continue;
     absl::StatusOr<TensorData> decoded = DecodeTensorProto(t);
     t.clear_raw_data();
     if (decoded.ok()) data->emplace(t.name(), *std::move(decoded));
   }
   for (const onnx::NodeProto& node : w.model.graph().node()) {
     if (node.op_type() != "Constant" || !IsDefaultDomain(node.domain()) ||
-        node.output_size() == 0 || !wanted(node.output(0)) || (!all && !IsSmallConstant(node))) {
+        node.output_size() == 0 || !wanted(node.output(0)) ||
+        (!all && folded == nullptr && !IsSmallConstant(node))) {
       continue;
     }
     if (std::optional<onnx::TensorProto> t = ConstantValue(node)) {
@@ -1302,7 +1305,8 @@ absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& b
   MG_ASSIGN_OR_RETURN(auto types, ResolveTypes(w));
   folded.insert(report.folded_values.begin(), report.folded_values.end());
   MG_ASSIGN_OR_RETURN(Graph g, BuildGraph(w, folded, types, source_name));
-  g.set_static_data(TakeStaticData(w, g, options.keep_data));
+  g.set_static_data(
+      TakeStaticData(w, g, options.keep_data, options.keep_folded_data ? &folded : nullptr));
   DataDependentSizes sizes;
   for (auto& [value, why] : report.bounded_values) sizes.bounded.push_back({value, why});
   for (const auto& [value, level] : report.derived_values) sizes.derived.insert(value);

@@ -44,6 +44,10 @@ struct OnnxImportOptions {
   // without it external data is only checked (file, size), not read, and only tensors of at
   // most 16 elements are handed on (the numbers a rule reads: exponents, ratios, axes).
   bool keep_data = false;
+  // Without keep_data: hand on, besides the small tensors, the data of every value the import
+  // folded and of every Constant node, whatever its size, but not the initializers' (the
+  // weights): what a run retyping the net needs (allocator/executor.h, RunMeasuring).
+  bool keep_folded_data = false;
   // Fold nodes whose inputs are all static, parameters included (inference: weights are
   // constants). Training keeps a node that reads a parameter's values, so that its gradient
   // reaches the parameter.

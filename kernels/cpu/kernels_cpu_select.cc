@@ -3,6 +3,7 @@
 // measures sizes, KernelArgs::measured_dims; else the exact size), then writes the output in
 // the layout of the dims it computed.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -162,24 +163,33 @@ absl::Status NonMaxSuppression(const KernelArgs& args) {
 
   std::vector<float> boxes(static_cast<size_t>(NumElements(boxes_type.dims)));
   std::vector<float> scores(static_cast<size_t>(NumElements(scores_type.dims)));
-  for (auto [input, dst] : {std::pair{0, &boxes}, std::pair{1, &scores}}) {
+  for (int input = 0; input < 2; ++input) {
+    std::vector<float>& dst = input == 0 ? boxes : scores;
     MG_RETURN_IF_ERROR(DispatchFloat(args, args.input_types[input]->dtype,
                                      [&](auto tag) -> absl::Status {
                                        using T = typename decltype(tag)::type;
                                        const T* in = reinterpret_cast<const T*>(args.inputs[input]);
-                                       for (size_t i = 0; i < dst->size(); ++i) {
-                                         (*dst)[i] = static_cast<float>(Load(in[i]));
+                                       for (size_t i = 0; i < dst.size(); ++i) {
+                                         dst[i] = static_cast<float>(Load(in[i]));
                                        }
                                        return absl::OkStatus();
                                      }));
   }
   std::vector<int64_t> selected;  // (batch, class, box) triples
   std::vector<int64_t> order;
-  std::vector<Box> kept;
+  std::vector<Box> kept;  // by x1 ascending
   for (int64_t b = 0; b < batches; ++b) {
     std::vector<Box> batch_boxes(static_cast<size_t>(spatial));
+    // Only a kept box whose x1 lies within 2 widths before a candidate's x1, and before its x2,
+    // can overlap it (exporters offset each class's boxes apart: torchvision's batched_nms), so
+    // the kept boxes are searched by x1. Unordered coordinates (NaN) search them all.
+    float widest = 0;
+    bool ordered = true;
     for (int64_t i = 0; i < spatial; ++i) {
       batch_boxes[i] = MakeBox(&boxes[(b * spatial + i) * 4], center == 1);
+      const Box& box = batch_boxes[i];
+      ordered = ordered && std::isfinite(box.x1) && std::isfinite(box.x2);
+      widest = std::max(widest, box.x2 - box.x1);
     }
     for (int64_t c = 0; c < classes; ++c) {
       const float* s = &scores[(b * classes + c) * spatial];
@@ -190,14 +200,21 @@ absl::Status NonMaxSuppression(const KernelArgs& args) {
       std::stable_sort(order.begin(), order.end(),
                        [&](int64_t x, int64_t y) { return s[x] > s[y]; });
       kept.clear();
+      int64_t count = 0;
+      auto by_x1 = [](const Box& k, float x) { return k.x1 < x; };
       for (int64_t i : order) {
-        if (static_cast<int64_t>(kept.size()) >= max_per_class) break;
+        if (count >= max_per_class) break;
         const Box& box = batch_boxes[i];
-        if (std::any_of(kept.begin(), kept.end(),
-                        [&](const Box& k) { return Suppresses(k, box, iou); })) {
+        auto first = kept.begin(), last = kept.end();
+        if (ordered) {
+          first = std::lower_bound(kept.begin(), kept.end(), box.x1 - 2 * widest - 1, by_x1);
+          last = std::lower_bound(first, kept.end(), box.x2, by_x1);
+        }
+        if (std::any_of(first, last, [&](const Box& k) { return Suppresses(k, box, iou); })) {
           continue;
         }
-        kept.push_back(box);
+        kept.insert(std::lower_bound(kept.begin(), kept.end(), box.x1, by_x1), box);
+        ++count;
         selected.insert(selected.end(), {b, c, i});
       }
     }
