@@ -359,6 +359,12 @@ absl::Status Executor::CheckTyping(const graph::Graph& typing, std::vector<Value
                                    std::vector<Arena>& extras) const {
   id_of.assign(typing.num_values(), kNone);
   address.assign(typing.num_values(), nullptr);
+  auto other_way = [&](const graph::Value& value, absl::string_view what) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "at the sizes this run measured, ", graph::RoleName(value.role), " '", value.name, "' ",
+        what, " in the plan (made at the upper bounds): an If on a size took the other branch, "
+        "or folding went another way"));
+  };
   for (ValueId v = 0; v < typing.num_values(); ++v) {
     const graph::Value& value = typing.value(v);
     MG_ASSIGN_OR_RETURN(const int64_t bytes, graph::ValueByteSize(value));
@@ -366,17 +372,23 @@ absl::Status Executor::CheckTyping(const graph::Graph& typing, std::vector<Value
     if (!planned.has_value()) {
       const graph::StaticData* all = typing.static_data();
       auto data = all != nullptr ? all->find(value.name) : graph::StaticData::const_iterator();
-      if (value.producer != kNone || all == nullptr || data == all->end()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "at the sizes this run measured, the net has ", graph::RoleName(value.role), " '",
-            value.name, "', which the plan (made at the upper bounds) does not hold: an If on "
-            "a size took the other branch, or folding went another way"));
+      if (value.producer != kNone || all == nullptr || data == all->end() ||
+          static_cast<int64_t>(data->second.bytes.size()) != bytes) {
+        return other_way(value, "is not");
       }
       MG_ASSIGN_OR_RETURN(Arena own, Arena::Create(Device::kHost, bytes));
-      std::memcpy(own.base(), data->second.bytes.data(), data->second.bytes.size());
+      if (bytes > 0) std::memcpy(own.base(), data->second.bytes.data(), bytes);
       address[v] = own.base();
       extras.push_back(std::move(own));
       continue;
+    }
+    // The same kind of value, made by the same kind of op, as the plan holds.
+    const graph::Value& was = graph_->value(*planned);
+    if ((value.producer == kNone) != (was.producer == kNone) ||
+        (value.producer != kNone &&
+         (typing.op(value.producer).type != graph_->op(was.producer).type ||
+          typing.op(value.producer).inputs.size() != graph_->op(was.producer).inputs.size()))) {
+      return other_way(value, "is computed otherwise than");
     }
     id_of[v] = *planned;
     address[v] = ValueAddress(*planned);
@@ -385,7 +397,27 @@ absl::Status Executor::CheckTyping(const graph::Graph& typing, std::vector<Value
           "value '", value.name, "' needs ", bytes, " bytes (",
           graph::TensorTypeToString(*value.type), ") at the sizes this run measured; the plan, "
           "made at the upper bounds, gives it ", Bytes(*planned), " (",
-          graph::TensorTypeToString(*graph_->value(*planned).type), ")"));
+          graph::TensorTypeToString(*was.type), ")"));
+    }
+  }
+  // An output planned over one of its op's inputs (in place, or taking a dying input's bytes)
+  // is safe only while the two have the same dims: at other sizes a broadcast would read what
+  // the op already wrote.
+  for (const graph::Op& op : typing.ops()) {
+    if (op.view || op.outputs.empty() || id_of[op.outputs[0]] == kNone) continue;
+    const ValueId out = op.outputs[0];
+    for (ValueId in : op.inputs) {
+      if (id_of[in] == kNone || in == out || !InArena(id_of[in]) || !InArena(id_of[out]) ||
+          offset_of_value_[id_of[in]] != offset_of_value_[id_of[out]] ||
+          typing.value(in).type->dims == typing.value(out).type->dims) {
+        continue;
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          op.Label(), " writes '", typing.value(out).name, "' over '", typing.value(in).name,
+          "' as the plan made at the upper bounds says, but at the sizes this run measured "
+          "their dims differ (", graph::TensorTypeToString(*typing.value(out).type), ", ",
+          graph::TensorTypeToString(*typing.value(in).type),
+          "): plan without in-place reuse (--no-in-place)"));
     }
   }
   return absl::OkStatus();
@@ -399,6 +431,16 @@ absl::StatusOr<graph::Graph> Executor::RunMeasuring(const KernelTable& kernels, 
         "between its ops)");
   }
   MG_ASSIGN_OR_RETURN(const std::vector<const Kernel*> kernel_of_step, KernelsOfSteps(kernels));
+  // A constant folded from a bound is rewritten when the sizes are measured: in the arena
+  // (plan_static) its bytes may by then belong to another value.
+  for (ValueId v = 0; v < graph_->num_values(); ++v) {
+    const graph::Value& value = graph_->value(v);
+    if (value.producer == kNone && InArena(v) && graph_->SizedFromBound(value.name)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "constant '", value.name, "' follows from a data-dependent size and is planned in the "
+          "arena: a run that measures sizes needs static values outside it (no plan_static)"));
+    }
+  }
   graph::Graph typing = *graph_;
   std::vector<ValueId> id_of;          // typing's value -> the planned net's
   std::vector<std::byte*> address;     // typing's value -> its memory
@@ -420,6 +462,34 @@ absl::StatusOr<graph::Graph> Executor::RunMeasuring(const KernelTable& kernels, 
     for (const graph::DataDependentSize& d : typing.data_dependent_sizes()) bounded.insert(d.value);
   };
   note_bounded();
+  // Types the net at the sizes measured so far, checks it against the plan, and rewrites the
+  // constants folded from a bound (a TopK's k) with the new typing's numbers.
+  auto retype_now = [&]() -> absl::Status {
+    MG_ASSIGN_OR_RETURN(typing, retype(measured));
+    measured_at_typing = measured.size();
+    MG_RETURN_IF_ERROR(CheckTyping(typing, id_of, address, extras));
+    note_bounded();
+    for (ValueId v = 0; v < typing.num_values(); ++v) {
+      const graph::Value& value = typing.value(v);
+      if (value.producer != kNone || !graph::IsStatic(value.role) || id_of[v] == kNone ||
+          InArena(id_of[v]) || !graph_->SizedFromBound(value.name)) {
+        continue;
+      }
+      const graph::TensorData* data = nullptr;
+      if (const graph::StaticData* all = typing.static_data(); all != nullptr) {
+        if (auto it = all->find(value.name); it != all->end()) data = &it->second;
+      }
+      if (data == nullptr || data->type != *value.type) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the net retyped at the measured sizes holds no data of its type for constant '",
+            value.name, "'"));
+      }
+      if (!data->bytes.empty()) {
+        std::memcpy(address[v], data->bytes.data(), data->bytes.size());
+      }
+    }
+    return absl::OkStatus();
+  };
   // Strictly in schedule order: the plan's lifetimes are the schedule's, so an op run early or
   // late could find its memory given to another value.
   for (size_t step = 0; step < schedule_.size();) {
@@ -447,32 +517,11 @@ absl::StatusOr<graph::Graph> Executor::RunMeasuring(const KernelTable& kernels, 
     }
     if (!ready) {
       if (measured.size() == measured_at_typing) {
-        return absl::InternalError(absl::StrCat(
-            op.Label(), " (step ", step, ") cannot run: what it reads is sized by bounds that "
-            "nothing before it measures"));
+        return absl::FailedPreconditionError(absl::StrCat(
+            op.Label(), " (step ", step, ") cannot run: what it reads or writes is sized by "
+            "bounds that nothing before it in the schedule measures (plan with the order given)"));
       }
-      MG_ASSIGN_OR_RETURN(typing, retype(measured));
-      measured_at_typing = measured.size();
-      MG_RETURN_IF_ERROR(CheckTyping(typing, id_of, address, extras));
-      note_bounded();
-      // Constants folded from a bound (a TopK's k) hold the new typing's numbers now.
-      for (ValueId v = 0; v < typing.num_values(); ++v) {
-        const graph::Value& value = typing.value(v);
-        if (value.producer != kNone || !graph::IsStatic(value.role) || id_of[v] == kNone ||
-            !graph_->SizedFromBound(value.name)) {
-          continue;
-        }
-        const graph::TensorData* data = nullptr;
-        if (const graph::StaticData* all = typing.static_data(); all != nullptr) {
-          if (auto it = all->find(value.name); it != all->end()) data = &it->second;
-        }
-        if (data == nullptr) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "the net retyped at the measured sizes holds no data for constant '", value.name,
-              "'"));
-        }
-        std::memcpy(address[v], data->bytes.data(), data->bytes.size());
-      }
+      MG_RETURN_IF_ERROR(retype_now());
       continue;  // this step again, in the new typing
     }
     args.op = &op;
@@ -502,6 +551,9 @@ absl::StatusOr<graph::Graph> Executor::RunMeasuring(const KernelTable& kernels, 
     }
     ++step;
   }
+  // Sizes measured after the last typing (an output of NonMaxSuppression itself) type the
+  // outputs.
+  if (measured.size() > measured_at_typing) MG_RETURN_IF_ERROR(retype_now());
   return typing;
 }
 

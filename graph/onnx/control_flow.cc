@@ -190,26 +190,67 @@ std::string InlineDecidedIf(onnx::GraphProto& graph, int index, bool condition) 
   if_node.Swap(graph.mutable_node(index));
   onnx::GraphProto branch = *Branch(if_node, which);
 
-  absl::flat_hash_set<std::string> branch_defined;
-  for (const onnx::NodeProto& n : branch.node()) {
-    for (const std::string& out : n.output()) branch_defined.insert(out);
+  // Two Ifs' branches may each define a name (each is its own scope): once inlined they would
+  // not be, so a branch's name the graph already has is renamed, with its reads.
+  absl::flat_hash_set<std::string> taken;
+  for (const onnx::TensorProto& t : graph.initializer()) taken.insert(t.name());
+  for (const onnx::ValueInfoProto& vi : graph.input()) taken.insert(vi.name());
+  for (const onnx::NodeProto& n : graph.node()) {
+    for (const std::string& out : n.output()) taken.insert(out);
   }
+  absl::flat_hash_set<std::string> branch_defined;
+  absl::flat_hash_map<std::string, std::string> renames;
+  auto define = [&](const std::string& name) {
+    if (name.empty()) return;
+    if (taken.contains(name)) {
+      std::string fresh;
+      for (int k = 1; fresh.empty() || taken.contains(fresh); ++k) {
+        fresh = absl::StrCat(name, "/", if_node.name(), "/", which, "_", k);
+      }
+      renames[name] = fresh;
+      taken.insert(fresh);
+      branch_defined.insert(fresh);
+      return;
+    }
+    taken.insert(name);
+    branch_defined.insert(name);
+  };
+  for (const onnx::TensorProto& t : branch.initializer()) define(t.name());
+  for (const onnx::NodeProto& n : branch.node()) {
+    for (const std::string& out : n.output()) define(out);
+  }
+  auto renamed = [&](const std::string& name) {
+    auto it = renames.find(name);
+    return it == renames.end() ? name : it->second;
+  };
   std::vector<onnx::NodeProto> replacement;
   const int branch_nodes = branch.node_size();
-  for (onnx::NodeProto& n : *branch.mutable_node()) replacement.push_back(std::move(n));
+  for (onnx::NodeProto& n : *branch.mutable_node()) {
+    for (std::string& in : *n.mutable_input()) in = renamed(in);
+    for (std::string& out : *n.mutable_output()) out = renamed(out);
+    RenameOuterReads(n, renames);
+    replacement.push_back(std::move(n));
+  }
   for (int k = 0; k < if_node.output_size(); ++k) {
     if (if_node.output(k).empty()) continue;
     onnx::NodeProto identity;
     identity.set_op_type("Identity");
     identity.set_name(absl::StrCat(if_node.name(), "/", which, "/output_", k));
-    identity.add_input(branch.output(k).name());
+    identity.add_input(renamed(branch.output(k).name()));
     identity.add_output(if_node.output(k));
     replacement.push_back(std::move(identity));
   }
-  for (onnx::TensorProto& t : *branch.mutable_initializer()) graph.add_initializer()->Swap(&t);
-  for (onnx::ValueInfoProto& vi : *branch.mutable_value_info()) graph.add_value_info()->Swap(&vi);
-  for (onnx::ValueInfoProto& vi : *branch.mutable_output()) {
-    if (branch_defined.contains(vi.name()) && vi.has_type()) graph.add_value_info()->Swap(&vi);
+  for (onnx::TensorProto& t : *branch.mutable_initializer()) {
+    t.set_name(renamed(t.name()));
+    graph.add_initializer()->Swap(&t);
+  }
+  // Declarations of the branch's own values only: one of an enclosing value is not the
+  // branch's to make.
+  for (auto* list : {branch.mutable_value_info(), branch.mutable_output()}) {
+    for (onnx::ValueInfoProto& vi : *list) {
+      vi.set_name(renamed(vi.name()));
+      if (branch_defined.contains(vi.name()) && vi.has_type()) graph.add_value_info()->Swap(&vi);
+    }
   }
 
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;

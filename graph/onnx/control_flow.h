@@ -53,8 +53,10 @@ void RenameOuterReads(onnx::NodeProto& node,
 
 // Replaces the If `graph.node(index)` by the nodes of its then_branch (`condition` true) or
 // else_branch, followed by one Identity per output from the branch's output to the If's; the
-// branch's initializers become initializers of `graph`, its value_info the graph's. Returns a
-// line saying what was done, for the import's notes. REQUIRES: CheckIfScopes passed.
+// branch's initializers become initializers of `graph`, its value_info of its own values the
+// graph's. A name the branch defines that `graph` has already (another If's branch defined it
+// too, in a scope of its own) is renamed "<name>/<if>/<branch>_<k>", and so are its reads.
+// Returns a line saying what was done, for the import's notes. REQUIRES: CheckIfScopes passed.
 std::string InlineDecidedIf(onnx::GraphProto& graph, int index, bool condition);
 
 }  // namespace memonger::graph::onnx_fold

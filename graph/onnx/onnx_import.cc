@@ -1231,19 +1231,28 @@ absl::Status CheckIfsDecided(const onnx::GraphProto& graph) {
 }
 
 // Nodes stably sorted by wave: the highest level (onnx_fold::FoldReport::derived_values) of
-// what a node reads, 0 for final values. A run that measures data-dependent sizes in schedule
-// order (allocator/executor.h, RunMeasuring) then retypes the net once per wave instead of once
-// per data-dependent op: every NonZero of SSD's 90 classes runs before any op that reads one.
-// Still a dependency order: a node's wave is at least that of each input's producer.
-void OrderByWave(onnx::GraphProto& graph,
-                 const std::vector<std::pair<std::string, int>>& derived_values) {
-  if (derived_values.empty()) return;
-  const absl::flat_hash_map<std::string, int> level(derived_values.begin(), derived_values.end());
+// what a node reads or writes (but its bounded outputs), 0 for final values. A run that measures
+// data-dependent sizes in schedule order (allocator/executor.h, RunMeasuring) then retypes the
+// net once per wave instead of once per data-dependent op: every NonZero of SSD's 90 classes
+// runs before any op that reads one, and a node of an If's branch that a bound chose (derived
+// without reading a bound) after that bound. Still a dependency order: a node's wave is at
+// least that of each input's producer.
+void OrderByWave(onnx::GraphProto& graph, const onnx_fold::FoldReport& report) {
+  if (report.derived_values.empty()) return;
+  const absl::flat_hash_map<std::string, int> level(report.derived_values.begin(),
+                                                    report.derived_values.end());
+  absl::flat_hash_set<std::string> bounded;
+  for (const auto& [value, why] : report.bounded_values) bounded.insert(value);
   std::vector<std::pair<int, int>> order;  // (wave, position)
   for (int i = 0; i < graph.node_size(); ++i) {
     int wave = 0;
     for (const std::string& in : graph.node(i).input()) {
       if (auto it = level.find(in); it != level.end()) wave = std::max(wave, it->second);
+    }
+    for (const std::string& out : graph.node(i).output()) {
+      if (auto it = level.find(out); it != level.end() && !bounded.contains(out)) {
+        wave = std::max(wave, it->second);
+      }
     }
     order.emplace_back(wave, i);
   }
@@ -1301,7 +1310,7 @@ absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& b
                         return fold;
                       }()));
   MG_RETURN_IF_ERROR(CheckIfsDecided(w.model.graph()));
-  OrderByWave(*w.model.mutable_graph(), report.derived_values);
+  OrderByWave(*w.model.mutable_graph(), report);
   MG_ASSIGN_OR_RETURN(auto types, ResolveTypes(w));
   folded.insert(report.folded_values.begin(), report.folded_values.end());
   MG_ASSIGN_OR_RETURN(Graph g, BuildGraph(w, folded, types, source_name));

@@ -447,71 +447,103 @@ absl::Status RoiAlign(const KernelArgs& args) {
   }
   const bool aligned = how == "half_pixel";
   const int64_t n = x.dims[0], channels = x.dims[1], height = x.dims[2], width = x.dims[3];
+  const int64_t regions = rois.dims[0];
   MG_ASSIGN_OR_RETURN(const Dims batch_of, ReadInts(args, 2, "batch_indices"));
   MG_ASSIGN_OR_RETURN(FloatLoader load, LoaderFor(args, x));
   MG_ASSIGN_OR_RETURN(FloatLoader load_rois, LoaderFor(args, rois));
   const std::vector<float> boxes = load_rois.Run(args.inputs[1], 0, NumElements(rois.dims));
-  std::vector<float> out(static_cast<size_t>(NumElements(y.dims)));
-  std::vector<float> plane(static_cast<size_t>(height * width));
-  for (int64_t r = 0; r < rois.dims[0]; ++r) {
-    const int64_t b = batch_of[r];
-    if (b < 0 || b >= n) {
-      return KernelError(args, absl::StrCat("batch index ", b, " of region ", r,
+  // Each region's sampling geometry, checked before any work: a region whose coordinates are
+  // not finite samples nothing (its bins are 0), and one asking for more samples per bin than
+  // 2^20 is refused (torchvision would loop for ever).
+  struct Region {
+    float start_h, start_w, bin_h, bin_w;
+    int64_t grid_h, grid_w;
+    bool finite;
+  };
+  std::vector<Region> region(static_cast<size_t>(regions));
+  for (int64_t r = 0; r < regions; ++r) {
+    if (batch_of[r] < 0 || batch_of[r] >= n) {
+      return KernelError(args, absl::StrCat("batch index ", batch_of[r], " of region ", r,
                                             " is outside [0, ", n, ")"));
     }
     const float offset = aligned ? 0.5f : 0.0f;
     const float* box = &boxes[r * 4];
-    const float start_w = box[0] * static_cast<float>(scale) - offset;
-    const float start_h = box[1] * static_cast<float>(scale) - offset;
-    float roi_w = box[2] * static_cast<float>(scale) - offset - start_w;
-    float roi_h = box[3] * static_cast<float>(scale) - offset - start_h;
+    Region& g = region[r];
+    g.start_w = box[0] * static_cast<float>(scale) - offset;
+    g.start_h = box[1] * static_cast<float>(scale) - offset;
+    float roi_w = box[2] * static_cast<float>(scale) - offset - g.start_w;
+    float roi_h = box[3] * static_cast<float>(scale) - offset - g.start_h;
     if (!aligned) {
       roi_w = std::max(roi_w, 1.0f);
       roi_h = std::max(roi_h, 1.0f);
     }
-    const float bin_h = roi_h / static_cast<float>(oh), bin_w = roi_w / static_cast<float>(ow);
-    const int64_t grid_h =
-        sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(roi_h / static_cast<float>(oh)));
-    const int64_t grid_w =
-        sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(roi_w / static_cast<float>(ow)));
-    const float count = static_cast<float>(std::max<int64_t>(grid_h * grid_w, 1));
+    g.finite = std::isfinite(g.start_w) && std::isfinite(g.start_h) && std::isfinite(roi_w) &&
+               std::isfinite(roi_h);
+    g.bin_h = roi_h / static_cast<float>(oh);
+    g.bin_w = roi_w / static_cast<float>(ow);
+    const double want_h = sampling > 0 ? sampling : std::ceil(roi_h / static_cast<float>(oh));
+    const double want_w = sampling > 0 ? sampling : std::ceil(roi_w / static_cast<float>(ow));
+    if (g.finite && want_h * want_w > double{1 << 20}) {
+      return KernelError(args, absl::StrCat("region ", r, " asks for ", want_h * want_w,
+                                            " samples per bin, more than 2^20"));
+    }
+    g.grid_h = g.finite ? std::max<int64_t>(static_cast<int64_t>(want_h), 0) : 0;
+    g.grid_w = g.finite ? std::max<int64_t>(static_cast<int64_t>(want_w), 0) : 0;
+  }
+  std::vector<float> out(static_cast<size_t>(NumElements(y.dims)), 0.0f);
+  std::vector<float> plane(static_cast<size_t>(height * width));
+  // One plane of X at a time, for every region of its image (an empty image: bins of 0).
+  for (int64_t b = 0; b < n && height > 0 && width > 0; ++b) {
     for (int64_t c = 0; c < channels; ++c) {
-      load.run(args.inputs[0], (b * channels + c) * height * width, height * width, plane.data());
+      bool loaded = false;
       auto at = [&](int64_t yy, int64_t xx) { return plane[yy * width + xx]; };
-      for (int64_t ph = 0; ph < oh; ++ph) {
-        for (int64_t pw = 0; pw < ow; ++pw) {
-          float sum = 0;
-          for (int64_t iy = 0; iy < grid_h; ++iy) {
-            float sy = start_h + static_cast<float>(ph) * bin_h +
-                       (static_cast<float>(iy) + 0.5f) * bin_h / static_cast<float>(grid_h);
-            for (int64_t ix = 0; ix < grid_w; ++ix) {
-              float sx = start_w + static_cast<float>(pw) * bin_w +
-                         (static_cast<float>(ix) + 0.5f) * bin_w / static_cast<float>(grid_w);
-              if (sy < -1.0f || sy > static_cast<float>(height) || sx < -1.0f ||
-                  sx > static_cast<float>(width)) {
-                continue;
+      for (int64_t r = 0; r < regions; ++r) {
+        if (batch_of[r] != b) continue;
+        if (!loaded) {
+          load.run(args.inputs[0], (b * channels + c) * height * width, height * width,
+                   plane.data());
+          loaded = true;
+        }
+        const Region& g = region[r];
+        const float count = static_cast<float>(std::max<int64_t>(g.grid_h * g.grid_w, 1));
+        for (int64_t ph = 0; ph < oh; ++ph) {
+          for (int64_t pw = 0; pw < ow; ++pw) {
+            float sum = 0;
+            for (int64_t iy = 0; iy < g.grid_h; ++iy) {
+              const float sy = g.start_h + static_cast<float>(ph) * g.bin_h +
+                               (static_cast<float>(iy) + 0.5f) * g.bin_h /
+                                   static_cast<float>(g.grid_h);
+              for (int64_t ix = 0; ix < g.grid_w; ++ix) {
+                const float sx = g.start_w + static_cast<float>(pw) * g.bin_w +
+                                 (static_cast<float>(ix) + 0.5f) * g.bin_w /
+                                     static_cast<float>(g.grid_w);
+                // Also false for NaN: only samples within a pixel of X are read.
+                if (!(sy >= -1.0f && sy <= static_cast<float>(height) && sx >= -1.0f &&
+                      sx <= static_cast<float>(width))) {
+                  continue;
+                }
+                float yy = std::max(sy, 0.0f), xx = std::max(sx, 0.0f);
+                int64_t y0 = static_cast<int64_t>(yy), x0 = static_cast<int64_t>(xx), y1, x1;
+                if (y0 >= height - 1) {
+                  y0 = y1 = height - 1;
+                  yy = static_cast<float>(y0);
+                } else {
+                  y1 = y0 + 1;
+                }
+                if (x0 >= width - 1) {
+                  x0 = x1 = width - 1;
+                  xx = static_cast<float>(x0);
+                } else {
+                  x1 = x0 + 1;
+                }
+                const float ly = yy - static_cast<float>(y0), lx = xx - static_cast<float>(x0);
+                const float hy = 1.0f - ly, hx = 1.0f - lx;
+                sum += hy * hx * at(y0, x0) + hy * lx * at(y0, x1) + ly * hx * at(y1, x0) +
+                       ly * lx * at(y1, x1);
               }
-              float yy = std::max(sy, 0.0f), xx = std::max(sx, 0.0f);
-              int64_t y0 = static_cast<int64_t>(yy), x0 = static_cast<int64_t>(xx), y1, x1;
-              if (y0 >= height - 1) {
-                y0 = y1 = height - 1;
-                yy = static_cast<float>(y0);
-              } else {
-                y1 = y0 + 1;
-              }
-              if (x0 >= width - 1) {
-                x0 = x1 = width - 1;
-                xx = static_cast<float>(x0);
-              } else {
-                x1 = x0 + 1;
-              }
-              const float ly = yy - static_cast<float>(y0), lx = xx - static_cast<float>(x0);
-              const float hy = 1.0f - ly, hx = 1.0f - lx;
-              sum += hy * hx * at(y0, x0) + hy * lx * at(y0, x1) + ly * hx * at(y1, x0) +
-                     ly * lx * at(y1, x1);
             }
+            out[((r * channels + c) * oh + ph) * ow + pw] = sum / count;
           }
-          out[((r * channels + c) * oh + ph) * ow + pw] = sum / count;
         }
       }
     }

@@ -197,8 +197,11 @@ absl::Status NonMaxSuppression(const KernelArgs& args) {
       for (int64_t i = 0; i < spatial; ++i) {
         if (!score_threshold || s[i] > *score_threshold) order.push_back(i);
       }
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int64_t x, int64_t y) { return s[x] > s[y]; });
+      // Falling score, NaN after every number (a strict weak order even with NaN).
+      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+        const bool nx = std::isnan(s[x]), ny = std::isnan(s[y]);
+        return nx != ny ? ny : !nx && s[x] > s[y];
+      });
       kept.clear();
       int64_t count = 0;
       auto by_x1 = [](const Box& k, float x) { return k.x1 < x; };

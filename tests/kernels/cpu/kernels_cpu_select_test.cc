@@ -2,6 +2,7 @@
 // other than the planned one is an error unless the run measures), the measured layout within a
 // larger planned buffer, half-precision storage, NaN and -0.0, center boxes, thresholds and ties;
 // RoiAlign in both coordinate modes against hand-computed samples, and in float16 storage.
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -149,6 +150,17 @@ TEST(RoiAlignTest, BothCoordinateModesSampleWhereTorchvisionDoes) {
   EXPECT_EQ(RunKernel("RoiAlign", {{"mode", std::string("max")}}, {&x, &rois, &bad_batch}, {&y})
                 .code(),
             absl::StatusCode::kUnimplemented);
+  // Hostile regions: not finite (bins of 0, no read outside X), or too many samples a bin.
+  TestTensor batch = MakeTensor(DataType::kInt64, {2}, {0, 0});
+  const double nan = std::nan(""), inf = HUGE_VAL;
+  TestTensor odd = MakeTensor(DataType::kFloat32, {2, 4}, {nan, 0, 2, 2, 0, 0, inf, 2});
+  TestTensor two = EmptyTensor(DataType::kFloat32, {2, 1, 1, 1});
+  ASSERT_TRUE(RunKernel("RoiAlign", {}, {&x, &odd, &batch}, {&two}).ok());
+  EXPECT_EQ(ToDoubles(two), (std::vector<double>{0, 0}));
+  TestTensor huge = MakeTensor(DataType::kFloat32, {1, 4}, {0, 0, 1e9, 1e9});
+  TestTensor one_batch = MakeTensor(DataType::kInt64, {1}, {0});
+  EXPECT_THAT(RunKernel("RoiAlign", {}, {&x, &huge, &one_batch}, {&y}).message(),
+              HasSubstr("samples per bin"));
 }
 
 }  // namespace
