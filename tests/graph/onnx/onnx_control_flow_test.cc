@@ -379,6 +379,55 @@ TEST(OnnxControlFlowTest, ARunRefusesSizesBeyondThePlan) {
                                             HasSubstr("gives it 128")));
 }
 
+// Two counts of one bound: Add's output is planned over its first operand (equal at the
+// bounds); at counts 1 and 3 it broadcasts, and writing over the first operand would read what
+// the op already wrote: refused. Planned without in-place reuse, the same run is right.
+TEST(OnnxControlFlowTest, AnInPlacePairWhoseShapesPartAtTheMeasuredSizesIsRefused) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {4});
+  m.Input("y", TensorProto::FLOAT, {4});
+  m.Float("zero", 0.0f);
+  for (const std::string v : {"x", "y"}) {
+    m.Node("Greater", {v, "zero"}, {v + "_positive"});
+    m.Node("NonZero", {v + "_positive"}, {v + "_where"}, v + "_select");
+    m.Node("Transpose", {v + "_where"}, {v + "_at"});
+    m.Node("GatherND", {v, v + "_at"}, {v + "_picked"});
+  }
+  m.Node("Add", {"x_picked", "y_picked"}, {"sum"});
+  m.Output("sum");
+  absl::StatusOr<Graph> g = m.ImportMeasured({});
+  ASSERT_TRUE(g.ok()) << g.status();
+  alloc::HostRunOptions options;
+  const std::vector<float> x = {0, 5, 0, 0}, y = {1, 0, 2, 3};
+  for (const auto& [name, values] : {std::pair{"x", &x}, std::pair{"y", &y}}) {
+    TensorData data{{DataType::kFloat32, {4}}, std::string(16, '\0')};
+    std::memcpy(data.bytes.data(), values->data(), 16);
+    options.data[name] = data;
+  }
+  options.retype = [&m](const absl::flat_hash_map<std::string, std::vector<int64_t>>& measured) {
+    return m.ImportMeasured(measured);
+  };
+  for (bool in_place : {true, false}) {
+    SCOPED_TRACE(in_place);
+    PlanOptions plan_options;
+    plan_options.liveness.in_place = in_place;
+    absl::StatusOr<Plan> plan = PlanMemory(*g, plan_options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    absl::StatusOr<alloc::HostRunReport> run = alloc::RunOnHost(*g, *plan, options);
+    if (in_place) {
+      ASSERT_FALSE(run.ok());
+      EXPECT_EQ(run.status().code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_THAT(run.status().message(), HasSubstr("their dims differ"));
+      continue;
+    }
+    ASSERT_TRUE(run.ok()) << run.status();
+    std::vector<float> sum(3);
+    ASSERT_EQ(run->outputs.at(0).bytes.size(), 12u);
+    std::memcpy(sum.data(), run->outputs[0].bytes.data(), 12);
+    EXPECT_EQ(sum, (std::vector<float>{6, 7, 8}));
+  }
+}
+
 // NonMaxSuppression(boxes [1, 5, 4], scores [1, 2, 5], max_per_class): 1 x 2 x min(5, max).
 std::vector<int64_t> NmsDims(int max_per_class_kind) {
   Model m;
