@@ -60,6 +60,14 @@ const Table& Builtin() {
 
 }  // namespace
 
+bool BroadcastsInputs(absl::string_view op_type) {
+  for (absl::string_view type :
+       {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Sum", "Max", "Min", "Mean", "Where"}) {
+    if (op_type == type) return true;
+  }
+  return false;
+}
+
 bool MayWriteOverInput(absl::string_view op_type, int slot) {
   const Table& table = Builtin();
   const auto it = table.find(op_type);

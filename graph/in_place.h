@@ -27,6 +27,11 @@ namespace memonger::graph {
 // Whether output 0 of an `op_type` op may take the bytes of its input `slot` (see above).
 bool MayWriteOverInput(absl::string_view op_type, int slot);
 
+// Whether an `op_type` op of the table broadcasts its inputs (numpy rules: Add, Sub, Mul, Div,
+// Pow, Mod, Sum, Max, Min, Mean, Where), so that its output's shape can part from an input's at
+// other sizes although the two agree at these.
+bool BroadcastsInputs(absl::string_view op_type);
+
 // The op types of the table, sorted (for docs and tests).
 std::vector<std::string> InPlaceOpTypes();
 

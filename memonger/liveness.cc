@@ -77,6 +77,10 @@ void MergeDyingInputs(const Graph& graph, Liveness& live, const std::vector<Life
     const int out_set = classes.Find(out);
     if (!live.planned[out] || span[out_set].first_step != step || fed[out_set]) continue;
     const graph::Value& out_value = graph.value(out);
+    // Sized from a data-dependent bound, a broadcasting op may broadcast at the sizes a run
+    // measures though its output and input have one shape at the bounds: it would read an
+    // element it already wrote (allocator/executor.h, RunMeasuring, refuses such a pair).
+    if (graph::BroadcastsInputs(op.type) && graph.SizedFromBound(out_value.name)) continue;
     for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
       const ValueId in = op.inputs[slot];
       if (!graph::MayWriteOverInput(op.type, slot)) continue;
