@@ -40,13 +40,20 @@ void CollectOuterReads(const onnx::GraphProto& g, absl::flat_hash_set<std::strin
   for (const onnx::ValueInfoProto& vi : g.output()) read(vi.name());
 }
 
-absl::Status CheckIfNode(const onnx::NodeProto& node,
-                         const absl::flat_hash_set<std::string>& outer);
+// The names an If's branch may read: its enclosing scopes' sets, innermost last (not copied:
+// a graph of many Ifs would copy its names once per If).
+using Scopes = std::vector<const absl::flat_hash_set<std::string>*>;
+
+bool InScopes(const Scopes& scopes, const std::string& name) {
+  return std::any_of(scopes.begin(), scopes.end(),
+                     [&](const absl::flat_hash_set<std::string>* s) { return s->contains(name); });
+}
+
+absl::Status CheckIfNode(const onnx::NodeProto& node, const Scopes& outer);
 
 // One branch of `node` against the names its enclosing scopes define.
 absl::Status CheckBranch(const onnx::NodeProto& node, const char* which,
-                         const onnx::GraphProto& branch,
-                         const absl::flat_hash_set<std::string>& outer) {
+                         const onnx::GraphProto& branch, const Scopes& outer) {
   const std::string where = absl::StrCat(Label(node), ": its ", which);
   if (branch.input_size() > 0) {
     return absl::InvalidArgumentError(
@@ -56,10 +63,12 @@ absl::Status CheckBranch(const onnx::NodeProto& node, const char* which,
     return absl::InvalidArgumentError(absl::StrCat(where, " has ", branch.output_size(),
                                                    " outputs, the If ", node.output_size()));
   }
-  absl::flat_hash_set<std::string> scope = outer;
+  absl::flat_hash_set<std::string> own;
+  Scopes scope = outer;
+  scope.push_back(&own);
   auto define = [&](const std::string& name) -> absl::Status {
     if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(where, " has an empty name"));
-    if (!scope.insert(name).second) {
+    if (InScopes(outer, name) || !own.insert(name).second) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, " defines '", name,
                        "', which it or an enclosing scope defines already (ONNX values are "
@@ -74,7 +83,7 @@ absl::Status CheckBranch(const onnx::NodeProto& node, const char* which,
   // A read must follow its definition in the branch: the branch's nodes are inlined in order.
   for (const onnx::NodeProto& n : branch.node()) {
     for (const std::string& in : n.input()) {
-      if (!in.empty() && !scope.contains(in)) {
+      if (!in.empty() && !InScopes(scope, in)) {
         return absl::InvalidArgumentError(absl::StrCat(
             where, ": ", Label(n), " reads '", in,
             "', which nothing before it in the branch or its enclosing scopes defines"));
@@ -92,7 +101,7 @@ absl::Status CheckBranch(const onnx::NodeProto& node, const char* which,
     }
   }
   for (const onnx::ValueInfoProto& vi : branch.output()) {
-    if (!scope.contains(vi.name())) {
+    if (!InScopes(scope, vi.name())) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, " outputs '", vi.name(), "', which nothing defines"));
     }
@@ -100,8 +109,7 @@ absl::Status CheckBranch(const onnx::NodeProto& node, const char* which,
   return absl::OkStatus();
 }
 
-absl::Status CheckIfNode(const onnx::NodeProto& node,
-                         const absl::flat_hash_set<std::string>& outer) {
+absl::Status CheckIfNode(const onnx::NodeProto& node, const Scopes& outer) {
   for (const char* which : {"then_branch", "else_branch"}) {
     const onnx::GraphProto* branch = Branch(node, which);
     if (branch != nullptr) MG_RETURN_IF_ERROR(CheckBranch(node, which, *branch, outer));
@@ -170,7 +178,7 @@ std::vector<std::string> OuterReads(const onnx::NodeProto& node) {
 absl::Status CheckIfScopes(const onnx::GraphProto& graph,
                            const absl::flat_hash_set<std::string>& defined) {
   for (const onnx::NodeProto& node : graph.node()) {
-    if (node.op_type() == "If") MG_RETURN_IF_ERROR(CheckIfNode(node, defined));
+    if (node.op_type() == "If") MG_RETURN_IF_ERROR(CheckIfNode(node, {&defined}));
   }
   return absl::OkStatus();
 }
@@ -184,20 +192,11 @@ void RenameOuterReads(onnx::NodeProto& node,
   }
 }
 
-std::string InlineDecidedIf(onnx::GraphProto& graph, int index, bool condition) {
+std::vector<onnx::NodeProto> InlineBranch(const onnx::NodeProto& if_node, bool condition,
+                                          absl::flat_hash_set<std::string>& taken,
+                                          onnx::GraphProto& graph, std::string& note) {
   const char* which = condition ? "then_branch" : "else_branch";
-  onnx::NodeProto if_node;
-  if_node.Swap(graph.mutable_node(index));
   onnx::GraphProto branch = *Branch(if_node, which);
-
-  // Two Ifs' branches may each define a name (each is its own scope): once inlined they would
-  // not be, so a branch's name the graph already has is renamed, with its reads.
-  absl::flat_hash_set<std::string> taken;
-  for (const onnx::TensorProto& t : graph.initializer()) taken.insert(t.name());
-  for (const onnx::ValueInfoProto& vi : graph.input()) taken.insert(vi.name());
-  for (const onnx::NodeProto& n : graph.node()) {
-    for (const std::string& out : n.output()) taken.insert(out);
-  }
   absl::flat_hash_set<std::string> branch_defined;
   absl::flat_hash_map<std::string, std::string> renames;
   auto define = [&](const std::string& name) {
@@ -252,20 +251,11 @@ std::string InlineDecidedIf(onnx::GraphProto& graph, int index, bool condition) 
       if (branch_defined.contains(vi.name()) && vi.has_type()) graph.add_value_info()->Swap(&vi);
     }
   }
-
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
-  for (int i = 0; i < graph.node_size(); ++i) {
-    if (i != index) {
-      nodes.Add()->Swap(graph.mutable_node(i));
-      continue;
-    }
-    for (onnx::NodeProto& n : replacement) nodes.Add()->Swap(&n);
-  }
-  graph.mutable_node()->Swap(&nodes);
-  return absl::StrCat(Label(if_node), ": its condition is ", condition ? "true" : "false",
+  note = absl::StrCat(Label(if_node), ": its condition is ", condition ? "true" : "false",
                       " at these sizes (shapes alone decide it), so its ", which, " (",
                       branch_nodes, branch_nodes == 1 ? " node" : " nodes",
                       ") is planned in its place");
+  return replacement;
 }
 
 }  // namespace memonger::graph::onnx_fold

@@ -4,7 +4,7 @@
 // empty index list when there are no boxes (`if boxes.numel() == 0`), its RoI pooler squeezes a
 // dim when there is one image. At the sizes a plan is made for, such a condition is a constant:
 // the shape folder (onnx_fold.h) evaluates it like any other shape arithmetic, and the If is then
-// replaced by the nodes of the branch it takes (InlineDecidedIf), so that the branch's values are
+// replaced by the nodes of the branch it takes (InlineBranch), so that the branch's values are
 // planned with the rest of the net. An If whose condition depends on tensor values stays an If,
 // and the importer refuses it by name: nested plans for data-dependent branches are not built.
 // Loop and Scan (and any other node holding a graph) are refused before anything else.
@@ -51,13 +51,16 @@ absl::Status CheckIfScopes(const onnx::GraphProto& graph,
 void RenameOuterReads(onnx::NodeProto& node,
                       const absl::flat_hash_map<std::string, std::string>& renames);
 
-// Replaces the If `graph.node(index)` by the nodes of its then_branch (`condition` true) or
-// else_branch, followed by one Identity per output from the branch's output to the If's; the
-// branch's initializers become initializers of `graph`, its value_info of its own values the
-// graph's. A name the branch defines that `graph` has already (another If's branch defined it
-// too, in a scope of its own) is renamed "<name>/<if>/<branch>_<k>", and so are its reads.
-// Returns a line saying what was done, for the import's notes. REQUIRES: CheckIfScopes passed.
-std::string InlineDecidedIf(onnx::GraphProto& graph, int index, bool condition);
+// The nodes that replace `if_node`: those of its then_branch (`condition` true) or else_branch,
+// then one Identity per output from the branch's output to the If's. The branch's initializers
+// and the value_info of its own values are appended to `graph`. A name the branch defines that
+// `taken` holds already (another If's branch defined it too, in a scope of its own) is renamed
+// "<name>/<if>/<branch>_<k>", and so are its reads; `taken` receives the branch's names. `note`
+// receives a line saying what was done, for the import's notes. O(branch size).
+// REQUIRES: CheckIfScopes passed; `taken` holds every name `graph` defines.
+std::vector<onnx::NodeProto> InlineBranch(const onnx::NodeProto& if_node, bool condition,
+                                          absl::flat_hash_set<std::string>& taken,
+                                          onnx::GraphProto& graph, std::string& note);
 
 }  // namespace memonger::graph::onnx_fold
 

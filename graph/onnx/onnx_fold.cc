@@ -282,47 +282,72 @@ void Materialise(onnx::GraphProto& graph, const std::vector<bool>& materialise,
   }
 }
 
-// The value of a one-element constant (an initializer or a Constant node's output) as a
-// condition; nullopt when `name` is neither or does not decode to one number.
-std::optional<bool> ConstantCondition(const onnx::GraphProto& graph, const std::string& name) {
-  std::optional<ConstTensor> t;
+// The value, as a condition, of each one-element constant (an initializer or a Constant node's
+// output) named in `names`. One pass over the graph.
+absl::flat_hash_map<std::string, bool> ConstantConditions(
+    const onnx::GraphProto& graph, const absl::flat_hash_set<std::string>& names) {
+  absl::flat_hash_map<std::string, bool> conditions;
+  auto take = [&](const std::string& name, const std::optional<ConstTensor>& t) {
+    if (t && t->size() == 1) conditions[name] = t->is_real() ? t->reals[0] != 0 : t->ints[0] != 0;
+  };
   for (const onnx::TensorProto& init : graph.initializer()) {
-    if (init.name() == name) t = TensorFromProto(init, 1);
+    if (names.contains(init.name())) take(init.name(), TensorFromProto(init, 1));
   }
   for (const onnx::NodeProto& node : graph.node()) {
-    if (node.op_type() != "Constant" || node.output_size() != 1 || node.output(0) != name) continue;
-    if (auto r = EvaluateNode(node, {}, 1); r && r->size() == 1) t = std::move((*r)[0]);
-  }
-  if (!t || t->size() != 1) return std::nullopt;
-  return t->is_real() ? t->reals[0] != 0 : t->ints[0] != 0;
-}
-
-// Replaces every If whose condition is a constant by its branch (InlineDecidedIf); true when
-// one was.
-bool InlineDecidedIfs(onnx::GraphProto& graph, absl::flat_hash_map<std::string, int>& derived,
-                      FoldReport& report) {
-  std::vector<std::string> lines;
-  for (int i = graph.node_size() - 1; i >= 0; --i) {  // back to front: indices stay valid
-    const onnx::NodeProto& node = graph.node(i);
-    if (node.op_type() != "If" || !IsDefaultDomain(node.domain()) || node.input_size() != 1) {
+    if (node.op_type() != "Constant" || node.output_size() != 1 ||
+        !names.contains(node.output(0))) {
       continue;
     }
-    std::optional<bool> condition = ConstantCondition(graph, node.input(0));
-    if (!condition) continue;
-    const auto cond = derived.find(node.input(0));
-    const int level = cond == derived.end() ? -1 : cond->second;
-    const int nodes_before = graph.node_size();
-    lines.push_back(InlineDecidedIf(graph, i, *condition));
-    // A branch chosen by a bound: everything it computes is sized by that choice.
-    const int inlined = graph.node_size() - nodes_before + 1;
-    for (int k = i; k < i + inlined && level >= 0; ++k) {
-      for (const std::string& out : graph.node(k).output()) {
-        if (!out.empty()) derived[out] = std::max(derived[out], level);
-      }
-    }
+    if (auto r = EvaluateNode(node, {}, 1); r && r->size() == 1) take(node.output(0), (*r)[0]);
   }
-  report.inlined_ifs.insert(report.inlined_ifs.end(), lines.rbegin(), lines.rend());
-  return !lines.empty();
+  return conditions;
+}
+
+// Replaces every If whose condition is a constant by its branch (InlineBranch), in one pass
+// over the nodes; true when one was.
+bool InlineDecidedIfs(onnx::GraphProto& graph, absl::flat_hash_map<std::string, int>& derived,
+                      FoldReport& report) {
+  auto is_if = [](const onnx::NodeProto& node) {
+    return node.op_type() == "If" && IsDefaultDomain(node.domain()) && node.input_size() == 1;
+  };
+  absl::flat_hash_set<std::string> names;
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (is_if(node)) names.insert(node.input(0));
+  }
+  if (names.empty()) return false;
+  const absl::flat_hash_map<std::string, bool> decided = ConstantConditions(graph, names);
+  if (decided.empty()) return false;
+  absl::flat_hash_set<std::string> taken;
+  for (const onnx::TensorProto& t : graph.initializer()) taken.insert(t.name());
+  for (const onnx::ValueInfoProto& vi : graph.input()) taken.insert(vi.name());
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const std::string& out : node.output()) taken.insert(out);
+  }
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  bool inlined = false;
+  for (onnx::NodeProto& node : *graph.mutable_node()) {
+    const auto condition = is_if(node) ? decided.find(node.input(0)) : decided.end();
+    if (condition == decided.end()) {
+      nodes.Add()->Swap(&node);
+      continue;
+    }
+    std::string note;
+    std::vector<onnx::NodeProto> replacement =
+        InlineBranch(node, condition->second, taken, graph, note);
+    report.inlined_ifs.push_back(std::move(note));
+    // A branch chosen by a bound: everything it computes is sized by that choice.
+    const auto cond = derived.find(node.input(0));
+    const int level = cond == derived.end() ? -1 : cond->second;  // before `derived` grows
+    for (onnx::NodeProto& n : replacement) {
+      for (const std::string& out : n.output()) {
+        if (!out.empty() && level >= 0) derived[out] = std::max(derived[out], level);
+      }
+      nodes.Add()->Swap(&n);
+    }
+    inlined = true;
+  }
+  graph.mutable_node()->Swap(&nodes);
+  return inlined;
 }
 
 // Gives the frontier's data-dependent outputs their upper bounds (size_bounds.h) as
@@ -432,6 +457,23 @@ void CloseDerived(const onnx::GraphProto& graph, absl::flat_hash_map<std::string
   }
 }
 
+// libonnx's inference without the Ifs' branches: an If is replaced by its branch once its
+// condition folds, and libonnx types a subgraph by copying every type of the enclosing graph
+// (a net of many Ifs cost Ifs x values). Its outputs stay untyped until then.
+absl::Status InferWithoutBranches(onnx::ModelProto& model) {
+  onnx::GraphProto& graph = *model.mutable_graph();
+  std::vector<std::pair<int, google::protobuf::RepeatedPtrField<onnx::AttributeProto>>> branches;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    onnx::NodeProto& node = *graph.mutable_node(i);
+    if (node.op_type() != "If") continue;
+    branches.emplace_back(i, google::protobuf::RepeatedPtrField<onnx::AttributeProto>());
+    branches.back().second.Swap(node.mutable_attribute());
+  }
+  const absl::Status s = InferShapesInProcess(model, /*strict=*/false);
+  for (auto& [i, attributes] : branches) graph.mutable_node(i)->mutable_attribute()->Swap(&attributes);
+  return s;
+}
+
 // Steps 1-5 and the two more (the header's list) in this process, inside RunInChild.
 absl::StatusOr<FoldReport> FoldHere(onnx::ModelProto& model, const FoldOptions& options) {
   FoldReport report;
@@ -444,7 +486,7 @@ absl::StatusOr<FoldReport> FoldHere(onnx::ModelProto& model, const FoldOptions& 
     return report;
   };
   for (int round = 0;; ++round) {
-    if (absl::Status s = InferShapesInProcess(model, /*strict=*/false); !s.ok()) return s;
+    if (absl::Status s = InferWithoutBranches(model); !s.ok()) return s;
     ++report.inference_runs;
     if (round >= options.max_rounds) return finish();
     // Folded values computed from derived ones are derived (their producers go with folding).

@@ -1266,7 +1266,15 @@ void OrderByWave(onnx::GraphProto& graph, const onnx_fold::FoldReport& report) {
 // What the import decided that a user should know: Ifs replaced by a branch, sizes planned at
 // an upper bound (grouped by op type, the first of each named).
 void AddControlFlowNotes(const onnx_fold::FoldReport& report, std::vector<std::string>& notes) {
-  for (const std::string& line : report.inlined_ifs) notes.push_back(line);
+  // A net of many Ifs gets the first few and a count, not a line each.
+  constexpr size_t kIfLines = 8;
+  for (size_t i = 0; i < report.inlined_ifs.size() && i < kIfLines; ++i) {
+    notes.push_back(report.inlined_ifs[i]);
+  }
+  if (report.inlined_ifs.size() > kIfLines) {
+    notes.push_back(absl::StrCat("and ", report.inlined_ifs.size() - kIfLines,
+                                 " more Ifs the shapes decide, each planned as its branch"));
+  }
   if (report.bounded_values.empty()) return;
   std::map<std::string, std::pair<int, std::string>> by_op;  // op type -> count, first
   for (const auto& [value, why] : report.bounded_values) {

@@ -162,7 +162,7 @@ TEST(OnnxControlFlowTest, AnIfTheShapesDecideIsReplacedByItsBranch) {
 }
 
 // Two Ifs whose branches both define 't' (each branch is a scope of its own): inlined, the
-// one of them is renamed (the Ifs are inlined last first) and both keep their own values.
+// the second 't' is renamed and both outputs keep their own values.
 TEST(OnnxControlFlowTest, NamesTwoBranchesShareAreKeptApart) {
   Model m;
   m.Input("x", TensorProto::FLOAT, {2, 3});
@@ -179,7 +179,7 @@ TEST(OnnxControlFlowTest, NamesTwoBranchesShareAreKeptApart) {
   for (const Op& op : g->ops()) types.push_back(op.type);
   EXPECT_EQ(absl::StrJoin(types, ","), "Relu,Identity,Neg,Identity,Add");
   EXPECT_EQ(g->FindVersions("t").size(), 1u);
-  EXPECT_TRUE(g->FindValue("t/first/else_branch_1").has_value());
+  EXPECT_TRUE(g->FindValue("t/second/else_branch_1").has_value());
 }
 
 TEST(OnnxControlFlowTest, AnIfOnTensorValuesIsRefusedByName) {
