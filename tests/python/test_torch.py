@@ -223,3 +223,25 @@ def test_training_plan_equals_the_command_line(tmp_path):
         mine = json.loads(training.to_json())
         for key in ("arena_bytes", "lower_bound_bytes", "steps", "values"):
             assert mine[key] == document[key], key
+
+
+class _Positives(torch.nn.Module):
+    """x[x > 0] * 2: a size the data decides (NonZero and GatherND as torch.onnx.export writes
+    boolean indexing)."""
+
+    def forward(self, x):
+        return x[x > 0] * 2
+
+
+def test_a_size_the_data_decides_is_planned_at_its_bound_and_measured_by_the_run():
+    torch.manual_seed(0)
+    module = _Positives().eval()
+    example = torch.randn(4, 8)
+    model = mt.load_module(module, example)
+    plan = memonger.plan(model)
+    for x in (torch.randn(4, 8), -torch.ones(4, 8), torch.ones(4, 8)):
+        (out,) = memonger.execute(model, plan, inputs={"x": x.numpy()}).values()
+        with torch.no_grad():
+            expected = module(x).numpy()
+        assert out.shape == expected.shape
+        np.testing.assert_array_equal(out, expected)
