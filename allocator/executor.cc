@@ -38,6 +38,31 @@ std::vector<ValueId> DistinctInputs(const graph::Op& op) {
   return out;
 }
 
+// `args` for `op`, its values typed by `types` and found at address(value).
+template <typename Address>
+void SetOperands(KernelArgs& args, const graph::Op& op, const graph::Graph& types,
+                 const Address& address) {
+  args.op = &op;
+  args.inputs.clear();
+  args.input_types.clear();
+  args.outputs.clear();
+  args.output_types.clear();
+  for (ValueId in : op.inputs) {
+    args.inputs.push_back(address(in));
+    args.input_types.push_back(&*types.value(in).type);
+  }
+  for (ValueId out : op.outputs) {
+    args.outputs.push_back(address(out));
+    args.output_types.push_back(&*types.value(out).type);
+  }
+}
+
+// A kernel's error, with the op and its step in front.
+absl::Status StepError(const graph::Op& op, size_t step, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat(op.Label(), " (step ", step, "): ", status.message()));
+}
+
 }  // namespace
 
 absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan& plan,
@@ -332,24 +357,9 @@ absl::Status Executor::Run(const KernelTable& kernels, int threads) {
   args.threads = std::max(threads, 1);
   for (size_t step = 0; step < schedule_.size(); ++step) {
     const graph::Op& op = graph_->op(schedule_[step]);
-    args.op = &op;
-    args.inputs.clear();
-    args.input_types.clear();
-    args.outputs.clear();
-    args.output_types.clear();
-    for (ValueId in : op.inputs) {
-      args.inputs.push_back(ValueAddress(in));
-      args.input_types.push_back(&*graph_->value(in).type);
-    }
-    for (ValueId out : op.outputs) {
-      args.outputs.push_back(ValueAddress(out));
-      args.output_types.push_back(&*graph_->value(out).type);
-    }
+    SetOperands(args, op, *graph_, [this](ValueId v) { return ValueAddress(v); });
     const absl::Status status = (*kernel_of_step[step])(args);
-    if (!status.ok()) {
-      return absl::Status(status.code(), absl::StrCat(op.Label(), " (step ", step, "): ",
-                                                      status.message()));
-    }
+    if (!status.ok()) return StepError(op, step, status);
   }
   return absl::OkStatus();
 }
@@ -524,26 +534,11 @@ absl::StatusOr<graph::Graph> Executor::RunMeasuring(const KernelTable& kernels, 
       MG_RETURN_IF_ERROR(retype_now());
       continue;  // this step again, in the new typing
     }
-    args.op = &op;
-    args.inputs.clear();
-    args.input_types.clear();
-    args.outputs.clear();
-    args.output_types.clear();
-    for (ValueId in : op.inputs) {
-      args.inputs.push_back(address[in]);
-      args.input_types.push_back(&*typing.value(in).type);
-    }
-    for (ValueId out : op.outputs) {
-      args.outputs.push_back(address[out]);
-      args.output_types.push_back(&*typing.value(out).type);
-    }
+    SetOperands(args, op, typing, [&address](ValueId v) { return address[v]; });
     dims.assign(op.outputs.size(), {});
     args.measured_dims = measures ? &dims : nullptr;
     const absl::Status status = (*kernel_of_step[step])(args);
-    if (!status.ok()) {
-      return absl::Status(status.code(), absl::StrCat(op.Label(), " (step ", step, "): ",
-                                                      status.message()));
-    }
+    if (!status.ok()) return StepError(op, step, status);
     for (size_t k = 0; k < op.outputs.size(); ++k) {
       const std::string& name = typing.value(op.outputs[k]).name;
       computed[id_of[op.outputs[k]]] = true;

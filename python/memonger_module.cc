@@ -413,14 +413,11 @@ std::vector<Tensor> Execute(const Model& model, const PyPlan& plan,
   if (!plan.graph->data_dependent_sizes().empty() && model.bytes != nullptr) {
     // The run measures the data-dependent sizes and retypes the model's bytes with them.
     std::shared_ptr<const tools::Flags> flags = ParseFlags(model.args);
-    options.retype = [flags, bytes = model.bytes](
-                         const absl::flat_hash_map<std::string, std::vector<int64_t>>& measured)
-        -> absl::StatusOr<graph::Graph> {
-      MG_ASSIGN_OR_RETURN(tools::NetSource source, tools::MakeNetSource(*flags));
-      source.model_bytes = bytes;
-      source.load.keep_folded_data = true;
-      source.load.measured_sizes = measured;
-      return tools::MakeGraph(source);
+    tools::NetSource source = ValueOrRaise(tools::MakeNetSource(*flags));
+    source.model_bytes = model.bytes;
+    options.retype = [flags, retype = tools::MeasuringRetype(std::move(source))](
+                         const absl::flat_hash_map<std::string, std::vector<int64_t>>& measured) {
+      return retype(measured);  // `flags` lives as long as the function
     };
   }
   std::map<std::string, graph::TensorData> data;

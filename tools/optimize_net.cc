@@ -290,15 +290,7 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const NetSource& source,
   alloc::HostRunOptions options;
   if (!graph.data_dependent_sizes().empty()) {
     // The run retypes the model from the bytes the load read, with the sizes it measured.
-    options.retype = [&source](const absl::flat_hash_map<std::string, std::vector<int64_t>>&
-                                   measured) {
-      NetSource at = source;
-      at.load.notes = nullptr;
-      at.load.measured_sizes = measured;
-      at.load.keep_data = false;  // the run holds the weights already
-      at.load.keep_folded_data = true;
-      return MakeGraph(at);
-    };
+    options.retype = memonger::tools::MeasuringRetype(source);
   }
   options.seed = flags.seed;
   options.seed_missing = flags.seed_missing;

@@ -105,6 +105,20 @@ absl::StatusOr<graph::Graph> MakeGraph(const NetSource& source, const GraphReque
   return g;
 }
 
+std::function<absl::StatusOr<graph::Graph>(
+    const absl::flat_hash_map<std::string, std::vector<int64_t>>& measured)>
+MeasuringRetype(NetSource source) {
+  source.load.notes = nullptr;
+  source.load.keep_data = false;
+  source.load.keep_folded_data = true;
+  return [source = std::move(source)](
+             const absl::flat_hash_map<std::string, std::vector<int64_t>>& measured) {
+    NetSource at = source;
+    at.load.measured_sizes = measured;
+    return MakeGraph(at);
+  };
+}
+
 namespace {
 
 // Names the flags give must be values of the net: a typo would otherwise change nothing and

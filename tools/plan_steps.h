@@ -11,11 +11,13 @@
 #define MEMONGER_TOOLS_PLAN_STEPS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
@@ -66,6 +68,13 @@ struct GraphRequest {
   bool symbolic_workload = false;             // a workload declaring its inputs in symbols
 };
 absl::StatusOr<graph::Graph> MakeGraph(const NetSource& source, const GraphRequest& request = {});
+
+// How a run that measures data-dependent sizes retypes `source`'s net (alloc::Executor::Retype):
+// MakeGraph again with the sizes measured, without the weights' data (the run holds them) but
+// with every folded value's and Constant's. REQUIRES: source.flags outlives the function.
+std::function<absl::StatusOr<graph::Graph>(
+    const absl::flat_hash_map<std::string, std::vector<int64_t>>& measured)>
+MeasuringRetype(NetSource source);
 
 // The options the flags ask for, checked against the net (names the flags give must be values of
 // it). No progress callback: a terminal's is the tool's to set.

@@ -1,6 +1,7 @@
 #include "graph/onnx/size_bounds.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "graph/onnx/fold_internal.h"
@@ -11,21 +12,9 @@ namespace {
 
 using DimsOf = std::function<const Dims*(const std::string&)>;
 
-// The product of `factors`; nullopt on a negative factor or int64 overflow.
-std::optional<int64_t> SafeProduct(std::initializer_list<int64_t> factors) {
-  int64_t p = 1;
-  for (int64_t f : factors) {
-    if (f < 0 || __builtin_mul_overflow(p, f, &p)) return std::nullopt;
-  }
-  return p;
-}
-
+// The element count of `dims`; nullopt on a negative dim or int64 overflow.
 std::optional<int64_t> Elements(const Dims& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
-  }
-  return n;
+  return CountElements(dims, std::numeric_limits<int64_t>::max());
 }
 
 const Dims* InputDims(const onnx::NodeProto& node, int k, const DimsOf& dims_of) {
@@ -65,7 +54,7 @@ std::optional<SizeBound> NonMaxSuppression(
                            ") each");
     }
   }
-  const std::optional<int64_t> n = SafeProduct({batch, classes, per_class});
+  const std::optional<int64_t> n = Elements({batch, classes, per_class});
   if (!n) return std::nullopt;
   return SizeBound{{{*n, 3}}, absl::StrCat("NonMaxSuppression: at most ", batch, " batches x ",
                                            classes, " classes x ", limit, " = ", *n,

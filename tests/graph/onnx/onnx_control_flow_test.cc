@@ -127,13 +127,18 @@ const Value& Named(const Graph& g, const std::string& name) {
   return g.value(id.value_or(0));
 }
 
+// 'empty' = Size(x) == 0: the condition torchvision's batched_nms branches on.
+void WhetherEmpty(Model& m) {
+  m.Ints("zero", {0}, /*scalar=*/true);
+  m.Node("Size", {"x"}, {"n"});
+  m.Node("Equal", {"n", "zero"}, {"empty"});
+}
+
 // torchvision's batched_nms: `if boxes.numel() == 0: return empty` as an If on Size(x) == 0.
 Model SizeDecidedIf(int64_t rows) {
   Model m;
   m.Input("x", TensorProto::FLOAT, {rows, 3});
-  m.Ints("zero", {0}, /*scalar=*/true);
-  m.Node("Size", {"x"}, {"n"});
-  m.Node("Equal", {"n", "zero"}, {"empty"});
+  WhetherEmpty(m);
   m.If("empty", "y", Branch("Identity", "x", "same"), Branch("Relu", "x", "relu"), "branchy");
   m.Node("Neg", {"y"}, {"z"});
   m.Output("z");
@@ -166,9 +171,7 @@ TEST(OnnxControlFlowTest, AnIfTheShapesDecideIsReplacedByItsBranch) {
 TEST(OnnxControlFlowTest, NamesTwoBranchesShareAreKeptApart) {
   Model m;
   m.Input("x", TensorProto::FLOAT, {2, 3});
-  m.Ints("zero", {0}, /*scalar=*/true);
-  m.Node("Size", {"x"}, {"n"});
-  m.Node("Equal", {"n", "zero"}, {"empty"});
+  WhetherEmpty(m);
   m.If("empty", "y1", Branch("Identity", "x", "t"), Branch("Relu", "x", "t"), "first");
   m.If("empty", "y2", Branch("Identity", "x", "t"), Branch("Neg", "x", "t"), "second");
   m.Node("Add", {"y1", "y2"}, {"z"});
@@ -216,9 +219,7 @@ TEST(OnnxControlFlowTest, LoopsAreRefusedByName) {
 TEST(OnnxControlFlowTest, ABranchMayNotRedefineAnOuterName) {
   Model m;
   m.Input("x", TensorProto::FLOAT, {2, 3});
-  m.Ints("zero", {0}, /*scalar=*/true);
-  m.Node("Size", {"x"}, {"n"});
-  m.Node("Equal", {"n", "zero"}, {"empty"});
+  WhetherEmpty(m);
   m.If("empty", "y", Branch("Identity", "x", "same"), Branch("Relu", "x", "n"), "branchy");
   m.Output("y");
   absl::StatusOr<Graph> g = m.Import();
@@ -231,9 +232,7 @@ TEST(OnnxControlFlowTest, ABranchMayNotRedefineAnOuterName) {
 TEST(OnnxControlFlowTest, ABranchReadingAnUndefinedNameIsRefused) {
   Model m;
   m.Input("x", TensorProto::FLOAT, {2, 3});
-  m.Ints("zero", {0}, /*scalar=*/true);
-  m.Node("Size", {"x"}, {"n"});
-  m.Node("Equal", {"n", "zero"}, {"empty"});
+  WhetherEmpty(m);
   m.If("empty", "y", Branch("Identity", "x", "same"), Branch("Relu", "nowhere", "r"), "branchy");
   m.Output("y");
   absl::StatusOr<Graph> g = m.Import();
