@@ -105,14 +105,15 @@ std::vector<double> ToDoubles(const TestTensor& t) {
 
 absl::Status RunKernel(const std::string& op_type, std::vector<graph::Attribute> attrs,
                        const std::vector<TestTensor*>& inputs,
-                       const std::vector<TestTensor*>& outputs) {
-  return RunKernelWith(alloc::MakeCpuKernelTable(), op_type, std::move(attrs), inputs, outputs);
+                       const std::vector<TestTensor*>& outputs, int threads) {
+  return RunKernelWith(alloc::MakeCpuKernelTable(), op_type, std::move(attrs), inputs, outputs,
+                       threads);
 }
 
 absl::Status RunKernelWith(const alloc::KernelTable& table, const std::string& op_type,
                            std::vector<graph::Attribute> attrs,
                            const std::vector<TestTensor*>& inputs,
-                           const std::vector<TestTensor*>& outputs) {
+                           const std::vector<TestTensor*>& outputs, int threads) {
   const alloc::Kernel* kernel = table.Find(op_type);
   if (kernel == nullptr) return absl::NotFoundError(absl::StrCat("no kernel for ", op_type));
   graph::Op op;
@@ -121,6 +122,7 @@ absl::Status RunKernelWith(const alloc::KernelTable& table, const std::string& o
   op.attrs = std::move(attrs);
   alloc::KernelArgs args;
   args.op = &op;
+  args.threads = threads;
   for (TestTensor* t : inputs) {
     args.inputs.push_back(t->bytes());
     args.input_types.push_back(&t->type);

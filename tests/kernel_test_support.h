@@ -51,13 +51,13 @@ std::vector<double> ToDoubles(const TestTensor& t);
 // Calls the kernel of `op_type` in MakeCpuKernelTable() on host memory.
 absl::Status RunKernel(const std::string& op_type, std::vector<graph::Attribute> attrs,
                        const std::vector<TestTensor*>& inputs,
-                       const std::vector<TestTensor*>& outputs);
+                       const std::vector<TestTensor*>& outputs, int threads = 1);
 
 // The same with another table's kernel (e.g. alloc::MakeDeviceKernelTableOnHost()).
 absl::Status RunKernelWith(const alloc::KernelTable& table, const std::string& op_type,
                            std::vector<graph::Attribute> attrs,
                            const std::vector<TestTensor*>& inputs,
-                           const std::vector<TestTensor*>& outputs);
+                           const std::vector<TestTensor*>& outputs, int threads = 1);
 
 // Largest |a - b| / (atol + rtol * |b|) over elements (<= 1 means within tolerance); NaNs must
 // match. Returns a description of the worst element when it exceeds 1, else "".

@@ -1,23 +1,28 @@
 #include "kernels/cpu/gemm_cpu.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
-#include <thread>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/kernel_threads.h"
 #include "kernels/float16.h"
 #include "kernels/kernel_util.h"
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace memonger::alloc {
 namespace {
 
-// Register block (kMr x kNr accumulators) and cache blocks. kNr = 16 floats is two AVX
-// registers per row; 6 rows use 12 of AVX's 16 registers.
-constexpr int64_t kMr = 6;
+// Cache blocks and the panel width. The register block is kNr columns by the micro-kernel's
+// `mr` rows (6 with AVX2: 12 of its 16 vector registers hold sums; 12 with AVX-512: 12 of 32).
 constexpr int64_t kNr = 16;
-constexpr int64_t kMc = 120;  // multiple of kMr
+constexpr int64_t kMc = 120;  // a multiple of every micro-kernel's mr
 constexpr int64_t kNc = 256;  // multiple of kNr
 constexpr int64_t kKc = 256;
 
@@ -29,17 +34,32 @@ inline float At(const T* data, int64_t ld, bool transposed, int64_t r, int64_t c
   return kernel_internal::Load(transposed ? data[c * ld + r] : data[r * ld + c]);
 }
 
-// Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] into slivers of kMr rows: sliver s holds, for each
-// kk, the kMr values A(i0 + s*kMr + r, p0 + kk) (rows past mc are zero).
+// Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] into slivers of mr rows: sliver s holds, for each
+// kk, the mr values A(i0 + s*mr + r, p0 + kk) (rows past mc are zero).
 template <typename T>
-void PackA(const GemmOperand& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+void PackA(const GemmOperand& a, int64_t mr, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+           float* out) {
   const T* data = reinterpret_cast<const T*>(a.data);
-  for (int64_t s = 0; s < mc; s += kMr) {
-    const int64_t rows = std::min(kMr, mc - s);
-    for (int64_t kk = 0; kk < kc; ++kk) {
-      float* dst = out + (s / kMr) * kc * kMr + kk * kMr;
-      for (int64_t r = 0; r < rows; ++r) dst[r] = At(data, a.ld, a.transposed, i0 + s + r, p0 + kk);
-      for (int64_t r = rows; r < kMr; ++r) dst[r] = 0.0f;
+  for (int64_t s = 0; s < mc; s += mr) {
+    const int64_t rows = std::min(mr, mc - s);
+    float* sliver = out + (s / mr) * kc * mr;
+    if (a.transposed) {
+      // A sliver's mr values at one kk are adjacent in storage.
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        const T* src = data + (p0 + kk) * a.ld + i0 + s;
+        float* dst = sliver + kk * mr;
+        for (int64_t r = 0; r < rows; ++r) dst[r] = kernel_internal::Load(src[r]);
+        for (int64_t r = rows; r < mr; ++r) dst[r] = 0.0f;
+      }
+    } else {
+      // Each row is read in storage order.
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* src = data + (i0 + s + r) * a.ld + p0;
+        for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * mr + r] = kernel_internal::Load(src[kk]);
+      }
+      for (int64_t r = rows; r < mr; ++r) {
+        for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * mr + r] = 0.0f;
+      }
     }
   }
 }
@@ -64,9 +84,10 @@ void PackB(const GemmOperand& b, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
   }
 }
 
+using PackAFn = void (*)(const GemmOperand&, int64_t, int64_t, int64_t, int64_t, int64_t, float*);
 using PackFn = void (*)(const GemmOperand&, int64_t, int64_t, int64_t, int64_t, float*);
 
-PackFn PackAFor(graph::DataType dtype) {
+PackAFn PackAFor(graph::DataType dtype) {
   switch (dtype) {
     case graph::DataType::kFloat32: return PackA<float>;
     case graph::DataType::kFloat16: return PackA<Half>;
@@ -83,59 +104,134 @@ PackFn PackBFor(graph::DataType dtype) {
   }
 }
 
-// Eight floats as one value (GCC/Clang vector extension): one AVX register, or two SSE
-// registers in the default build. Elementwise + and * on it are the scalar IEEE operations.
-typedef float Vec8 __attribute__((vector_size(32)));
+// The macro-kernels: packed A (slivers of mr rows) x packed B (panels of kNr columns) over kc,
+// added into the accumulator tile `c` (row stride ldc, padded to whole slivers and panels).
+// Each keeps an mr x kNr block of sums in registers while it walks k in ascending order, and
+// each sum is a chain of fused multiply-adds, acc = fma(a, b, acc): one rounding per step, so
+// the three versions (AVX-512, AVX2 + FMA, and portable std::fma) give the same bits.
+using MacroFn = void (*)(int64_t mc_padded, int64_t nc_padded, int64_t kc, const float* ap,
+                         const float* bp, float* c, int64_t ldc);
 
-// Unaligned loads and stores as memcpy (no vector crosses a function boundary, whose ABI would
-// differ between the two compilations).
-#define MG_LOAD_VEC(v, p) std::memcpy(&(v), (p), sizeof(Vec8))
-#define MG_STORE_VEC(p, v) std::memcpy((p), &(v), sizeof(Vec8))
+void MacroKernelPortable(int64_t mc_padded, int64_t nc_padded, int64_t kc, const float* ap,
+                         const float* bp, float* c, int64_t ldc) {
+  constexpr int64_t kMr = 6;
+  for (int64_t q = 0; q < nc_padded; q += kNr) {
+    const float* panel = bp + (q / kNr) * kc * kNr;
+    for (int64_t s = 0; s < mc_padded; s += kMr) {
+      const float* sliver = ap + (s / kMr) * kc * kMr;
+      float acc[kMr][kNr];
+      for (int64_t r = 0; r < kMr; ++r) std::memcpy(acc[r], c + (s + r) * ldc + q, sizeof(acc[r]));
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        const float* brow = panel + kk * kNr;
+        for (int64_t r = 0; r < kMr; ++r) {
+          const float av = sliver[kk * kMr + r];
+          for (int64_t j = 0; j < kNr; ++j) acc[r][j] = std::fma(av, brow[j], acc[r][j]);
+        }
+      }
+      for (int64_t r = 0; r < kMr; ++r) std::memcpy(c + (s + r) * ldc + q, acc[r], sizeof(acc[r]));
+    }
+  }
+}
 
-// Adds packed A (slivers) x packed B (panels) over kc into the accumulator tile `c` (row
-// stride ldc, padded to whole slivers and panels). The micro-kernel keeps a kMr x kNr block of
-// sums in registers (12 vectors of 8) while it walks k. Compiled twice; the loader picks AVX2
-// when the CPU has it. Multiplies and adds stay separate (no FMA contraction: ISO C++ mode), so
-// both versions give the same bits.
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void MacroKernel(int64_t mc_padded, int64_t nc_padded, int64_t kc, const float* ap,
-                 const float* bp, float* c, int64_t ldc) {
-  static_assert(kNr == 16, "the micro-kernel holds two vectors of 8 per row");
+#if defined(__GNUC__) && defined(__x86_64__)
+#define MG_GEMM_X86 1
+
+// 6 rows x 16 columns: 12 sums of 8 in ymm registers.
+__attribute__((target("avx2,fma"))) void MacroKernelAvx2(int64_t mc_padded, int64_t nc_padded,
+                                                         int64_t kc, const float* ap,
+                                                         const float* bp, float* c, int64_t ldc) {
+  constexpr int64_t kMr = 6;
   for (int64_t q = 0; q < nc_padded; q += kNr) {
     const float* panel = bp + (q / kNr) * kc * kNr;
     for (int64_t s = 0; s < mc_padded; s += kMr) {
       const float* sliver = ap + (s / kMr) * kc * kMr;
       float* cblock = c + s * ldc + q;
-      Vec8 acc[kMr][2];
+      __m256 acc[kMr][2];
       for (int64_t r = 0; r < kMr; ++r) {
-        MG_LOAD_VEC(acc[r][0], cblock + r * ldc);
-        MG_LOAD_VEC(acc[r][1], cblock + r * ldc + 8);
+        acc[r][0] = _mm256_loadu_ps(cblock + r * ldc);
+        acc[r][1] = _mm256_loadu_ps(cblock + r * ldc + 8);
       }
       for (int64_t kk = 0; kk < kc; ++kk) {
-        Vec8 b0, b1;
-        MG_LOAD_VEC(b0, panel + kk * kNr);
-        MG_LOAD_VEC(b1, panel + kk * kNr + 8);
+        const __m256 b0 = _mm256_loadu_ps(panel + kk * kNr);
+        const __m256 b1 = _mm256_loadu_ps(panel + kk * kNr + 8);
         const float* acol = sliver + kk * kMr;
         for (int64_t r = 0; r < kMr; ++r) {
-          const float av = acol[r];
-          acc[r][0] += av * b0;
-          acc[r][1] += av * b1;
+          const __m256 av = _mm256_broadcast_ss(acol + r);
+          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
         }
       }
       for (int64_t r = 0; r < kMr; ++r) {
-        MG_STORE_VEC(cblock + r * ldc, acc[r][0]);
-        MG_STORE_VEC(cblock + r * ldc + 8, acc[r][1]);
+        _mm256_storeu_ps(cblock + r * ldc, acc[r][0]);
+        _mm256_storeu_ps(cblock + r * ldc + 8, acc[r][1]);
       }
     }
   }
 }
 
-#undef MG_LOAD_VEC
-#undef MG_STORE_VEC
+// 12 rows x 16 columns: 12 sums of 16 in zmm registers.
+__attribute__((target("avx512f"))) void MacroKernelAvx512(int64_t mc_padded, int64_t nc_padded,
+                                                          int64_t kc, const float* ap,
+                                                          const float* bp, float* c,
+                                                          int64_t ldc) {
+  constexpr int64_t kMr = 12;
+  for (int64_t q = 0; q < nc_padded; q += kNr) {
+    const float* panel = bp + (q / kNr) * kc * kNr;
+    for (int64_t s = 0; s < mc_padded; s += kMr) {
+      const float* sliver = ap + (s / kMr) * kc * kMr;
+      float* cblock = c + s * ldc + q;
+      __m512 acc[kMr];
+      for (int64_t r = 0; r < kMr; ++r) acc[r] = _mm512_loadu_ps(cblock + r * ldc);
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        const __m512 b = _mm512_loadu_ps(panel + kk * kNr);
+        const float* acol = sliver + kk * kMr;
+        for (int64_t r = 0; r < kMr; ++r) {
+          acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(acol[r]), b, acc[r]);
+        }
+      }
+      for (int64_t r = 0; r < kMr; ++r) _mm512_storeu_ps(cblock + r * ldc, acc[r]);
+    }
+  }
+}
+#endif
+
+// A micro-kernel and its sliver height.
+struct MicroKernel {
+  int64_t mr;
+  MacroFn macro;
+};
+
+std::optional<MicroKernel> FindMicroKernel(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::kAuto:
+#ifdef MG_GEMM_X86
+      if (__builtin_cpu_supports("avx512f")) return MicroKernel{12, MacroKernelAvx512};
+      if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        return MicroKernel{6, MacroKernelAvx2};
+      }
+#endif
+      return MicroKernel{6, MacroKernelPortable};
+    case GemmKernel::kPortable:
+      return MicroKernel{6, MacroKernelPortable};
+    case GemmKernel::kAvx2Fma:
+#ifdef MG_GEMM_X86
+      if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        return MicroKernel{6, MacroKernelAvx2};
+      }
+#endif
+      return std::nullopt;
+    case GemmKernel::kAvx512:
+#ifdef MG_GEMM_X86
+      if (__builtin_cpu_supports("avx512f")) return MicroKernel{12, MacroKernelAvx512};
+#endif
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
+
+bool GemmKernelSupported(GemmKernel kernel) { return FindMicroKernel(kernel).has_value(); }
 
 namespace {
 
@@ -144,14 +240,16 @@ struct GemmJob {
   int64_t m, n, k;
   const GemmOperand& a;
   const GemmOperand& b;
-  PackFn pack_a, pack_b;
+  PackAFn pack_a;
+  PackFn pack_b;
   GemmEpilogue epilogue;
+  MicroKernel micro;
   // The buffers are sized by the product, not by the blocking's maxima: a small product (the
   // many [20 x 64] x [64 x 64] of a small transformer) would otherwise allocate and touch
   // half a megabyte per call.
   int64_t kc_max() const { return std::min(kKc, std::max<int64_t>(k, 1)); }
   int64_t k_blocks() const { return std::max<int64_t>((k + kKc - 1) / kKc, 1); }
-  int64_t mc_cap() const { return std::min(kMc, RoundUp(m, kMr)); }
+  int64_t mc_cap() const { return std::min(kMc, RoundUp(m, micro.mr)); }
   int64_t nc_cap() const { return std::min(kNc, RoundUp(n, kNr)); }
   int64_t b_block() const { return kc_max() * nc_cap(); }  // one packed K block of a tile
 };
@@ -181,62 +279,51 @@ void RowTile(const GemmJob& job, int64_t j0, int64_t i0, const float* packed_b,
   const int64_t nc = std::min(kNc, job.n - j0);
   const int64_t nc_padded = RoundUp(nc, kNr);
   const int64_t mc = std::min(kMc, job.m - i0);
-  const int64_t mc_padded = RoundUp(mc, kMr);
+  const int64_t mc_padded = RoundUp(mc, job.micro.mr);
   const int64_t ldc = job.nc_cap();
   // The accumulator tile starts at +0.0: the first add of each sum is exact, as in the naive
   // loop that starts from 0.
   std::fill(tile, tile + mc_padded * ldc, 0.0f);
   for (int64_t p0 = 0; p0 < job.k; p0 += kKc) {
     const int64_t kc = std::min(kKc, job.k - p0);
-    job.pack_a(job.a, i0, mc, p0, kc, packed_a);
-    MacroKernel(mc_padded, nc_padded, kc, packed_a, packed_b + (p0 / kKc) * job.b_block(), tile,
+    job.pack_a(job.a, job.micro.mr, i0, mc, p0, kc, packed_a);
+    job.micro.macro(mc_padded, nc_padded, kc, packed_a, packed_b + (p0 / kKc) * job.b_block(), tile,
                 ldc);
   }
   for (int64_t r = 0; r < mc; ++r) job.epilogue(i0 + r, j0, nc, tile + r * ldc);
 }
 
-// Runs body(w) for w in [0, workers): workers - 1 new threads and this one.
-template <typename Body>
-void OnWorkers(int workers, Body body) {
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<size_t>(workers - 1));
-  for (int w = 1; w < workers; ++w) pool.emplace_back(body, w);
-  body(0);
-  for (std::thread& t : pool) t.join();
-}
-
-// Below this many multiply-adds a product stays on one thread: starting one costs tens of
-// microseconds, about what 2^22 multiply-adds take.
-constexpr double kMinParallelMacs = 4.0 * 1024 * 1024;
-
 }  // namespace
 
 absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
-                     const GemmOperand& b, GemmEpilogue epilogue, int threads) {
+                     const GemmOperand& b, GemmEpilogue epilogue, int threads,
+                     GemmKernel kernel) {
   if (m < 0 || n < 0 || k < 0) {
     return absl::InvalidArgumentError(absl::StrCat("GEMM sizes must not be negative: m=", m,
                                                    " n=", n, " k=", k));
   }
-  const PackFn pack_a = PackAFor(a.dtype);
+  const PackAFn pack_a = PackAFor(a.dtype);
   const PackFn pack_b = PackBFor(b.dtype);
   if (pack_a == nullptr || pack_b == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "GEMM operands must be float32, float16 or bfloat16, got ", graph::DataTypeName(a.dtype),
         " and ", graph::DataTypeName(b.dtype)));
   }
+  const std::optional<MicroKernel> micro = FindMicroKernel(kernel);
+  if (!micro.has_value()) {
+    return absl::FailedPreconditionError("this CPU lacks the GEMM micro-kernel's instructions");
+  }
   if (m == 0 || n == 0) return absl::OkStatus();
-  const GemmJob job{m, n, k, a, b, pack_a, pack_b, epilogue};
+  const GemmJob job{m, n, k, a, b, pack_a, pack_b, epilogue, *micro};
   const int64_t col_tiles = (n + kNc - 1) / kNc;
   const int64_t row_tiles = (m + kMc - 1) / kMc;
-  int workers = 1;
-  if (threads > 1 && static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >=
-                         kMinParallelMacs) {
-    workers = static_cast<int>(std::min<int64_t>(threads, std::max(col_tiles, row_tiles)));
-  }
+  const int workers = kernel_internal::WorkersFor(
+      threads, static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+      std::max(col_tiles, row_tiles));
   // Every tile is computed as on one thread, whichever worker takes it: the same bits.
   if (workers > 1 && col_tiles >= workers) {
     // Each worker packs and computes whole column tiles: w, w + workers, ...
-    OnWorkers(workers, [&](int w) {
+    kernel_internal::RunOnWorkers(workers, [&](int w) {
       GemmScratch scratch(job, /*with_b=*/true);
       for (int64_t t = w; t < col_tiles; t += workers) {
         PackColumnTile(job, t * kNc, scratch.b.get());
@@ -253,7 +340,7 @@ absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     PackColumnTile(job, j0, scratch.b.get());
     if (workers > 1) {
-      OnWorkers(workers, [&](int w) {
+      kernel_internal::RunOnWorkers(workers, [&](int w) {
         GemmScratch own(job, /*with_b=*/false);
         for (int64_t t = w; t < row_tiles; t += workers) {
           RowTile(job, j0, t * kMc, scratch.b.get(), own.a.get(), own.tile.get());

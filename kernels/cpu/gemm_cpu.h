@@ -17,11 +17,12 @@
 //   3. A register-blocked micro-kernel adds one sliver x one panel into a kMr x kNr block of
 //      the accumulator, k in ascending order.
 //   4. When K is done, the epilogue receives the tile row by row.
-// Each result is the float32 sum over k = 0, 1, ..., K-1 of A(i,k) * B(k,j), added in that
-// order starting from 0, with separate multiplies and adds (no fused multiply-add): the same
-// bits as the naive loop `for k: acc += a * b`, whatever the blocking, the pointers' alignment
-// or the vector width the CPU offers (the micro-kernel is also compiled for AVX2 and chosen at
-// run time). Results are therefore reproducible across plans and machines.
+// Each result is the float32 sum over k = 0, 1, ..., K-1 of A(i,k) * B(k,j), accumulated in that
+// order from 0 by fused multiply-adds (acc = fma(a, b, acc), one rounding per step): the same
+// bits as the naive loop `for k: acc = std::fma(a, b, acc)`, whatever the blocking, the
+// pointers' alignment or the micro-kernel the CPU runs (AVX-512 or AVX2 + FMA, chosen at run
+// time; a portable std::fma loop elsewhere). Results are therefore reproducible across plans and
+// machines.
 //
 // Threads: with `threads` > 1 a product of at least 2^22 multiply-adds is split over up to that
 // many threads by whole tiles of C (column tiles, or row tiles where there are fewer column
@@ -59,10 +60,17 @@ struct GemmOperand {
 using GemmEpilogue =
     absl::FunctionRef<void(int64_t row, int64_t col, int64_t count, const float* acc)>;
 
+// The micro-kernels. kAuto: the widest this CPU runs. Each gives the same bits; the others
+// are named for the tests, which run every one the CPU has.
+enum class GemmKernel { kAuto, kPortable, kAvx2Fma, kAvx512 };
+bool GemmKernelSupported(GemmKernel kernel);
+
 // C[m x n] = op(A)[m x k] x op(B)[k x n]. InvalidArgument for negative sizes or an operand
-// whose element type is not float32/float16/bfloat16. k == 0 hands over zeros.
+// whose element type is not float32/float16/bfloat16; FailedPrecondition for a micro-kernel
+// the CPU lacks. k == 0 hands over zeros.
 absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
-                     const GemmOperand& b, GemmEpilogue epilogue, int threads = 1);
+                     const GemmOperand& b, GemmEpilogue epilogue, int threads = 1,
+                     GemmKernel kernel = GemmKernel::kAuto);
 
 }  // namespace memonger::alloc
 

@@ -20,12 +20,14 @@
 // workspace. Storage float32, float16, bfloat16 (X, W, dY of one type). Outputs must not
 // overlap inputs (FailedPrecondition).
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/gemm_cpu.h"
 #include "kernels/cpu/kernel_float_io.h"
+#include "kernels/cpu/kernel_threads.h"
 #include "kernels/cpu/kernel_window.h"
 #include "kernels/cpu/kernels_cpu.h"
 #include "kernels/kernel_util.h"
@@ -81,7 +83,7 @@ absl::StatusOr<ConvShape> ReadConvShape(const KernelArgs& args, const TensorType
 
 // Calls fn(col_index, in_index) for every (tap, output position) of one channel whose input
 // element lies inside the image: col_index = t * P + p in the channel's [K, P] block of the
-// column matrix, in_index into the channel's plane. Im2Col and Col2ImAdd share this walk.
+// column matrix, in_index into the channel's plane (Col2ImAdd's scatter).
 template <typename Fn>
 void ForEachWindowTap(const WindowGeometry& w, int64_t positions, Fn fn) {
   int64_t t = 0;
@@ -107,19 +109,66 @@ void ForEachWindowTap(const WindowGeometry& w, int64_t positions, Fn fn) {
   }
 }
 
-// col [Cg*K, P] for image n, group g (float32; 0 where a tap reads the padding).
-void Im2Col(const ConvShape& s, const FloatLoader& load, const std::byte* x, int64_t n, int64_t g,
-            std::vector<float>& col) {
+// The forward pass's column matrix, built a chunk of output rows at a time: rows
+// [row_begin, row_end) of the output, a row being one (o0, o1) pair of out[2] positions, so the
+// chunk holds positions [row_begin * out[2], row_end * out[2]). `chunk` is [Cg*K, chunk
+// positions]; every element is written (0 where a tap reads the padding), so it needs no
+// clearing. `plane` holds channel c of image n as float32 (`planes` gives it for each c).
+template <typename PlaneFn>
+void Im2ColRows(const ConvShape& s, int64_t row_begin, int64_t row_end, PlaneFn planes,
+                float* chunk) {
   const WindowGeometry& w = s.win;
-  col.assign(static_cast<size_t>(s.col_rows() * s.positions), 0.0f);
-  std::vector<float> plane;
+  const int64_t width = w.out[2];
+  const int64_t chunk_positions = (row_end - row_begin) * width;
   for (int64_t c = 0; c < s.group_channels; ++c) {
-    plane = load.Run(x, (n * w.channels + g * s.group_channels + c) * w.in_size(), w.in_size());
-    float* block = col.data() + c * s.taps * s.positions;
-    ForEachWindowTap(w, s.positions, [&](int64_t col_index, int64_t in_index) {
-      block[col_index] = plane[in_index];
-    });
+    const float* plane = planes(c);
+    int64_t t = 0;
+    for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
+      for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
+        for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2, ++t) {
+          // Output columns [lo, hi) read inside the input row; the rest read the padding.
+          const int64_t off2 = k2 * w.dilation[2] - w.pad[2];
+          const int64_t stride2 = w.stride[2];
+          int64_t lo = 0, hi = width;
+          while (lo < hi && lo * stride2 + off2 < 0) ++lo;
+          while (hi > lo && (hi - 1) * stride2 + off2 >= w.in[2]) --hi;
+          float* dst = chunk + (c * s.taps + t) * chunk_positions;
+          for (int64_t r = row_begin; r < row_end; ++r, dst += width) {
+            const int64_t o0 = r / w.out[1], o1 = r % w.out[1];
+            const int64_t i0 = o0 * w.stride[0] - w.pad[0] + k0 * w.dilation[0];
+            const int64_t i1 = o1 * w.stride[1] - w.pad[1] + k1 * w.dilation[1];
+            if (i0 < 0 || i0 >= w.in[0] || i1 < 0 || i1 >= w.in[1]) {
+              std::fill(dst, dst + width, 0.0f);
+              continue;
+            }
+            // Element o2 reads the row at o2 * stride2 + off2 (inside for o2 in [lo, hi)).
+            const float* row = plane + (i0 * w.in[1] + i1) * w.in[2];
+            std::fill(dst, dst + lo, 0.0f);
+            if (stride2 == 1) {
+              std::copy(row + lo + off2, row + hi + off2, dst + lo);
+            } else {
+              for (int64_t o2 = lo; o2 < hi; ++o2) dst[o2] = row[o2 * stride2 + off2];
+            }
+            std::fill(dst + hi, dst + width, 0.0f);
+          }
+        }
+      }
+    }
   }
+}
+
+// col [Cg*K, P] for image n, group g (float32; 0 where a tap reads the padding), for the
+// backward pass, which needs the whole image's columns at once. `planes` is scratch.
+void Im2Col(const ConvShape& s, const FloatLoader& load, const std::byte* x, int64_t n, int64_t g,
+            std::vector<float>& planes, std::vector<float>& col) {
+  const int64_t in_size = s.win.in_size();
+  planes.resize(static_cast<size_t>(s.group_channels * in_size));
+  load.run(x, (n * s.win.channels + g * s.group_channels) * in_size, s.group_channels * in_size,
+           planes.data());
+  col.resize(static_cast<size_t>(s.col_rows() * s.positions));
+  if (s.positions == 0) return;
+  Im2ColRows(s, 0, s.positions / s.win.out[2],
+             [&](int64_t c) { return planes.data() + c * in_size; }, col.data());
 }
 
 // dx (the image's float32 gradient, all channels) += col2im(dcol) for group g.
@@ -144,9 +193,10 @@ GemmOperand FloatOperand(const std::vector<float>& m, int64_t ld, bool transpose
 // Conv where every group reads one input channel (depthwise: MobileNet, EfficientNet, MnasNet,
 // ShuffleNet, RegNet): each output plane is its channel's taps added straight from the input,
 // with no column matrix and no matrix product (one per group would cost more in packing than in
-// arithmetic). Each sum runs over the taps in the column matrix's order from 0, the bias added
-// last, skipping the taps that read the padding (zeros there): the same sums as the im2col
-// path.
+// arithmetic). Output row by output row (the row stays in cache while every tap adds to it),
+// each sum runs over the taps in the column matrix's order from 0, skipping the taps that read
+// the padding, the bias added last; multiplies and adds separate (ISO C++: no contraction).
+// Planes (image, channel) are split over KernelArgs::threads, each computed as on one thread.
 absl::Status DepthwiseConv(const KernelArgs& args, const ConvShape& s,
                            const std::vector<float>& bias, const FloatLoader& load,
                            const FloatStorer& store) {
@@ -154,34 +204,53 @@ absl::Status DepthwiseConv(const KernelArgs& args, const ConvShape& s,
   MG_ASSIGN_OR_RETURN(const FloatLoader load_w, LoaderFor(args, *args.input_types[1]));
   const std::vector<float> weights =
       load_w.Run(args.inputs[1], 0, NumElements(args.input_types[1]->dims));
-  std::vector<float> plane(static_cast<size_t>(w.in_size()));
-  std::vector<float> out(static_cast<size_t>(s.positions));
-  for (int64_t n = 0; n < w.batch; ++n) {
-    for (int64_t g = 0; g < s.group; ++g) {
+  // Output columns [lo[k2], hi[k2]) read inside the input row at tap k2.
+  std::vector<int64_t> lo(static_cast<size_t>(w.kernel[2])), hi(lo.size());
+  for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2) {
+    const int64_t off2 = k2 * w.dilation[2] - w.pad[2];
+    int64_t l = 0, h = w.out[2];
+    while (l < h && l * w.stride[2] + off2 < 0) ++l;
+    while (h > l && (h - 1) * w.stride[2] + off2 >= w.in[2]) --h;
+    lo[k2] = l;
+    hi[k2] = h;
+  }
+  const int64_t planes = w.batch * s.group;
+  const int workers = WorkersFor(
+      args.threads, static_cast<double>(w.batch * s.maps) * s.positions * s.taps, planes);
+  RunOnWorkers(workers, [&](int worker) {
+    std::vector<float> plane(static_cast<size_t>(w.in_size()));
+    std::vector<float> out(static_cast<size_t>(s.positions));
+    for (int64_t piece = worker; piece < planes; piece += workers) {
+      const int64_t n = piece / s.group, g = piece % s.group;
       load.run(args.inputs[0], (n * w.channels + g) * w.in_size(), w.in_size(), plane.data());
       for (int64_t mi = 0; mi < s.group_maps; ++mi) {
         const int64_t m = g * s.group_maps + mi;
         const float* taps = weights.data() + m * s.taps;
-        std::fill(out.begin(), out.end(), 0.0f);
-        int64_t t = 0;
-        for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
-          for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
-            for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2, ++t) {
-              const float wt = taps[t];
-              const int64_t off2 = k2 * w.dilation[2] - w.pad[2];
-              int64_t lo = 0, hi = w.out[2];
-              while (lo < hi && lo * w.stride[2] + off2 < 0) ++lo;
-              while (hi > lo && (hi - 1) * w.stride[2] + off2 >= w.in[2]) --hi;
-              for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
-                const int64_t i0 = o0 * w.stride[0] - w.pad[0] + k0 * w.dilation[0];
-                if (i0 < 0 || i0 >= w.in[0]) continue;
-                for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
-                  const int64_t i1 = o1 * w.stride[1] - w.pad[1] + k1 * w.dilation[1];
-                  if (i1 < 0 || i1 >= w.in[1]) continue;
-                  const float* row = plane.data() + (i0 * w.in[1] + i1) * w.in[2] + off2;
-                  float* dst = out.data() + (o0 * w.out[1] + o1) * w.out[2];
+        for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
+          for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
+            float* dst = out.data() + (o0 * w.out[1] + o1) * w.out[2];
+            std::fill(dst, dst + w.out[2], 0.0f);
+            int64_t t = 0;
+            for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
+              const int64_t i0 = o0 * w.stride[0] - w.pad[0] + k0 * w.dilation[0];
+              for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
+                const int64_t i1 = o1 * w.stride[1] - w.pad[1] + k1 * w.dilation[1];
+                if (i0 < 0 || i0 >= w.in[0] || i1 < 0 || i1 >= w.in[1]) {
+                  t += w.kernel[2];
+                  continue;
+                }
+                const float* row = plane.data() + (i0 * w.in[1] + i1) * w.in[2];
+                for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2, ++t) {
+                  const float wt = taps[t];
+                  const int64_t off2 = k2 * w.dilation[2] - w.pad[2];
                   const int64_t stride = w.stride[2];
-                  for (int64_t o2 = lo; o2 < hi; ++o2) dst[o2] += wt * row[o2 * stride];
+                  if (stride == 1) {
+                    for (int64_t o2 = lo[k2]; o2 < hi[k2]; ++o2) dst[o2] += wt * row[o2 + off2];
+                  } else {
+                    for (int64_t o2 = lo[k2]; o2 < hi[k2]; ++o2) {
+                      dst[o2] += wt * row[o2 * stride + off2];
+                    }
+                  }
                 }
               }
             }
@@ -191,8 +260,28 @@ absl::Status DepthwiseConv(const KernelArgs& args, const ConvShape& s,
         store.run(args.outputs[0], (n * s.maps + m) * s.positions, s.positions, out.data());
       }
     }
-  }
+  });
   return absl::OkStatus();
+}
+
+// A 1x1 window with unit strides and no padding: the column matrix is X itself.
+bool IsPointwise(const WindowGeometry& w) {
+  for (int i = 0; i < 3; ++i) {
+    if (w.kernel[i] != 1 || w.stride[i] != 1 || w.pad[i] != 0 || w.out[i] != w.in[i]) return false;
+  }
+  return true;
+}
+
+// Output rows per chunk of the forward pass's column matrix: about kColumnChunkFloats floats
+// (so the chunk stays in cache between im2col and the product's packing), but at least two of
+// the product's column tiles per thread so that its threads have work, and at least one row.
+constexpr int64_t kColumnChunkFloats = int64_t{1} << 18;  // 1 MiB
+int64_t ColumnChunkRows(const ConvShape& s, int threads) {
+  const int64_t width = s.win.out[2];
+  const int64_t rows = s.positions / width;
+  const int64_t positions = std::max<int64_t>(kColumnChunkFloats / std::max<int64_t>(s.col_rows(), 1),
+                                              int64_t{512} * std::max(threads, 1));
+  return std::clamp<int64_t>(positions / width, 1, rows);
 }
 
 absl::Status Conv(const KernelArgs& args) {
@@ -211,28 +300,65 @@ absl::Status Conv(const KernelArgs& args) {
   MG_ASSIGN_OR_RETURN(const FloatLoader load, LoaderFor(args, x));
   MG_ASSIGN_OR_RETURN(const FloatStorer store, StorerFor(args, y));
   if (s.group_channels == 1 && s.group > 1) return DepthwiseConv(args, s, bias, load, store);
+  if (s.positions == 0) return absl::OkStatus();
   const int64_t w_elem = graph::DataTypeSize(w.dtype);
-  std::vector<float> col;
-  for (int64_t n = 0; n < s.win.batch; ++n) {
+  // Y_g's positions [p0, p0 + count) = W_g x cols, cols [Cg*K, count].
+  auto product = [&](int64_t n, int64_t g, const GemmOperand& cols, int64_t p0,
+                     int64_t count) -> absl::Status {
+    const GemmOperand wg{w.dtype, args.inputs[1] + g * s.group_maps * s.col_rows() * w_elem,
+                         s.col_rows(), false};
+    const int64_t y_base = (n * s.maps + g * s.group_maps) * s.positions + p0;
+    // Called from several threads at once (args.threads): its buffer is its own.
+    return GemmCpu(
+        s.group_maps, count, s.col_rows(), wg, cols,
+        [&](int64_t r, int64_t c, int64_t len_all, const float* acc) {
+          constexpr int64_t kChunk = 64;
+          float row[kChunk];
+          const float b = bias[g * s.group_maps + r];
+          for (int64_t j0 = 0; j0 < len_all; j0 += kChunk) {
+            const int64_t len = std::min(kChunk, len_all - j0);
+            for (int64_t j = 0; j < len; ++j) row[j] = acc[j0 + j] + b;
+            store.run(args.outputs[0], y_base + r * s.positions + c + j0, len, row);
+          }
+        },
+        args.threads);
+  };
+  const WindowGeometry& win = s.win;
+  const int64_t x_elem = graph::DataTypeSize(x.dtype);
+  if (IsPointwise(win)) {
+    // The column matrix is the group's channels as stored: the product reads X directly.
+    for (int64_t n = 0; n < win.batch; ++n) {
+      for (int64_t g = 0; g < s.group; ++g) {
+        const GemmOperand xg{
+            x.dtype, args.inputs[0] + (n * win.channels + g * s.group_channels) * s.positions * x_elem,
+            s.positions, false};
+        MG_RETURN_IF_ERROR(product(n, g, xg, 0, s.positions));
+      }
+    }
+    return absl::OkStatus();
+  }
+  const int64_t width = win.out[2];
+  const int64_t rows = s.positions / width;
+  const int64_t chunk_rows = ColumnChunkRows(s, args.threads);
+  std::unique_ptr<float[]> chunk(new float[static_cast<size_t>(s.col_rows() * chunk_rows * width)]);
+  std::vector<float> converted;  // the group's planes as float32, for half storage
+  for (int64_t n = 0; n < win.batch; ++n) {
     for (int64_t g = 0; g < s.group; ++g) {
-      Im2Col(s, load, args.inputs[0], n, g, col);
-      const GemmOperand wg{w.dtype, args.inputs[1] + g * s.group_maps * s.col_rows() * w_elem,
-                           s.col_rows(), false};
-      const int64_t y_base = (n * s.maps + g * s.group_maps) * s.positions;
-      // Called from several threads at once (args.threads): its buffer is its own.
-      MG_RETURN_IF_ERROR(GemmCpu(
-          s.group_maps, s.positions, s.col_rows(), wg, FloatOperand(col, s.positions, false),
-          [&](int64_t r, int64_t c, int64_t count, const float* acc) {
-            constexpr int64_t kChunk = 64;
-            float row[kChunk];
-            const float b = bias[g * s.group_maps + r];
-            for (int64_t j0 = 0; j0 < count; j0 += kChunk) {
-              const int64_t len = std::min(kChunk, count - j0);
-              for (int64_t j = 0; j < len; ++j) row[j] = acc[j0 + j] + b;
-              store.run(args.outputs[0], y_base + r * s.positions + c + j0, len, row);
-            }
-          },
-          args.threads));
+      const int64_t first = (n * win.channels + g * s.group_channels) * win.in_size();
+      const float* planes = nullptr;
+      if (x.dtype == DataType::kFloat32) {
+        planes = reinterpret_cast<const float*>(args.inputs[0]) + first;
+      } else {
+        converted.resize(static_cast<size_t>(s.group_channels * win.in_size()));
+        load.run(args.inputs[0], first, s.group_channels * win.in_size(), converted.data());
+        planes = converted.data();
+      }
+      for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+        const int64_t r1 = std::min(rows, r0 + chunk_rows);
+        Im2ColRows(s, r0, r1, [&](int64_t c) { return planes + c * win.in_size(); }, chunk.get());
+        MG_RETURN_IF_ERROR(product(n, g, FloatOperand(chunk.get(), (r1 - r0) * width, false),
+                                   r0 * width, (r1 - r0) * width));
+      }
     }
   }
   return absl::OkStatus();
@@ -269,13 +395,13 @@ absl::Status ConvGradient(const KernelArgs& args) {
   if (dx_out >= 0) {
     MG_ASSIGN_OR_RETURN(store_dx, StorerFor(args, x));
   }
-  std::vector<float> col, dcol;
+  std::vector<float> planes, col, dcol;
   for (int64_t n = 0; n < s.win.batch; ++n) {
     if (store_dx.has_value()) dx_image.assign(static_cast<size_t>(s.win.channels * s.win.in_size()), 0.0f);
     for (int64_t g = 0; g < s.group; ++g) {
       const int64_t dy_base = (n * s.maps + g * s.group_maps) * s.positions;
       const GemmOperand dyg{dy.dtype, args.inputs[2] + dy_base * dy_elem, s.positions, false};
-      Im2Col(s, load_x, args.inputs[0], n, g, col);
+      Im2Col(s, load_x, args.inputs[0], n, g, planes, col);
       float* dwg = dw.data() + g * s.group_maps * s.col_rows();
       MG_RETURN_IF_ERROR(GemmCpu(s.group_maps, s.col_rows(), s.positions, dyg,
                                  FloatOperand(col, s.positions, true),

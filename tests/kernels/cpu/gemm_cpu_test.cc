@@ -1,8 +1,9 @@
-// GemmCpu: bit-identical to the naive float32 loop (sum over k in order from 0, no FMA) for
-// every blocking edge (sizes around the register and cache blocks), transposes and storage
-// types; each element handed to the epilogue exactly once; bad arguments are errors.
+// GemmCpu: bit-identical to the naive float32 loop (acc = fma(a, b, acc) over k from 0) with
+// every micro-kernel the CPU runs, for every blocking edge (sizes around the register and cache
+// blocks), transposes and storage types; each element handed to the epilogue exactly once; bad arguments are errors.
 #include "kernels/cpu/gemm_cpu.h"
 
+#include <cmath>
 #include <cstring>
 #include <ostream>
 #include <string>
@@ -43,32 +44,46 @@ TEST_P(GemmCpuTest, MatchesTheNaiveLoopBitForBit) {
   TestTensor b = MakeTensor(c.dtype, b_dims, RandomValues(c.k * c.n, 2));
   const std::vector<double> av = ToDoubles(a);
   const std::vector<double> bv = ToDoubles(b);
-  std::vector<float> result(static_cast<size_t>(c.m * c.n), -1.0f);
-  std::vector<int> visits(static_cast<size_t>(c.m * c.n), 0);
   const GemmOperand ga{c.dtype, a.bytes(), a_dims[1], c.trans_a};
   const GemmOperand gb{c.dtype, b.bytes(), b_dims[1], c.trans_b};
-  ASSERT_TRUE(GemmCpu(c.m, c.n, c.k, ga, gb,
-                      [&](int64_t row, int64_t col, int64_t count, const float* acc) {
-                        for (int64_t j = 0; j < count; ++j) {
-                          result[row * c.n + col + j] = acc[j];
-                          ++visits[row * c.n + col + j];
-                        }
-                      })
-                  .ok());
+  // The naive loop's bits.
+  std::vector<float> naive(static_cast<size_t>(c.m * c.n));
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
       float acc = 0.0f;
       for (int64_t p = 0; p < c.k; ++p) {
         const float x = static_cast<float>(c.trans_a ? av[p * c.m + i] : av[i * c.k + p]);
         const float y = static_cast<float>(c.trans_b ? bv[j * c.k + p] : bv[p * c.n + j]);
-        const float product = x * y;  // a separate statement: no contraction into an FMA
-        acc += product;
+        acc = std::fma(x, y, acc);
       }
-      ASSERT_EQ(visits[i * c.n + j], 1) << i << "," << j;
-      ASSERT_EQ(std::memcmp(&acc, &result[i * c.n + j], 4), 0)
-          << "C(" << i << "," << j << ") = " << result[i * c.n + j] << ", naive " << acc;
+      naive[i * c.n + j] = acc;
     }
   }
+  // Every micro-kernel this CPU runs gives them.
+  int kernels_run = 0;
+  for (GemmKernel kernel : {GemmKernel::kAuto, GemmKernel::kPortable, GemmKernel::kAvx2Fma,
+                            GemmKernel::kAvx512}) {
+    if (!GemmKernelSupported(kernel)) continue;
+    ++kernels_run;
+    SCOPED_TRACE(absl::StrCat("micro-kernel ", static_cast<int>(kernel)));
+    std::vector<float> result(static_cast<size_t>(c.m * c.n), -1.0f);
+    std::vector<int> visits(static_cast<size_t>(c.m * c.n), 0);
+    ASSERT_TRUE(GemmCpu(c.m, c.n, c.k, ga, gb,
+                        [&](int64_t row, int64_t col, int64_t count, const float* acc) {
+                          for (int64_t j = 0; j < count; ++j) {
+                            result[row * c.n + col + j] = acc[j];
+                            ++visits[row * c.n + col + j];
+                          }
+                        },
+                        /*threads=*/1, kernel)
+                    .ok());
+    for (int64_t i = 0; i < c.m * c.n; ++i) {
+      ASSERT_EQ(visits[i], 1) << i / c.n << "," << i % c.n;
+      ASSERT_EQ(std::memcmp(&naive[i], &result[i], 4), 0)
+          << "C(" << i / c.n << "," << i % c.n << ") = " << result[i] << ", naive " << naive[i];
+    }
+  }
+  EXPECT_GE(kernels_run, 2);  // kAuto and the portable loop at least
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,7 +1,9 @@
 // Conv and ConvGradient (kernels_cpu_conv.cc) against double-precision loops written directly
 // from the definition, for 1, 2 and 3 spatial dims with groups, strides, dilations, explicit
-// and SAME padding, in float32, float16 and bfloat16 storage (the reference reads the rounded
-// inputs); NHWC and mismatched output dims are refused.
+// and SAME padding, 1x1 windows read directly, column matrices built in chunks, in float32,
+// float16 and bfloat16 storage (the reference reads the rounded inputs); the same bits for any
+// thread count; NHWC and mismatched output dims are refused.
+#include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -155,6 +157,18 @@ std::vector<ConvCase> Cases() {
        {{"dilations", std::vector<int64_t>{3}}}},
       {"conv3d_strided", {1, 2, 4, 5, 4}, {3, 2, 2, 2, 2}, {2, 1, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1,
        {{"strides", std::vector<int64_t>{2, 1, 2}}}},
+      // 1x1, unit strides, no padding: the product reads X directly (grouped here).
+      {"conv2d_pointwise_grouped", {2, 4, 5, 6}, {6, 2, 1, 1}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 2,
+       {{"group", int64_t{2}}}},
+      // 1x1 but strided, or padded: through the column matrix.
+      {"conv2d_pointwise_strided", {1, 3, 7, 7}, {4, 3, 1, 1}, {2, 2}, {0, 0}, {0, 0}, {1, 1}, 1,
+       {{"strides", std::vector<int64_t>{2, 2}}}},
+      {"conv2d_pointwise_padded", {1, 3, 4, 4}, {2, 3, 1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1,
+       {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+      // 576 column rows: the forward pass builds its column matrix in two chunks of output
+      // rows (21 rows, then 3).
+      {"conv2d_column_chunks", {1, 64, 24, 24}, {1, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1,
+       {{"kernel", int64_t{3}}, {"pad", int64_t{1}}}},
   };
 }
 
@@ -166,6 +180,36 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(std::get<0>(info.param).name) + "_" +
              std::string(graph::DataTypeName(std::get<1>(info.param)));
     });
+
+// Threads split whole pieces (the product's tiles, depthwise planes): the same bits for any
+// count, on shapes large enough to be split (the pointwise, column-chunk and depthwise paths).
+TEST(ConvKernelTest, AnyThreadCountGivesTheSameBits) {
+  struct Shape {
+    const char* name;
+    std::vector<int64_t> x, w;
+    std::vector<graph::Attribute> attrs;
+    std::vector<int64_t> y;
+  };
+  const std::vector<Shape> shapes = {
+      {"pointwise", {1, 128, 64, 64}, {64, 128, 1, 1}, {}, {1, 64, 64, 64}},
+      {"3x3_chunks", {1, 64, 40, 40}, {16, 64, 3, 3}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+       {1, 16, 40, 40}},
+      {"depthwise", {4, 32, 64, 64}, {32, 1, 3, 3},
+       {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{32}}}, {4, 32, 64, 64}},
+  };
+  for (const Shape& sh : shapes) {
+    SCOPED_TRACE(sh.name);
+    TestTensor x = MakeTensor(DataType::kFloat32, sh.x, RandomValues(Count(sh.x), 5));
+    TestTensor w = MakeTensor(DataType::kFloat32, sh.w, RandomValues(Count(sh.w), 6));
+    TestTensor one = EmptyTensor(DataType::kFloat32, sh.y);
+    ASSERT_TRUE(RunKernel("Conv", sh.attrs, {&x, &w}, {&one}, 1).ok());
+    for (int threads : {2, 3}) {
+      TestTensor y = EmptyTensor(DataType::kFloat32, sh.y);
+      ASSERT_TRUE(RunKernel("Conv", sh.attrs, {&x, &w}, {&y}, threads).ok());
+      EXPECT_EQ(std::memcmp(y.bytes(), one.bytes(), Count(sh.y) * sizeof(float)), 0) << threads;
+    }
+  }
+}
 
 TEST(ConvKernelTest, RefusesNhwcAndOutputsTheAttributesDoNotGive) {
   TestTensor x = MakeTensor(DataType::kFloat32, {1, 2, 4, 4}, RandomValues(32, 1));
