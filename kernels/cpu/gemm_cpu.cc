@@ -26,7 +26,8 @@ constexpr int64_t kMc = 120;  // a multiple of every micro-kernel's mr
 constexpr int64_t kNc = 256;  // multiple of kNr
 constexpr int64_t kKc = 256;
 
-int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t CeilDiv(int64_t x, int64_t m) { return (x + m - 1) / m; }
+int64_t RoundUp(int64_t x, int64_t m) { return CeilDiv(x, m) * m; }
 
 // Element (r, c) of op(X), as float32.
 template <typename T>
@@ -52,9 +53,17 @@ void PackA(const GemmOperand& a, int64_t mr, int64_t i0, int64_t mc, int64_t p0,
         for (int64_t r = rows; r < mr; ++r) dst[r] = 0.0f;
       }
     } else {
-      // Each row is read in storage order.
+      // Each row is read in storage order, the next sliver's row asked for meanwhile: rows of
+      // a block are short runs far apart (weights [M, K]), too short for the hardware's
+      // prefetcher to find before they end.
       for (int64_t r = 0; r < rows; ++r) {
         const T* src = data + (i0 + s + r) * a.ld + p0;
+        if (s + mr + r < mc) {
+          const T* next = src + mr * a.ld;
+          for (int64_t kk = 0; kk < kc; kk += 64 / static_cast<int64_t>(sizeof(T))) {
+            __builtin_prefetch(next + kk);
+          }
+        }
         for (int64_t kk = 0; kk < kc; ++kk) sliver[kk * mr + r] = kernel_internal::Load(src[kk]);
       }
       for (int64_t r = rows; r < mr; ++r) {
@@ -244,12 +253,13 @@ struct GemmJob {
   PackFn pack_b;
   GemmEpilogue epilogue;
   MicroKernel micro;
+  int64_t mc;  // row tile height: kMc, or less to give each worker as many rows
   // The buffers are sized by the product, not by the blocking's maxima: a small product (the
   // many [20 x 64] x [64 x 64] of a small transformer) would otherwise allocate and touch
   // half a megabyte per call.
   int64_t kc_max() const { return std::min(kKc, std::max<int64_t>(k, 1)); }
   int64_t k_blocks() const { return std::max<int64_t>((k + kKc - 1) / kKc, 1); }
-  int64_t mc_cap() const { return std::min(kMc, RoundUp(m, micro.mr)); }
+  int64_t mc_cap() const { return std::min(mc, RoundUp(m, micro.mr)); }
   int64_t nc_cap() const { return std::min(kNc, RoundUp(n, kNr)); }
   int64_t b_block() const { return kc_max() * nc_cap(); }  // one packed K block of a tile
 };
@@ -278,7 +288,7 @@ void RowTile(const GemmJob& job, int64_t j0, int64_t i0, const float* packed_b,
              float* packed_a, float* tile) {
   const int64_t nc = std::min(kNc, job.n - j0);
   const int64_t nc_padded = RoundUp(nc, kNr);
-  const int64_t mc = std::min(kMc, job.m - i0);
+  const int64_t mc = std::min(job.mc, job.m - i0);
   const int64_t mc_padded = RoundUp(mc, job.micro.mr);
   const int64_t ldc = job.nc_cap();
   // The accumulator tile starts at +0.0: the first add of each sum is exact, as in the naive
@@ -314,12 +324,20 @@ absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
     return absl::FailedPreconditionError("this CPU lacks the GEMM micro-kernel's instructions");
   }
   if (m == 0 || n == 0) return absl::OkStatus();
-  const GemmJob job{m, n, k, a, b, pack_a, pack_b, epilogue, *micro};
-  const int64_t col_tiles = (n + kNc - 1) / kNc;
-  const int64_t row_tiles = (m + kMc - 1) / kMc;
+  const int64_t col_tiles = CeilDiv(n, kNc);
+  // Rows split in pieces of at least four slivers where there are too few column tiles.
   const int workers = kernel_internal::WorkersFor(
       threads, static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
-      std::max(col_tiles, row_tiles));
+      std::max(col_tiles, CeilDiv(m, 4 * micro->mr)));
+  int64_t mc = kMc;
+  if (workers > 1 && col_tiles < workers) {
+    // A multiple of `workers` row tiles, as even as whole slivers allow (the tiling does not
+    // change any sum).
+    const int64_t tiles = RoundUp(CeilDiv(m, kMc), workers);
+    mc = RoundUp(CeilDiv(m, tiles), micro->mr);
+  }
+  const GemmJob job{m, n, k, a, b, pack_a, pack_b, epilogue, *micro, mc};
+  const int64_t row_tiles = CeilDiv(m, mc);
   // Every tile is computed as on one thread, whichever worker takes it: the same bits.
   if (workers > 1 && col_tiles >= workers) {
     // Each worker packs and computes whole column tiles: w, w + workers, ...
@@ -327,7 +345,7 @@ absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
       GemmScratch scratch(job, /*with_b=*/true);
       for (int64_t t = w; t < col_tiles; t += workers) {
         PackColumnTile(job, t * kNc, scratch.b.get());
-        for (int64_t i0 = 0; i0 < m; i0 += kMc) {
+        for (int64_t i0 = 0; i0 < m; i0 += mc) {
           RowTile(job, t * kNc, i0, scratch.b.get(), scratch.a.get(), scratch.tile.get());
         }
       }
@@ -343,11 +361,11 @@ absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
       kernel_internal::RunOnWorkers(workers, [&](int w) {
         GemmScratch own(job, /*with_b=*/false);
         for (int64_t t = w; t < row_tiles; t += workers) {
-          RowTile(job, j0, t * kMc, scratch.b.get(), own.a.get(), own.tile.get());
+          RowTile(job, j0, t * mc, scratch.b.get(), own.a.get(), own.tile.get());
         }
       });
     } else {
-      for (int64_t i0 = 0; i0 < m; i0 += kMc) {
+      for (int64_t i0 = 0; i0 < m; i0 += mc) {
         RowTile(job, j0, i0, scratch.b.get(), scratch.a.get(), scratch.tile.get());
       }
     }

@@ -25,8 +25,8 @@
 // machines.
 //
 // Threads: with `threads` > 1 a product of at least 2^22 multiply-adds is split over up to that
-// many threads by whole tiles of C (column tiles, or row tiles where there are fewer column
-// tiles than threads). Every tile is computed exactly as on one thread, so the results are the
+// many threads by whole tiles of C (column tiles, or, where there are fewer column tiles than
+// threads, row tiles as even as whole slivers allow). Every tile is computed exactly as on one thread, so the results are the
 // same bits for any thread count; the epilogue is then called from several threads at once,
 // for disjoint parts of C, and must be safe for that.
 //

@@ -109,19 +109,19 @@ void ForEachWindowTap(const WindowGeometry& w, int64_t positions, Fn fn) {
   }
 }
 
-// The forward pass's column matrix, built a chunk of output rows at a time: rows
-// [row_begin, row_end) of the output, a row being one (o0, o1) pair of out[2] positions, so the
-// chunk holds positions [row_begin * out[2], row_end * out[2]). `chunk` is [Cg*K, chunk
-// positions]; every element is written (0 where a tap reads the padding), so it needs no
-// clearing. `plane` holds channel c of image n as float32 (`planes` gives it for each c).
+// Columns of the column matrix for output rows [row_begin, row_end) of the batch: row r is
+// (o0, o1) = (rr / out[1], rr % out[1]) of image r / R, rr = r % R, R = out[0] * out[1] rows an
+// image, each row out[2] positions. `chunk` is [Cg*K, (row_end - row_begin) * out[2]]; every
+// element is written (0 where a tap reads the padding), so it needs no clearing. planes(n, c)
+// is channel c (of the group) of image n as float32.
 template <typename PlaneFn>
 void Im2ColRows(const ConvShape& s, int64_t row_begin, int64_t row_end, PlaneFn planes,
                 float* chunk) {
   const WindowGeometry& w = s.win;
   const int64_t width = w.out[2];
+  const int64_t image_rows = w.out[0] * w.out[1];
   const int64_t chunk_positions = (row_end - row_begin) * width;
   for (int64_t c = 0; c < s.group_channels; ++c) {
-    const float* plane = planes(c);
     int64_t t = 0;
     for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
       for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
@@ -134,7 +134,8 @@ void Im2ColRows(const ConvShape& s, int64_t row_begin, int64_t row_end, PlaneFn 
           while (hi > lo && (hi - 1) * stride2 + off2 >= w.in[2]) --hi;
           float* dst = chunk + (c * s.taps + t) * chunk_positions;
           for (int64_t r = row_begin; r < row_end; ++r, dst += width) {
-            const int64_t o0 = r / w.out[1], o1 = r % w.out[1];
+            const int64_t rr = r % image_rows;
+            const int64_t o0 = rr / w.out[1], o1 = rr % w.out[1];
             const int64_t i0 = o0 * w.stride[0] - w.pad[0] + k0 * w.dilation[0];
             const int64_t i1 = o1 * w.stride[1] - w.pad[1] + k1 * w.dilation[1];
             if (i0 < 0 || i0 >= w.in[0] || i1 < 0 || i1 >= w.in[1]) {
@@ -142,7 +143,7 @@ void Im2ColRows(const ConvShape& s, int64_t row_begin, int64_t row_end, PlaneFn 
               continue;
             }
             // Element o2 reads the row at o2 * stride2 + off2 (inside for o2 in [lo, hi)).
-            const float* row = plane + (i0 * w.in[1] + i1) * w.in[2];
+            const float* row = planes(r / image_rows, c) + (i0 * w.in[1] + i1) * w.in[2];
             std::fill(dst, dst + lo, 0.0f);
             if (stride2 == 1) {
               std::copy(row + lo + off2, row + hi + off2, dst + lo);
@@ -168,7 +169,7 @@ void Im2Col(const ConvShape& s, const FloatLoader& load, const std::byte* x, int
   col.resize(static_cast<size_t>(s.col_rows() * s.positions));
   if (s.positions == 0) return;
   Im2ColRows(s, 0, s.positions / s.win.out[2],
-             [&](int64_t c) { return planes.data() + c * in_size; }, col.data());
+             [&](int64_t, int64_t c) { return planes.data() + c * in_size; }, col.data());
 }
 
 // dx (the image's float32 gradient, all channels) += col2im(dcol) for group g.
@@ -272,17 +273,24 @@ bool IsPointwise(const WindowGeometry& w) {
   return true;
 }
 
+// A 1x1 window reads X directly where an image has at least this many positions (two of the
+// product's column tiles); smaller images go through the column matrix, several to a product,
+// so that W is packed once for them.
+constexpr int64_t kDirectPositions = 512;
+
 // Output rows per chunk of the forward pass's column matrix: about kColumnChunkFloats floats
 // (so the chunk stays in cache between im2col and the product's packing), but at least two of
-// the product's column tiles per thread so that its threads have work, and at least one row.
+// the product's column tiles, and at least one row; at most the batch's rows.
 constexpr int64_t kColumnChunkFloats = int64_t{1} << 18;  // 1 MiB
-int64_t ColumnChunkRows(const ConvShape& s, int threads) {
+int64_t ColumnChunkRows(const ConvShape& s) {
   const int64_t width = s.win.out[2];
-  const int64_t rows = s.positions / width;
-  const int64_t positions = std::max<int64_t>(kColumnChunkFloats / std::max<int64_t>(s.col_rows(), 1),
-                                              int64_t{512} * std::max(threads, 1));
-  return std::clamp<int64_t>(positions / width, 1, rows);
+  const int64_t rows = s.win.batch * (s.positions / width);
+  const int64_t positions =
+      std::max<int64_t>(kColumnChunkFloats / std::max<int64_t>(s.col_rows(), 1), 512);
+  return std::clamp<int64_t>(positions / width, 1, std::max<int64_t>(rows, 1));
 }
+
+int64_t CeilDiv(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
 absl::Status Conv(const KernelArgs& args) {
   MG_RETURN_IF_ERROR(CheckArity(args, 2, 3, 1, 1));
@@ -302,12 +310,13 @@ absl::Status Conv(const KernelArgs& args) {
   if (s.group_channels == 1 && s.group > 1) return DepthwiseConv(args, s, bias, load, store);
   if (s.positions == 0) return absl::OkStatus();
   const int64_t w_elem = graph::DataTypeSize(w.dtype);
-  // Y_g's positions [p0, p0 + count) = W_g x cols, cols [Cg*K, count].
-  auto product = [&](int64_t n, int64_t g, const GemmOperand& cols, int64_t p0,
-                     int64_t count) -> absl::Status {
+  const WindowGeometry& win = s.win;
+  // Y_g = W_g x cols for the batch's output positions [q0, q0 + count) (position q is p = q % P
+  // of image q / P), cols [Cg*K, count].
+  auto product = [&](int64_t g, const GemmOperand& cols, int64_t q0, int64_t count,
+                     int threads) -> absl::Status {
     const GemmOperand wg{w.dtype, args.inputs[1] + g * s.group_maps * s.col_rows() * w_elem,
                          s.col_rows(), false};
-    const int64_t y_base = (n * s.maps + g * s.group_maps) * s.positions + p0;
     // Called from several threads at once (args.threads): its buffer is its own.
     return GemmCpu(
         s.group_maps, count, s.col_rows(), wg, cols,
@@ -315,52 +324,78 @@ absl::Status Conv(const KernelArgs& args) {
           constexpr int64_t kChunk = 64;
           float row[kChunk];
           const float b = bias[g * s.group_maps + r];
-          for (int64_t j0 = 0; j0 < len_all; j0 += kChunk) {
-            const int64_t len = std::min(kChunk, len_all - j0);
+          for (int64_t j0 = 0; j0 < len_all;) {
+            const int64_t q = q0 + c + j0;
+            const int64_t n = q / s.positions, p = q % s.positions;
+            const int64_t len = std::min({kChunk, len_all - j0, s.positions - p});
             for (int64_t j = 0; j < len; ++j) row[j] = acc[j0 + j] + b;
-            store.run(args.outputs[0], y_base + r * s.positions + c + j0, len, row);
+            store.run(args.outputs[0], (n * s.maps + g * s.group_maps + r) * s.positions + p,
+                      len, row);
+            j0 += len;
           }
         },
-        args.threads);
+        threads);
   };
-  const WindowGeometry& win = s.win;
   const int64_t x_elem = graph::DataTypeSize(x.dtype);
-  if (IsPointwise(win)) {
-    // The column matrix is the group's channels as stored: the product reads X directly.
+  if (IsPointwise(win) && s.positions >= kDirectPositions) {
+    // The column matrix is the image's channels as stored: the product reads X directly.
     for (int64_t n = 0; n < win.batch; ++n) {
       for (int64_t g = 0; g < s.group; ++g) {
         const GemmOperand xg{
             x.dtype, args.inputs[0] + (n * win.channels + g * s.group_channels) * s.positions * x_elem,
             s.positions, false};
-        MG_RETURN_IF_ERROR(product(n, g, xg, 0, s.positions));
+        MG_RETURN_IF_ERROR(product(g, xg, n * s.positions, s.positions, args.threads));
       }
     }
     return absl::OkStatus();
   }
+  // Chunks of output rows across the batch: small images share one product (W_g packed once).
+  // With threads, whole chunks (im2col and product) go to the workers where there are at least
+  // two per worker; else one chunk at a time, its product split over the threads.
   const int64_t width = win.out[2];
-  const int64_t rows = s.positions / width;
-  const int64_t chunk_rows = ColumnChunkRows(s, args.threads);
-  std::unique_ptr<float[]> chunk(new float[static_cast<size_t>(s.col_rows() * chunk_rows * width)]);
-  std::vector<float> converted;  // the group's planes as float32, for half storage
-  for (int64_t n = 0; n < win.batch; ++n) {
-    for (int64_t g = 0; g < s.group; ++g) {
-      const int64_t first = (n * win.channels + g * s.group_channels) * win.in_size();
-      const float* planes = nullptr;
-      if (x.dtype == DataType::kFloat32) {
-        planes = reinterpret_cast<const float*>(args.inputs[0]) + first;
-      } else {
-        converted.resize(static_cast<size_t>(s.group_channels * win.in_size()));
-        load.run(args.inputs[0], first, s.group_channels * win.in_size(), converted.data());
-        planes = converted.data();
+  const int64_t image_rows = s.positions / width;
+  const int64_t all_rows = win.batch * image_rows;
+  const int64_t chunk_rows = ColumnChunkRows(s);
+  const int64_t group_chunks = CeilDiv(all_rows, chunk_rows);
+  const int64_t pieces = s.group * group_chunks;
+  const double macs = static_cast<double>(win.batch * s.maps) * s.positions * s.col_rows();
+  const int workers =
+      pieces >= 2 * int64_t{args.threads} ? WorkersFor(args.threads, macs, pieces) : 1;
+  const int product_threads = workers > 1 ? 1 : args.threads;
+  const int64_t plane_block = s.group_channels * win.in_size();  // a group's planes
+  const float* x32 = reinterpret_cast<const float*>(args.inputs[0]);
+  std::vector<absl::Status> errors(static_cast<size_t>(workers));
+  RunOnWorkers(workers, [&](int worker) {
+    std::unique_ptr<float[]> chunk(new float[static_cast<size_t>(s.col_rows() * chunk_rows * width)]);
+    std::vector<float> converted;  // images [n_first, n_last] of the chunk as float32 (half storage)
+    for (int64_t piece = worker; piece < pieces && errors[worker].ok(); piece += workers) {
+      const int64_t g = piece / group_chunks;
+      const int64_t r0 = (piece % group_chunks) * chunk_rows;
+      const int64_t r1 = std::min(all_rows, r0 + chunk_rows);
+      const int64_t n_first = r0 / image_rows, n_last = (r1 - 1) / image_rows;
+      auto first_of = [&](int64_t n) {
+        return (n * win.channels + g * s.group_channels) * win.in_size();
+      };
+      if (x.dtype != DataType::kFloat32) {
+        converted.resize(static_cast<size_t>((n_last - n_first + 1) * plane_block));
+        for (int64_t n = n_first; n <= n_last; ++n) {
+          load.run(args.inputs[0], first_of(n), plane_block,
+                   converted.data() + (n - n_first) * plane_block);
+        }
       }
-      for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
-        const int64_t r1 = std::min(rows, r0 + chunk_rows);
-        Im2ColRows(s, r0, r1, [&](int64_t c) { return planes + c * win.in_size(); }, chunk.get());
-        MG_RETURN_IF_ERROR(product(n, g, FloatOperand(chunk.get(), (r1 - r0) * width, false),
-                                   r0 * width, (r1 - r0) * width));
-      }
+      Im2ColRows(
+          s, r0, r1,
+          [&](int64_t n, int64_t c) {
+            return x.dtype == DataType::kFloat32
+                       ? x32 + first_of(n) + c * win.in_size()
+                       : converted.data() + (n - n_first) * plane_block + c * win.in_size();
+          },
+          chunk.get());
+      errors[worker] = product(g, FloatOperand(chunk.get(), (r1 - r0) * width, false),
+                               r0 * width, (r1 - r0) * width, product_threads);
     }
-  }
+  });
+  for (const absl::Status& error : errors) MG_RETURN_IF_ERROR(error);
   return absl::OkStatus();
 }
 

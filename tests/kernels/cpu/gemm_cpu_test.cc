@@ -105,7 +105,8 @@ TEST(GemmCpuThreadsTest, AnyThreadCountGivesTheSameBits) {
   struct Shape {
     int64_t m, n, k;
   };
-  for (const Shape& sh : {Shape{130, 1100, 40}, Shape{700, 200, 40}, Shape{61, 300, 250}}) {
+  for (const Shape& sh : {Shape{130, 1100, 40}, Shape{700, 200, 40}, Shape{61, 300, 250},
+                          Shape{100, 180, 300}}) {
     SCOPED_TRACE(absl::StrCat(sh.m, "x", sh.n, "x", sh.k));
     TestTensor a = MakeTensor(DataType::kFloat32, {sh.m, sh.k}, RandomValues(sh.m * sh.k, 3));
     TestTensor b = MakeTensor(DataType::kFloat16, {sh.k, sh.n}, RandomValues(sh.k * sh.n, 4));

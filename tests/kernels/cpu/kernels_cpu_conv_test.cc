@@ -157,8 +157,11 @@ std::vector<ConvCase> Cases() {
        {{"dilations", std::vector<int64_t>{3}}}},
       {"conv3d_strided", {1, 2, 4, 5, 4}, {3, 2, 2, 2, 2}, {2, 1, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, 1,
        {{"strides", std::vector<int64_t>{2, 1, 2}}}},
-      // 1x1, unit strides, no padding: the product reads X directly (grouped here).
-      {"conv2d_pointwise_grouped", {2, 4, 5, 6}, {6, 2, 1, 1}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 2,
+      // 1x1, unit strides, no padding: the product reads X directly where an image has 512
+      // positions or more, else through the column matrix, both images in one product.
+      {"conv2d_pointwise_grouped_direct", {2, 4, 24, 24}, {6, 2, 1, 1}, {1, 1}, {0, 0}, {0, 0}, {1, 1},
+       2, {{"group", int64_t{2}}}},
+      {"conv2d_pointwise_grouped_small", {2, 4, 5, 6}, {6, 2, 1, 1}, {1, 1}, {0, 0}, {0, 0}, {1, 1}, 2,
        {{"group", int64_t{2}}}},
       // 1x1 but strided, or padded: through the column matrix.
       {"conv2d_pointwise_strided", {1, 3, 7, 7}, {4, 3, 1, 1}, {2, 2}, {0, 0}, {0, 0}, {1, 1}, 1,
