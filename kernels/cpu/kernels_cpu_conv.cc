@@ -191,13 +191,52 @@ GemmOperand FloatOperand(const std::vector<float>& m, int64_t ld, bool transpose
   return FloatOperand(m.data(), ld, transposed);
 }
 
+// One output plane of a depthwise Conv: out = the taps of `taps` over `plane`, output row by
+// output row (the row stays in cache while every tap adds to it), each sum over the taps in the
+// column matrix's order from 0, skipping taps that read the padding, `bias` added last.
+// Multiplies and adds stay separate (ISO C++: no contraction), so the AVX-512 and AVX2 clones
+// the loader picks give the default build's bits.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void DepthwisePlane(const WindowGeometry& w, const float* taps, const float* plane,
+                    const int64_t* lo, const int64_t* hi, float bias, float* out) {
+  for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
+    for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
+      float* dst = out + (o0 * w.out[1] + o1) * w.out[2];
+      std::fill(dst, dst + w.out[2], 0.0f);
+      int64_t t = 0;
+      for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
+        const int64_t i0 = o0 * w.stride[0] - w.pad[0] + k0 * w.dilation[0];
+        for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
+          const int64_t i1 = o1 * w.stride[1] - w.pad[1] + k1 * w.dilation[1];
+          if (i0 < 0 || i0 >= w.in[0] || i1 < 0 || i1 >= w.in[1]) {
+            t += w.kernel[2];
+            continue;
+          }
+          const float* row = plane + (i0 * w.in[1] + i1) * w.in[2];
+          for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2, ++t) {
+            const float wt = taps[t];
+            const int64_t off2 = k2 * w.dilation[2] - w.pad[2];
+            const int64_t stride = w.stride[2];
+            if (stride == 1) {
+              for (int64_t o2 = lo[k2]; o2 < hi[k2]; ++o2) dst[o2] += wt * row[o2 + off2];
+            } else {
+              for (int64_t o2 = lo[k2]; o2 < hi[k2]; ++o2) dst[o2] += wt * row[o2 * stride + off2];
+            }
+          }
+        }
+      }
+      for (int64_t o2 = 0; o2 < w.out[2]; ++o2) dst[o2] += bias;
+    }
+  }
+}
+
 // Conv where every group reads one input channel (depthwise: MobileNet, EfficientNet, MnasNet,
 // ShuffleNet, RegNet): each output plane is its channel's taps added straight from the input,
 // with no column matrix and no matrix product (one per group would cost more in packing than in
-// arithmetic). Output row by output row (the row stays in cache while every tap adds to it),
-// each sum runs over the taps in the column matrix's order from 0, skipping the taps that read
-// the padding, the bias added last; multiplies and adds separate (ISO C++: no contraction).
-// Planes (image, channel) are split over KernelArgs::threads, each computed as on one thread.
+// arithmetic): DepthwisePlane. Planes (image, channel) are split over KernelArgs::threads,
+// each computed as on one thread.
 absl::Status DepthwiseConv(const KernelArgs& args, const ConvShape& s,
                            const std::vector<float>& bias, const FloatLoader& load,
                            const FloatStorer& store) {
@@ -226,38 +265,8 @@ absl::Status DepthwiseConv(const KernelArgs& args, const ConvShape& s,
       load.run(args.inputs[0], (n * w.channels + g) * w.in_size(), w.in_size(), plane.data());
       for (int64_t mi = 0; mi < s.group_maps; ++mi) {
         const int64_t m = g * s.group_maps + mi;
-        const float* taps = weights.data() + m * s.taps;
-        for (int64_t o0 = 0; o0 < w.out[0]; ++o0) {
-          for (int64_t o1 = 0; o1 < w.out[1]; ++o1) {
-            float* dst = out.data() + (o0 * w.out[1] + o1) * w.out[2];
-            std::fill(dst, dst + w.out[2], 0.0f);
-            int64_t t = 0;
-            for (int64_t k0 = 0; k0 < w.kernel[0]; ++k0) {
-              const int64_t i0 = o0 * w.stride[0] - w.pad[0] + k0 * w.dilation[0];
-              for (int64_t k1 = 0; k1 < w.kernel[1]; ++k1) {
-                const int64_t i1 = o1 * w.stride[1] - w.pad[1] + k1 * w.dilation[1];
-                if (i0 < 0 || i0 >= w.in[0] || i1 < 0 || i1 >= w.in[1]) {
-                  t += w.kernel[2];
-                  continue;
-                }
-                const float* row = plane.data() + (i0 * w.in[1] + i1) * w.in[2];
-                for (int64_t k2 = 0; k2 < w.kernel[2]; ++k2, ++t) {
-                  const float wt = taps[t];
-                  const int64_t off2 = k2 * w.dilation[2] - w.pad[2];
-                  const int64_t stride = w.stride[2];
-                  if (stride == 1) {
-                    for (int64_t o2 = lo[k2]; o2 < hi[k2]; ++o2) dst[o2] += wt * row[o2 + off2];
-                  } else {
-                    for (int64_t o2 = lo[k2]; o2 < hi[k2]; ++o2) {
-                      dst[o2] += wt * row[o2 * stride + off2];
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        for (float& v : out) v += bias[m];
+        DepthwisePlane(w, weights.data() + m * s.taps, plane.data(), lo.data(), hi.data(),
+                       bias[m], out.data());
         store.run(args.outputs[0], (n * s.maps + m) * s.positions, s.positions, out.data());
       }
     }

@@ -198,9 +198,12 @@ absl::Status Clip(const KernelArgs& args) {
     const T* in = reinterpret_cast<const T*>(args.inputs[0]);
     T* out = reinterpret_cast<T*>(args.outputs[0]);
     const int64_t n = NumElements(x.dims);
+    // Two selects, not nested ones, so that the loop vectorises (max then min; NaN stays NaN).
     for (int64_t i = 0; i < n; ++i) {
-      const C v = Load(in[i]);
-      out[i] = Store<T>(v < lo ? lo : (v > hi ? hi : v));
+      C v = Load(in[i]);
+      v = v < lo ? lo : v;
+      v = v > hi ? hi : v;
+      out[i] = Store<T>(v);
     }
     return absl::OkStatus();
   });
