@@ -31,6 +31,11 @@ struct ShapeBindings {
   std::map<std::string, int64_t> dims;                 // symbol -> size
   std::map<std::string, std::vector<int64_t>> inputs;  // input name -> dims
   std::map<std::string, DataType> input_types;         // input name -> element type
+  // Shapes of the data a run was given for graph inputs (--inputs): the ONNX importer binds a
+  // graph input's symbolic dims from them where neither --dim nor --input-shape sized them.
+  // A name that is no graph input, or a rank other than the declared one, binds nothing (the
+  // run's check of its inputs reports it).
+  std::map<std::string, std::vector<int64_t>> data_shapes;
 };
 
 // Parses "N=18001" into bindings.dims. InvalidArgument for a malformed text, a negative size or

@@ -297,10 +297,9 @@ absl::StatusOr<std::string> Execute(const Flags& flags, const NetSource& source,
   options.outputs_dir = flags.outputs_out;
   options.keep_outputs = !flags.expect.empty();
   options.threads = flags.threads;
-  if (!flags.inputs.empty()) {
-    MG_ASSIGN_OR_RETURN(auto inputs, alloc::ReadTensorFiles(flags.inputs, flags.limits));
-    MG_RETURN_IF_ERROR(alloc::CheckRunInputs(graph, inputs));
-    for (auto& [name, data] : inputs) options.data.emplace(name, std::move(data));
+  if (source.run_inputs != nullptr) {
+    MG_RETURN_IF_ERROR(alloc::CheckRunInputs(graph, *source.run_inputs));
+    for (const auto& [name, data] : *source.run_inputs) options.data.emplace(name, data);
   }
   std::map<std::string, memonger::graph::TensorData> expected;
   if (!flags.expect.empty()) {

@@ -13,6 +13,7 @@
 #include "graph/fp16_storage.h"
 #include "graph/gradient_builder.h"
 #include "graph/records.h"
+#include "kernels/tensor_files.h"
 #include "memonger/device_bytes.h"
 #include "memonger/recompute.h"
 #include "memonger/verify_plan.h"
@@ -49,6 +50,16 @@ absl::StatusOr<NetSource> MakeNetSource(const Flags& flags) {
   source.load.bindings = flags.bindings;
   source.load.limits = flags.limits;
   source.load.keep_data = flags.execute != "none" && !flags.verify;
+  if (source.load.keep_data && !flags.inputs.empty()) {
+    MG_ASSIGN_OR_RETURN(auto inputs, alloc::ReadTensorFiles(flags.inputs, flags.limits));
+    if (flags.ranges.ranges.empty() && flags.fit.empty()) {
+      for (const auto& [name, data] : inputs) {
+        source.load.bindings.data_shapes[name] = data.type.dims;
+      }
+    }
+    source.run_inputs =
+        std::make_shared<const std::map<std::string, graph::TensorData>>(std::move(inputs));
+  }
   if (!flags.workload.empty()) {
     MG_ASSIGN_OR_RETURN(source.workload, graph::ParseWorkloadSpec(flags.workload));
   }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include "graph/graph.h"
 #include "graph/model_loader.h"
 #include "graph/shape_inference.h"
+#include "graph/tensor_data.h"
 #include "memonger/planner.h"
 #include "report/fit.h"
 #include "tools/cli_flags.h"
@@ -47,10 +49,14 @@ struct NetSource {
   graph::LoadOptions load;
   std::optional<graph::WorkloadSpec> workload;
   std::shared_ptr<const std::string> model_bytes;
+  // --inputs, read once: their shapes bind the model's free dims (ShapeBindings::data_shapes),
+  // their data is the run's.
+  std::shared_ptr<const std::map<std::string, graph::TensorData>> run_inputs;
 };
 
 // The source of `flags`' net: the workload parsed, the bindings and limits of the flags, the
-// model's data kept where it runs with real kernels, and --fit's symbol bound to 1 where the
+// model's data kept where it runs with real kernels, --inputs read (their shapes binding the
+// model's free dims unless a range or --fit sizes them), and --fit's symbol bound to 1 where the
 // flags leave it free (the model must plan as given before the search binds it).
 absl::StatusOr<NetSource> MakeNetSource(const Flags& flags);
 

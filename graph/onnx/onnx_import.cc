@@ -405,6 +405,25 @@ absl::Status ApplyBindings(onnx::GraphProto& graph, const absl::flat_hash_set<st
     bound_inputs.insert(name);
   }
 
+  // The run's data sizes what the flags left free (an exporter's dim name is only a name).
+  for (const onnx::ValueInfoProto& vi : graph.input()) {
+    auto data = bindings.data_shapes.find(vi.name());
+    if (data == bindings.data_shapes.end() || bound_inputs.contains(vi.name()) ||
+        !vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) {
+      continue;
+    }
+    const auto& declared = vi.type().tensor_type().shape();
+    if (declared.dim_size() != static_cast<int>(data->second.size())) continue;
+    for (int k = 0; k < declared.dim_size(); ++k) {
+      const std::string& symbol = declared.dim(k).dim_param();
+      if (!declared.dim(k).has_dim_param() || symbol.empty() ||
+          symbols.sizes().count(symbol) > 0) {
+        continue;
+      }
+      MG_RETURN_IF_ERROR(symbols.Bind(vi.name(), static_cast<size_t>(k), symbol, data->second[k]));
+    }
+  }
+
   auto bind = [&](onnx::ValueInfoProto& vi) {
     if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
     for (auto& dim : *vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {

@@ -351,6 +351,43 @@ TEST(OptimizeNetTest, InputsAndExpectRunTheUsersDataAgainstAReference) {
   EXPECT_THAT(no_run.err, HasSubstr("--inputs needs --execute"));
 }
 
+// A model with a dynamic batch (an exporter's dim_param) runs on the user's data without a
+// --dim: the data's shape sizes the batch. A --dim or --input-shape still decides, and the
+// run's check then names the disagreement.
+TEST(OptimizeNetTest, InputsSizeTheDimsTheFlagsLeaveFree) {
+  absl::StatusOr<std::string> model = memonger::testing::Conv2dWithSymbolicBatch();
+  if (absl::IsNotFound(model.status())) GTEST_SKIP() << model.status();
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string path = memonger::testing::WriteTempFile("conv2d_batch_inputs.onnx", *model);
+  auto input = alloc::ReadTensorProtoFile(
+      "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/test_data_set_0/input_0.pb");
+  ASSERT_TRUE(input.ok()) << input.status();
+  ASSERT_EQ(input->type.dims[0], 2);
+  alloc::TensorData four = *input;  // the test's two images, twice: a batch of 4
+  four.type.dims[0] = 4;
+  four.bytes += input->bytes;
+  const std::string tmp = memonger::testing::TempDir() + "/inputs_size_dims";
+  std::filesystem::create_directories(tmp + "/in");
+  auto bytes = alloc::NpyBytes(four.type, reinterpret_cast<const std::byte*>(four.bytes.data()));
+  ASSERT_TRUE(bytes.ok());
+  std::ofstream(tmp + "/in/0.npy", std::ios::binary) << *bytes;
+
+  const std::string run = "'" + path + "' --execute host --inputs '" + tmp + "/in'";
+  auto ok = RunOptimizeNet(run + " --outputs-out '" + tmp + "/out'");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("input      float32[4,3,7,5]"));
+  EXPECT_THAT(ok.out, HasSubstr("1 from --inputs"));
+  // The output's batch is the data's: its .npy header says (4, ...).
+  EXPECT_THAT(ReadFile(tmp + "/out/3.npy"), HasSubstr("'shape': (4, "));
+  auto told = RunOptimizeNet(run + " --dim batch=2");
+  EXPECT_EQ(told.exit_code, 1);
+  EXPECT_THAT(told.err, HasSubstr("but the model's input is float32[2,3,7,5]"));
+  // Planning alone does not read --inputs (it needs --execute), so nothing sizes the batch.
+  auto plan_only = RunOptimizeNet("'" + path + "'");
+  EXPECT_EQ(plan_only.exit_code, 1);
+  EXPECT_THAT(plan_only.err, HasSubstr("--dim batch=VALUE"));
+}
+
 // A weight whose data the model does not hold is not replaced by seeded values without asking.
 TEST(OptimizeNetTest, WeightsWithoutDataRunOnlyWithSeedMissing) {
   const std::string dir = "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/";
