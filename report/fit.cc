@@ -1,6 +1,7 @@
 #include "report/fit.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -252,6 +253,7 @@ absl::StatusOr<FitResult> FindLargestFit(const FitSearch& search, const FitPlann
   std::optional<int64_t> start;
   bool probe = true;  // until a cure's probes find the bytes monotone
   for (const FitCure& cure : search.cures) {
+    const auto began = std::chrono::steady_clock::now();
     absl::StatusOr<FitRow> row = SearchCure(search, cure, plan, &plans, start, &probe);
     if (!row.ok()) {
       return absl::Status(row.status().code(), absl::StrCat("--fit ", search.symbol, " (",
@@ -259,6 +261,8 @@ absl::StatusOr<FitResult> FindLargestFit(const FitSearch& search, const FitPlann
                                                             row.status().message()));
     }
     if (row->largest.has_value()) start = row->largest;
+    row->seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     result.rows.push_back(*std::move(row));
   }
   return result;

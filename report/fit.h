@@ -101,6 +101,7 @@ struct FitRow {
   int64_t period = 0;
   std::optional<FitPoint> period_largest;
   int plans = 0;                   // values planned for this cure
+  double seconds = 0;              // the search's wall time for this cure (--timings)
 };
 
 // Values planned past the first that does not fit, to catch bytes that do not grow with the
@@ -112,6 +113,10 @@ struct FitResult {
   int64_t budget = 0;
   Optimizer optimizer = Optimizer::kNone;
   std::vector<FitRow> rows;  // one per cure, in the order given
+  // How the nets planned were typed (tools/fit_nets.h), for --timings: imported, or retyped
+  // from an import.
+  int nets_imported = 0;
+  int nets_retyped = 0;
 };
 
 // Plans `value` under `options`: device, arena and lower-bound bytes. InvalidArgument and

@@ -153,6 +153,16 @@ int RunFit(const NetSource& source, const memonger::PlanOptions& options, bool t
     std::cerr << "optimize-net: " << OneLine(fit.status().message()) << "\n";
     return kExitFailed;
   }
+  if (flags.timings) {
+    // Where the search's time went: each cure's, and how the nets it planned were typed.
+    std::string cures;
+    for (const memonger::FitRow& row : fit->rows) {
+      absl::StrAppendFormat(&cures, "%s%s %.3f s (%d plans)", cures.empty() ? "" : ", ", row.cure,
+                            row.seconds, row.plans);
+    }
+    std::cerr << absl::StrFormat("optimize-net: fit: %s; nets %d imported, %d retyped\n", cures,
+                                 fit->nets_imported, fit->nets_retyped);
+  }
   if (flags.format == "json") {
     std::cout << memonger::FitToJson(*fit);
   } else {

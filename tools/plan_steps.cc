@@ -1,6 +1,7 @@
 #include "tools/plan_steps.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "memonger/device_bytes.h"
 #include "memonger/recompute.h"
 #include "memonger/verify_plan.h"
+#include "tools/fit_nets.h"
 #include "util/bytes.h"
 #include "util/file_io.h"
 #include "util/limits.h"
@@ -70,50 +72,64 @@ absl::StatusOr<NetSource> MakeNetSource(const Flags& flags) {
   return source;
 }
 
-absl::StatusOr<graph::Graph> MakeGraph(const NetSource& source, const GraphRequest& request) {
+absl::StatusOr<graph::Graph> LoadTypedNet(const NetSource& source, const GraphRequest& request) {
   const Flags& flags = *source.flags;
   const std::optional<int64_t>& fit_value = request.fit_value;
-  absl::StatusOr<graph::Graph> g;
   const absl::StatusOr<PlannerKind> planner = ParsePlanner(flags.planner);
   const bool baseline = planner.ok() && IsMemongerBaseline(*planner);
   if (source.workload.has_value()) {
     graph::WorkloadSpec spec = *source.workload;
     if (fit_value.has_value()) spec = graph::WithParam(spec, flags.fit, absl::StrCat(*fit_value));
     // typed already; a symbolic one declares its inputs in its symbols (for symbolic plans)
-    g = request.symbolic_workload ? graph::BuildSymbolicWorkload(spec, nullptr)
-                                  : graph::BuildWorkload(spec);
-  } else {
-    graph::LoadOptions load = source.load;
-    if (fit_value.has_value()) load.bindings.dims[flags.fit] = *fit_value;
-    // A training net differentiates through what reads a weight: nothing of it is folded.
-    load.fold_params = flags.mode != "training";
-    g = source.model_bytes != nullptr
-            ? graph::LoadModelBytes(*source.model_bytes, flags.model, load)
-            : graph::LoadModel(flags.model, load);
-    if (!g.ok()) return g.status();
-    const std::vector<std::string> unknown = graph::InputsWithoutShape(*g, load.bindings);
-    if (request.size_blind != nullptr && baseline && !unknown.empty()) {
-      *request.size_blind = true;
-      if (!flags.size_blind && request.notes != nullptr) {
-        request.notes->push_back(absl::StrCat(
-            "the shapes of ", unknown.size(), " graph input(s) are unknown (",
-            util::Quote(unknown.front()), unknown.size() > 1 ? ", ..." : "",
-            "): planning size-blind, as Caffe2's memonger does without blob shapes; give "
-            "--input-shape for byte sizes"));
-      }
-      return g;
-    }
-    MG_RETURN_IF_ERROR(graph::InferShapes(*g, load.bindings));
+    return request.symbolic_workload ? graph::BuildSymbolicWorkload(spec, nullptr)
+                                     : graph::BuildWorkload(spec);
   }
+  graph::LoadOptions load = source.load;
+  if (fit_value.has_value()) load.bindings.dims[flags.fit] = *fit_value;
+  // A training net differentiates through what reads a weight: nothing of it is folded.
+  load.fold_params = flags.mode != "training";
+  absl::StatusOr<graph::Graph> g = source.model_bytes != nullptr
+                                       ? graph::LoadModelBytes(*source.model_bytes, flags.model, load)
+                                       : graph::LoadModel(flags.model, load);
   if (!g.ok()) return g.status();
-  if (flags.mode == "training" && !graph::HasGradientOps(*g)) {
+  const std::vector<std::string> unknown = graph::InputsWithoutShape(*g, load.bindings);
+  if (request.size_blind != nullptr && baseline && !unknown.empty()) {
+    *request.size_blind = true;
+    if (!flags.size_blind && request.notes != nullptr) {
+      request.notes->push_back(absl::StrCat(
+          "the shapes of ", unknown.size(), " graph input(s) are unknown (",
+          util::Quote(unknown.front()), unknown.size() > 1 ? ", ..." : "",
+          "): planning size-blind, as Caffe2's memonger does without blob shapes; give "
+          "--input-shape for byte sizes"));
+    }
+    return g;
+  }
+  MG_RETURN_IF_ERROR(graph::InferShapes(*g, load.bindings));
+  return g;
+}
+
+absl::StatusOr<graph::Graph> FinishNet(const NetSource& source, graph::Graph net) {
+  const Flags& flags = *source.flags;
+  if (flags.mode == "training" && !graph::HasGradientOps(net)) {
     // A forward net: training means its backward pass too (memonger's AddGradientOperators).
-    MG_ASSIGN_OR_RETURN(*g, graph::AddGradientOps(*g, flags.losses));
+    MG_ASSIGN_OR_RETURN(net, graph::AddGradientOps(net, flags.losses));
   }
   if (!flags.store_fp16.empty()) {
-    MG_ASSIGN_OR_RETURN(*g, graph::StoreInFp16(*g, flags.store_fp16));
+    MG_ASSIGN_OR_RETURN(net, graph::StoreInFp16(net, flags.store_fp16));
   }
-  return g;
+  return net;
+}
+
+absl::StatusOr<graph::Graph> MakeGraph(const NetSource& source, const GraphRequest& request) {
+  bool size_blind = false;
+  GraphRequest load = request;
+  if (request.size_blind != nullptr) load.size_blind = &size_blind;
+  MG_ASSIGN_OR_RETURN(graph::Graph g, LoadTypedNet(source, load));
+  if (size_blind) {
+    *request.size_blind = true;
+    return g;
+  }
+  return FinishNet(source, std::move(g));
 }
 
 std::function<absl::StatusOr<graph::Graph>(
@@ -285,24 +301,7 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     point.lower_bound_bytes = plan.lower_bound_bytes;
     return point;
   };
-  // The nets typed so far, by value: a later cure plans near the earlier one's answer, at the
-  // same values (FitSearch). Bounded by their values in all, so a million-value net is typed
-  // again rather than held many times.
-  std::map<int64_t, graph::Graph> typed;
-  int64_t typed_values = 0;
-  constexpr int64_t kMaxTypedValues = int64_t{1} << 22;
-  auto graph_at = [&](int64_t value) -> absl::StatusOr<const graph::Graph*> {
-    if (auto it = typed.find(value); it != typed.end()) return &it->second;
-    GraphRequest at_value;
-    at_value.fit_value = value;
-    MG_ASSIGN_OR_RETURN(graph::Graph g, MakeGraph(source, at_value));
-    if (typed_values + g.num_values() > kMaxTypedValues) {
-      typed.clear();
-      typed_values = 0;
-    }
-    typed_values += g.num_values();
-    return &typed.emplace(value, std::move(g)).first->second;
-  };
+  FitNets nets(source);
   // The memory-aware order found at the last value, for the next: the same net at another size
   // (tried there beside the portfolio), and whether the exact search ran out of time on it,
   // which it would do again at the next size (on alibi_encoder each plan spent its whole order
@@ -319,7 +318,7 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     if (options.stop != nullptr && options.stop->load()) {
       return absl::CancelledError("--fit: stopped");
     }
-    MG_ASSIGN_OR_RETURN(const graph::Graph* typed_graph, graph_at(value));
+    MG_ASSIGN_OR_RETURN(const graph::Graph* typed_graph, nets.At(value));
     const graph::Graph& g = *typed_graph;
     PlanOptions cure_options = cure.options;
     // The search asks only whether the value fits: the placement stops once that is decided.
@@ -361,7 +360,25 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     }
     return rewritten;
   };
+  // The sizes each answer rests on, where their nets were retyped, against an import: where
+  // one differs, retyping is off and the search runs again on imports alone.
+  auto confirmed = [&](const FitResult& fit) -> absl::StatusOr<bool> {
+    for (const FitRow& row : fit.rows) {
+      for (const std::optional<FitPoint>* point :
+           {&row.at_largest, &row.above, &row.also_fits, &row.period_largest}) {
+        if (!point->has_value()) continue;
+        MG_ASSIGN_OR_RETURN(const bool same, nets.Confirm((*point)->value));
+        if (!same) return false;
+      }
+    }
+    return true;
+  };
   MG_ASSIGN_OR_RETURN(FitResult fit, FindLargestFit(search, plan_at));
+  MG_ASSIGN_OR_RETURN(const bool same, confirmed(fit));
+  if (!same) {
+    seeded.clear();
+    MG_ASSIGN_OR_RETURN(fit, FindLargestFit(search, plan_at));
+  }
   fewest_flops = true;
   for (size_t k = 0; k < fit.rows.size(); ++k) {
     FitRow& row = fit.rows[k];
@@ -369,7 +386,9 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
         row.at_largest->recomputed_ops == 0) {
       continue;
     }
+    const auto began = std::chrono::steady_clock::now();
     MG_ASSIGN_OR_RETURN(FitPoint cheapest, plan_at(*row.largest, search.cures[k]));
+    row.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     // The fewest-FLOPs choice fits too where its search ran as far (the time limit may cut it):
     // else the first that fit stands.
     if (cheapest.device_bytes <= budget) {
@@ -378,6 +397,8 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     }
     ++row.plans;
   }
+  fit.nets_imported = nets.imports();
+  fit.nets_retyped = nets.retypes();
   return fit;
 }
 

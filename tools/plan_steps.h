@@ -75,6 +75,13 @@ struct GraphRequest {
 };
 absl::StatusOr<graph::Graph> MakeGraph(const NetSource& source, const GraphRequest& request = {});
 
+// MakeGraph's two halves: the net loaded and typed (the workload built, or the model imported
+// and shape inference run), and its rewrites (the backward pass for --mode training, fp16
+// storage). MakeGraph is FinishNet(LoadTypedNet(...)) but where the load plans size-blind.
+absl::StatusOr<graph::Graph> LoadTypedNet(const NetSource& source,
+                                          const GraphRequest& request = {});
+absl::StatusOr<graph::Graph> FinishNet(const NetSource& source, graph::Graph net);
+
 // How a run that measures data-dependent sizes retypes `source`'s net (alloc::Executor::Retype):
 // MakeGraph again with the sizes measured, without the weights' data (the run holds them) but
 // with every folded value's and Constant's. REQUIRES: source.flags outlives the function.

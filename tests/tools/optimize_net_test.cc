@@ -27,6 +27,7 @@ using ::memonger::testing::WriteTempFile;
 using ::testing::AllOf;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Example() { return SourcePath("examples/transformer_block_fp16.pbtxt"); }
 
@@ -740,6 +741,69 @@ TEST(OptimizeNetTest, FitFindsTheLargestBatchOfAnOnnxModel) {
   EXPECT_EQ(timed.exit_code, 0) << timed.err;
   EXPECT_THAT(timed.err, HasSubstr("timings: load "));
   EXPECT_THAT(timed.err, HasSubstr(", fit "));
+  // Each cure's time, and the nets typed: two imports, the rest retyped (tools/fit_nets.h).
+  EXPECT_THAT(timed.err, HasSubstr("fit: given "));
+  EXPECT_THAT(timed.err, HasSubstr(" imported, "));
+  EXPECT_THAT(timed.err, Not(HasSubstr(" 0 retyped")));
+}
+
+// x[B, B] -> Reshape(x, [B * B]) -> Relu -> y, the target computed from Shape(x): a size that
+// grows as B^2 where the retyping from B = 1 and 2 draws a line (3 B - 2). The retyped nets
+// near the answer are wrong; the answer is confirmed by imports, found wrong, and searched again
+// on imports alone: it fits, the next B does not, as plain runs say.
+TEST(OptimizeNetTest, FitConfirmsRetypedNetsByImports) {
+  onnx::ModelProto model;
+  model.set_ir_version(7);
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(13);
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name("square");
+  auto* x = g->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int k = 0; k < 2; ++k) {
+    x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("B");
+  }
+  auto int_init = [&](const std::string& name, int64_t v, bool scalar) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    if (!scalar) t->add_dims(1);
+    t->add_int64_data(v);
+  };
+  int_init("i0", 0, true);
+  int_init("i1", 1, true);
+  int_init("axes", 0, false);
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const std::string& i : in) n->add_input(i);
+    n->add_output(out);
+  };
+  node("Shape", {"x"}, "shape");
+  node("Gather", {"shape", "i0"}, "rows");
+  node("Gather", {"shape", "i1"}, "cols");
+  node("Mul", {"rows", "cols"}, "count");
+  node("Unsqueeze", {"count", "axes"}, "target");
+  node("Reshape", {"x", "target"}, "flat");
+  node("Relu", {"flat"}, "y");
+  g->add_output()->set_name("y");
+  const std::string path = WriteTempFile("square_reshape.onnx", model.SerializeAsString());
+  const int64_t budget = 64 << 10;
+  auto r = RunOptimizeNet("'" + path + "' --fit B --budget 64KiB --format json --timings");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t largest = nlohmann::json::parse(r.out)["fit"]["largest"]["given"];
+  auto device_bytes = [&](int64_t b) -> int64_t {
+    auto run = RunOptimizeNet(absl::StrCat("'", path, "' --dim B=", b, " --format json"));
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    const auto plan = nlohmann::json::parse(run.out);
+    return plan["arena_bytes"].get<int64_t>() + plan["static_bytes"].get<int64_t>();
+  };
+  EXPECT_GT(largest, 2);
+  EXPECT_LE(device_bytes(largest), budget);
+  EXPECT_GT(device_bytes(largest + 1), budget);
 }
 
 // Over the budget, the run says what each cure would give before exiting 3.

@@ -17,6 +17,7 @@
 #include "graph/onnx/onnx_fold.h"
 #include "graph/shape_inference.h"
 #include "gtest/gtest.h"
+#include "graph/retype.h"
 #include "onnx/onnx_pb.h"
 #include "tests/test_support.h"
 
@@ -751,6 +752,33 @@ TEST(OnnxImportTest, ShapeChainIsFolded) {
   EXPECT_EQ(target.role, Role::kConstant);
   EXPECT_EQ(target.type, Type(DataType::kInt64, {3}));
   EXPECT_FALSE(g->FindValue("shape").has_value());
+}
+
+// The shape chain folds into a constant that holds B ([B, -1, 4]): the retyper made from the
+// imports at B = 1 and 2 gives the import at B = 7, its folded target included.
+TEST(RetyperTest, RetypesTheImportAtAThirdBinding) {
+  auto at = [](int64_t batch) {
+    ShapeBindings b;
+    b.dims["B"] = batch;
+    b.dims["S"] = 3;
+    return b;
+  };
+  const OnnxModel m = ShapeChainModel({"B", "S", 8});
+  absl::StatusOr<Graph> at_1 = Import(m, at(1)), at_2 = Import(m, at(2)), at_7 = Import(m, at(7));
+  ASSERT_TRUE(at_1.ok() && at_2.ok() && at_7.ok());
+  EXPECT_FALSE(SameNetButTypes(*at_1, *at_2));  // the folded targets differ
+  absl::StatusOr<Retyper> retyper = Retyper::Make(*at_1, *at_2, "B", 1, 2, at(2));
+  ASSERT_TRUE(retyper.ok()) << retyper.status();
+  absl::StatusOr<Graph> retyped = retyper->At(at(7));
+  ASSERT_TRUE(retyped.ok()) << retyped.status();
+  EXPECT_TRUE(SamePlanningGraph(*retyped, *at_7));
+  EXPECT_TRUE(SameNetButTypes(*retyped, *at_7));
+  EXPECT_EQ(ValueNamed(*retyped, "y").type, Type(DataType::kFloat32, {7, 6, 4}));
+  // Two different nets make none; nor do two imports at one value.
+  absl::StatusOr<Graph> other = Import(LinearModel());
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(Retyper::Make(*at_1, *other, "B", 1, 2, at(2)).ok());
+  EXPECT_FALSE(Retyper::Make(*at_1, *at_1, "B", 1, 1, at(1)).ok());
 }
 
 TEST(OnnxImportTest, InferAndFoldReportsWhatItFolded) {
