@@ -65,6 +65,9 @@ class RecomputeModel {
     m.candidates_ = RecomputeCandidates(g, options.liveness);
     m.is_candidate_.assign(m.n_, false);
     for (OpId op : m.candidates_) m.is_candidate_[op] = true;
+    m.by_position_ = m.candidates_;
+    std::sort(m.by_position_.begin(), m.by_position_.end(),
+              [&](OpId a, OpId b) { return m.pos_[a] < m.pos_[b]; });
     return m;
   }
 
@@ -79,11 +82,15 @@ class RecomputeModel {
   // reads one of its outputs, a backward op or the clone of a chosen op. -1 for the others.
   std::vector<int> CloneSteps(const std::vector<bool>& chosen) const {
     std::vector<int> step(n_, -1);
+    FillCloneSteps(chosen, step);
+    return step;
+  }
+
+  // CloneSteps into `step` (n_ entries; only the chosen ones are written).
+  void FillCloneSteps(const std::vector<bool>& chosen, std::vector<int>& step) const {
     // Reverse forward order: a chosen reader's clone step is known before its producer's.
-    std::vector<OpId> by_position = candidates_;
-    std::sort(by_position.begin(), by_position.end(),
-              [&](OpId a, OpId b) { return pos_[a] > pos_[b]; });
-    for (OpId p : by_position) {
+    for (auto it = by_position_.rbegin(); it != by_position_.rend(); ++it) {
+      const OpId p = *it;
       if (!chosen[p]) continue;
       int t = std::numeric_limits<int>::max();
       for (ValueId v : g_->op(p).outputs) {
@@ -94,26 +101,34 @@ class RecomputeModel {
       }
       step[p] = t == std::numeric_limits<int>::max() ? n_ : t;
     }
-    return step;
   }
 
   // The lower bound of the rewritten net: the most live bytes at one of its ops. With
   // `above`, also the bytes above `budget` summed over the ops.
   int64_t Peak(const std::vector<bool>& chosen, int64_t* above = nullptr,
                int64_t budget = 0) const {
-    const std::vector<int> clone_step = CloneSteps(chosen);
+    // The buffers of one evaluation, kept between calls: the greedy evaluates thousands of
+    // choices, and their allocation was a fifth of the time.
+    Scratch& x = scratch_;
+    x.clone_step.resize(n_);
+    FillCloneSteps(chosen, x.clone_step);
+    const std::vector<int>& clone_step = x.clone_step;
     // The rewritten order: before original step s, the clones placed there in forward order.
     // index_of_step[s]: where original step s lands; clone_index[p]: where p's clone lands.
-    std::vector<int> clones_before(n_ + 1, 0);
-    std::vector<OpId> clones;
-    for (OpId p : candidates_) {
+    std::vector<int>& clones_before = x.clones_before;
+    clones_before.assign(n_ + 1, 0);
+    std::vector<OpId>& clones = x.clones;  // in forward order
+    clones.clear();
+    for (OpId p : by_position_) {
       if (chosen[p]) {
         ++clones_before[clone_step[p]];
         clones.push_back(p);
       }
     }
-    std::vector<int> index_of_step(n_ + 1, 0);
-    std::vector<int> next_clone(n_ + 1, 0);
+    std::vector<int>& index_of_step = x.index_of_step;
+    std::vector<int>& next_clone = x.next_clone;
+    index_of_step.resize(n_ + 1);
+    next_clone.resize(n_ + 1);
     int total = 0;
     for (int s = 0; s <= n_; ++s) {
       next_clone[s] = total;
@@ -121,17 +136,22 @@ class RecomputeModel {
       index_of_step[s] = total;
       if (s < n_) ++total;
     }
-    std::sort(clones.begin(), clones.end(), [&](OpId a, OpId b) { return pos_[a] < pos_[b]; });
-    std::vector<int> clone_index(n_, -1);
+    std::vector<int>& clone_index = x.clone_index;
+    clone_index.resize(n_);
     for (OpId p : clones) clone_index[p] = next_clone[clone_step[p]]++;
 
-    std::vector<int64_t> delta(total + 1, 0);
+    std::vector<int64_t>& delta = x.delta;
+    delta.assign(total + 1, 0);
     auto add = [&](int a, int b, int64_t bytes) {
       delta[a] += bytes;
       delta[b + 1] -= bytes;
     };
     // Original classes: their own steps, changed below for chosen outputs and clone inputs.
-    std::vector<int> first(g_->num_values(), -1), last(g_->num_values(), -1);
+    // Only the roots' entries are read, each written first.
+    std::vector<int>& first = x.first;
+    std::vector<int>& last = x.last;
+    first.resize(g_->num_values());
+    last.resize(g_->num_values());
     for (ValueId root : roots_) {
       first[root] = index_of_step[live_.lifetime[root].first_step];
       last[root] = index_of_step[live_.lifetime[root].last_step];
@@ -176,10 +196,8 @@ class RecomputeModel {
   // Unchooses the ops whose clone nothing would read (no backward reader, no chosen reader):
   // they would cost FLOPs and hold their inputs to the end for nothing.
   void DropUnneeded(std::vector<bool>& chosen) const {
-    std::vector<OpId> ops = candidates_;
-    std::sort(ops.begin(), ops.end(),
-              [&](OpId a, OpId b) { return pos_[a] > pos_[b]; });
-    for (OpId p : ops) {
+    for (auto it = by_position_.rbegin(); it != by_position_.rend(); ++it) {
+      const OpId p = *it;
       if (!chosen[p]) continue;
       bool needed = false;
       for (ValueId v : g_->op(p).outputs) {
@@ -201,6 +219,14 @@ class RecomputeModel {
   std::vector<ValueId> roots_;
   std::vector<OpId> candidates_;
   std::vector<bool> is_candidate_;
+  std::vector<OpId> by_position_;  // the candidates in the given order
+  struct Scratch {
+    std::vector<int> clone_step, clones_before, index_of_step, next_clone, clone_index, first,
+        last;
+    std::vector<OpId> clones;
+    std::vector<int64_t> delta;
+  };
+  mutable Scratch scratch_;  // Peak's buffers: a model is evaluated on one thread
 };
 
 int64_t SaturatingAdd(int64_t a, int64_t b) {
@@ -259,12 +285,15 @@ class Chooser {
   // clone holds what it reads: recomputing a Relu alone keeps its FC's output instead).
   // Stops at `deadline` (read before each move is weighed: a round weighs every candidate, and
   // on 40,000 of them one round took minutes), keeping the moves made.
-  Candidate Greedy(int64_t budget, Clock::time_point deadline) const {
+  // With `rungs`, the climb of ClimbRecomputation: on past the budget while a move lowers the
+  // peak, each choice recorded, nothing dropped.
+  Candidate Greedy(int64_t budget, Clock::time_point deadline,
+                   std::vector<std::vector<OpId>>* rungs = nullptr) const {
     std::vector<bool> chosen(m_.graph().num_ops(), false);
     int64_t above = 0;
     int64_t peak = m_.Peak(chosen, &above, budget);
     bool out_of_time = false;
-    while (peak > budget && !out_of_time) {
+    while ((peak > budget || rungs != nullptr) && !out_of_time) {
       std::vector<OpId> best_move;
       double best_score = 0;
       bool best_lowers_peak = false;
@@ -303,8 +332,14 @@ class Chooser {
       if (best_move.empty()) break;
       for (OpId x : best_move) chosen[x] = true;
       peak = m_.Peak(chosen, &above, budget);
+      if (rungs != nullptr) {
+        rungs->emplace_back();
+        for (OpId op : m_.candidates()) {
+          if (chosen[op]) rungs->back().push_back(op);
+        }
+      }
     }
-    if (peak <= budget) Prune(chosen, budget, deadline);
+    if (peak <= budget && rungs == nullptr) Prune(chosen, budget, deadline);
     return Evaluate(std::move(chosen));
   }
 
@@ -556,6 +591,97 @@ absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
   choice.lower_bound_bytes = best.peak;
   choice.extra_flops = best.flops;
   choice.fits = options.kind != RecomputeKind::kAuto || best.peak <= options.budget_bytes;
+  if (choice.ops.empty()) choice.method = "none";
+  return choice;
+}
+
+namespace {
+
+Clock::time_point DeadlineOf(const RecomputeOptions& options) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                            std::clamp(options.time_limit_seconds, 0.0, 1e6)));
+}
+
+absl::Status CheckTraining(const Graph& graph) {
+  for (const graph::Op& op : graph.ops()) {
+    if (IsBackward(op)) return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      "recomputation is for training nets: this net has no backward ops (use --mode training)");
+}
+
+}  // namespace
+
+absl::StatusOr<RecomputeLadder> ClimbRecomputation(const Graph& graph,
+                                                   const RecomputeOptions& options) {
+  MG_RETURN_IF_ERROR(CheckTraining(graph));
+  MG_ASSIGN_OR_RETURN(RecomputeModel model, RecomputeModel::Build(graph, options));
+  const Clock::time_point deadline = DeadlineOf(options);
+  Chooser chooser(model, deadline);
+  RecomputeLadder ladder;
+  ladder.num_ops = graph.num_ops();
+  ladder.candidates = model.candidates();
+  chooser.Greedy(std::max<int64_t>(options.budget_bytes, 0), deadline, &ladder.rungs);
+  return ladder;
+}
+
+absl::StatusOr<RecomputeChoice> ChooseFromLadder(const Graph& graph,
+                                                 const RecomputeLadder& ladder,
+                                                 const RecomputeOptions& options,
+                                                 LadderPick pick) {
+  MG_RETURN_IF_ERROR(CheckTraining(graph));
+  MG_ASSIGN_OR_RETURN(RecomputeModel model, RecomputeModel::Build(graph, options));
+  if (graph.num_ops() != ladder.num_ops || model.candidates() != ladder.candidates) {
+    return absl::FailedPreconditionError(
+        "the ladder was climbed on another net (other ops or candidates)");
+  }
+  const Clock::time_point deadline = DeadlineOf(options);
+  Chooser chooser(model, deadline);
+  const int64_t budget = options.budget_bytes;
+  RecomputeChoice choice;
+  choice.candidates = static_cast<int>(model.candidates().size());
+  for (const graph::Op& op : graph.ops()) {
+    if (!IsBackward(op)) choice.forward_flops = SaturatingAdd(choice.forward_flops, OpFlops(graph, op));
+  }
+  Candidate best = chooser.Evaluate(std::vector<bool>(graph.num_ops(), false));
+  choice.original_lower_bound_bytes = best.peak;
+  choice.method = "none";
+  auto better = [&](const Candidate& a, const Candidate& b) {
+    const bool a_fits = a.peak <= budget, b_fits = b.peak <= budget;
+    if (a_fits != b_fits) return a_fits;
+    if (a_fits && pick == LadderPick::kFewestFlops) return a.flops < b.flops;
+    return a.peak != b.peak ? a.peak < b.peak : a.flops < b.flops;
+  };
+  if (best.peak > budget) {
+    for (const std::vector<OpId>& rung : ladder.rungs) {
+      std::vector<bool> chosen(graph.num_ops(), false);
+      for (OpId op : rung) chosen[op] = true;
+      Candidate c = chooser.Evaluate(std::move(chosen));
+      if (better(c, best)) {
+        best = std::move(c);
+        choice.method = "greedy";
+      }
+    }
+    const int n = choice.candidates;
+    for (int k = 1; k <= n; ++k) {
+      Candidate c = chooser.Segments(k);
+      if (better(c, best)) {
+        best = std::move(c);
+        choice.method = "segments";
+      }
+    }
+    if (best.peak <= budget && choice.method != "none" && pick == LadderPick::kFewestFlops) {
+      chooser.Prune(best.chosen, budget, deadline);
+      best = chooser.Evaluate(std::move(best.chosen));
+    }
+  }
+  for (OpId op : model.candidates()) {
+    if (!best.chosen.empty() && best.chosen[op]) choice.ops.push_back(op);
+  }
+  choice.lower_bound_bytes = best.peak;
+  choice.extra_flops = best.flops;
+  choice.fits = best.peak <= budget;
+  choice.proven_optimal = choice.ops.empty() && choice.fits;
   if (choice.ops.empty()) choice.method = "none";
   return choice;
 }

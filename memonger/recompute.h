@@ -97,6 +97,39 @@ struct RecomputeChoice {
   bool proven_optimal = false;          // auto: no choice fits with fewer FLOPs
 };
 
+// For a search over sizes of one net (--fit): the choices one search at one size found, tried
+// at the others. The bytes of a net's values grow together with a batch or sequence size, so
+// the choices that lower one size's peak most per FLOP lower the next size's too; a size then
+// costs evaluations of the ladder's rungs (microseconds each) rather than a portfolio search
+// that runs to its time limit wherever nothing fits (0.5 s a size on densenet121).
+//
+//   MG_ASSIGN_OR_RETURN(RecomputeLadder ladder, ClimbRecomputation(net_at_78, options));
+//   MG_ASSIGN_OR_RETURN(RecomputeChoice c, ChooseFromLadder(net_at_190, ladder, options));
+//
+// The rungs: the greedy's choice after each of its moves (as `auto`'s greedy, towards
+// options.budget_bytes, but on past it while a move lowers the peak, until none does or the
+// time limit), and Chen's segments of every length. ChooseFromLadder takes, at its net, the
+// rung with the fewest FLOPs that fits options.budget_bytes, then drops its ops the budget does
+// not need (most expensive first, as auto's greedy does); where none fits, the lowest peak.
+// What it does not guarantee: what `auto` would find at that size (the greedy's moves there
+// may differ); no choice fits where none of the rungs does.
+struct RecomputeLadder {
+  int num_ops = 0;
+  std::vector<graph::OpId> candidates;  // the net's, ascending
+  std::vector<std::vector<graph::OpId>> rungs;
+};
+absl::StatusOr<RecomputeLadder> ClimbRecomputation(const graph::Graph& graph,
+                                                   const RecomputeOptions& options);
+// kLowestPeak: the rung with the lowest peak instead, nothing dropped: whether some choice
+// fits, with the most room left for the placement (a peak just under the budget can take the
+// offset planner its whole time limit to place within it).
+enum class LadderPick { kFewestFlops, kLowestPeak };
+// FailedPrecondition where `graph` has other ops or candidates than the ladder's net.
+absl::StatusOr<RecomputeChoice> ChooseFromLadder(const graph::Graph& graph,
+                                                 const RecomputeLadder& ladder,
+                                                 const RecomputeOptions& options,
+                                                 LadderPick pick = LadderPick::kFewestFlops);
+
 // The forward ops that may be recomputed (see the header), ascending.
 std::vector<graph::OpId> RecomputeCandidates(const graph::Graph& graph,
                                              const LivenessOptions& liveness);

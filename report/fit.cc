@@ -146,23 +146,36 @@ absl::Status ProbeBeyond(const FitSearch& search, CurePlanner& planner, int64_t 
 // about linearly with a batch or sequence size, so one value is aimed first: where the line
 // through lo and the gallop's first value (2 lo; lo + 1 from an earlier cure's answer) meets the
 // budget, then its neighbour (the one
-// after it where it fits, before it where not). On a line that settles the answer in 4 plans.
+// after it where it fits, before it where not). Where the bytes fell from an earlier cure's
+// answer to the next value (the cure took effect there: recomputation), the line runs through
+// that value and the one after it. On a line that settles the answer in 4 plans.
 // Where it does not (attention's L^2, bytes that jump), the gallop and bisection go on from
 // what the aim left: at most 3 plans more than they would have taken alone. Fitting values are
 // assumed to form a prefix.
 absl::StatusOr<Boundary> FindBoundary(
     int64_t lo, int64_t hi, int64_t budget, CurePlanner& planner,
     const std::function<absl::StatusOr<bool>(int64_t)>& fits_at, bool lo_is_a_guess) {
-  MG_ASSIGN_OR_RETURN(const FitPoint at_lo, planner.At(lo));
+  MG_ASSIGN_OR_RETURN(FitPoint at_lo, planner.At(lo));
   // From an earlier cure's answer (lo_is_a_guess), the answer is usually lo itself: its
   // neighbour first, the line from the two after.
   const int64_t gap = lo_is_a_guess ? 1 : std::max<int64_t>(lo, 1);
-  const int64_t second = lo > hi - gap ? hi : lo + gap;
+  int64_t second = lo > hi - gap ? hi : lo + gap;
   if (second == lo) return Boundary{lo, -1};
-  MG_ASSIGN_OR_RETURN(const FitPoint at_second, planner.At(second));
+  MG_ASSIGN_OR_RETURN(FitPoint at_second, planner.At(second));
   if (!planner.Fits(at_second)) return GallopAndBisect(lo, second - 1, fits_at, second);
-  const long double rise = static_cast<long double>(at_second.device_bytes) -
-                           static_cast<long double>(at_lo.device_bytes);
+  long double rise = static_cast<long double>(at_second.device_bytes) -
+                     static_cast<long double>(at_lo.device_bytes);
+  if (rise <= 0 && lo_is_a_guess && second < hi) {
+    // The bytes fell: the cure took effect between the two (recomputation from the first size
+    // the earlier cure's answer left over). The line runs from the next pair.
+    lo = second;
+    at_lo = at_second;
+    second = lo + 1;
+    MG_ASSIGN_OR_RETURN(at_second, planner.At(second));
+    if (!planner.Fits(at_second)) return Boundary{lo, second};
+    rise = static_cast<long double>(at_second.device_bytes) -
+           static_cast<long double>(at_lo.device_bytes);
+  }
   if (second == hi || rise <= 0) return GallopAndBisect(second, hi, fits_at);
   const long double slope = rise / static_cast<long double>(second - lo);
   const long double aim_at =

@@ -248,6 +248,49 @@ TEST(RecomputeTest, FirstFitFitsWhereTheFullSearchDoes) {
   }
 }
 
+// The ladder climbed at one batch, tried at a larger one (what --fit does): each choice is a
+// real one (the rewritten net's bound is the one it says), the fewest-FLOPs pick fits wherever
+// the lowest-peak pick does, never with more FLOPs, and the ladder reaches at least what
+// Chen's sqrt segments reach. Another net is refused.
+TEST(RecomputeTest, LadderFromOneBatchChoosesAtAnother) {
+  for (bool residual : {false, true}) {
+    const Graph climbed_at = ChainNet(24, residual, graph::DataType::kFloat32, /*batch=*/64);
+    const Graph g = ChainNet(24, residual, graph::DataType::kFloat32, /*batch=*/96);
+    SCOPED_TRACE(g.name());
+    RecomputeOptions options;
+    const int64_t lower_bound = LivenessLowerBound(climbed_at, options);
+    options.kind = RecomputeKind::kAuto;
+    options.budget_bytes = lower_bound / 2;
+    absl::StatusOr<RecomputeLadder> ladder = ClimbRecomputation(climbed_at, options);
+    ASSERT_TRUE(ladder.ok()) << ladder.status();
+    EXPECT_FALSE(ladder->rungs.empty());
+    RecomputeOptions sqrt = options;
+    sqrt.kind = RecomputeKind::kSqrt;
+    absl::StatusOr<RecomputeChoice> chen = ChooseRecomputation(g, sqrt);
+    ASSERT_TRUE(chen.ok());
+    for (int percent : {30, 50, 80}) {
+      SCOPED_TRACE(percent);
+      options.budget_bytes = LivenessLowerBound(g, options) * percent / 100;
+      absl::StatusOr<RecomputeChoice> lowest =
+          ChooseFromLadder(g, *ladder, options, LadderPick::kLowestPeak);
+      absl::StatusOr<RecomputeChoice> cheapest =
+          ChooseFromLadder(g, *ladder, options, LadderPick::kFewestFlops);
+      ASSERT_TRUE(lowest.ok() && cheapest.ok()) << lowest.status() << cheapest.status();
+      EXPECT_EQ(cheapest->fits, lowest->fits);
+      if (lowest->fits) EXPECT_LE(cheapest->extra_flops, lowest->extra_flops);
+      if (chen->lower_bound_bytes <= options.budget_bytes) EXPECT_TRUE(lowest->fits);
+      for (const RecomputeChoice* c : {&*lowest, &*cheapest}) {
+        absl::StatusOr<Graph> rewritten = ApplyRecomputation(g, c->ops);
+        ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+        EXPECT_EQ(LivenessLowerBound(*rewritten, options), c->lower_bound_bytes);
+        EXPECT_EQ(c->fits, c->lower_bound_bytes <= options.budget_bytes);
+      }
+    }
+    const Graph other = ChainNet(12, residual);
+    EXPECT_TRUE(absl::IsFailedPrecondition(ChooseFromLadder(other, *ladder, options).status()));
+  }
+}
+
 TEST(RecomputeTest, ExactNeverCostsMoreThanSqrtAtItsLowerBound) {
   for (int layers : {4, 6, 8, 10}) {
     for (bool residual : {false, true}) {
