@@ -149,8 +149,9 @@ absl::Status ProbeBeyond(const FitSearch& search, CurePlanner& planner, int64_t 
 // after it where it fits, before it where not). Where the bytes fell from an earlier cure's
 // answer to the next value (the cure took effect there: recomputation), the line runs through
 // that value and the one after it. On a line that settles the answer in 4 plans.
+// An aim too far is aimed again once, on the line from the second value to the one before it.
 // Where it does not (attention's L^2, bytes that jump), the gallop and bisection go on from
-// what the aim left: at most 3 plans more than they would have taken alone. Fitting values are
+// what the aims left: at most 5 plans more than they would have taken alone. Fitting values are
 // assumed to form a prefix.
 absl::StatusOr<Boundary> FindBoundary(
     int64_t lo, int64_t hi, int64_t budget, CurePlanner& planner,
@@ -193,7 +194,29 @@ absl::StatusOr<Boundary> FindBoundary(
   }
   MG_ASSIGN_OR_RETURN(const bool before_fits, fits_at(aim - 1));
   if (before_fits) return Boundary{aim - 1, aim};
-  return GallopAndBisect(second, aim - 2, fits_at, aim - 1);
+  // Aimed too far (the first two values' line is steeper than the rest: bytes that do not
+  // grow with the value weigh most there): once more, on the line from `second` to aim - 1.
+  MG_ASSIGN_OR_RETURN(const FitPoint at_before, planner.At(aim - 1));
+  const long double rise_before = static_cast<long double>(at_before.device_bytes) -
+                                  static_cast<long double>(at_second.device_bytes);
+  if (!at_before.refused.empty() || rise_before <= 0 || aim - 2 <= second) {
+    return GallopAndBisect(second, aim - 2, fits_at, aim - 1);
+  }
+  const long double again_at =
+      static_cast<long double>(second) +
+      std::floor((static_cast<long double>(budget) -
+                  static_cast<long double>(at_second.device_bytes)) *
+                 static_cast<long double>(aim - 1 - second) / rise_before);
+  if (again_at <= static_cast<long double>(second)) {
+    return GallopAndBisect(second, aim - 2, fits_at, aim - 1);
+  }
+  const int64_t again = std::min<int64_t>(aim - 2, static_cast<int64_t>(again_at));
+  MG_ASSIGN_OR_RETURN(const bool again_fits, fits_at(again));
+  if (!again_fits) return GallopAndBisect(second, again - 1, fits_at, again);
+  if (again + 1 == aim - 1) return Boundary{again, aim - 1};
+  MG_ASSIGN_OR_RETURN(const bool after_fits, fits_at(again + 1));
+  if (!after_fits) return Boundary{again, again + 1};
+  return GallopAndBisect(again + 1, aim - 2, fits_at, aim - 1);
 }
 
 // `start`: where the gallop begins once min_value fits, the answer of a cure searched before

@@ -366,7 +366,8 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
       chosen = ChooseRecomputation(g, r);
     }
     MG_ASSIGN_OR_RETURN(RecomputeChoice choice, std::move(chosen));
-    if (from_ladder && stage == Stage::kSearch && choice.fits) {
+    // (A choice of no ops is the plain net, whose placement missed above: placed below.)
+    if (from_ladder && stage == Stage::kSearch && choice.fits && !choice.ops.empty()) {
       point.lower_bound_bytes = choice.lower_bound_bytes;
       point.arena_bytes = choice.lower_bound_bytes;
       point.device_bytes = choice.lower_bound_bytes + outside;
@@ -412,6 +413,8 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
   MG_ASSIGN_OR_RETURN(const bool same, confirmed(fit));
   if (!same) {
     seeded.clear();
+    ladder.reset();
+    bound_only.clear();
     MG_ASSIGN_OR_RETURN(fit, FindLargestFit(search, plan_at));
   }
   fewest_flops = true;
