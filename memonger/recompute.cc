@@ -663,7 +663,7 @@ absl::StatusOr<RecomputeChoice> ChooseFromLadder(const Graph& graph,
       }
     }
     const int n = choice.candidates;
-    for (int k = 1; k <= n; ++k) {
+    for (int k = 1; k <= n && Clock::now() < deadline; ++k) {
       Candidate c = chooser.Segments(k);
       if (better(c, best)) {
         best = std::move(c);

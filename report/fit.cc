@@ -151,7 +151,7 @@ absl::Status ProbeBeyond(const FitSearch& search, CurePlanner& planner, int64_t 
 // that value and the one after it. On a line that settles the answer in 4 plans.
 // An aim too far is aimed again once, on the line from the second value to the one before it.
 // Where it does not (attention's L^2, bytes that jump), the gallop and bisection go on from
-// what the aims left: at most 5 plans more than they would have taken alone. Fitting values are
+// what the aims left: at most 6 plans more than they would have taken alone. Fitting values are
 // assumed to form a prefix.
 absl::StatusOr<Boundary> FindBoundary(
     int64_t lo, int64_t hi, int64_t budget, CurePlanner& planner,

@@ -22,7 +22,8 @@
 // value that fit and the first that did not: O(log answer) plans, never a scan. A later cure's gallop starts at the
 // answer of the one before where that fits (min_value is then not planned), so it plans near
 // it, at values the planner callback has typed already (FindFit keeps those nets). The assumption is checked where it
-// matters: the answer is planned and fits, answer + 1 is planned and does not, and so are the
+// matters: the answer is planned and fits, answer + 1 is planned (by a planner callback that
+// may judge it by a lower bound: FindFit's recompute cure) and does not, and so are the
 // kFitProbes values after it (by the first cure, and by later ones only where those probes
 // found the bytes not monotone: they test the net's sizes, the same for every cure). One of those that fits means the bytes are not monotone (the
 // efficient attention kernel copies a bias whose rows are not a multiple of 8 elements, so

@@ -26,8 +26,7 @@ absl::StatusOr<graph::Graph> FitNets::Import(int64_t value) {
 
 void FitNets::Keep(int64_t value, graph::Graph net) {
   if (kept_values_ + net.num_values() > kMaxKeptValues) {
-    nets_.clear();
-    retyped_.clear();
+    nets_.clear();  // retyped_ stays: Confirm retypes an evicted value again
     kept_values_ = 0;
   }
   kept_values_ += net.num_values();
@@ -48,9 +47,9 @@ absl::StatusOr<const graph::Graph*> FitNets::At(int64_t value) {
       Keep(value, *std::move(finished));
       return &nets_.at(value);
     }
-    // The import decides what this value is (and says why it is refused, if it is).
+    // The import decides what this value is (and says why it is refused, if it is); the
+    // retyper stays for Confirm.
     state_ = State::kImport;
-    retyper_.reset();
   }
   MG_ASSIGN_OR_RETURN(graph::Graph typed, Import(value));
   if (state_ == State::kUnknown) {
@@ -72,6 +71,16 @@ absl::StatusOr<const graph::Graph*> FitNets::At(int64_t value) {
 
 absl::StatusOr<bool> FitNets::Confirm(int64_t value) {
   if (retyped_.count(value) == 0) return true;
+  if (nets_.count(value) == 0) {
+    // Evicted since: the same retyping again (it is deterministic), to compare.
+    graph::ShapeBindings bindings = source_.load.bindings;
+    bindings.dims[source_.flags->fit] = value;
+    absl::StatusOr<graph::Graph> again =
+        retyper_.has_value() ? retyper_->At(bindings) : absl::InternalError("no retyper");
+    if (again.ok()) again = FinishNet(source_, *std::move(again));
+    if (!again.ok()) again = graph::Graph();  // compared below: differs from any import
+    Keep(value, *std::move(again));
+  }
   absl::StatusOr<graph::Graph> typed = Import(value);
   absl::StatusOr<graph::Graph> imported =
       typed.ok() ? FinishNet(source_, *std::move(typed)) : typed.status();

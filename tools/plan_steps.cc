@@ -409,53 +409,79 @@ absl::StatusOr<FitResult> FindFit(const NetSource& given_source, const PlanOptio
     }
     return true;
   };
+  // The recompute rows' sizes the search only bounded, placed: the answer (the fewest FLOPs
+  // first; where the search only bounded it, the lowest peak next; a size lower where neither
+  // placement fits: a scan, of no step where the placement reaches the bound, as on every zoo
+  // model), and a not-monotone value, dropped where its placement misses.
+  auto place = [&](FitResult& fit) -> absl::Status {
+    fewest_flops = true;
+    for (size_t k = 0; k < fit.rows.size(); ++k) {
+      FitRow& row = fit.rows[k];
+      const FitCure& cure = search.cures[k];
+      if (!cure.recompute) continue;
+      const auto began = std::chrono::steady_clock::now();
+      for (std::optional<FitPoint>* extra : {&row.also_fits, &row.period_largest}) {
+        if (!extra->has_value() || bound_only.count((*extra)->value) == 0) continue;
+        stage = Stage::kPlaceLowest;
+        MG_ASSIGN_OR_RETURN(FitPoint p, plan_at((*extra)->value, cure));
+        ++row.plans;
+        p.value = (*extra)->value;
+        if (p.device_bytes <= budget) {
+          *extra = p;
+        } else {
+          extra->reset();
+        }
+      }
+      if (!row.also_fits.has_value()) {
+        row.period_largest.reset();
+        row.period = 0;
+      }
+      if (row.at_largest.has_value() && row.at_largest->recomputed_ops > 0) {
+        const bool placed = bound_only.count(*row.largest) == 0;
+        for (int64_t value = *row.largest;; --value) {
+          stage = Stage::kPlaceCheapest;
+          MG_ASSIGN_OR_RETURN(FitPoint cheapest, plan_at(value, cure));
+          ++row.plans;
+          if (cheapest.device_bytes <= budget) {
+            cheapest.value = value;
+            row.at_largest = cheapest;
+            break;
+          }
+          if (placed) break;  // the first that fit stands (the time limit may cut the search)
+          stage = Stage::kPlaceLowest;
+          MG_ASSIGN_OR_RETURN(FitPoint lowest, plan_at(value, cure));
+          ++row.plans;
+          lowest.value = value;
+          if (lowest.device_bytes <= budget) {
+            row.at_largest = lowest;
+            break;
+          }
+          row.above = lowest;
+          row.range_ended = false;
+          if (value == search.min_value) {
+            row.largest.reset();
+            row.at_largest.reset();
+            break;
+          }
+          row.largest = value - 1;
+        }
+      }
+      row.seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    }
+    stage = Stage::kSearch;
+    fewest_flops = false;
+    return absl::OkStatus();
+  };
   MG_ASSIGN_OR_RETURN(FitResult fit, FindLargestFit(search, plan_at));
+  MG_RETURN_IF_ERROR(place(fit));
   MG_ASSIGN_OR_RETURN(const bool same, confirmed(fit));
   if (!same) {
     seeded.clear();
     ladder.reset();
     bound_only.clear();
     MG_ASSIGN_OR_RETURN(fit, FindLargestFit(search, plan_at));
-  }
-  fewest_flops = true;
-  for (size_t k = 0; k < fit.rows.size(); ++k) {
-    FitRow& row = fit.rows[k];
-    if (!search.cures[k].recompute || !row.at_largest.has_value() ||
-        row.at_largest->recomputed_ops == 0) {
-      continue;
-    }
-    const auto began = std::chrono::steady_clock::now();
-    const bool placed = bound_only.count(*row.largest) == 0;
-    for (int64_t value = *row.largest;; --value) {
-      // The fewest FLOPs first; where the search only bounded this size, the lowest peak
-      // placed next; a size lower where neither placement fits.
-      stage = Stage::kPlaceCheapest;
-      MG_ASSIGN_OR_RETURN(FitPoint cheapest, plan_at(value, search.cures[k]));
-      ++row.plans;
-      if (cheapest.device_bytes <= budget) {
-        cheapest.value = value;
-        row.at_largest = cheapest;
-        break;
-      }
-      if (placed) break;  // the first that fit stands (the time limit may cut the search)
-      stage = Stage::kPlaceLowest;
-      MG_ASSIGN_OR_RETURN(FitPoint lowest, plan_at(value, search.cures[k]));
-      ++row.plans;
-      lowest.value = value;
-      if (lowest.device_bytes <= budget) {
-        row.at_largest = lowest;
-        break;
-      }
-      row.above = lowest;
-      row.range_ended = false;
-      if (value == search.min_value) {
-        row.largest.reset();
-        row.at_largest.reset();
-        break;
-      }
-      row.largest = value - 1;
-    }
-    row.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    MG_RETURN_IF_ERROR(place(fit));
   }
   fit.nets_imported = nets.imports();
   fit.nets_retyped = nets.retypes();

@@ -104,10 +104,13 @@ absl::StatusOr<Plan> PlanWithFlags(const Flags& flags, const PlanOptions& option
                                    graph::Graph& graph);
 
 // --fit: the largest value of flags.fit whose plan fits flags.budget, for the given order, for
-// the memory-aware order and, for a training net, with recomputation (report/fit.h). Every plan
-// the search makes is checked by VerifyPlan. Cancelled once options.stop is set (before the
-// next size is planned). `progress` (may be empty) is called after each size is planned.
-// The model is read once; each size is typed once (a later cure plans the same sizes), and
+// the memory-aware order and, for a training net, with recomputation (report/fit.h). Every
+// placement is checked by VerifyPlan; the recompute cure judges the sizes it searches by the
+// lower bound of its ladder's lowest-peak choice and places its answer (RecomputeLadder).
+// Cancelled once options.stop is set (before the next size is planned). `progress` (may be
+// empty) is called after each size is planned. The model is read once; each size is typed
+// once, imported or retyped (tools/fit_nets.h: the answer's sizes are imported to confirm; a
+// mismatch searches again on imports), a later cure planning the same sizes, and
 // the memory-aware order found at one size seeds the search at the next (PlanOptions::
 // order_seeds), without the exact search once it ran out of time on this net. `loaded`: the net
 // the caller imported from `source` already (nullptr: none), which ForManyBindings then need
