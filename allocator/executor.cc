@@ -355,6 +355,8 @@ absl::Status Executor::Run(const KernelTable& kernels, int threads) {
   KernelArgs args;
   args.device = device();
   args.threads = std::max(threads, 1);
+  KernelScratch scratch(args.threads);  // kept from op to op (kernels/kernel_scratch.h)
+  args.scratch = &scratch;
   for (size_t step = 0; step < schedule_.size(); ++step) {
     const graph::Op& op = graph_->op(schedule_[step]);
     SetOperands(args, op, *graph_, [this](ValueId v) { return ValueAddress(v); });
@@ -466,6 +468,8 @@ absl::StatusOr<graph::Graph> Executor::RunMeasuring(const KernelTable& kernels, 
   KernelArgs args;
   args.device = device();
   args.threads = std::max(threads, 1);
+  KernelScratch scratch(args.threads);  // kept from op to op (kernels/kernel_scratch.h)
+  args.scratch = &scratch;
   absl::flat_hash_set<std::string> bounded;
   auto note_bounded = [&] {
     bounded.clear();

@@ -24,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "graph/graph.h"
 #include "kernels/device.h"
+#include "kernels/kernel_scratch.h"
 
 namespace memonger::alloc {
 
@@ -46,6 +47,9 @@ struct KernelArgs {
   // (*measured_dims)[k] to them. Null: the output types are exact, and a kernel finding other
   // sizes is an error.
   std::vector<std::vector<int64_t>>* measured_dims = nullptr;
+  // Scratch the CPU kernels keep between ops (kernel_scratch.h), with room for `threads`
+  // workers; null: each call allocates its own.
+  KernelScratch* scratch = nullptr;
 };
 using Kernel = std::function<absl::Status(const KernelArgs&)>;
 

@@ -30,6 +30,11 @@
 // same bits for any thread count; the epilogue is then called from several threads at once,
 // for disjoint parts of C, and must be safe for that.
 //
+// Buffers: from `scratch` (kernels/kernel_scratch.h) where the caller has one, else allocated
+// per call (per thread). A product on one thread uses worker scratch.worker's buffers (a kernel's
+// worker passes its own index); one on several threads uses workers 0..threads-1, so its caller
+// must be a kernel's only running thread.
+//
 // Limits: memory for packing and accumulators, allocated per call (per thread) outside the
 // arena and sized by the product: K x min(N, kNc) floats for B (at most 1 KiB per unit of K:
 // 3 MiB for K = 3072), min(M, kMc) x min(K, kKc) for A and min(M, kMc) x min(N, kNc) for the
@@ -43,6 +48,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "graph/dtype.h"
+#include "kernels/kernel_scratch.h"
 
 namespace memonger::alloc {
 
@@ -60,9 +66,17 @@ struct GemmOperand {
 using GemmEpilogue =
     absl::FunctionRef<void(int64_t row, int64_t col, int64_t count, const float* acc)>;
 
-// The micro-kernels. kAuto: the widest this CPU runs. Each gives the same bits; the others
-// are named for the tests, which run every one the CPU has.
-enum class GemmKernel { kAuto, kPortable, kAvx2Fma, kAvx512 };
+// The micro-kernels (register blocks): portable 6 x 16, AVX2 + FMA 6 x 16, AVX-512 12 x 16 and
+// 8 x 32. kAuto: the widest vectors this CPU runs, and with AVX-512 whichever block pads the
+// product less. Each gives the same bits; the others are named for the tests, which run every
+// one the CPU has.
+enum class GemmKernel { kAuto, kPortable, kAvx2Fma, kAvx512, kAvx512Wide };
+
+// Where a product's buffers come from: worker `worker`'s of `pool`, or the call's own (null).
+struct GemmScratch {
+  KernelScratch* pool = nullptr;
+  int worker = 0;
+};
 bool GemmKernelSupported(GemmKernel kernel);
 
 // C[m x n] = op(A)[m x k] x op(B)[k x n]. InvalidArgument for negative sizes or an operand
@@ -70,7 +84,7 @@ bool GemmKernelSupported(GemmKernel kernel);
 // the CPU lacks. k == 0 hands over zeros.
 absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                      const GemmOperand& b, GemmEpilogue epilogue, int threads = 1,
-                     GemmKernel kernel = GemmKernel::kAuto);
+                     GemmKernel kernel = GemmKernel::kAuto, GemmScratch scratch = {});
 
 }  // namespace memonger::alloc
 

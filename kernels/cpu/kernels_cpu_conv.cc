@@ -322,8 +322,9 @@ absl::Status Conv(const KernelArgs& args) {
   const WindowGeometry& win = s.win;
   // Y_g = W_g x cols for the batch's output positions [q0, q0 + count) (position q is p = q % P
   // of image q / P), cols [Cg*K, count].
+  // `worker`: the Conv worker calling (its scratch buffers are the product's).
   auto product = [&](int64_t g, const GemmOperand& cols, int64_t q0, int64_t count,
-                     int threads) -> absl::Status {
+                     int threads, int worker) -> absl::Status {
     const GemmOperand wg{w.dtype, args.inputs[1] + g * s.group_maps * s.col_rows() * w_elem,
                          s.col_rows(), false};
     // Called from several threads at once (args.threads): its buffer is its own.
@@ -343,7 +344,7 @@ absl::Status Conv(const KernelArgs& args) {
             j0 += len;
           }
         },
-        threads);
+        threads, GemmKernel::kAuto, GemmScratch{args.scratch, worker});
   };
   const int64_t x_elem = graph::DataTypeSize(x.dtype);
   if (IsPointwise(win) && s.positions >= kDirectPositions) {
@@ -353,7 +354,7 @@ absl::Status Conv(const KernelArgs& args) {
         const GemmOperand xg{
             x.dtype, args.inputs[0] + (n * win.channels + g * s.group_channels) * s.positions * x_elem,
             s.positions, false};
-        MG_RETURN_IF_ERROR(product(g, xg, n * s.positions, s.positions, args.threads));
+        MG_RETURN_IF_ERROR(product(g, xg, n * s.positions, s.positions, args.threads, 0));
       }
     }
     return absl::OkStatus();
@@ -375,7 +376,8 @@ absl::Status Conv(const KernelArgs& args) {
   const float* x32 = reinterpret_cast<const float*>(args.inputs[0]);
   std::vector<absl::Status> errors(static_cast<size_t>(workers));
   RunOnWorkers(workers, [&](int worker) {
-    std::unique_ptr<float[]> chunk(new float[static_cast<size_t>(s.col_rows() * chunk_rows * width)]);
+    const ScratchFloats chunk(args.scratch, worker, ScratchUse::kConvColumns,
+                              static_cast<size_t>(s.col_rows() * chunk_rows * width));
     std::vector<float> converted;  // images [n_first, n_last] of the chunk as float32 (half storage)
     for (int64_t piece = worker; piece < pieces && errors[worker].ok(); piece += workers) {
       const int64_t g = piece / group_chunks;
@@ -399,9 +401,9 @@ absl::Status Conv(const KernelArgs& args) {
                        ? x32 + first_of(n) + c * win.in_size()
                        : converted.data() + (n - n_first) * plane_block + c * win.in_size();
           },
-          chunk.get());
-      errors[worker] = product(g, FloatOperand(chunk.get(), (r1 - r0) * width, false),
-                               r0 * width, (r1 - r0) * width, product_threads);
+          chunk.data());
+      errors[worker] = product(g, FloatOperand(chunk.data(), (r1 - r0) * width, false),
+                               r0 * width, (r1 - r0) * width, product_threads, worker);
     }
   });
   for (const absl::Status& error : errors) MG_RETURN_IF_ERROR(error);

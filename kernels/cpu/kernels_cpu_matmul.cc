@@ -115,7 +115,7 @@ absl::Status MatMul(const KernelArgs& args) {
         [&](int64_t row, int64_t col, int64_t count, const float* acc) {
           store(out, out_base + row * n + col, count, acc);
         },
-        args.threads));
+        args.threads, GemmKernel::kAuto, GemmScratch{args.scratch, 0}));
     for (size_t d = batch_rank; d-- > 0;) {
       if (++index[d] < batch[d]) break;
       index[d] = 0;
@@ -167,7 +167,8 @@ absl::Status Gemm(const KernelArgs& args) {
                      row[j] = v;
                    }
                    store(args.outputs[0], r * n + col, count, row.data());
-                 });
+                 },
+                 1, GemmKernel::kAuto, GemmScratch{args.scratch, 0});
 }
 
 // Caffe2 FC(X, W, b) / FCTransposed: Y[M, N] = X[M, K] x W^T (+ b), W [N, K] or [K, N].
@@ -196,7 +197,8 @@ Kernel FcKernel(bool transposed) {
                      row.resize(count);
                      for (int64_t j = 0; j < count; ++j) row[j] = acc[j] + bias[col + j];
                      store(args.outputs[0], r * n + col, count, row.data());
-                   });
+                   },
+                   1, GemmKernel::kAuto, GemmScratch{args.scratch, 0});
   };
 }
 

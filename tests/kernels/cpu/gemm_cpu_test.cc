@@ -3,6 +3,7 @@
 // blocks), transposes and storage types; each element handed to the epilogue exactly once; bad arguments are errors.
 #include "kernels/cpu/gemm_cpu.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <ostream>
@@ -62,7 +63,7 @@ TEST_P(GemmCpuTest, MatchesTheNaiveLoopBitForBit) {
   // Every micro-kernel this CPU runs gives them.
   int kernels_run = 0;
   for (GemmKernel kernel : {GemmKernel::kAuto, GemmKernel::kPortable, GemmKernel::kAvx2Fma,
-                            GemmKernel::kAvx512}) {
+                            GemmKernel::kAvx512, GemmKernel::kAvx512Wide}) {
     if (!GemmKernelSupported(kernel)) continue;
     ++kernels_run;
     SCOPED_TRACE(absl::StrCat("micro-kernel ", static_cast<int>(kernel)));
@@ -92,6 +93,9 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{"k_zero", 3, 5, 0, false, false, DataType::kFloat32},
                       GemmCase{"ragged_small", 5, 17, 3, false, false, DataType::kFloat32},
                       GemmCase{"past_every_block", 130, 261, 300, false, false, DataType::kFloat32},
+                      // Around the 8 x 32 block: a row and a column past whole blocks.
+                      GemmCase{"wide_block_edges", 17, 65, 257, false, false, DataType::kFloat32},
+                      GemmCase{"wide_blocks_exact", 64, 288, 40, false, false, DataType::kFloat32},
                       GemmCase{"transposed_a", 37, 40, 29, true, false, DataType::kFloat32},
                       GemmCase{"transposed_b", 37, 40, 29, false, true, DataType::kFloat32},
                       GemmCase{"both_transposed", 9, 33, 65, true, true, DataType::kFloat32},
@@ -132,6 +136,51 @@ TEST(GemmCpuThreadsTest, AnyThreadCountGivesTheSameBits) {
         ASSERT_EQ(std::memcmp(one.data(), result.data(), one.size() * sizeof(float)), 0)
             << threads << " threads";
       }
+    }
+  }
+}
+
+// Through a KernelScratch kept across products of several shapes (buffers left holding NaNs and
+// an earlier product's packs), on one thread as a kernel's worker 3 and on several threads: the
+// same bits as with buffers of the call's own.
+TEST(GemmCpuScratchTest, KeptBuffersGiveTheSameBits) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  KernelScratch scratch(4);
+  auto poison = [&] {
+    for (int w = 0; w < scratch.workers(); ++w) {
+      for (ScratchUse use : {ScratchUse::kGemmA, ScratchUse::kGemmB, ScratchUse::kGemmTile}) {
+        float* p = scratch.Floats(w, use, 1 << 16);
+        std::fill(p, p + (1 << 16), std::nanf(""));
+      }
+    }
+  };
+  for (const Shape& sh : {Shape{130, 1100, 40}, Shape{20, 30, 300}, Shape{700, 200, 40},
+                          Shape{61, 300, 250}}) {
+    SCOPED_TRACE(absl::StrCat(sh.m, "x", sh.n, "x", sh.k));
+    TestTensor a = MakeTensor(DataType::kFloat32, {sh.m, sh.k}, RandomValues(sh.m * sh.k, 5));
+    TestTensor b = MakeTensor(DataType::kFloat32, {sh.k, sh.n}, RandomValues(sh.k * sh.n, 6));
+    const GemmOperand ga{DataType::kFloat32, a.bytes(), sh.k, false};
+    const GemmOperand gb{DataType::kFloat32, b.bytes(), sh.n, false};
+    auto run = [&](int threads, GemmScratch with) {
+      std::vector<float> result(static_cast<size_t>(sh.m * sh.n), -1.0f);
+      EXPECT_TRUE(GemmCpu(sh.m, sh.n, sh.k, ga, gb,
+                          [&](int64_t row, int64_t col, int64_t count, const float* acc) {
+                            std::copy(acc, acc + count, result.begin() + row * sh.n + col);
+                          },
+                          threads, GemmKernel::kAuto, with)
+                      .ok());
+      return result;
+    };
+    const std::vector<float> own = run(1, {});
+    poison();
+    const std::vector<float> as_worker = run(1, GemmScratch{&scratch, 3});
+    poison();
+    const std::vector<float> threaded = run(4, GemmScratch{&scratch, 0});
+    const std::vector<float> again = run(2, GemmScratch{&scratch, 0});  // packs of the last
+    for (const std::vector<float>* other : {&as_worker, &threaded, &again}) {
+      ASSERT_EQ(std::memcmp(own.data(), other->data(), own.size() * sizeof(float)), 0);
     }
   }
 }
