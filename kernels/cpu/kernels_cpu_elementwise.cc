@@ -83,6 +83,20 @@ absl::StatusOr<Dims> OperandStrides(const KernelArgs& args, int in, const Dims& 
 
 // ---- unary -----------------------------------------------------------------------------------
 
+// out[i] = Store(fn(Load(in[i]))) for i < n, where `out` is `in` (in place) or does not overlap
+// it. Not inlined: inlined into a kernel's type dispatch GCC left Clip's loop scalar (not
+// if-converted; a ReLU6 over MobileNetV2's activations took a tenth of its forward). In place
+// gets a loop of one pointer: the vectoriser guards a two-pointer loop with an overlap check
+// that equal pointers fail.
+template <typename T, typename Fn>
+__attribute__((noinline)) void MapElements(const T* in, T* out, int64_t n, Fn fn) {
+  if (in == out) {
+    for (int64_t i = 0; i < n; ++i) out[i] = Store<T>(fn(Load(out[i])));
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = Store<T>(fn(Load(in[i])));
+  }
+}
+
 // FloatOnly: the function is defined on floating-point types only (Exp, Tanh, ...); else on
 // int32 and int64 too (Relu, Neg, Abs).
 template <bool FloatOnly, typename Fn>
@@ -99,8 +113,7 @@ Kernel UnaryKernel(Fn fn) {
       using T = typename decltype(tag)::type;
       const T* in = reinterpret_cast<const T*>(args.inputs[0]);
       T* out = reinterpret_cast<T*>(args.outputs[0]);
-      const int64_t n = NumElements(x.dims);
-      for (int64_t i = 0; i < n; ++i) out[i] = Store<T>(fn(Load(in[i])));
+      MapElements(in, out, NumElements(x.dims), fn);
       return absl::OkStatus();
     };
     if constexpr (FloatOnly) {
@@ -195,16 +208,12 @@ absl::Status Clip(const KernelArgs& args) {
     };
     const C lo = bound(min_in, min_attr, std::numeric_limits<C>::lowest());
     const C hi = bound(max_in, max_attr, std::numeric_limits<C>::max());
-    const T* in = reinterpret_cast<const T*>(args.inputs[0]);
-    T* out = reinterpret_cast<T*>(args.outputs[0]);
-    const int64_t n = NumElements(x.dims);
     // Two selects, not nested ones, so that the loop vectorises (max then min; NaN stays NaN).
-    for (int64_t i = 0; i < n; ++i) {
-      C v = Load(in[i]);
-      v = v < lo ? lo : v;
-      v = v > hi ? hi : v;
-      out[i] = Store<T>(v);
-    }
+    MapElements(reinterpret_cast<const T*>(args.inputs[0]), reinterpret_cast<T*>(args.outputs[0]),
+                NumElements(x.dims), [lo, hi](C v) {
+                  v = v < lo ? lo : v;
+                  return v > hi ? hi : v;
+                });
     return absl::OkStatus();
   });
 }

@@ -3,6 +3,7 @@
 // of partial overlaps, comparisons, Where, Sum/Mean, Cast, and Unimplemented for unsupported
 // element types.
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -274,6 +275,38 @@ TEST(ElementwiseKernelTest, ClipWithOmittedMinAndMixedPow) {
   TestTensor e = MakeTensor(DataType::kInt64, {1}, {2});
   ASSERT_TRUE(RunKernel("Pow", {}, {&x, &e}, {&y}).ok());
   EXPECT_EQ(ToDoubles(y), (std::vector<double>{0, 0.25, 4, 9}));
+}
+
+// In place (one pointer, its own vectorised loop) and out of place give the same bytes, NaN and
+// infinities included, over whole vectors and a tail.
+TEST(ElementwiseKernelTest, InPlaceUnaryAndClipGiveTheOutOfPlaceBytes) {
+  std::vector<double> values;
+  for (int i = 0; i < 1003; ++i) values.push_back((i % 17) * 0.75 - 6.0);
+  values[5] = std::nan("");
+  values[100] = INFINITY;
+  values[1001] = -INFINITY;
+  struct Case {
+    const char* op;
+    std::vector<Attribute> attrs;
+  };
+  for (const Case& c : {Case{"Relu", {}}, Case{"Sigmoid", {}},
+                        Case{"Clip", {{"min", 0.0}, {"max", 6.0}}}}) {
+    SCOPED_TRACE(c.op);
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+      TestTensor x = MakeTensor(dtype, {1003}, values);
+      TestTensor y = EmptyTensor(dtype, {1003});
+      ASSERT_TRUE(RunKernel(c.op, c.attrs, {&x}, {&y}).ok());
+      ASSERT_TRUE(RunKernel(c.op, c.attrs, {&x}, {&x}).ok());
+      ASSERT_EQ(x.num_bytes(), y.num_bytes());
+      EXPECT_EQ(std::memcmp(x.bytes(), y.bytes(), static_cast<size_t>(x.num_bytes())), 0);
+    }
+  }
+  // Clip keeps NaN.
+  TestTensor x = MakeTensor(DataType::kFloat32, {1003}, values);
+  ASSERT_TRUE(RunKernel("Clip", {{"min", 0.0}, {"max", 6.0}}, {&x}, {&x}).ok());
+  EXPECT_TRUE(std::isnan(ToDoubles(x)[5]));
+  EXPECT_EQ(ToDoubles(x)[100], 6.0);
+  EXPECT_EQ(ToDoubles(x)[1001], 0.0);
 }
 
 TEST(ElementwiseKernelTest, UnsupportedTypesAreUnimplementedNamingTheOp) {
