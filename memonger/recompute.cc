@@ -241,6 +241,16 @@ struct Candidate {
   int64_t flops = 0;
 };
 
+// Whether `a` is the better choice for `budget`: one that fits beats one that does not; of two
+// that fit, the fewer FLOPs (or, with `fewest_flops` false, the lower peak); of two that do not,
+// the lower peak, then the fewer FLOPs (a choice that lowers nothing is not worth its reruns).
+bool Better(const Candidate& a, const Candidate& b, int64_t budget, bool fewest_flops) {
+  const bool a_fits = a.peak <= budget, b_fits = b.peak <= budget;
+  if (a_fits != b_fits) return a_fits;
+  if (a_fits && fewest_flops) return a.flops < b.flops;
+  return a.peak != b.peak ? a.peak < b.peak : a.flops < b.flops;
+}
+
 class Chooser {
  public:
   static constexpr int kMoveDepth = 3;
@@ -533,13 +543,8 @@ absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
     const int64_t budget = options.budget_bytes;
     // The portfolio: greedy and Chen's segmenting at every length; the cheapest that fits,
     // else the lowest peak.
-    // (Neither fits: the lower peak, then the fewer FLOPs: a choice that lowers nothing is
-    // not worth its reruns.)
     auto better = [&](const Candidate& a, const Candidate& b) {
-      const bool a_fits = a.peak <= budget, b_fits = b.peak <= budget;
-      if (a_fits != b_fits) return a_fits;
-      if (a_fits) return a.flops < b.flops;
-      return a.peak != b.peak ? a.peak < b.peak : a.flops < b.flops;
+      return Better(a, b, budget, /*fewest_flops=*/true);
     };
     // Chen's segments of sqrt(n) first, whatever the time: auto never reaches less than
     // `sqrt` does. Then greedy with half of the time left (its rounds weigh every candidate:
@@ -647,10 +652,7 @@ absl::StatusOr<RecomputeChoice> ChooseFromLadder(const Graph& graph,
   choice.original_lower_bound_bytes = best.peak;
   choice.method = "none";
   auto better = [&](const Candidate& a, const Candidate& b) {
-    const bool a_fits = a.peak <= budget, b_fits = b.peak <= budget;
-    if (a_fits != b_fits) return a_fits;
-    if (a_fits && pick == LadderPick::kFewestFlops) return a.flops < b.flops;
-    return a.peak != b.peak ? a.peak < b.peak : a.flops < b.flops;
+    return Better(a, b, budget, pick == LadderPick::kFewestFlops);
   };
   if (best.peak > budget) {
     for (const std::vector<OpId>& rung : ladder.rungs) {
