@@ -259,10 +259,10 @@ bool HasAvx512() { return __builtin_cpu_supports("avx512f"); }
 bool HasAvx2Fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #endif
 
-// The padded block count a micro-kernel computes for an m x n product, weighted by its speed per
-// block relative to the 8 x 32 one (the 12 x 16 block is load-bound: about 13 cycles' loads for
-// its 6 cycles' adds where 8 x 32 issues 10 loads for 8 cycles' adds; measured 1.1x slower per
-// multiply-add).
+// The padded elements a micro-kernel computes for an m x n product (m rounded as one row tile),
+// times its cost per element relative to the 8 x 32 block. That weight is an estimate from the
+// loads, not a measurement: per k the 12 x 16 block issues 13 loads for 12 multiply-adds, so
+// the loads (two a cycle) set its pace, where 8 x 32 issues 10 for 16 and the adds do.
 double PaddedWork(const MicroKernel& micro, int64_t m, int64_t n, double per_element) {
   const int64_t full_tiles = n / kNc;
   const int64_t padded_n = full_tiles * kNc + RoundUp(n - full_tiles * kNc, micro.nr);
