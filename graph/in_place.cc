@@ -25,7 +25,7 @@ const Table& Builtin() {
     // Unary elementwise: kernels_cpu_elementwise.cc's UnaryKernel and its kin write element i
     // after reading it; the CUDA pointwise kernels give each thread one element.
     Set(*table,
-        {"Relu", "LeakyRelu", "Elu", "Selu", "ThresholdedRelu", "HardSigmoid", "HardSwish",
+        {"Relu", "LeakyRelu", "Elu", "Celu", "Selu", "ThresholdedRelu", "HardSigmoid", "HardSwish",
          "Sigmoid", "Tanh", "Gelu", "Softplus", "Softsign", "Exp", "Log", "Sqrt", "Erf",
          "Reciprocal", "Neg", "Abs", "Sign", "Floor", "Ceil", "Round", "Sin", "Cos", "Tan",
          "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Clip", "Cast",

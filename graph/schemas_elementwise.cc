@@ -147,7 +147,7 @@ void AddElementwiseSchemas(OpSchemaTable& table) {
   AddSchemas(table, {"Identity"}, kOne, kOne, SameAsInput, /*view_capable=*/true);
   AddSchemas(table,
              {"Gelu", "Sigmoid", "Tanh", "Sqrt", "Rsqrt", "Exp", "Log", "Erf", "Reciprocal",
-              "Elu", "Selu", "Softplus", "Softsign", "HardSigmoid", "Swish", "Sin", "Cos"},
+              "Elu", "Celu", "Selu", "Softplus", "Softsign", "HardSigmoid", "Swish", "Sin", "Cos"},
              kOne, kOne, SameAsFloatInput);
   AddSchemas(table, {"Add", "Sub", "Mul", "Div"}, {2, 2}, kOne, Arithmetic);
   AddSchemas(table, {"Pow"}, {2, 2}, kOne, Pow);

@@ -18,6 +18,9 @@
 // - alignment: a power of two up to 1 GiB (GPU pages are 2 MiB; nothing asks for more), and all
 //   values together at most 2^60 bytes, so that aligned sums of sizes never overflow int64.
 // - time limit: finite, positive, at most a week; converted to a monotonic deadline.
+// - unrolled nodes: an ONNX Loop with a constant trip count is planned as that many copies of
+//   its body (graph/onnx/control_flow.h); 2^18 nodes hold a 50-node body over 4096 steps, and
+//   libonnx still types such a model in seconds per folding round.
 #ifndef MEMONGER_UTIL_LIMITS_H_
 #define MEMONGER_UTIL_LIMITS_H_
 
@@ -37,6 +40,7 @@ inline constexpr int kMaxNestingDepth = 64;
 inline constexpr int64_t kMaxOps = int64_t{1} << 25;
 inline constexpr int64_t kMaxValues = int64_t{1} << 24;
 inline constexpr int64_t kMaxAlignment = int64_t{1} << 30;
+inline constexpr int64_t kMaxUnrolledNodes = int64_t{1} << 18;
 // All the values of one net together (1 EiB): with at most kMaxValues values each aligned to at
 // most kMaxAlignment, every sum a plan forms stays below 2^63.
 inline constexpr int64_t kMaxTotalBytes = int64_t{1} << 60;

@@ -1,4 +1,5 @@
-// Control flow in ONNX imports: If nodes whose branch the shapes decide.
+// Control flow in ONNX imports: If nodes whose branch the shapes decide, and Loops whose trip
+// count they decide.
 //
 // Exporters write `If` where Python code branches on a size: torchvision's batched_nms returns an
 // empty index list when there are no boxes (`if boxes.numel() == 0`), its RoI pooler squeezes a
@@ -7,15 +8,27 @@
 // replaced by the nodes of the branch it takes (InlineBranch), so that the branch's values are
 // planned with the rest of the net. An If whose condition depends on tensor values stays an If,
 // and the importer refuses it by name: nested plans for data-dependent branches are not built.
-// Loop and Scan (and any other node holding a graph) are refused before anything else.
 //
-// ONNX scoping, as the checker enforces it: a branch has no inputs, reads any name of an
-// enclosing scope, and may not define a name an enclosing scope defines. Under that rule, the
-// names a branch reads from outside (OuterReads) are the node's hidden inputs: the importer
-// orders nodes by them, keeps their producers alive and renames them with the values they alias.
+// Scripted code writes `Loop` for `for i in range(x.size(0))`: the trip count is a size, the
+// condition a constant true that the body passes on. Such a Loop becomes that many copies of its
+// body (UnrollLoop), iteration k reading the values iteration k - 1 carried out, its scan outputs
+// stacked along a new axis 0. Planned flat, iterations share memory as any ops do, and a carried
+// value may change its shape from one iteration to the next (a `torch.cat` that grows), which a
+// nested plan of one iteration could not hold. Refused by name: a Loop whose trip count depends on
+// tensor values (Mask R-CNN's loop over its detections), one whose body computes its condition
+// (`while`, `break`), one of no iterations with scan outputs (their element shape is unknown), and
+// one of more than util::kMaxUnrolledNodes nodes unrolled. Scan (and any other node holding a
+// graph) is refused before anything else.
+//
+// ONNX scoping, as the checker enforces it: a subgraph reads any name of an enclosing scope and
+// may not define a name an enclosing scope defines; an If's branches have no inputs, a Loop's
+// body has its iteration number, condition and carried values. Under that rule, the names a
+// subgraph reads from outside (OuterReads) are the node's hidden inputs: the importer orders
+// nodes by them, keeps their producers alive and renames them with the values they alias.
 #ifndef MEMONGER_GRAPH_ONNX_CONTROL_FLOW_H_
 #define MEMONGER_GRAPH_ONNX_CONTROL_FLOW_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -23,6 +36,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "onnx/onnx_pb.h"
 
 namespace memonger::graph::onnx_fold {
@@ -30,21 +44,23 @@ namespace memonger::graph::onnx_fold {
 // True for an attribute that holds a graph (If's branches, Loop's body).
 bool HoldsSubgraph(const onnx::AttributeProto& a);
 
-// Unimplemented naming the first node that holds a graph and is not an If (at any depth), or
-// an If whose branches are not both given as single graphs.
-absl::Status CheckOnlyIfs(const onnx::GraphProto& graph);
+// Unimplemented naming the first node that holds a graph and is neither an If nor a Loop (at
+// any depth); InvalidArgument for an If whose branches are not both given as single graphs, or
+// a Loop without its trip count and condition inputs (empty names allowed) or one body graph.
+absl::Status CheckControlFlowOps(const onnx::GraphProto& graph);
 
 // The names `node`'s subgraphs (at any depth) read without defining them, sorted: what the
 // node reads from the enclosing scopes besides its inputs. Empty for a node without subgraphs.
 std::vector<std::string> OuterReads(const onnx::NodeProto& node);
 
-// Checks the scoping rules above for every If of `graph` at any depth: each branch has no
-// inputs and as many outputs as the If, defines each name once and none that `defined` (the
-// enclosing scopes' names) holds, and reads only names defined before the read in its own or an
-// enclosing scope. InvalidArgument naming the If and the name. `defined` is the enclosing
-// scope's names, the whole of `graph` included.
-absl::Status CheckIfScopes(const onnx::GraphProto& graph,
-                           const absl::flat_hash_set<std::string>& defined);
+// Checks the scoping rules above for every If and Loop of `graph` at any depth: each branch
+// has no inputs and as many outputs as the If; a body has as many inputs as its Loop and one
+// output more; each subgraph defines each name once and none that `defined` (the enclosing
+// scopes' names) holds, and reads only names defined before the read in its own or an enclosing
+// scope. InvalidArgument naming the node and the name. `defined` is the enclosing scope's names,
+// the whole of `graph` included.
+absl::Status CheckSubgraphScopes(const onnx::GraphProto& graph,
+                                 const absl::flat_hash_set<std::string>& defined);
 
 // Renames, inside `node`'s subgraphs at any depth, every read of a name in `renames` (which, by
 // the scoping rules, is a read of the enclosing scope's value).
@@ -61,6 +77,30 @@ void RenameOuterReads(onnx::NodeProto& node,
 std::vector<onnx::NodeProto> InlineBranch(const onnx::NodeProto& if_node, bool condition,
                                           absl::flat_hash_set<std::string>& taken,
                                           onnx::GraphProto& graph, std::string& note);
+
+// Whether `loop`'s body passes its condition on unchanged: its condition output is its
+// condition input, a constant true, or an outer name `outer_true` holds, through any chain of
+// Identity nodes. A body that computes its condition may stop early (`while`, `break`).
+bool BodyKeepsCondition(const onnx::NodeProto& loop,
+                        const std::function<bool(const std::string&)>& outer_true);
+
+// The nodes that replace `loop` (its condition true and kept, BodyKeepsCondition), run
+// `trip_count` times: per iteration, a Constant for the iteration number (if read), a copy of
+// the body with every name it defines renamed "<name>/<loop>/<k>" (a fresh name if that one is
+// taken) and its carried inputs reading the previous iteration's carried outputs (the first,
+// the Loop's inputs); then an Identity per carried output, and per scan output an Unsqueeze of
+// each iteration's value along axis 0 (axes an input from opset 13: `opset`) and one Concat.
+// The body's initializers are appended to `graph` once, renamed; the body's value_info is
+// dropped (a carried value may change shape from one iteration to the next; inference types
+// the copies). `taken` receives every new name; `note` a line saying what was done.
+// Unimplemented for a trip count of 0 with scan outputs present. O(trip_count x body size).
+// REQUIRES: CheckSubgraphScopes passed; `taken` holds every name `graph` defines; trip_count
+// >= 0 and trip_count x body nodes <= util::kMaxUnrolledNodes.
+absl::StatusOr<std::vector<onnx::NodeProto>> UnrollLoop(const onnx::NodeProto& loop,
+                                                        int64_t trip_count, int opset,
+                                                        absl::flat_hash_set<std::string>& taken,
+                                                        onnx::GraphProto& graph,
+                                                        std::string& note);
 
 }  // namespace memonger::graph::onnx_fold
 

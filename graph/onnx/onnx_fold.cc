@@ -12,7 +12,11 @@
 #include "absl/strings/str_split.h"
 #include "graph/onnx/control_flow.h"
 #include "graph/onnx/fold_internal.h"
+#include "graph/onnx/sequences.h"
+#include "graph/onnx/shape_rules.h"
 #include "graph/onnx/size_bounds.h"
+#include "util/limits.h"
+#include "util/status_macros.h"
 
 namespace memonger::graph::onnx_fold {
 
@@ -92,8 +96,18 @@ std::vector<int> FindFrontier(const onnx::GraphProto& graph, const TypeTable& ty
       if (!out.empty() && types.StaticShape(out) == nullptr) outputs_static = false;
     }
     // An If is on the frontier until its condition folds, whatever its outputs' types: its
-    // branches are planned only once one is chosen.
-    if (inputs_static && (!outputs_static || node.op_type() == "If")) frontier.push_back(i);
+    // branches are planned only once one is chosen. A Loop, until its trip count and
+    // condition fold: its carried values are typed once it is unrolled.
+    if (node.op_type() == "Loop") {
+      inputs_static = true;
+      for (int k = 0; k < 2 && k < node.input_size(); ++k) {
+        if (!node.input(k).empty() && types.StaticShape(node.input(k)) == nullptr) {
+          inputs_static = false;
+        }
+      }
+    }
+    const bool control_flow = node.op_type() == "If" || node.op_type() == "Loop";
+    if (inputs_static && (!outputs_static || control_flow)) frontier.push_back(i);
   }
   return frontier;
 }
@@ -282,13 +296,13 @@ void Materialise(onnx::GraphProto& graph, const std::vector<bool>& materialise,
   }
 }
 
-// The value, as a condition, of each one-element constant (an initializer or a Constant node's
-// output) named in `names`. One pass over the graph.
-absl::flat_hash_map<std::string, bool> ConstantConditions(
+// Each one-element constant (an initializer or a Constant node's output) named in `names`.
+// One pass over the graph.
+absl::flat_hash_map<std::string, ConstTensor> ConstantScalars(
     const onnx::GraphProto& graph, const absl::flat_hash_set<std::string>& names) {
-  absl::flat_hash_map<std::string, bool> conditions;
-  auto take = [&](const std::string& name, const std::optional<ConstTensor>& t) {
-    if (t && t->size() == 1) conditions[name] = t->is_real() ? t->reals[0] != 0 : t->ints[0] != 0;
+  absl::flat_hash_map<std::string, ConstTensor> scalars;
+  auto take = [&](const std::string& name, std::optional<ConstTensor> t) {
+    if (t && t->size() == 1) scalars[name] = std::move(*t);
   };
   for (const onnx::TensorProto& init : graph.initializer()) {
     if (names.contains(init.name())) take(init.name(), TensorFromProto(init, 1));
@@ -300,7 +314,20 @@ absl::flat_hash_map<std::string, bool> ConstantConditions(
     }
     if (auto r = EvaluateNode(node, {}, 1); r && r->size() == 1) take(node.output(0), (*r)[0]);
   }
-  return conditions;
+  return scalars;
+}
+
+bool Truth(const ConstTensor& t) { return t.is_real() ? t.reals[0] != 0 : t.ints[0] != 0; }
+
+// Every name `graph` defines, for fresh names of inlined nodes.
+absl::flat_hash_set<std::string> TakenNames(const onnx::GraphProto& graph) {
+  absl::flat_hash_set<std::string> taken;
+  for (const onnx::TensorProto& t : graph.initializer()) taken.insert(t.name());
+  for (const onnx::ValueInfoProto& vi : graph.input()) taken.insert(vi.name());
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const std::string& out : node.output()) taken.insert(out);
+  }
+  return taken;
 }
 
 // Replaces every If whose condition is a constant by its branch (InlineBranch), in one pass
@@ -315,14 +342,9 @@ bool InlineDecidedIfs(onnx::GraphProto& graph, absl::flat_hash_map<std::string, 
     if (is_if(node)) names.insert(node.input(0));
   }
   if (names.empty()) return false;
-  const absl::flat_hash_map<std::string, bool> decided = ConstantConditions(graph, names);
+  const absl::flat_hash_map<std::string, ConstTensor> decided = ConstantScalars(graph, names);
   if (decided.empty()) return false;
-  absl::flat_hash_set<std::string> taken;
-  for (const onnx::TensorProto& t : graph.initializer()) taken.insert(t.name());
-  for (const onnx::ValueInfoProto& vi : graph.input()) taken.insert(vi.name());
-  for (const onnx::NodeProto& node : graph.node()) {
-    for (const std::string& out : node.output()) taken.insert(out);
-  }
+  absl::flat_hash_set<std::string> taken = TakenNames(graph);
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   bool inlined = false;
   for (onnx::NodeProto& node : *graph.mutable_node()) {
@@ -333,8 +355,8 @@ bool InlineDecidedIfs(onnx::GraphProto& graph, absl::flat_hash_map<std::string, 
     }
     std::string note;
     std::vector<onnx::NodeProto> replacement =
-        InlineBranch(node, condition->second, taken, graph, note);
-    report.inlined_ifs.push_back(std::move(note));
+        InlineBranch(node, Truth(condition->second), taken, graph, note);
+    report.decided_control_flow.push_back(std::move(note));
     // A branch chosen by a bound: everything it computes is sized by that choice.
     const auto cond = derived.find(node.input(0));
     const int level = cond == derived.end() ? -1 : cond->second;  // before `derived` grows
@@ -348,6 +370,86 @@ bool InlineDecidedIfs(onnx::GraphProto& graph, absl::flat_hash_map<std::string, 
   }
   graph.mutable_node()->Swap(&nodes);
   return inlined;
+}
+
+// Replaces every Loop whose trip count and condition are constants by copies of its body
+// (UnrollLoop), in one pass over the nodes; true when one was. Unimplemented for such a Loop
+// that may not be unrolled: a trip count or condition computed from a bound (the run would
+// measure another), a body that computes its condition, more than util::kMaxUnrolledNodes.
+absl::StatusOr<bool> UnrollDecidedLoops(onnx::GraphProto& graph, int opset,
+                                        const absl::flat_hash_map<std::string, int>& derived,
+                                        FoldReport& report) {
+  auto is_loop = [](const onnx::NodeProto& node) {
+    return node.op_type() == "Loop" && IsDefaultDomain(node.domain()) && node.input_size() >= 2;
+  };
+  absl::flat_hash_set<std::string> names;
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (!is_loop(node)) continue;
+    names.insert(node.input(0));
+    names.insert(node.input(1));
+    for (std::string& in : OuterReads(node)) names.insert(std::move(in));
+  }
+  if (names.empty()) return false;
+  const absl::flat_hash_map<std::string, ConstTensor> scalars = ConstantScalars(graph, names);
+  auto outer_true = [&](const std::string& name) {
+    auto it = scalars.find(name);
+    return it != scalars.end() && Truth(it->second);
+  };
+  std::optional<absl::flat_hash_set<std::string>> taken;  // made for the first Loop unrolled
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  bool unrolled = false;
+  for (onnx::NodeProto& node : *graph.mutable_node()) {
+    const std::string& count = is_loop(node) ? node.input(0) : std::string();
+    const auto trips = scalars.find(count);
+    const auto condition = is_loop(node) ? scalars.find(node.input(1)) : scalars.end();
+    if (count.empty() || trips == scalars.end() ||
+        (!node.input(1).empty() && condition == scalars.end())) {
+      nodes.Add()->Swap(&node);
+      continue;
+    }
+    const std::string label = absl::StrCat("Loop node '", node.name(), "'");
+    for (const std::string& input : {node.input(0), node.input(1)}) {
+      if (input.empty() || !derived.contains(input)) continue;
+      return absl::UnimplementedError(absl::StrCat(
+          label, ": its ", input == count ? "trip count '" : "condition '", input,
+          "' follows from a size that depends on tensor values (planned at an upper bound); a "
+          "Loop is unrolled only where the shapes alone decide how often it runs"));
+    }
+    if (trips->second.is_real()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, ": its trip count '", count, "' is not an integer"));
+    }
+    const int64_t m = trips->second.ints[0];
+    if (m < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, ": its trip count '", count, "' is ", m));
+    }
+    const bool runs = condition == scalars.end() || Truth(condition->second);
+    const int64_t iterations = runs ? m : 0;
+    const onnx::GraphProto& body = FindAttr(node, "body")->g();
+    if (iterations > 0 && !BodyKeepsCondition(node, outer_true)) {
+      return absl::UnimplementedError(absl::StrCat(
+          label, ": its body computes its condition '", body.output(0).name(),
+          "', so it may stop before its trip count (a `while` or a `break`); a Loop is planned "
+          "only where the shapes decide how often it runs"));
+    }
+    const int64_t per_iteration = std::max(body.node_size(), 1);
+    if (iterations > util::kMaxUnrolledNodes / per_iteration) {
+      return absl::UnimplementedError(absl::StrCat(
+          label, ": ", iterations, " iterations of its ", body.node_size(),
+          "-node body would be more than the ", util::kMaxUnrolledNodes,
+          " nodes a Loop is unrolled to"));
+    }
+    if (!taken) taken = TakenNames(graph);
+    std::string note;
+    MG_ASSIGN_OR_RETURN(std::vector<onnx::NodeProto> replacement,
+                        UnrollLoop(node, iterations, opset, *taken, graph, note));
+    report.decided_control_flow.push_back(std::move(note));
+    for (onnx::NodeProto& n : replacement) nodes.Add()->Swap(&n);
+    unrolled = true;
+  }
+  graph.mutable_node()->Swap(&nodes);
+  return unrolled;
 }
 
 // Gives the frontier's data-dependent outputs their upper bounds (size_bounds.h) as
@@ -457,15 +559,16 @@ void CloseDerived(const onnx::GraphProto& graph, absl::flat_hash_map<std::string
   }
 }
 
-// libonnx's inference without the Ifs' branches: an If is replaced by its branch once its
-// condition folds, and libonnx types a subgraph by copying every type of the enclosing graph
-// (a net of many Ifs cost Ifs x values). Its outputs stay untyped until then.
+// libonnx's inference without the Ifs' branches and Loops' bodies: an If is replaced by its
+// branch once its condition folds, a Loop by copies of its body once its trip count does, and
+// libonnx types a subgraph by copying every type of the enclosing graph (a net of many Ifs cost
+// Ifs x values). Their outputs stay untyped until then.
 absl::Status InferWithoutBranches(onnx::ModelProto& model) {
   onnx::GraphProto& graph = *model.mutable_graph();
   std::vector<std::pair<int, google::protobuf::RepeatedPtrField<onnx::AttributeProto>>> branches;
   for (int i = 0; i < graph.node_size(); ++i) {
     onnx::NodeProto& node = *graph.mutable_node(i);
-    if (node.op_type() != "If") continue;
+    if (node.op_type() != "If" && node.op_type() != "Loop") continue;
     branches.emplace_back(i, google::protobuf::RepeatedPtrField<onnx::AttributeProto>());
     branches.back().second.Swap(node.mutable_attribute());
   }
@@ -479,6 +582,10 @@ absl::StatusOr<FoldReport> FoldHere(onnx::ModelProto& model, const FoldOptions& 
   FoldReport report;
   onnx::GraphProto& graph = *model.mutable_graph();
   absl::flat_hash_map<std::string, int> derived;  // FoldReport::derived_values
+  int opset = 0;  // the default domain's
+  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
+    if (IsDefaultDomain(o.domain())) opset = static_cast<int>(o.version());
+  }
   auto finish = [&]() {
     CloseDerived(graph, derived);
     report.derived_values.assign(derived.begin(), derived.end());
@@ -492,9 +599,16 @@ absl::StatusOr<FoldReport> FoldHere(onnx::ModelProto& model, const FoldOptions& 
     // Folded values computed from derived ones are derived (their producers go with folding).
     CloseDerived(graph, derived);
     if (InlineDecidedIfs(graph, derived, report)) continue;
+    MG_ASSIGN_OR_RETURN(const bool unrolled, UnrollDecidedLoops(graph, opset, derived, report));
+    if (unrolled || LowerSequences(graph, opset)) continue;
     const TypeTable types(graph);
     const std::vector<int> frontier = FindFrontier(graph, types);
     if (frontier.empty()) return finish();
+    MG_ASSIGN_OR_RETURN(const bool ruled,
+                        ApplyShapeRules(graph, frontier, [&](const std::string& name) {
+                          return types.StaticShape(name);
+                        }));
+    if (ruled) continue;
 
     const absl::flat_hash_map<std::string, int> producer = Producers(graph);
     const Evaluation e = EvaluateNodes(graph, NodesWorthEvaluating(graph, frontier, producer),
@@ -543,7 +657,7 @@ absl::StatusOr<FoldReport> InferAndFold(onnx::ModelProto& model, const FoldOptio
       vi->set_name(name);
       vi->set_doc_string(why);
     }
-    changes.set_doc_string(absl::StrJoin(report->inlined_ifs, "\n"));
+    changes.set_doc_string(absl::StrJoin(report->decided_control_flow, "\n"));
     r.bytes = absl::StrCat(report->inference_runs, " ", report->removed_nodes, " ",
                            changes.SerializeAsString());
     return r;
@@ -588,7 +702,7 @@ absl::StatusOr<FoldReport> InferAndFold(onnx::ModelProto& model, const FoldOptio
     }
   }
   if (!changes.doc_string().empty()) {
-    report.inlined_ifs = absl::StrSplit(changes.doc_string(), '\n');
+    report.decided_control_flow = absl::StrSplit(changes.doc_string(), '\n');
   }
   return report;
 }

@@ -16,8 +16,11 @@
 //      nothing feeds it that way but the node itself folds, the node), removes those nodes and
 //      every folded node left without a reader;
 //   5. repeats from 1 until the frontier is empty or a round folds nothing new.
-// Two more steps make progress where folding cannot: an If whose condition is now a constant
-// is replaced by the branch it takes (before step 2; control_flow.h), and when a round folds
+// Three more steps make progress where folding cannot: an If whose condition is now a constant
+// is replaced by the branch it takes, and a Loop whose trip count is by that many copies of its
+// body (before step 2; control_flow.h), the frontier's ops that
+// libonnx types by rank only get their dims from our shape rules (after step 2;
+// shape_rules.h), and when a round folds
 // nothing, the frontier's data-dependent outputs (NonZero, NonMaxSuppression, ...) get their
 // upper bounds (size_bounds.h) and the rounds go on.
 //
@@ -74,8 +77,8 @@ struct FoldReport {
   int inference_runs = 0;
   // Outputs sized at an upper bound (size_bounds.h), with why, in the order they were bounded.
   std::vector<std::pair<std::string, std::string>> bounded_values;
-  // One line per If replaced by its branch (control_flow.h), in the order they were inlined.
-  std::vector<std::string> inlined_ifs;
+  // One line per If replaced by its branch and per Loop unrolled (control_flow.h), in order.
+  std::vector<std::string> decided_control_flow;
   // Every value whose size or data follows from a bound (the bounded ones, what nodes compute
   // from them, values folded from them, the branch an If on them took), sorted by name, with
   // its level: how many bounds deep it is (a bounded output is one more than what its node

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "graph/einsum.h"
 #include "graph/onnx/control_flow.h"
 #include "graph/onnx/input_types.h"
 #include "graph/onnx/onnx_fold.h"
@@ -77,7 +78,7 @@ std::string TypeCaseName(const onnx::TypeProto& type) {
 
 absl::Status CheckSupported(const onnx::ModelProto& model) {
   const onnx::GraphProto& graph = model.graph();
-  MG_RETURN_IF_ERROR(onnx_fold::CheckOnlyIfs(graph));
+  MG_RETURN_IF_ERROR(onnx_fold::CheckControlFlowOps(graph));
   if (graph.sparse_initializer_size() > 0) {
     return absl::UnimplementedError(absl::StrCat("sparse initializer '",
                                                  graph.sparse_initializer(0).values().name(),
@@ -102,60 +103,16 @@ absl::Status CheckSupported(const onnx::ModelProto& model) {
 // ---------------------------------------------------------------------------------------------
 // Preparing the working copy.
 
-// An Einsum equation as the ONNX spec writes it: one term per input, separated by commas, then
-// optionally "->" and the output's term; a term is letters with at most one "..."; the output
-// names each letter once, and only letters of the inputs. libonnx leaves a malformed equation's
-// output shape unknown, which would read as a data-dependent shape.
+// An Einsum equation's syntax (graph/einsum.h), checked before libonnx sees it: libonnx leaves a
+// malformed equation's output shape unknown, which would read as a data-dependent shape.
 absl::Status CheckEinsumEquation(const onnx::NodeProto& node, int index) {
   std::string equation;
   for (const onnx::AttributeProto& a : node.attribute()) {
     if (a.name() == "equation") equation = a.s();
   }
-  equation.erase(std::remove(equation.begin(), equation.end(), ' '), equation.end());
-  auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(NodeLabel(node, index), ": equation '",
-                                                   util::Quote(equation), "' ", why));
-  };
-  if (equation.empty()) return bad("is empty");
-  const size_t arrow = equation.find("->");
-  if (arrow != std::string::npos && equation.find("->", arrow + 2) != std::string::npos) {
-    return bad("has more than one '->'");
-  }
-  const std::string lhs = equation.substr(0, arrow);
-  const std::string rhs = arrow == std::string::npos ? "" : equation.substr(arrow + 2);
-  auto check_term = [&](const std::string& term) -> absl::Status {
-    const size_t dots = term.find("...");
-    if (dots != std::string::npos && term.find("...", dots + 3) != std::string::npos) {
-      return bad(absl::StrCat("has more than one '...' in the term '", term, "'"));
-    }
-    std::string letters = term;
-    if (dots != std::string::npos) letters.erase(dots, 3);
-    for (char c : letters) {
-      if (!absl::ascii_isalpha(static_cast<unsigned char>(c))) {
-        return bad(absl::StrCat("has the character '", std::string(1, c),
-                                "' in a term (terms hold letters and one '...')"));
-      }
-    }
-    return absl::OkStatus();
-  };
-  std::vector<std::string> terms = absl::StrSplit(lhs, ',');
-  if (static_cast<int>(terms.size()) != node.input_size()) {
-    return bad(absl::StrCat("has ", terms.size(), " input terms for ", node.input_size(),
-                            " inputs"));
-  }
-  std::set<char> seen;
-  for (const std::string& term : terms) {
-    MG_RETURN_IF_ERROR(check_term(term));
-    for (char c : term) seen.insert(c);
-  }
-  MG_RETURN_IF_ERROR(check_term(rhs));
-  std::set<char> out;
-  for (char c : rhs) {
-    if (c == '.') continue;
-    if (!seen.count(c)) return bad(absl::StrCat("outputs '", std::string(1, c), "', which no input has"));
-    if (!out.insert(c).second) return bad(absl::StrCat("outputs '", std::string(1, c), "' twice"));
-  }
-  return absl::OkStatus();
+  const absl::Status s = CheckEinsumSyntax(equation, node.input_size());
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(absl::StrCat(NodeLabel(node, index), ": ", s.message()));
 }
 
 // Constant inputs that make an op meaningless, which libonnx's shape functions let through with
@@ -235,7 +192,7 @@ absl::Status CheckStructure(const onnx::GraphProto& graph) {
   }
   absl::flat_hash_set<std::string> names;
   for (const auto& [name, what] : defined) names.insert(name);
-  MG_RETURN_IF_ERROR(onnx_fold::CheckIfScopes(graph, names));
+  MG_RETURN_IF_ERROR(onnx_fold::CheckSubgraphScopes(graph, names));
   for (const auto* list : {&graph.output(), &graph.value_info()}) {
     for (const onnx::ValueInfoProto& vi : *list) {
       if (vi.name().empty()) {
@@ -1235,16 +1192,30 @@ std::shared_ptr<const StaticData> TakeStaticData(WorkingModel& w, const Graph& g
   return data;
 }
 
-// Folding replaced every If whose condition the shapes decide (onnx_fold.h); one left has a
-// condition computed from tensor values, whose branches would need plans of their own.
-absl::Status CheckIfsDecided(const onnx::GraphProto& graph) {
+// Folding replaced every If whose condition the shapes decide and unrolled every Loop whose trip
+// count they decide (onnx_fold.h); one left depends on tensor values, and would need plans of
+// its own for what runs at run time.
+absl::Status CheckControlFlowDecided(const onnx::GraphProto& graph) {
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
-    if (node.op_type() != "If") continue;
+    if (node.op_type() == "If") {
+      return absl::UnimplementedError(absl::StrCat(
+          NodeLabel(node, i), ": its condition '", node.input(0),
+          "' depends on tensor values, not only on shapes; an If is planned only where the "
+          "shapes decide its branch (nested plans for a branch chosen at run time are not "
+          "built)"));
+    }
+    if (node.op_type() != "Loop") continue;
+    const bool counted = !node.input(0).empty();
     return absl::UnimplementedError(absl::StrCat(
-        NodeLabel(node, i), ": its condition '", node.input(0),
-        "' depends on tensor values, not only on shapes; an If is planned only where the "
-        "shapes decide its branch (nested plans for a branch chosen at run time are not built)"));
+        NodeLabel(node, i), ": ",
+        counted ? absl::StrCat("its trip count '", node.input(0), "'")
+                : std::string("it has no trip count, and its condition"),
+        counted && !node.input(1).empty() ? absl::StrCat(" or its condition '", node.input(1), "'")
+                                          : std::string(),
+        " depends on tensor values, not only on shapes; a Loop is planned only where the shapes "
+        "decide how often it runs (as copies of its body; nested plans for iterations counted "
+        "at run time are not built)"));
   }
   return absl::OkStatus();
 }
@@ -1287,12 +1258,12 @@ void OrderByWave(onnx::GraphProto& graph, const onnx_fold::FoldReport& report) {
 void AddControlFlowNotes(const onnx_fold::FoldReport& report, std::vector<std::string>& notes) {
   // A net of many Ifs gets the first few and a count, not a line each.
   constexpr size_t kIfLines = 8;
-  for (size_t i = 0; i < report.inlined_ifs.size() && i < kIfLines; ++i) {
-    notes.push_back(report.inlined_ifs[i]);
+  for (size_t i = 0; i < report.decided_control_flow.size() && i < kIfLines; ++i) {
+    notes.push_back(report.decided_control_flow[i]);
   }
-  if (report.inlined_ifs.size() > kIfLines) {
-    notes.push_back(absl::StrCat("and ", report.inlined_ifs.size() - kIfLines,
-                                 " more Ifs the shapes decide, each planned as its branch"));
+  if (report.decided_control_flow.size() > kIfLines) {
+    notes.push_back(absl::StrCat("and ", report.decided_control_flow.size() - kIfLines,
+                                 " more Ifs and Loops the shapes decide, each planned as what runs"));
   }
   if (report.bounded_values.empty()) return;
   std::map<std::string, std::pair<int, std::string>> by_op;  // op type -> count, first
@@ -1336,7 +1307,7 @@ absl::StatusOr<Graph> ImportModel(onnx::ModelProto model, const ShapeBindings& b
                         fold.measured = &options.measured_sizes;
                         return fold;
                       }()));
-  MG_RETURN_IF_ERROR(CheckIfsDecided(w.model.graph()));
+  MG_RETURN_IF_ERROR(CheckControlFlowDecided(w.model.graph()));
   OrderByWave(*w.model.mutable_graph(), report);
   MG_ASSIGN_OR_RETURN(auto types, ResolveTypes(w));
   folded.insert(report.folded_values.begin(), report.folded_values.end());

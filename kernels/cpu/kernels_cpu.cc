@@ -29,6 +29,7 @@ KernelTable MakeCpuKernelTable() {
   AddCpuSelectKernels(kernels);
   AddCpuRnnKernels(kernels);
   AddCpuRnnGradientKernels(kernels);
+  AddCpuEinsumKernels(kernels);
   // The CPU kernels dereference their pointers: on any other device's memory they refuse to run.
   // (Checked here, once per table, rather than in CheckArity, which the device kernels share.)
   for (auto& [type, kernel] : kernels) {

@@ -71,6 +71,7 @@ void AddCpuIndexKernels(KernelMap& kernels);          // kernels_cpu_index.cc
 void AddCpuSelectKernels(KernelMap& kernels);         // kernels_cpu_select.cc
 void AddCpuRnnKernels(KernelMap& kernels);            // kernels_cpu_rnn.cc
 void AddCpuRnnGradientKernels(KernelMap& kernels);    // kernels_cpu_rnn_backward.cc
+void AddCpuEinsumKernels(KernelMap& kernels);         // kernels_cpu_einsum.cc
 
 }  // namespace memonger::alloc
 

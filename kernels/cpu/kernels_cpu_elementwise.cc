@@ -711,6 +711,14 @@ void AddCpuElementwiseKernels(KernelMap& kernels) {
       return x >= 0 ? x : static_cast<C>(alpha) * (std::exp(x) - C(1));
     };
   });
+  // Celu(x) = max(0, x) + min(0, alpha (exp(x / alpha) - 1)); opset 12, alpha 1 by default.
+  kernels["Celu"] = AlphaKernel(1.0, [](double alpha) {
+    return [alpha](auto x) {
+      using C = decltype(x);
+      const C a = static_cast<C>(alpha);
+      return x >= 0 ? x : a * (std::exp(x / a) - C(1));
+    };
+  });
   kernels["Add"] = ArithKernel(Arith::kAdd);
   kernels["Sub"] = ArithKernel(Arith::kSub);
   kernels["Mul"] = ArithKernel(Arith::kMul);

@@ -334,7 +334,10 @@ absl::Status CheckAgainstConcrete(const graph::Graph& graph, const graph::Symbol
     }
     if (typed->num_values() != graph.num_values() || typed->num_ops() != graph.num_ops()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "the net at ", BindingText(b), " has other ops or values than at the reference binding"));
+          "the net at ", BindingText(b), " has other ops or values than at the reference binding (",
+          typed->num_ops(), " ops and ", typed->num_values(), " values against ", graph.num_ops(),
+          " and ", graph.num_values(), "; an ONNX If or Loop the sizes decide differs: plan each "
+          "size with --dim N=V)"));
     }
     for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
       const graph::Value& v = typed->value(id);

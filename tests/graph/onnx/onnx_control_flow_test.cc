@@ -1,7 +1,10 @@
-// ONNX control flow and data-dependent sizes (graph/onnx/control_flow.h, size_bounds.h): Ifs
-// the shapes decide become their branch, other control flow is refused by name, and the outputs
+// ONNX control flow and data-dependent sizes (graph/onnx/control_flow.h, sequences.h,
+// size_bounds.h): Ifs the shapes decide become their branch, Loops they count become copies of
+// their body (run against the Loop's meaning), lists stacked after a Loop become Concats, other
+// control flow is refused by name, and the outputs
 // of NonZero, NonMaxSuppression and friends are planned at upper bounds that the import checks
 // grow with the run; the executor refuses to run at a bound.
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -22,6 +25,7 @@ namespace {
 using ::onnx::TensorProto;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Builds a model the way exporters write one: opset 17, typed inputs, outputs by name.
 class Model {
@@ -198,12 +202,11 @@ TEST(OnnxControlFlowTest, AnIfOnTensorValuesIsRefusedByName) {
                                           HasSubstr("'cond' depends on tensor values")));
 }
 
-TEST(OnnxControlFlowTest, LoopsAreRefusedByName) {
+TEST(OnnxControlFlowTest, ScanIsRefusedByName) {
   Model m;
   m.Input("x", TensorProto::FLOAT, {2});
-  m.Ints("trips", {3}, /*scalar=*/true);
-  onnx::NodeProto* loop = m.Node("Loop", {"trips", "", "x"}, {"y"}, "looper");
-  auto* body = loop->add_attribute();
+  onnx::NodeProto* scan = m.Node("Scan", {"x"}, {"y"}, "scanner");
+  auto* body = scan->add_attribute();
   body->set_name("body");
   body->set_type(onnx::AttributeProto::GRAPH);
   *body->mutable_g() = Branch("Relu", "x", "b");
@@ -212,8 +215,242 @@ TEST(OnnxControlFlowTest, LoopsAreRefusedByName) {
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(g.status().message(),
-              AllOf(HasSubstr("Loop node 'looper'"), HasSubstr("control flow"),
+              AllOf(HasSubstr("Scan node 'scanner'"), HasSubstr("control flow"),
                     HasSubstr("'body'")));
+}
+
+// A Loop body as torch.onnx writes a scripted `for i in range(n)`: inputs (i, cond, y), the
+// condition passed on through an Identity, y + float(i) carried, -(y + float(i)) scanned.
+onnx::GraphProto CountingBody() {
+  onnx::GraphProto g;
+  g.set_name("body");
+  for (const char* in : {"i", "cond_in", "y_in"}) g.add_input()->set_name(in);
+  AttrInt(Model::Node(&g, "Cast", {"i"}, {"i_float"}), "to", TensorProto::FLOAT);
+  Model::Node(&g, "Add", {"y_in", "i_float"}, {"y_out"});
+  Model::Node(&g, "Neg", {"y_out"}, {"scanned"});
+  Model::Node(&g, "Identity", {"cond_in"}, {"cond_out"});
+  for (const char* out : {"cond_out", "y_out", "scanned"}) g.add_output()->set_name(out);
+  return g;
+}
+
+void AttrGraph(onnx::NodeProto* n, const std::string& name, onnx::GraphProto g) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = std::move(g);
+}
+
+// y, ys = Loop(count, cond, x) over CountingBody, then y + 0 and ys + 0 as the outputs.
+Model CountingLoop(const std::string& count, const std::string& cond = "") {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2});
+  onnx::NodeProto* loop = m.Node("Loop", {count, cond, "x"}, {"y", "ys"}, "counter");
+  AttrGraph(loop, "body", CountingBody());
+  return m;
+}
+
+// Runs `m` on the host with float inputs of the given dims, returning each output's values and
+// dims.
+std::vector<std::pair<std::vector<float>, std::vector<int64_t>>> RunFloats(
+    const Model& m,
+    const absl::flat_hash_map<std::string, std::pair<std::vector<float>, std::vector<int64_t>>>& inputs) {
+  std::vector<std::pair<std::vector<float>, std::vector<int64_t>>> outputs;
+  absl::StatusOr<Graph> g = m.ImportMeasured({});
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return outputs;
+  absl::StatusOr<Plan> plan = PlanMemory(*g, PlanOptions{});
+  EXPECT_TRUE(plan.ok() && VerifyPlan(*g, *plan).ok());
+  if (!plan.ok()) return outputs;
+  alloc::HostRunOptions options;
+  for (const auto& [name, input] : inputs) {
+    const auto& [values, dims] = input;
+    TensorData data{{DataType::kFloat32, dims},
+                    std::string(values.size() * sizeof(float), '\0')};
+    std::memcpy(data.bytes.data(), values.data(), data.bytes.size());
+    options.data[name] = data;
+  }
+  absl::StatusOr<alloc::HostRunReport> run = alloc::RunOnHost(*g, *plan, options);
+  EXPECT_TRUE(run.ok()) << run.status();
+  if (!run.ok()) return outputs;
+  for (const alloc::HostRunOutput& out : run->outputs) {
+    std::vector<float> values(out.bytes.size() / sizeof(float));
+    if (!values.empty()) std::memcpy(values.data(), out.bytes.data(), out.bytes.size());
+    outputs.emplace_back(std::move(values), out.type.dims);
+  }
+  return outputs;
+}
+
+TEST(OnnxControlFlowTest, ALoopTheShapesCountIsUnrolledAndRunsAsTheLoop) {
+  // The trip count is x's length + 1, as a scripted `range(x.size(0) + 1)` exports.
+  Model m = CountingLoop("count");
+  m.Ints("one", {1}, /*scalar=*/true);
+  m.Node("Size", {"x"}, {"size"});
+  m.Node("Add", {"size", "one"}, {"count"});
+  m.Output("y");
+  m.Output("ys");
+  std::vector<std::string> notes;
+  absl::StatusOr<Graph> g = m.Import(&notes);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], AllOf(HasSubstr("Loop node 'counter'"), HasSubstr("3 iterations"),
+                              HasSubstr("3 copies of its body (4 nodes)")));
+  EXPECT_EQ(Named(*g, "ys").type->dims, (std::vector<int64_t>{3, 2}));
+  int neg = 0;
+  for (const Op& op : g->ops()) neg += op.type == "Neg";
+  EXPECT_EQ(neg, 3);
+
+  // y = x + 0 + 1 + 2; ys = -(x + 0), -(x + 1), -(x + 3).
+  const auto out = RunFloats(m, {{"x", {{1.0f, -2.0f}, {2}}}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].first, (std::vector<float>{4.0f, 1.0f}));
+  EXPECT_EQ(out[1].first, (std::vector<float>{-1.0f, 2.0f, -2.0f, 1.0f, -4.0f, -1.0f}));
+  EXPECT_EQ(out[1].second, (std::vector<int64_t>{3, 2}));
+}
+
+TEST(OnnxControlFlowTest, ALoopWhoseConditionIsFalseRunsNoIteration) {
+  Model m = CountingLoop("count", "no");
+  m.Ints("count", {5}, /*scalar=*/true);
+  TensorProto* no = m.graph()->add_initializer();
+  no->set_name("no");
+  no->set_data_type(TensorProto::BOOL);
+  no->add_int32_data(0);
+  m.Output("y");
+  // Its scan output would be empty of an unknown element shape.
+  m.Output("ys");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("Loop node 'counter'"),
+                                          HasSubstr("no iteration"), HasSubstr("'ys'")));
+  // Without it, y is x.
+  m.graph()->mutable_node(0)->set_output(1, "");
+  m.graph()->mutable_output()->RemoveLast();
+  const auto out = RunFloats(m, {{"x", {{1.0f, -2.0f}, {2}}}});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, (std::vector<float>{1.0f, -2.0f}));
+}
+
+TEST(OnnxControlFlowTest, ALoopCountedByTensorValuesIsRefusedByName) {
+  Model m = CountingLoop("count");
+  m.Input("count", TensorProto::INT64, {});
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(g.status().message(),
+              AllOf(HasSubstr("Loop node 'counter'"), HasSubstr("trip count 'count'"),
+                    HasSubstr("depends on tensor values")));
+}
+
+// Mask R-CNN pastes each detection's mask in a Loop over the detections: counted by a bound.
+TEST(OnnxControlFlowTest, ALoopCountedFromABoundIsRefused) {
+  Model m = CountingLoop("count");
+  m.Float("zero", 0.0f);
+  m.Ints("first", {0}, /*scalar=*/true);
+  m.Node("Greater", {"x", "zero"}, {"positive"});
+  m.Node("NonZero", {"positive"}, {"where"}, "select");
+  m.Node("Shape", {"where"}, {"shape"});
+  AttrInt(m.Node("Gather", {"shape", "first"}, {"count"}), "axis", 0);
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(g.status().message(),
+              AllOf(HasSubstr("Loop node 'counter'"), HasSubstr("upper bound")));
+}
+
+TEST(OnnxControlFlowTest, ALoopWhoseBodyComputesItsConditionIsRefused) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2});
+  m.Ints("count", {4}, /*scalar=*/true);
+  onnx::GraphProto body = CountingBody();
+  // `while y.sum() < 10`: the condition is the body's own.
+  body.mutable_node(3)->set_op_type("ReduceSum");
+  body.mutable_node(3)->set_input(0, "y_out");
+  body.mutable_node(3)->set_output(0, "total");
+  onnx::TensorProto* ten = body.add_initializer();
+  ten->set_name("ten");
+  ten->set_data_type(TensorProto::FLOAT);
+  ten->add_float_data(10.0f);
+  Model::Node(&body, "Less", {"total", "ten"}, {"cond_out"});
+  onnx::NodeProto* loop = m.Node("Loop", {"count", "", "x"}, {"y", "ys"}, "counter");
+  AttrGraph(loop, "body", body);
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("Loop node 'counter'"),
+                                          HasSubstr("computes its condition 'cond_out'")));
+}
+
+TEST(OnnxControlFlowTest, ALoopOfTooManyNodesIsRefused) {
+  Model m = CountingLoop("count");
+  m.Ints("count", {int64_t{1} << 20}, /*scalar=*/true);
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("1048576 iterations"),
+                                          HasSubstr("262144 nodes")));
+}
+
+TEST(OnnxControlFlowTest, ABodyWithTheWrongInputsIsRefused) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2});
+  m.Ints("count", {2}, /*scalar=*/true);
+  onnx::GraphProto body = CountingBody();
+  body.add_input()->set_name("extra");
+  onnx::NodeProto* loop = m.Node("Loop", {"count", "", "x"}, {"y", "ys"}, "counter");
+  AttrGraph(loop, "body", body);
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("Loop node 'counter'"),
+                                          HasSubstr("4 inputs, the Loop 3")))
+      << g.status();
+}
+
+// `outs.append(torch.tanh(x[i] + h))` in a scripted loop, then `torch.stack(outs, 1)`: the list
+// is a sequence the Loop carries, lowered to a Concat once the Loop is unrolled.
+TEST(OnnxControlFlowTest, AListStackedAfterALoopBecomesAConcat) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {3, 2});
+  m.Ints("count", {3}, /*scalar=*/true);
+  AttrInt(m.Node("SequenceEmpty", {}, {"empty"}), "dtype", TensorProto::FLOAT);
+  onnx::GraphProto body;
+  body.set_name("body");
+  for (const char* in : {"i", "cond_in", "h_in", "list_in"}) body.add_input()->set_name(in);
+  AttrInt(Model::Node(&body, "Gather", {"x", "i"}, {"row"}), "axis", 0);
+  Model::Node(&body, "Add", {"row", "h_in"}, {"sum"});
+  Model::Node(&body, "Tanh", {"sum"}, {"h_out"});
+  Model::Node(&body, "SequenceInsert", {"list_in", "h_out"}, {"list_out"});
+  for (const char* out : {"cond_in", "h_out", "list_out"}) body.add_output()->set_name(out);
+  m.Float("h0", 0.5f);
+  m.Ints("two", {2});
+  m.Node("Expand", {"h0", "two"}, {"h"});
+  onnx::NodeProto* loop = m.Node("Loop", {"count", "", "h", "empty"}, {"h_last", "list"}, "rnn");
+  AttrGraph(loop, "body", body);
+  onnx::NodeProto* stack = m.Node("ConcatFromSequence", {"list"}, {"stacked"}, "stack");
+  AttrInt(stack, "axis", 1);
+  AttrInt(stack, "new_axis", 1);
+  m.Output("stacked");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(Named(*g, "stacked").type->dims, (std::vector<int64_t>{2, 3}));
+  for (const Op& op : g->ops()) EXPECT_THAT(op.type, Not(HasSubstr("Sequence")));
+
+  const std::vector<float> x = {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f};
+  const auto out = RunFloats(m, {{"x", {x, {3, 2}}}});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].first.size(), 6u);
+  float h[2] = {0.5f, 0.5f};
+  for (int t = 0; t < 3; ++t) {
+    for (int c = 0; c < 2; ++c) {
+      h[c] = std::tanh(x[t * 2 + c] + h[c]);
+      EXPECT_NEAR(out[0].first[c * 3 + t], h[c], 1e-6) << t << "," << c;
+    }
+  }
 }
 
 TEST(OnnxControlFlowTest, ABranchMayNotRedefineAnOuterName) {

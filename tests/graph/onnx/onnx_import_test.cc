@@ -1121,6 +1121,35 @@ TEST(OnnxImportTest, FilesThatAreNotOnnxAreInvalidArgument) {
   }
 }
 
+// libonnx 1.12 types an Einsum's output by its rank alone; our rule (graph/onnx/shape_rules.h)
+// gives the dims, as MaxViT's attention ("B G H I D, B G H J D -> B G H I J") needs, and what
+// follows the Einsum is typed from them. Operands the equation cannot pair are refused by name.
+TEST(OnnxImportTest, EinsumOutputsAreTypedFromTheEquation) {
+  OnnxModel m(/*opset=*/17);
+  m.Input("q", TensorProto::FLOAT, {2, 3, 4, 8});
+  m.Input("k", TensorProto::FLOAT, {2, 3, 6, 8});
+  AttrString(m.Node("Einsum", {"q", "k"}, {"s"}, "scores"), "equation", "B H I D, B H J D -> B H I J");
+  m.Node("Softmax", {"s"}, {"p"}, "softmax");
+  AttrString(m.Node("Einsum", {"p"}, {"t"}, "sum"), "equation", "bhij");
+  m.Output("t");
+  absl::StatusOr<Graph> g = Import(m);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(ValueNamed(*g, "s").type, Type(DataType::kFloat32, {2, 3, 4, 6}));
+  EXPECT_EQ(ValueNamed(*g, "p").type, Type(DataType::kFloat32, {2, 3, 4, 6}));
+  EXPECT_EQ(ValueNamed(*g, "t").type, Type(DataType::kFloat32, {2, 3, 4, 6}));
+
+  OnnxModel bad(/*opset=*/17);
+  bad.Input("q", TensorProto::FLOAT, {2, 4, 8});
+  bad.Input("k", TensorProto::FLOAT, {2, 6, 7});
+  AttrString(bad.Node("Einsum", {"q", "k"}, {"s"}, "scores"), "equation", "bid,bjd->bij");
+  bad.Output("s");
+  g = Import(bad);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << g.status();
+  EXPECT_THAT(g.status().message(), HasSubstr("Einsum node 'scores'"));
+  EXPECT_THAT(g.status().message(), HasSubstr("do not broadcast"));
+}
+
 // Models that crash libonnx 1.12's shape functions (it runs in a child process): a status.
 TEST(OnnxImportTest, ModelsThatCrashLibonnxAreInvalidArgument) {
   OnnxModel norm(/*opset=*/17);
