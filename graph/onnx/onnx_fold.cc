@@ -595,7 +595,14 @@ absl::StatusOr<FoldReport> FoldHere(onnx::ModelProto& model, const FoldOptions& 
   for (int round = 0;; ++round) {
     if (absl::Status s = InferWithoutBranches(model); !s.ok()) return s;
     ++report.inference_runs;
-    if (round >= options.max_rounds) return finish();
+    if (round >= options.max_rounds) {
+      const TypeTable types(graph);
+      if (FindFrontier(graph, types).empty()) return finish();
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "shape folding stopped after ", options.max_rounds,
+          " rounds with shapes still unknown (each round folds the shape arithmetic that the "
+          "previous one revealed; this model chains more of it than that)"));
+    }
     // Folded values computed from derived ones are derived (their producers go with folding).
     CloseDerived(graph, derived);
     if (InlineDecidedIfs(graph, derived, report)) continue;

@@ -61,7 +61,11 @@ std::optional<std::vector<int64_t>> StaticDims(const onnx::TypeProto& type);
 
 struct FoldOptions {
   int64_t max_elements = kMaxFoldElements;
-  int max_rounds = 64;
+  // Each round runs libonnx once and folds the shape arithmetic the previous round revealed, so
+  // a model needs about one per chain of dependent reshapes: maxvit_t with a dynamic batch 90,
+  // the other zoo models far fewer. A round that changes nothing ends the folding; this only
+  // bounds the work (ResourceExhausted when shapes are still unknown at the limit).
+  int max_rounds = 1024;
   // Data-dependent sizes at this percentage of their bounds (rounded down): 100 plans for the
   // worst case; lower values type the net at a smaller run, which is how the importer checks
   // that every size computed from a bound grows with it.

@@ -1,10 +1,13 @@
-// Ops whose output size depends on the data: NonZero and NonMaxSuppression. Each counts what
+// Ops whose output size depends on the data: NonZero, NonMaxSuppression, Compress and Unique.
+// Each counts what
 // it selects first, checks the count against the planned output (an upper bound when the run
 // measures sizes, KernelArgs::measured_dims; else the exact size), then writes the output in
 // the layout of the dims it computed.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -228,11 +231,191 @@ absl::Status NonMaxSuppression(const KernelArgs& args) {
   return absl::OkStatus();
 }
 
+// ---- Compress -------------------------------------------------------------------------------
+
+// The flattened input (no `axis`) or its slices along `axis` viewed as [outer, n, inner].
+struct Slices {
+  int64_t outer = 1, n = 0, inner = 1;
+  int64_t axis = -1;  // -1: flattened
+};
+
+absl::StatusOr<Slices> SlicesOf(const KernelArgs& args, const TensorType& x) {
+  MG_ASSIGN_OR_RETURN(const std::optional<int64_t> axis_attr, OptionalIntAttr(args, "axis"));
+  Slices s;
+  if (!axis_attr.has_value()) {
+    s.n = NumElements(x.dims);
+    return s;
+  }
+  MG_ASSIGN_OR_RETURN(s.axis, NormalizeAxis(args, *axis_attr, Rank(x), "axis"));
+  const size_t a = static_cast<size_t>(s.axis);
+  s.outer = Product(x.dims, 0, a);
+  s.n = x.dims[a];
+  s.inner = Product(x.dims, a + 1, x.dims.size());
+  return s;
+}
+
+// The dims of `x` with `count` slices (or `count` elements, flattened).
+Dims WithCount(const TensorType& x, const Slices& s, int64_t count) {
+  if (s.axis < 0) return {count};
+  Dims dims = x.dims;
+  dims[static_cast<size_t>(s.axis)] = count;
+  return dims;
+}
+
+// Compress(X, condition) -> the elements (no `axis`: of X flattened) or slices along `axis`
+// whose condition is true, in order; a condition shorter than the axis selects nothing past
+// its end (as numpy.compress), a longer one is an error.
+absl::Status Compress(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 2, 2, 1, 1));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& x = *args.input_types[0];
+  const TensorType& condition = *args.input_types[1];
+  if (condition.dtype != DataType::kBool || condition.dims.size() != 1) {
+    return KernelError(args, "the condition must be a 1-D bool tensor");
+  }
+  if (args.output_types[0]->dtype != x.dtype) {
+    return KernelError(args, "the output must have the input's element type");
+  }
+  MG_ASSIGN_OR_RETURN(const Slices s, SlicesOf(args, x));
+  const int64_t length = condition.dims[0];
+  if (length > s.n) {
+    return KernelError(args, absl::StrCat("the condition has ", length, " entries for ", s.n,
+                                          s.axis < 0 ? " elements" : " slices"));
+  }
+  const bool* keep = reinterpret_cast<const bool*>(args.inputs[1]);
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < length; ++i) {
+    if (keep[i]) kept.push_back(i);
+  }
+  const int64_t count = static_cast<int64_t>(kept.size());
+  MG_RETURN_IF_ERROR(Measured(args, 0, WithCount(x, s, count)));
+  const size_t element = static_cast<size_t>(graph::DataTypeSize(x.dtype));
+  const size_t run = static_cast<size_t>(s.inner) * element;
+  const std::byte* in = args.inputs[0];
+  std::byte* out = args.outputs[0];
+  for (int64_t o = 0; o < s.outer; ++o) {
+    for (int64_t j = 0; j < count; ++j) {
+      std::memcpy(out + static_cast<size_t>(o * count + j) * run,
+                  in + static_cast<size_t>(o * s.n + kept[j]) * run, run);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- Unique ---------------------------------------------------------------------------------
+
+// Unique(X) -> Y, indices, inverse_indices, counts (each after Y optional): the distinct
+// elements (no `axis`: of X flattened) or slices along `axis`, ascending (`sorted` = 1, the
+// default; slices compared element by element, lexicographically) or in order of first
+// occurrence (0); the index of each one's first occurrence, each element's or slice's index into
+// Y, and how often each occurs. As numpy.unique: NaNs are equal to each other and sort last.
+absl::Status Unique(const KernelArgs& args) {
+  MG_RETURN_IF_ERROR(CheckArity(args, 1, 1, 1, 4));
+  MG_RETURN_IF_ERROR(CheckNoOverlapAll(args));
+  const TensorType& x = *args.input_types[0];
+  MG_ASSIGN_OR_RETURN(const Slices s, SlicesOf(args, x));
+  MG_ASSIGN_OR_RETURN(const int64_t sorted, IntAttr(args, "sorted", 1));
+  const std::vector<int64_t> slots = OutputSlots(args);
+  for (size_t k = 0; k < slots.size(); ++k) {
+    if (slots[k] < 0 || slots[k] > 3) {
+      return KernelError(args, absl::StrCat("has no output ", slots[k], " (Y, indices, "
+                                            "inverse_indices, counts)"));
+    }
+    const DataType want = slots[k] == 0 ? x.dtype : DataType::kInt64;
+    if (args.output_types[k]->dtype != want) {
+      return KernelError(args, absl::StrCat("output ", slots[k], " must be ",
+                                            graph::DataTypeName(want)));
+    }
+  }
+  std::vector<int64_t> first;    // per distinct slice, its first occurrence, in Y's order
+  std::vector<int64_t> inverse;  // per slice of X
+  std::vector<int64_t> counts;
+  MG_RETURN_IF_ERROR(DispatchAny(args, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const T* in = reinterpret_cast<const T*>(args.inputs[0]);
+    // -1, 0, 1 as slice i orders before, with or after slice j; NaN after every number.
+    auto compare = [&](int64_t i, int64_t j) {
+      for (int64_t o = 0; o < s.outer; ++o) {
+        for (int64_t e = 0; e < s.inner; ++e) {
+          const auto a = Load(in[(o * s.n + i) * s.inner + e]);
+          const auto b = Load(in[(o * s.n + j) * s.inner + e]);
+          if constexpr (std::is_floating_point_v<decltype(a)>) {
+            const bool a_nan = std::isnan(a), b_nan = std::isnan(b);
+            if (a_nan || b_nan) {
+              if (a_nan != b_nan) return a_nan ? 1 : -1;
+              continue;
+            }
+          }
+          if (a < b) return -1;
+          if (b < a) return 1;
+        }
+      }
+      return 0;
+    };
+    // Slices in order (stable: equal ones keep their order, the first occurrence first).
+    std::vector<int64_t> order(static_cast<size_t>(s.n));
+    for (int64_t i = 0; i < s.n; ++i) order[static_cast<size_t>(i)] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t i, int64_t j) { return compare(i, j) < 0; });
+    std::vector<int64_t> group(static_cast<size_t>(s.n));  // distinct rank of each slice
+    std::vector<int64_t> group_first;
+    for (size_t r = 0; r < order.size(); ++r) {
+      if (r == 0 || compare(order[r - 1], order[r]) != 0) group_first.push_back(order[r]);
+      group[static_cast<size_t>(order[r])] = static_cast<int64_t>(group_first.size()) - 1;
+    }
+    // Y's order: by value, or by first occurrence.
+    std::vector<int64_t> position(group_first.size());
+    std::vector<int64_t> by_position(group_first.size());
+    for (size_t g = 0; g < group_first.size(); ++g) by_position[g] = static_cast<int64_t>(g);
+    if (sorted == 0) {
+      std::sort(by_position.begin(), by_position.end(),
+                [&](int64_t a, int64_t b) { return group_first[a] < group_first[b]; });
+    }
+    for (size_t p = 0; p < by_position.size(); ++p) {
+      position[static_cast<size_t>(by_position[p])] = static_cast<int64_t>(p);
+    }
+    first.resize(group_first.size());
+    counts.assign(group_first.size(), 0);
+    for (size_t p = 0; p < by_position.size(); ++p) first[p] = group_first[by_position[p]];
+    inverse.resize(static_cast<size_t>(s.n));
+    for (int64_t i = 0; i < s.n; ++i) {
+      const int64_t p = position[static_cast<size_t>(group[static_cast<size_t>(i)])];
+      inverse[static_cast<size_t>(i)] = p;
+      ++counts[static_cast<size_t>(p)];
+    }
+    return absl::OkStatus();
+  }));
+  const int64_t distinct = static_cast<int64_t>(first.size());
+  for (size_t k = 0; k < slots.size(); ++k) {
+    const Dims dims = slots[k] == 0 ? WithCount(x, s, distinct)
+                                    : Dims{slots[k] == 2 ? s.n : distinct};
+    MG_RETURN_IF_ERROR(Measured(args, static_cast<int>(k), dims));
+  }
+  for (size_t k = 0; k < slots.size(); ++k) {
+    if (slots[k] == 0) {
+      const size_t run = static_cast<size_t>(s.inner * graph::DataTypeSize(x.dtype));
+      for (int64_t o = 0; o < s.outer; ++o) {
+        for (int64_t u = 0; u < distinct; ++u) {
+          std::memcpy(args.outputs[k] + static_cast<size_t>(o * distinct + u) * run,
+                      args.inputs[0] + static_cast<size_t>(o * s.n + first[u]) * run, run);
+        }
+      }
+      continue;
+    }
+    const std::vector<int64_t>& values =
+        slots[k] == 1 ? first : slots[k] == 2 ? inverse : counts;
+    std::copy(values.begin(), values.end(), reinterpret_cast<int64_t*>(args.outputs[k]));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddCpuSelectKernels(KernelMap& kernels) {
   kernels["NonZero"] = NonZero;
   kernels["NonMaxSuppression"] = NonMaxSuppression;
+  kernels["Compress"] = Compress;
+  kernels["Unique"] = Unique;
 }
 
 }  // namespace memonger::alloc

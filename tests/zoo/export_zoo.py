@@ -275,7 +275,49 @@ def _other_models():
         def forward(self, image1, image2):
             return self.raft(image1, image2, num_flow_updates=4)[-1]
 
-    return LstmClassifier, GruTagger, UNet, Mlp, SsdHead, RaftSmall
+    class ScriptedRnn(nn.Module):
+        """An Elman RNN written as a Python loop over time, scripted: the exporter writes a
+        Loop over x.size(1) whose body appends each state to a list, stacked after it."""
+
+        def __init__(self, features=16, hidden=32):
+            super().__init__()
+            self.hidden = hidden
+            self.inp = nn.Linear(features, hidden)
+            self.rec = nn.Linear(hidden, hidden, bias=False)
+            self.out = nn.Linear(hidden, 3)
+
+        def forward(self, x):
+            h = torch.zeros(x.size(0), self.hidden)
+            states = []
+            for t in range(x.size(1)):
+                h = torch.tanh(self.inp(x[:, t]) + self.rec(h))
+                states.append(h)
+            return self.out(torch.stack(states, 1))
+
+    class GreedyDecoder(nn.Module):
+        """Greedy decoding of one token per memory position, scripted: each step embeds the
+        last token, updates the state and appends the argmax to the tokens so far (carried
+        values that grow by a column per iteration)."""
+
+        def __init__(self, vocab=50, d=24):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, d)
+            self.cell = nn.Linear(3 * d, d)
+            self.head = nn.Linear(d, vocab)
+
+        def forward(self, memory):
+            h = memory.mean(1)
+            tokens = torch.zeros(memory.size(0), 1, dtype=torch.long)
+            scores = torch.zeros(memory.size(0), 0)
+            for t in range(memory.size(1)):
+                e = self.embed(tokens[:, -1])
+                h = torch.tanh(self.cell(torch.cat([e, h, memory[:, t]], 1)))
+                logits = self.head(h)
+                tokens = torch.cat([tokens, logits.argmax(1, keepdim=True)], 1)
+                scores = torch.cat([scores, logits.max(1, keepdim=True)[0]], 1)
+            return tokens, scores
+
+    return LstmClassifier, GruTagger, UNet, Mlp, SsdHead, RaftSmall, ScriptedRnn, GreedyDecoder
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,7 +371,8 @@ def zoo_entries():
     import torchvision.models.video as video
     import torchvision.models.detection as det
     TextEncoder, GPT, AlibiEncoder, Seq2Seq, BertLike = _transformer_models()
-    LstmClassifier, GruTagger, UNet, Mlp, SsdHead, RaftSmall = _other_models()
+    (LstmClassifier, GruTagger, UNet, Mlp, SsdHead, RaftSmall, ScriptedRnn,
+     GreedyDecoder) = _other_models()
 
     batch_in_out = {"input": {0: "batch"}, "output": {0: "batch"}}
     batch_in = {"input": {0: "batch"}}  # outputs left to the exporter to name
@@ -365,6 +408,8 @@ def zoo_entries():
         # No dynamic axes at all: every dim is a number in the file, yet the exporter names
         # some intermediate dims itself.
         ("swin_t", cls(tvm.swin_t), lambda: (_image(1),), ["input"], ["output"], None),
+        # Einsum (its attention's relative positions).
+        ("maxvit_t", cls(tvm.maxvit_t), lambda: (_image(1),), ["input"], ["output"], batch_in),
         ("vit_small", lambda: tvm.VisionTransformer(image_size=96, patch_size=16, num_layers=4,
                                                     num_heads=4, hidden_dim=128, mlp_dim=256),
          lambda: (_image(2, 96),), ["input"], ["output"], batch_in),
@@ -419,6 +464,13 @@ def zoo_entries():
         ("unet", UNet, lambda: (_image(1, 64),), ["input"], ["mask"], {"input": {0: "batch"}}),
         ("mlp", Mlp, lambda: (torch.randn(4, 3, 16, 16),), ["x"], ["log_probs"],
          {"x": {0: "batch"}, "log_probs": {0: "batch"}}),
+        # Scripted loops (torch.jit.script): Loops over a size, one with a list, one whose
+        # carried values grow.
+        ("scripted_rnn", lambda: torch.jit.script(ScriptedRnn()),
+         lambda: (torch.randn(2, 12, 16),), ["x"], ["y"], {"x": {0: "batch"}}),
+        ("greedy_decoder", lambda: torch.jit.script(GreedyDecoder()),
+         lambda: (torch.randn(2, 7, 24),), ["memory"], ["tokens", "scores"],
+         {"memory": {0: "batch"}}),
         # float16 storage, where PyTorch can export it (tracing runs the model on the CPU).
         ("mlp_fp16", lambda: Mlp().half(), lambda: (torch.randn(4, 3, 16, 16).half(),), ["x"],
          ["log_probs"], {"x": {0: "batch"}}),

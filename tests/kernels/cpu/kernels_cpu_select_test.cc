@@ -1,9 +1,13 @@
 // NonZero and NonMaxSuppression beyond the ONNX node tests: the exact-size contract (a count
 // other than the planned one is an error unless the run measures), the measured layout within a
 // larger planned buffer, half-precision storage, NaN and -0.0, center boxes, thresholds and ties;
+// Compress and Unique (no ONNX node test runs them: their cases need sizes the data decides)
+// against the ONNX specification's examples and numpy.unique's answers, NaNs included;
 // RoiAlign in both coordinate modes against hand-computed samples, and in float16 storage.
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -62,6 +66,139 @@ TEST(NonZeroTest, AnotherCountThanPlannedIsAnErrorUnlessTheRunMeasures) {
   std::vector<int64_t> first(4);
   std::memcpy(first.data(), out.bytes(), sizeof(int64_t) * 4);
   EXPECT_EQ(first, (std::vector<int64_t>{0, 1, 1, 2}));
+}
+
+// Runs `type` with its outputs planned at `bounds`, measuring: the dims each output measured
+// and its values in that layout.
+struct MeasuredRun {
+  absl::Status status;
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<std::vector<double>> values;
+};
+MeasuredRun RunMeasuring(const std::string& type, std::vector<graph::Attribute> attrs,
+                         std::vector<TestTensor*> inputs, std::vector<TestTensor*> outputs) {
+  KernelTable table = MakeCpuKernelTable();
+  graph::Op op;
+  op.type = type;
+  op.attrs = std::move(attrs);
+  KernelArgs args;
+  args.op = &op;
+  for (TestTensor* t : inputs) {
+    args.inputs.push_back(t->bytes());
+    args.input_types.push_back(&t->type);
+  }
+  for (TestTensor* t : outputs) {
+    args.outputs.push_back(t->bytes());
+    args.output_types.push_back(&t->type);
+  }
+  MeasuredRun r;
+  args.measured_dims = &r.dims;
+  r.status = (*table.Find(type))(args);
+  for (size_t k = 0; k < r.dims.size() && r.status.ok(); ++k) {
+    TestTensor view = *outputs[k];
+    view.type.dims = r.dims[k];
+    r.values.push_back(ToDoubles(view));
+  }
+  return r;
+}
+
+TEST(CompressTest, SelectsElementsOrSlicesAsTheSpecificationsExamples) {
+  TestTensor x = MakeTensor(DataType::kFloat16, {3, 2}, {1, 2, 3, 4, 5, 6});
+  TestTensor rows = MakeTensor(DataType::kBool, {3}, {0, 1, 1});
+  TestTensor y0 = EmptyTensor(DataType::kFloat16, {2, 2});
+  ASSERT_TRUE(RunKernel("Compress", {{"axis", int64_t{0}}}, {&x, &rows}, {&y0}).ok());
+  EXPECT_EQ(ToDoubles(y0), (std::vector<double>{3, 4, 5, 6}));
+  // A condition shorter than the axis selects nothing past its end; a negative axis.
+  TestTensor columns = MakeTensor(DataType::kBool, {1}, {1});
+  TestTensor y1 = EmptyTensor(DataType::kFloat16, {3, 1});
+  ASSERT_TRUE(RunKernel("Compress", {{"axis", int64_t{-1}}}, {&x, &columns}, {&y1}).ok());
+  EXPECT_EQ(ToDoubles(y1), (std::vector<double>{1, 3, 5}));
+  TestTensor flat = MakeTensor(DataType::kBool, {5}, {0, 1, 0, 0, 1});
+  TestTensor y2 = EmptyTensor(DataType::kFloat16, {2});
+  ASSERT_TRUE(RunKernel("Compress", {}, {&x, &flat}, {&y2}).ok());
+  EXPECT_EQ(ToDoubles(y2), (std::vector<double>{2, 5}));
+
+  TestTensor too_long = MakeTensor(DataType::kBool, {4}, {1, 1, 1, 1});
+  const absl::Status s = RunKernel("Compress", {{"axis", int64_t{0}}}, {&x, &too_long}, {&y0});
+  EXPECT_THAT(s.message(), HasSubstr("4 entries for 3 slices"));
+
+  // Measured within the bound [3, 2]: the rows kept, as [1, 2].
+  TestTensor bound = EmptyTensor(DataType::kFloat16, {3, 2});
+  TestTensor last = MakeTensor(DataType::kBool, {3}, {0, 0, 1});
+  const MeasuredRun r = RunMeasuring("Compress", {{"axis", int64_t{0}}}, {&x, &last}, {&bound});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.dims[0], (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(r.values[0], (std::vector<double>{5, 6}));
+}
+
+// Y, indices, inverse_indices, counts of Unique on `x`, planned at the exact sizes.
+std::vector<std::vector<double>> UniqueOf(TestTensor x, std::vector<graph::Attribute> attrs,
+                                          std::vector<int64_t> y_dims) {
+  const int64_t distinct = y_dims.empty() ? 0 : y_dims[0];
+  const int64_t n = static_cast<int64_t>(ToDoubles(x).size());
+  TestTensor y = EmptyTensor(x.type.dtype, y_dims);
+  TestTensor indices = EmptyTensor(DataType::kInt64, {distinct});
+  TestTensor inverse = EmptyTensor(DataType::kInt64, {n});
+  TestTensor counts = EmptyTensor(DataType::kInt64, {distinct});
+  const absl::Status s = RunKernel("Unique", attrs, {&x}, {&y, &indices, &inverse, &counts});
+  EXPECT_TRUE(s.ok()) << s;
+  return {ToDoubles(y), ToDoubles(indices), ToDoubles(inverse), ToDoubles(counts)};
+}
+
+TEST(UniqueTest, FlattenedSortedOrInOrderOfFirstOccurrence) {
+  const TestTensor x = MakeTensor(DataType::kInt32, {2, 3}, {2, 1, 1, 3, 4, 3});
+  EXPECT_EQ(UniqueOf(x, {{"sorted", int64_t{0}}}, {4}),
+            (std::vector<std::vector<double>>{{2, 1, 3, 4}, {0, 1, 3, 4}, {0, 1, 1, 2, 3, 2},
+                                              {1, 2, 2, 1}}));
+  EXPECT_EQ(UniqueOf(x, {}, {4}),
+            (std::vector<std::vector<double>>{{1, 2, 3, 4}, {1, 0, 3, 4}, {1, 0, 0, 2, 3, 2},
+                                              {2, 1, 2, 1}}));
+  // As numpy.unique: NaNs are one value, after every number.
+  const double nan = std::nan("");
+  const std::vector<std::vector<double>> f =
+      UniqueOf(MakeTensor(DataType::kFloat16, {4}, {nan, 1, nan, -1}), {}, {3});
+  EXPECT_EQ(f[0][0], -1);
+  EXPECT_EQ(f[0][1], 1);
+  EXPECT_TRUE(std::isnan(f[0][2]));
+  EXPECT_EQ(f[1], (std::vector<double>{3, 1, 0}));
+  EXPECT_EQ(f[2], (std::vector<double>{2, 1, 2, 0}));
+  EXPECT_EQ(f[3], (std::vector<double>{1, 1, 2}));
+}
+
+TEST(UniqueTest, SlicesAlongAnAxisAreComparedLexicographically) {
+  TestTensor rows = MakeTensor(DataType::kFloat32, {3, 3}, {1, 0, 0, 1, 0, 0, 2, 3, 4});
+  TestTensor y = EmptyTensor(DataType::kFloat32, {2, 3});
+  TestTensor indices = EmptyTensor(DataType::kInt64, {2});
+  TestTensor inverse = EmptyTensor(DataType::kInt64, {3});
+  TestTensor counts = EmptyTensor(DataType::kInt64, {2});
+  ASSERT_TRUE(
+      RunKernel("Unique", {{"axis", int64_t{0}}}, {&rows}, {&y, &indices, &inverse, &counts})
+          .ok());
+  EXPECT_EQ(ToDoubles(y), (std::vector<double>{1, 0, 0, 2, 3, 4}));
+  EXPECT_EQ(ToDoubles(indices), (std::vector<double>{0, 2}));
+  EXPECT_EQ(ToDoubles(inverse), (std::vector<double>{0, 0, 1}));
+  EXPECT_EQ(ToDoubles(counts), (std::vector<double>{2, 1}));
+
+  // The specification's axis = 1 example: [2, 4, 2], slices [:, j, :].
+  TestTensor x = MakeTensor(DataType::kInt64, {2, 4, 2},
+                            {1, 1, 0, 1, 2, 1, 0, 1, 1, 1, 0, 1, 2, 1, 0, 1});
+  TestTensor bound = EmptyTensor(DataType::kInt64, {2, 4, 2});
+  TestTensor at = EmptyTensor(DataType::kInt64, {4});
+  TestTensor back = EmptyTensor(DataType::kInt64, {4});
+  TestTensor many = EmptyTensor(DataType::kInt64, {4});
+  const MeasuredRun r =
+      RunMeasuring("Unique", {{"axis", int64_t{1}}}, {&x}, {&bound, &at, &back, &many});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.dims, (std::vector<std::vector<int64_t>>{{2, 3, 2}, {3}, {4}, {3}}));
+  EXPECT_EQ(r.values[0], (std::vector<double>{0, 1, 1, 1, 2, 1, 0, 1, 1, 1, 2, 1}));
+  EXPECT_EQ(r.values[1], (std::vector<double>{1, 0, 2}));
+  EXPECT_EQ(r.values[2], (std::vector<double>{1, 0, 2, 0}));
+  EXPECT_EQ(r.values[3], (std::vector<double>{2, 1, 1}));
+
+  // Planned exactly, another count is an error.
+  TestTensor wrong = EmptyTensor(DataType::kFloat32, {3, 3});
+  EXPECT_THAT(RunKernel("Unique", {{"axis", int64_t{0}}}, {&rows}, {&wrong}).message(),
+              HasSubstr("[2, 3] on this data; the plan has [3, 3]"));
 }
 
 // Three boxes of one class (corners [y1, x1, y2, x2]): 0 and 1 overlap by IoU 0.6, 2 is apart.
