@@ -1,6 +1,9 @@
 #include "graph/onnx/control_flow.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -58,20 +61,23 @@ absl::Status CheckSubgraphNode(const onnx::NodeProto& node, const Scopes& outer)
 absl::Status CheckSubgraph(const onnx::NodeProto& node, const char* which,
                            const onnx::GraphProto& branch, const Scopes& outer) {
   const std::string where = absl::StrCat(Label(node), ": its ", which);
-  const bool body = node.op_type() == "Loop";
+  const bool body = node.op_type() == "Loop" || node.op_type() == "Scan";
+  const bool loop = node.op_type() == "Loop";
   const int inputs = body ? node.input_size() : 0;
-  const int outputs = body ? node.output_size() + 1 : node.output_size();
+  const int outputs = loop ? node.output_size() + 1 : node.output_size();
   if (branch.input_size() != inputs) {
     return absl::InvalidArgumentError(
-        body ? absl::StrCat(where, " has ", branch.input_size(), " inputs, the Loop ", inputs,
-                            " (a body takes the iteration number, the condition and the "
-                            "carried values)")
+        body ? absl::StrCat(where, " has ", branch.input_size(), " inputs, the ", node.op_type(),
+                            " ", inputs,
+                            loop ? " (a body takes the iteration number, the condition and the "
+                                   "carried values)"
+                                 : " (a body takes the states and one slice per scan input)")
              : absl::StrCat(where, " has inputs (an If's branches take none)"));
   }
   if (branch.output_size() != outputs) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, " has ", branch.output_size(), " outputs, the ", node.op_type(), " ",
-        node.output_size(), body ? " (a body writes its condition and then one per output)" : ""));
+        node.output_size(), loop ? " (a body writes its condition and then one per output)" : ""));
   }
   absl::flat_hash_set<std::string> own;
   Scopes scope = outer;
@@ -126,7 +132,7 @@ absl::Status CheckSubgraphNode(const onnx::NodeProto& node, const Scopes& outer)
       const onnx::GraphProto* branch = Branch(node, which);
       if (branch != nullptr) MG_RETURN_IF_ERROR(CheckSubgraph(node, which, *branch, outer));
     }
-  } else if (node.op_type() == "Loop") {
+  } else if (node.op_type() == "Loop" || node.op_type() == "Scan") {
     const onnx::GraphProto* body = Branch(node, "body");
     if (body != nullptr) MG_RETURN_IF_ERROR(CheckSubgraph(node, "body", *body, outer));
   }
@@ -152,24 +158,25 @@ bool HoldsSubgraph(const onnx::AttributeProto& a) {
          a.has_g() || a.graphs_size() > 0;
 }
 
-absl::Status CheckControlFlowOps(const onnx::GraphProto& graph) {
+absl::Status CheckControlFlowOps(const onnx::GraphProto& graph, int opset) {
   for (const onnx::NodeProto& node : graph.node()) {
     const bool is_if = node.op_type() == "If" && IsDefaultDomain(node.domain());
     const bool is_loop = node.op_type() == "Loop" && IsDefaultDomain(node.domain());
+    const bool is_scan = node.op_type() == "Scan" && IsDefaultDomain(node.domain());
     bool holds = false;
     for (const onnx::AttributeProto& a : node.attribute()) {
       if (!HoldsSubgraph(a)) continue;
       holds = true;
-      if (!is_if && !is_loop) {
+      if (!is_if && !is_loop && !is_scan) {
         return absl::UnimplementedError(absl::StrCat(
             Label(node), ": control flow subgraphs are not planned except an If's branches and "
-            "a Loop's body (its attribute '", a.name(), "' holds a graph)"));
+            "a Loop's or Scan's body (its attribute '", a.name(), "' holds a graph)"));
       }
       if (a.graphs_size() > 0 || !a.has_g()) {
         return absl::InvalidArgumentError(absl::StrCat(Label(node), ": attribute '", a.name(),
                                                        "' must hold exactly one graph"));
       }
-      MG_RETURN_IF_ERROR(CheckControlFlowOps(a.g()));
+      MG_RETURN_IF_ERROR(CheckControlFlowOps(a.g(), opset));
     }
     if (is_if && (!holds || Branch(node, "then_branch") == nullptr ||
                   Branch(node, "else_branch") == nullptr || node.input_size() != 1 ||
@@ -181,6 +188,14 @@ absl::Status CheckControlFlowOps(const onnx::GraphProto& graph) {
       return absl::InvalidArgumentError(absl::StrCat(
           Label(node), ": a Loop needs a body and its trip count and condition inputs (either "
           "may be an empty name)"));
+    }
+    if (is_scan && opset < 9) {
+      return absl::UnimplementedError(absl::StrCat(
+          Label(node), ": a Scan of opset ", opset,
+          " (a batch axis and sequence lengths) is not planned; opset 9 and later are"));
+    }
+    if (is_scan && Branch(node, "body") == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(Label(node), ": a Scan needs a body"));
     }
   }
   return absl::OkStatus();
@@ -298,26 +313,160 @@ onnx::NodeProto MakeNode(const std::string& op, std::string name, std::vector<st
   return n;
 }
 
-onnx::NodeProto MakeConstant(std::string name, const ConstTensor& value, std::string output) {
-  onnx::NodeProto n = MakeNode("Constant", std::move(name), {}, output);
-  onnx::AttributeProto* a = n.add_attribute();
-  a->set_name("value");
-  a->set_type(onnx::AttributeProto::TENSOR);
-  *a->mutable_t() = TensorToProto(value, output);
-  return n;
-}
-
-void SetIntsAttribute(onnx::NodeProto& n, const char* name, std::vector<int64_t> values,
-                      bool as_list) {
+void SetIntAttribute(onnx::NodeProto& n, const char* name, int64_t value) {
   onnx::AttributeProto* a = n.add_attribute();
   a->set_name(name);
-  if (as_list) {
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t v : values) a->add_ints(v);
-  } else {
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(values.at(0));
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+ConstTensor Int64s(std::vector<int64_t> values, std::vector<int64_t> dims) {
+  ConstTensor t;
+  t.dtype = onnx::TensorProto::INT64;
+  t.dims = std::move(dims);
+  t.ints = std::move(values);
+  return t;
+}
+
+// Writes the copies of a Loop's or Scan's body in place of `owner`: fresh names, the body's
+// initializers appended once, iterations stacked. Every name it makes goes into `taken`.
+class Unroller {
+ public:
+  Unroller(const onnx::NodeProto& owner, const onnx::GraphProto& body, int opset,
+           absl::flat_hash_set<std::string>& taken, onnx::GraphProto& graph)
+      : owner_(owner), body_(body), opset_(opset), taken_(taken), graph_(graph) {
+    // Body initializers are the same at every iteration.
+    for (const onnx::TensorProto& t : body.initializer()) {
+      onnx::TensorProto* copy = graph.add_initializer();
+      *copy = t;
+      copy->set_name(Fresh(absl::StrCat(t.name(), "/", owner.name())));
+      shared_[t.name()] = copy->name();
+    }
   }
+
+  std::string Fresh(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; taken_.contains(name); ++k) name = absl::StrCat(base, "_", k);
+    taken_.insert(name);
+    return name;
+  }
+
+  // Whether the body reads its input `index` (a node, a nested subgraph or an output does).
+  bool Reads(int index) const {
+    const std::string& name = body_.input(index).name();
+    for (const onnx::NodeProto& n : body_.node()) {
+      for (const std::string& in : n.input()) {
+        if (in == name) return true;
+      }
+      for (const std::string& in : OuterReads(n)) {
+        if (in == name) return true;
+      }
+    }
+    for (const onnx::ValueInfoProto& vi : body_.output()) {
+      if (vi.name() == name) return true;
+    }
+    return false;
+  }
+
+  // A Constant node holding `value`, named from `base`; returns its output.
+  std::string Constant(const ConstTensor& value, const std::string& base) {
+    const std::string name = Fresh(base);
+    onnx::NodeProto n = MakeNode("Constant", name, {}, name);
+    onnx::AttributeProto* a = n.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = TensorToProto(value, name);
+    nodes_.push_back(std::move(n));
+    return name;
+  }
+
+  void Add(onnx::NodeProto n) { nodes_.push_back(std::move(n)); }
+
+  // Iteration `k`: the body's nodes, its input i reading inputs[i] (the unread may be empty);
+  // returns the names its outputs have in this copy.
+  std::vector<std::string> CopyBody(int64_t k, const std::vector<std::string>& inputs) {
+    absl::flat_hash_map<std::string, std::string> renames = shared_;
+    for (int i = 0; i < body_.input_size(); ++i) {
+      if (!inputs[i].empty()) renames[body_.input(i).name()] = inputs[i];
+    }
+    for (const onnx::NodeProto& n : body_.node()) {
+      for (const std::string& out : n.output()) {
+        if (!out.empty()) renames[out] = Fresh(absl::StrCat(out, "/", owner_.name(), "/", k));
+      }
+    }
+    auto renamed = [&](const std::string& name) {
+      auto it = renames.find(name);
+      return it == renames.end() ? name : it->second;
+    };
+    for (const onnx::NodeProto& original : body_.node()) {
+      onnx::NodeProto n = original;
+      n.set_name(Fresh(absl::StrCat(owner_.name(), "/", k, "/", original.name())));
+      for (std::string& in : *n.mutable_input()) {
+        if (!in.empty()) in = renamed(in);
+      }
+      for (std::string& out : *n.mutable_output()) {
+        if (!out.empty()) out = renamed(out);
+      }
+      RenameOuterReads(n, renames);
+      nodes_.push_back(std::move(n));
+    }
+    std::vector<std::string> outputs;
+    for (const onnx::ValueInfoProto& vi : body_.output()) outputs.push_back(renamed(vi.name()));
+    return outputs;
+  }
+
+  // `output` = the values stacked along a new axis `axis` (Unsqueeze each, one Concat).
+  // REQUIRES: values not empty.
+  void Stack(const std::vector<std::string>& values, int64_t axis, const std::string& output) {
+    std::string axes;  // Unsqueeze's axes input, from opset 13
+    if (opset_ >= 13) {
+      axes = Fresh(absl::StrCat(output, "/axes"));
+      *graph_.add_initializer() = TensorToProto(Int64s({axis}, {1}), axes);
+    }
+    onnx::NodeProto concat = MakeNode("Concat", Fresh(absl::StrCat(output, "/stack")), {}, output);
+    SetIntAttribute(concat, "axis", axis);
+    for (size_t k = 0; k < values.size(); ++k) {
+      const std::string stacked = Fresh(absl::StrCat(output, "/", k));
+      onnx::NodeProto unsqueeze = MakeNode("Unsqueeze", stacked, {values[k]}, stacked);
+      if (!axes.empty()) {
+        unsqueeze.add_input(axes);
+      } else {
+        onnx::AttributeProto* a = unsqueeze.add_attribute();
+        a->set_name("axes");
+        a->set_type(onnx::AttributeProto::INTS);
+        a->add_ints(axis);
+      }
+      nodes_.push_back(std::move(unsqueeze));
+      concat.add_input(stacked);
+    }
+    nodes_.push_back(std::move(concat));
+  }
+
+  std::vector<onnx::NodeProto> Take() { return std::move(nodes_); }
+
+ private:
+  const onnx::NodeProto& owner_;
+  const onnx::GraphProto& body_;
+  const int opset_;
+  absl::flat_hash_set<std::string>& taken_;
+  onnx::GraphProto& graph_;
+  absl::flat_hash_map<std::string, std::string> shared_;
+  std::vector<onnx::NodeProto> nodes_;
+};
+
+std::string Copies(int64_t trips, int body_nodes) {
+  return absl::StrCat(trips, trips == 1 ? " copy" : " copies", " of its body (", body_nodes,
+                      body_nodes == 1 ? " node" : " nodes", ") are planned in its place");
+}
+
+std::vector<int64_t> IntsOf(const onnx::NodeProto& node, const char* name, size_t count) {
+  std::vector<int64_t> values(count, 0);
+  if (const onnx::AttributeProto* a = FindAttr(node, name)) {
+    for (size_t i = 0; i < count && i < static_cast<size_t>(a->ints_size()); ++i) {
+      values[i] = a->ints(static_cast<int>(i));
+    }
+  }
+  return values;
 }
 
 }  // namespace
@@ -363,135 +512,143 @@ absl::StatusOr<std::vector<onnx::NodeProto>> UnrollLoop(const onnx::NodeProto& l
   const onnx::GraphProto& body = *Branch(loop, "body");
   const int carried = loop.input_size() - 2;
   const int scans = loop.output_size() - carried;
-  auto fresh = [&](const std::string& base) {
-    std::string name = base;
-    for (int k = 1; taken.contains(name); ++k) name = absl::StrCat(base, "_", k);
-    taken.insert(name);
-    return name;
-  };
-  std::vector<onnx::NodeProto> replacement;
-  // What the Loop's carried inputs are called at the current iteration.
-  std::vector<std::string> current(loop.input().begin() + 2, loop.input().end());
-  if (trip_count == 0) {
-    for (int s = 0; s < scans; ++s) {
-      if (loop.output(carried + s).empty()) continue;
-      return absl::UnimplementedError(absl::StrCat(
-          Label(loop), ": it runs no iteration at these sizes, and its scan output '",
-          loop.output(carried + s),
-          "' would be empty with an element shape only an iteration gives"));
-    }
+  for (int s = 0; s < scans && trip_count == 0; ++s) {
+    if (loop.output(carried + s).empty()) continue;
+    return absl::UnimplementedError(absl::StrCat(
+        Label(loop), ": it runs no iteration at these sizes, and its scan output '",
+        loop.output(carried + s), "' would be empty with an element shape only an iteration gives"));
   }
-  // Body initializers are the same at every iteration: appended once.
-  absl::flat_hash_map<std::string, std::string> shared;
-  for (const onnx::TensorProto& t : body.initializer()) {
-    onnx::TensorProto* copy = graph.add_initializer();
-    *copy = t;
-    copy->set_name(fresh(absl::StrCat(t.name(), "/", loop.name())));
-    shared[t.name()] = copy->name();
+  Unroller u(loop, body, opset, taken, graph);
+  // The body's inputs at the current iteration: number, condition, carried values.
+  std::vector<std::string> inputs(body.input_size());
+  for (int j = 0; j < carried; ++j) inputs[2 + j] = loop.input(2 + j);
+  // The condition is true throughout (BodyKeepsCondition): one constant.
+  if (trip_count > 0 && u.Reads(1)) {
+    ConstTensor yes;
+    yes.dtype = onnx::TensorProto::BOOL;
+    yes.ints = {1};
+    inputs[1] = u.Constant(yes, absl::StrCat(body.input(1).name(), "/", loop.name()));
   }
-  const std::string& iteration_input = body.input(0).name();
-  const std::string& condition_input = body.input(1).name();
-  std::string truth;  // the body's condition input, a constant true, made when first read
+  const bool numbered = u.Reads(0);
   std::vector<std::vector<std::string>> scanned(scans);
   for (int64_t k = 0; k < trip_count; ++k) {
-    absl::flat_hash_map<std::string, std::string> renames = shared;
-    for (int j = 0; j < carried; ++j) renames[body.input(2 + j).name()] = current[j];
-    bool reads_iteration = false;
-    bool reads_condition = false;
-    for (const onnx::NodeProto& n : body.node()) {
-      std::vector<std::string> reads(n.input().begin(), n.input().end());
-      for (std::string& in : OuterReads(n)) reads.push_back(std::move(in));
-      for (const std::string& in : reads) {
-        reads_iteration = reads_iteration || in == iteration_input;
-        reads_condition = reads_condition || in == condition_input;
-      }
-      for (const std::string& out : n.output()) {
-        if (!out.empty()) renames[out] = fresh(absl::StrCat(out, "/", loop.name(), "/", k));
-      }
+    if (numbered) {
+      inputs[0] = u.Constant(Int64s({k}, {}),
+                             absl::StrCat(body.input(0).name(), "/", loop.name(), "/", k));
     }
-    for (const onnx::ValueInfoProto& vi : body.output()) {
-      reads_iteration = reads_iteration || vi.name() == iteration_input;
-      reads_condition = reads_condition || vi.name() == condition_input;
-    }
-    if (reads_iteration) {
-      const std::string name = fresh(absl::StrCat(iteration_input, "/", loop.name(), "/", k));
-      ConstTensor number;
-      number.dtype = onnx::TensorProto::INT64;
-      number.ints = {k};
-      replacement.push_back(MakeConstant(name, number, name));
-      renames[iteration_input] = name;
-    }
-    if (reads_condition) {
-      if (truth.empty()) {
-        truth = fresh(absl::StrCat(condition_input, "/", loop.name()));
-        ConstTensor yes;
-        yes.dtype = onnx::TensorProto::BOOL;
-        yes.ints = {1};
-        replacement.push_back(MakeConstant(truth, yes, truth));
-      }
-      renames[condition_input] = truth;
-    }
-    auto renamed = [&](const std::string& name) {
-      auto it = renames.find(name);
-      return it == renames.end() ? name : it->second;
-    };
-    for (const onnx::NodeProto& original : body.node()) {
-      onnx::NodeProto n = original;
-      n.set_name(fresh(absl::StrCat(loop.name(), "/", k, "/", original.name())));
-      for (std::string& in : *n.mutable_input()) {
-        if (!in.empty()) in = renamed(in);
-      }
-      for (std::string& out : *n.mutable_output()) {
-        if (!out.empty()) out = renamed(out);
-      }
-      RenameOuterReads(n, renames);
-      replacement.push_back(std::move(n));
-    }
-    for (int j = 0; j < carried; ++j) current[j] = renamed(body.output(1 + j).name());
-    for (int s = 0; s < scans; ++s) {
-      scanned[s].push_back(renamed(body.output(1 + carried + s).name()));
-    }
+    const std::vector<std::string> outputs = u.CopyBody(k, inputs);
+    for (int j = 0; j < carried; ++j) inputs[2 + j] = outputs[1 + j];
+    for (int s = 0; s < scans; ++s) scanned[s].push_back(outputs[1 + carried + s]);
   }
   for (int j = 0; j < carried; ++j) {
     if (loop.output(j).empty()) continue;
-    replacement.push_back(MakeNode("Identity", fresh(absl::StrCat(loop.name(), "/output_", j)),
-                                   {current[j]}, loop.output(j)));
+    u.Add(MakeNode("Identity", u.Fresh(absl::StrCat(loop.name(), "/output_", j)),
+                   {inputs[2 + j]}, loop.output(j)));
   }
-  std::string axes;  // Unsqueeze's axes input, from opset 13
   for (int s = 0; s < scans; ++s) {
-    const std::string& output = loop.output(carried + s);
-    if (output.empty()) continue;
-    if (opset >= 13 && axes.empty()) {
-      axes = fresh(absl::StrCat(loop.name(), "/axis_0"));
-      ConstTensor zero;
-      zero.dtype = onnx::TensorProto::INT64;
-      zero.dims = {1};
-      zero.ints = {0};
-      *graph.add_initializer() = TensorToProto(zero, axes);
-    }
-    onnx::NodeProto concat = MakeNode(
-        "Concat", fresh(absl::StrCat(loop.name(), "/scan_", s)), {}, output);
-    SetIntsAttribute(concat, "axis", {0}, /*as_list=*/false);
-    for (size_t k = 0; k < scanned[s].size(); ++k) {
-      const std::string stacked = fresh(absl::StrCat(output, "/", k));
-      onnx::NodeProto unsqueeze =
-          MakeNode("Unsqueeze", stacked, {scanned[s][k]}, stacked);
-      if (opset >= 13) {
-        unsqueeze.add_input(axes);
-      } else {
-        SetIntsAttribute(unsqueeze, "axes", {0}, /*as_list=*/true);
-      }
-      replacement.push_back(std::move(unsqueeze));
-      concat.add_input(stacked);
-    }
-    replacement.push_back(std::move(concat));
+    if (!loop.output(carried + s).empty()) u.Stack(scanned[s], 0, loop.output(carried + s));
   }
   note = absl::StrCat(Label(loop), ": it runs ", trip_count,
                       trip_count == 1 ? " iteration" : " iterations",
-                      " at these sizes (shapes alone decide it), so ", trip_count,
-                      trip_count == 1 ? " copy" : " copies", " of its body (", body.node_size(),
-                      body.node_size() == 1 ? " node" : " nodes", ") are planned in its place");
-  return replacement;
+                      " at these sizes (shapes alone decide it), so ",
+                      Copies(trip_count, body.node_size()));
+  return u.Take();
+}
+
+absl::StatusOr<int64_t> ScanLength(const onnx::NodeProto& scan, const ScanRanks& dims_of) {
+  const onnx::AttributeProto* count = FindAttr(scan, "num_scan_inputs");
+  const int64_t m = count != nullptr ? count->i() : -1;
+  const int states = scan.input_size() - static_cast<int>(m);
+  if (m < 1 || states < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Label(scan), ": num_scan_inputs must be between 1 and its ", scan.input_size(),
+        " inputs"));
+  }
+  const std::vector<int64_t> axes = IntsOf(scan, "scan_input_axes", static_cast<size_t>(m));
+  int64_t length = -1;
+  for (int i = 0; i < m; ++i) {
+    const std::string& name = scan.input(states + i);
+    const std::optional<std::vector<int64_t>> dims = dims_of(name);
+    if (!dims) return -1;
+    const int64_t rank = static_cast<int64_t>(dims->size());
+    const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (axis < 0 || axis >= rank) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Label(scan), ": scan input '", name, "' has rank ", rank, ", no axis ", axes[i]));
+    }
+    const int64_t n = (*dims)[static_cast<size_t>(axis)];
+    if (length >= 0 && n != length) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Label(scan), ": its scan inputs have ", length, " and ", n, " slices ('", name, "')"));
+    }
+    length = n;
+  }
+  return length;
+}
+
+absl::StatusOr<std::vector<onnx::NodeProto>> UnrollScan(const onnx::NodeProto& scan,
+                                                        const ScanRanks& dims_of, int opset,
+                                                        absl::flat_hash_set<std::string>& taken,
+                                                        onnx::GraphProto& graph,
+                                                        std::string& note) {
+  MG_ASSIGN_OR_RETURN(const int64_t length, ScanLength(scan, dims_of));
+  const onnx::GraphProto& body = *Branch(scan, "body");
+  const int m = static_cast<int>(FindAttr(scan, "num_scan_inputs")->i());
+  const int states = scan.input_size() - m;
+  const int scans = scan.output_size() - states;
+  if (body.input_size() != states + m || body.output_size() != scan.output_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Label(scan), ": its body has ", body.input_size(), " inputs and ", body.output_size(),
+        " outputs for ", states, " states, ", m, " scan inputs and ", scans, " scan outputs"));
+  }
+  for (int s = 0; s < scans && length == 0; ++s) {
+    if (scan.output(states + s).empty()) continue;
+    return absl::UnimplementedError(absl::StrCat(
+        Label(scan), ": it scans no slice at these sizes, and its scan output '",
+        scan.output(states + s), "' would be empty with an element shape only an iteration gives"));
+  }
+  const std::vector<int64_t> in_axes = IntsOf(scan, "scan_input_axes", static_cast<size_t>(m));
+  const std::vector<int64_t> in_reverse =
+      IntsOf(scan, "scan_input_directions", static_cast<size_t>(m));
+  const std::vector<int64_t> out_axes =
+      IntsOf(scan, "scan_output_axes", static_cast<size_t>(scans));
+  const std::vector<int64_t> out_reverse =
+      IntsOf(scan, "scan_output_directions", static_cast<size_t>(scans));
+  Unroller u(scan, body, opset, taken, graph);
+  std::vector<std::string> inputs(body.input_size());
+  for (int j = 0; j < states; ++j) inputs[j] = scan.input(j);
+  std::vector<std::vector<std::string>> scanned(scans);
+  for (int64_t k = 0; k < length; ++k) {
+    for (int i = 0; i < m; ++i) {
+      if (!u.Reads(states + i)) continue;
+      // Slice k (from the end for a reverse direction) without its axis: a Gather of one index.
+      const std::string& input = scan.input(states + i);
+      const int64_t at = in_reverse[i] != 0 ? length - 1 - k : k;
+      const std::string index =
+          u.Constant(Int64s({at}, {}), absl::StrCat(input, "/", scan.name(), "/index_", k));
+      const std::string slice = u.Fresh(absl::StrCat(input, "/", scan.name(), "/", k));
+      onnx::NodeProto gather = MakeNode("Gather", slice, {input, index}, slice);
+      SetIntAttribute(gather, "axis", in_axes[i]);
+      u.Add(std::move(gather));
+      inputs[states + i] = slice;
+    }
+    const std::vector<std::string> outputs = u.CopyBody(k, inputs);
+    for (int j = 0; j < states; ++j) inputs[j] = outputs[j];
+    for (int s = 0; s < scans; ++s) scanned[s].push_back(outputs[states + s]);
+  }
+  for (int j = 0; j < states; ++j) {
+    if (scan.output(j).empty()) continue;
+    u.Add(MakeNode("Identity", u.Fresh(absl::StrCat(scan.name(), "/output_", j)), {inputs[j]},
+                   scan.output(j)));
+  }
+  for (int s = 0; s < scans; ++s) {
+    if (scan.output(states + s).empty()) continue;
+    if (out_reverse[s] != 0) std::reverse(scanned[s].begin(), scanned[s].end());
+    u.Stack(scanned[s], out_axes[s], scan.output(states + s));
+  }
+  note = absl::StrCat(Label(scan), ": it scans ", length, length == 1 ? " slice" : " slices",
+                      " at these sizes, so ", Copies(length, body.node_size()));
+  return u.Take();
 }
 
 }  // namespace memonger::graph::onnx_fold

@@ -17,8 +17,9 @@
 // nested plan of one iteration could not hold. Refused by name: a Loop whose trip count depends on
 // tensor values (Mask R-CNN's loop over its detections), one whose body computes its condition
 // (`while`, `break`), one of no iterations with scan outputs (their element shape is unknown), and
-// one of more than util::kMaxUnrolledNodes nodes unrolled. Scan (and any other node holding a
-// graph) is refused before anything else.
+// one of more than util::kMaxUnrolledNodes nodes unrolled. A Scan (opset 9+) always runs once per
+// slice of its scan inputs, a shape: it is unrolled alike (UnrollScan). Any other node holding a
+// graph is refused before anything else.
 //
 // ONNX scoping, as the checker enforces it: a subgraph reads any name of an enclosing scope and
 // may not define a name an enclosing scope defines; an If's branches have no inputs, a Loop's
@@ -30,6 +31,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,18 +46,20 @@ namespace memonger::graph::onnx_fold {
 // True for an attribute that holds a graph (If's branches, Loop's body).
 bool HoldsSubgraph(const onnx::AttributeProto& a);
 
-// Unimplemented naming the first node that holds a graph and is neither an If nor a Loop (at
-// any depth); InvalidArgument for an If whose branches are not both given as single graphs, or
-// a Loop without its trip count and condition inputs (empty names allowed) or one body graph.
-absl::Status CheckControlFlowOps(const onnx::GraphProto& graph);
+// Unimplemented naming the first node that holds a graph and is not an If, Loop or Scan (at any
+// depth); InvalidArgument for an If whose branches are not both given as single graphs, a Loop
+// without its trip count and condition inputs (empty names allowed), a Loop or Scan without one
+// body graph. `opset` is the model's default-domain opset: a Scan before opset 9 (a batch axis,
+// sequence lengths) is Unimplemented.
+absl::Status CheckControlFlowOps(const onnx::GraphProto& graph, int opset);
 
 // The names `node`'s subgraphs (at any depth) read without defining them, sorted: what the
 // node reads from the enclosing scopes besides its inputs. Empty for a node without subgraphs.
 std::vector<std::string> OuterReads(const onnx::NodeProto& node);
 
-// Checks the scoping rules above for every If and Loop of `graph` at any depth: each branch
-// has no inputs and as many outputs as the If; a body has as many inputs as its Loop and one
-// output more; each subgraph defines each name once and none that `defined` (the enclosing
+// Checks the scoping rules above for every If, Loop and Scan of `graph` at any depth: each
+// branch has no inputs and as many outputs as the If; a Loop's body as many inputs as the Loop
+// and one output more, a Scan's as many inputs and outputs as the Scan; each subgraph defines each name once and none that `defined` (the enclosing
 // scopes' names) holds, and reads only names defined before the read in its own or an enclosing
 // scope. InvalidArgument naming the node and the name. `defined` is the enclosing scope's names,
 // the whole of `graph` included.
@@ -98,6 +102,25 @@ bool BodyKeepsCondition(const onnx::NodeProto& loop,
 // >= 0 and trip_count x body nodes <= util::kMaxUnrolledNodes.
 absl::StatusOr<std::vector<onnx::NodeProto>> UnrollLoop(const onnx::NodeProto& loop,
                                                         int64_t trip_count, int opset,
+                                                        absl::flat_hash_set<std::string>& taken,
+                                                        onnx::GraphProto& graph,
+                                                        std::string& note);
+
+// The static dims of a value, nullopt when unknown.
+using ScanRanks = std::function<std::optional<std::vector<int64_t>>(const std::string&)>;
+
+// How many slices `scan` (opset 9+) iterates over: its scan inputs' dims along their
+// `scan_input_axes`, which must agree; -1 while one of them has no static shape.
+// InvalidArgument for a bad num_scan_inputs or axis, or scan inputs of other lengths.
+absl::StatusOr<int64_t> ScanLength(const onnx::NodeProto& scan, const ScanRanks& dims_of);
+
+// The nodes that replace `scan` (opset 9+, its ScanLength known): per slice k, a Gather of each
+// scan input's slice (from the end for `scan_input_directions` 1) and a copy of the body as
+// UnrollLoop makes them, the states chained; then an Identity per final state, and per scan
+// output the slices stacked along its `scan_output_axes` axis (reversed for direction 1).
+// Unimplemented for no slices with scan outputs present.
+absl::StatusOr<std::vector<onnx::NodeProto>> UnrollScan(const onnx::NodeProto& scan,
+                                                        const ScanRanks& dims_of, int opset,
                                                         absl::flat_hash_set<std::string>& taken,
                                                         onnx::GraphProto& graph,
                                                         std::string& note);

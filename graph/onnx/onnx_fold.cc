@@ -106,7 +106,8 @@ std::vector<int> FindFrontier(const onnx::GraphProto& graph, const TypeTable& ty
         }
       }
     }
-    const bool control_flow = node.op_type() == "If" || node.op_type() == "Loop";
+    const bool control_flow =
+        node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan";
     if (inputs_static && (!outputs_static || control_flow)) frontier.push_back(i);
   }
   return frontier;
@@ -452,6 +453,63 @@ absl::StatusOr<bool> UnrollDecidedLoops(onnx::GraphProto& graph, int opset,
   return unrolled;
 }
 
+// Replaces every Scan whose scan inputs have static shapes by copies of its body (UnrollScan),
+// in one pass over the nodes; true when one was. Unimplemented for a Scan scanning a value sized
+// from a bound (the run would measure another length) or of more than util::kMaxUnrolledNodes
+// nodes unrolled. (A Scan of opset 8 was refused at import: CheckControlFlowOps.)
+absl::StatusOr<bool> UnrollStaticScans(onnx::GraphProto& graph, int opset, const TypeTable& types,
+                                       const absl::flat_hash_map<std::string, int>& derived,
+                                       FoldReport& report) {
+  auto is_scan = [](const onnx::NodeProto& node) {
+    return node.op_type() == "Scan" && IsDefaultDomain(node.domain());
+  };
+  if (std::none_of(graph.node().begin(), graph.node().end(), is_scan)) return false;
+  const ScanRanks dims_of = [&](const std::string& name) -> std::optional<std::vector<int64_t>> {
+    const std::vector<int64_t>* dims = types.StaticShape(name);
+    if (dims == nullptr) return std::nullopt;
+    return *dims;
+  };
+  std::optional<absl::flat_hash_set<std::string>> taken;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  bool unrolled = false;
+  for (onnx::NodeProto& node : *graph.mutable_node()) {
+    if (!is_scan(node)) {
+      nodes.Add()->Swap(&node);
+      continue;
+    }
+    const std::string label = absl::StrCat("Scan node '", node.name(), "'");
+    MG_ASSIGN_OR_RETURN(const int64_t length, ScanLength(node, dims_of));
+    if (length < 0) {
+      nodes.Add()->Swap(&node);
+      continue;
+    }
+    const int states = node.input_size() - static_cast<int>(FindAttr(node, "num_scan_inputs")->i());
+    for (int i = states; i < node.input_size(); ++i) {
+      const std::string& input = node.input(i);
+      if (input.empty() || !derived.contains(input)) continue;
+      return absl::UnimplementedError(absl::StrCat(
+          label, ": it reads '", input, "', whose size depends on tensor values (planned at an "
+          "upper bound); a Scan is unrolled only where the shapes alone decide its length"));
+    }
+    const int body_nodes = FindAttr(node, "body")->g().node_size();
+    if (length > util::kMaxUnrolledNodes / std::max(body_nodes, 1)) {
+      return absl::UnimplementedError(absl::StrCat(
+          label, ": ", length, " slices of its ", body_nodes,
+          "-node body would be more than the ", util::kMaxUnrolledNodes,
+          " nodes a Scan is unrolled to"));
+    }
+    if (!taken) taken = TakenNames(graph);
+    std::string note;
+    MG_ASSIGN_OR_RETURN(std::vector<onnx::NodeProto> replacement,
+                        UnrollScan(node, dims_of, opset, *taken, graph, note));
+    report.decided_control_flow.push_back(std::move(note));
+    for (onnx::NodeProto& n : replacement) nodes.Add()->Swap(&n);
+    unrolled = true;
+  }
+  graph.mutable_node()->Swap(&nodes);
+  return unrolled;
+}
+
 // Gives the frontier's data-dependent outputs their upper bounds (size_bounds.h) as
 // value_info; true when one was bounded.
 bool BoundFrontier(onnx::GraphProto& graph, const std::vector<int>& frontier,
@@ -565,15 +623,27 @@ void CloseDerived(const onnx::GraphProto& graph, absl::flat_hash_map<std::string
 // Ifs x values). Their outputs stay untyped until then.
 absl::Status InferWithoutBranches(onnx::ModelProto& model) {
   onnx::GraphProto& graph = *model.mutable_graph();
-  std::vector<std::pair<int, google::protobuf::RepeatedPtrField<onnx::AttributeProto>>> branches;
+  struct Held {
+    int node;
+    std::string op_type;
+    google::protobuf::RepeatedPtrField<onnx::AttributeProto> attributes;
+  };
+  std::vector<Held> held;
   for (int i = 0; i < graph.node_size(); ++i) {
     onnx::NodeProto& node = *graph.mutable_node(i);
-    if (node.op_type() != "If" && node.op_type() != "Loop") continue;
-    branches.emplace_back(i, google::protobuf::RepeatedPtrField<onnx::AttributeProto>());
-    branches.back().second.Swap(node.mutable_attribute());
+    if (node.op_type() != "If" && node.op_type() != "Loop" && node.op_type() != "Scan") continue;
+    // Without its schema libonnx skips the node: Scan's shape function, handed a node without
+    // its attributes, dereferences the missing num_scan_inputs.
+    held.push_back({i, node.op_type(), {}});
+    held.back().attributes.Swap(node.mutable_attribute());
+    node.clear_op_type();
   }
   const absl::Status s = InferShapesInProcess(model, /*strict=*/false);
-  for (auto& [i, attributes] : branches) graph.mutable_node(i)->mutable_attribute()->Swap(&attributes);
+  for (Held& h : held) {
+    onnx::NodeProto& node = *graph.mutable_node(h.node);
+    node.mutable_attribute()->Swap(&h.attributes);
+    node.set_op_type(h.op_type);
+  }
   return s;
 }
 
@@ -609,6 +679,8 @@ absl::StatusOr<FoldReport> FoldHere(onnx::ModelProto& model, const FoldOptions& 
     MG_ASSIGN_OR_RETURN(const bool unrolled, UnrollDecidedLoops(graph, opset, derived, report));
     if (unrolled || LowerSequences(graph, opset)) continue;
     const TypeTable types(graph);
+    MG_ASSIGN_OR_RETURN(const bool scanned, UnrollStaticScans(graph, opset, types, derived, report));
+    if (scanned) continue;
     const std::vector<int> frontier = FindFrontier(graph, types);
     if (frontier.empty()) return finish();
     MG_ASSIGN_OR_RETURN(const bool ruled,

@@ -78,7 +78,11 @@ std::string TypeCaseName(const onnx::TypeProto& type) {
 
 absl::Status CheckSupported(const onnx::ModelProto& model) {
   const onnx::GraphProto& graph = model.graph();
-  MG_RETURN_IF_ERROR(onnx_fold::CheckControlFlowOps(graph));
+  int opset = 0;
+  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
+    if (IsDefaultDomain(o.domain())) opset = static_cast<int>(o.version());
+  }
+  MG_RETURN_IF_ERROR(onnx_fold::CheckControlFlowOps(graph, opset));
   if (graph.sparse_initializer_size() > 0) {
     return absl::UnimplementedError(absl::StrCat("sparse initializer '",
                                                  graph.sparse_initializer(0).values().name(),
@@ -1204,6 +1208,10 @@ absl::Status CheckControlFlowDecided(const onnx::GraphProto& graph) {
           "' depends on tensor values, not only on shapes; an If is planned only where the "
           "shapes decide its branch (nested plans for a branch chosen at run time are not "
           "built)"));
+    }
+    if (node.op_type() == "Scan") {
+      return absl::UnimplementedError(absl::StrCat(
+          NodeLabel(node, i), ": the shapes of its scan inputs stay unknown, so its length does"));
     }
     if (node.op_type() != "Loop") continue;
     const bool counted = !node.input(0).empty();

@@ -39,6 +39,7 @@ class Model {
     graph_->set_name("g");
   }
   onnx::GraphProto* graph() { return graph_; }
+  void Opset(int version) { proto_.mutable_opset_import(0)->set_version(version); }
 
   void Input(const std::string& name, int32_t elem, const std::vector<int64_t>& dims) {
     onnx::ValueInfoProto* vi = graph_->add_input();
@@ -202,11 +203,11 @@ TEST(OnnxControlFlowTest, AnIfOnTensorValuesIsRefusedByName) {
                                           HasSubstr("'cond' depends on tensor values")));
 }
 
-TEST(OnnxControlFlowTest, ScanIsRefusedByName) {
+TEST(OnnxControlFlowTest, OtherSubgraphsAreRefusedByName) {
   Model m;
   m.Input("x", TensorProto::FLOAT, {2});
-  onnx::NodeProto* scan = m.Node("Scan", {"x"}, {"y"}, "scanner");
-  auto* body = scan->add_attribute();
+  onnx::NodeProto* map = m.Node("SequenceMap", {"x"}, {"y"}, "mapper");
+  auto* body = map->add_attribute();
   body->set_name("body");
   body->set_type(onnx::AttributeProto::GRAPH);
   *body->mutable_g() = Branch("Relu", "x", "b");
@@ -215,7 +216,7 @@ TEST(OnnxControlFlowTest, ScanIsRefusedByName) {
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(g.status().message(),
-              AllOf(HasSubstr("Scan node 'scanner'"), HasSubstr("control flow"),
+              AllOf(HasSubstr("SequenceMap node 'mapper'"), HasSubstr("control flow"),
                     HasSubstr("'body'")));
 }
 
@@ -409,6 +410,82 @@ TEST(OnnxControlFlowTest, ABodyWithTheWrongInputsIsRefused) {
   EXPECT_THAT(g.status().message(), AllOf(HasSubstr("Loop node 'counter'"),
                                           HasSubstr("4 inputs, the Loop 3")))
       << g.status();
+}
+
+void AttrInts(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+// A running sum over the rows of x (the ONNX Scan example): state s, scan input x [3, 2];
+// the final sum and each partial sum, doubled, as scan output.
+Model RunningSum() {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {3, 2});
+  m.Input("s0", TensorProto::FLOAT, {2});
+  onnx::GraphProto body;
+  body.set_name("body");
+  for (const char* in : {"s_in", "row"}) body.add_input()->set_name(in);
+  Model::Node(&body, "Add", {"s_in", "row"}, {"s_out"});
+  Model::Node(&body, "Add", {"s_out", "s_out"}, {"doubled"});
+  for (const char* out : {"s_out", "doubled"}) body.add_output()->set_name(out);
+  onnx::NodeProto* scan = m.Node("Scan", {"s0", "x"}, {"s", "partial"}, "summer");
+  AttrInt(scan, "num_scan_inputs", 1);
+  AttrGraph(scan, "body", body);
+  m.Output("s");
+  m.Output("partial");
+  return m;
+}
+
+TEST(OnnxControlFlowTest, AScanIsUnrolledAndRunsAsTheScan) {
+  const Model m = RunningSum();
+  std::vector<std::string> notes;
+  absl::StatusOr<Graph> g = m.Import(&notes);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], AllOf(HasSubstr("Scan node 'summer'"), HasSubstr("3 slices"),
+                              HasSubstr("3 copies of its body (2 nodes)")));
+  const auto out =
+      RunFloats(m, {{"x", {{1, 2, 3, 4, 5, 6}, {3, 2}}}, {"s0", {{10, 20}, {2}}}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].first, (std::vector<float>{19, 32}));
+  EXPECT_EQ(out[1].first, (std::vector<float>{22, 44, 28, 52, 38, 64}));
+  EXPECT_EQ(out[1].second, (std::vector<int64_t>{3, 2}));
+}
+
+// Columns scanned from the last (axis 1, direction 1) and stacked from the last (axis -1,
+// direction 1): -x, column for column.
+TEST(OnnxControlFlowTest, AScanHonoursItsAxesAndDirections) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2, 3});
+  onnx::GraphProto body;
+  body.set_name("body");
+  body.add_input()->set_name("column");
+  Model::Node(&body, "Neg", {"column"}, {"negated"});
+  body.add_output()->set_name("negated");
+  onnx::NodeProto* scan = m.Node("Scan", {"x"}, {"y"}, "backwards");
+  AttrInt(scan, "num_scan_inputs", 1);
+  AttrInts(scan, "scan_input_axes", {1});
+  AttrInts(scan, "scan_input_directions", {1});
+  AttrInts(scan, "scan_output_axes", {-1});
+  AttrInts(scan, "scan_output_directions", {1});
+  AttrGraph(scan, "body", body);
+  m.Output("y");
+  const auto out = RunFloats(m, {{"x", {{1, 2, 3, 4, 5, 6}, {2, 3}}}});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, (std::vector<float>{-1, -2, -3, -4, -5, -6}));
+  EXPECT_EQ(out[0].second, (std::vector<int64_t>{2, 3}));
+}
+
+TEST(OnnxControlFlowTest, AScanOfOpset8IsRefused) {
+  Model m = RunningSum();
+  m.Opset(8);
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("Scan node 'summer'"), HasSubstr("opset 8")));
 }
 
 // `outs.append(torch.tanh(x[i] + h))` in a scripted loop, then `torch.stack(outs, 1)`: the list
