@@ -116,6 +116,141 @@ PackFn PackBFor(graph::DataType dtype) {
   }
 }
 
+// Pair packing for the bfloat16 micro-kernel: each 32-bit word holds two bfloat16 values of
+// consecutive k, k = 2p in the high half and 2p + 1 in the low half, the order in which
+// VDPBF16PS adds them. A block of odd kc pads its last word's low half: with -0.0 in A and +0.0
+// in B, a product of -0.0 that leaves any sum as it was (+0.0 + -0.0 is +0.0).
+constexpr uint32_t kNegativeZeroBits = 0x8000;
+
+inline uint32_t Bits(const GemmOperand& x, int64_t r, int64_t c) {
+  const int64_t at = x.transposed ? c * x.ld + r : r * x.ld + c;
+  if (x.dtype == graph::DataType::kBFloat16) {
+    return reinterpret_cast<const BFloat16*>(x.data)[at].bits;
+  }
+  uint32_t word;  // a float32 holding a bfloat16 value: its top half
+  std::memcpy(&word, x.data + at * 4, 4);
+  return word >> 16;
+}
+
+bool MultipliesAsBf16(const GemmOperand& x) {
+  return x.dtype == graph::DataType::kBFloat16 ||
+         (x.dtype == graph::DataType::kFloat32 && x.bf16_values);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+// Eight rows' words [p, p + 8) (bfloat16 rows as stored: `src[r]` points at row r's pair p),
+// halves swapped, written transposed: out[q * 8 + r] = word p + q of row r. An 8 x 8
+// transpose in ymm registers: pair packing of a whole sliver runs at the speed of its loads.
+__attribute__((target("avx2"))) void TransposeEightPairs(const std::byte* const src[8],
+                                                         uint32_t* out) {
+  __m256i r[8];
+  for (int i = 0; i < 8; ++i) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src[i]));
+    r[i] = _mm256_or_si256(_mm256_slli_epi32(v, 16), _mm256_srli_epi32(v, 16));
+  }
+  const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+  const __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+  const __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+  const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+  const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+  const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+  const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+  __m256i* dst = reinterpret_cast<__m256i*>(out);
+  _mm256_storeu_si256(dst + 0, _mm256_permute2x128_si256(u0, u4, 0x20));
+  _mm256_storeu_si256(dst + 1, _mm256_permute2x128_si256(u1, u5, 0x20));
+  _mm256_storeu_si256(dst + 2, _mm256_permute2x128_si256(u2, u6, 0x20));
+  _mm256_storeu_si256(dst + 3, _mm256_permute2x128_si256(u3, u7, 0x20));
+  _mm256_storeu_si256(dst + 4, _mm256_permute2x128_si256(u0, u4, 0x31));
+  _mm256_storeu_si256(dst + 5, _mm256_permute2x128_si256(u1, u5, 0x31));
+  _mm256_storeu_si256(dst + 6, _mm256_permute2x128_si256(u2, u6, 0x31));
+  _mm256_storeu_si256(dst + 7, _mm256_permute2x128_si256(u3, u7, 0x31));
+}
+#define MG_GEMM_TRANSPOSE_PAIRS 1
+#endif
+
+// As PackA, sliver s holding for each pair p the mr words (A(row, 2p), A(row, 2p + 1)).
+// REQUIRES (bfloat16 rows with mr = 8): a CPU with AVX2 (the pair kernel's CPUs have AVX-512).
+void PackAPairs(const GemmOperand& a, int64_t mr, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                float* out) {
+  uint32_t* words = reinterpret_cast<uint32_t*>(out);
+  const int64_t pairs = CeilDiv(kc, 2);
+  const int64_t whole = kc / 2;
+  // bfloat16 rows as stored (weights [M, K]): a pair is one 32-bit load, its halves swapped.
+  const bool rows_of_bf16 = a.dtype == graph::DataType::kBFloat16 && !a.transposed;
+  for (int64_t s = 0; s < mc; s += mr) {
+    const int64_t rows = std::min(mr, mc - s);
+    uint32_t* sliver = words + (s / mr) * pairs * mr;
+    int64_t done = 0;  // pairs of every row already packed
+#ifdef MG_GEMM_TRANSPOSE_PAIRS
+    if (rows_of_bf16 && mr == 8 && rows == 8) {
+      const std::byte* src[8];
+      for (int r = 0; r < 8; ++r) src[r] = a.data + ((i0 + s + r) * a.ld + p0) * 2;
+      for (; done + 8 <= whole; done += 8) {
+        TransposeEightPairs(src, sliver + done * 8);
+        for (int r = 0; r < 8; ++r) src[r] += 32;
+      }
+    }
+#endif
+    for (int64_t r = 0; r < mr; ++r) {
+      if (r >= rows) {
+        for (int64_t p = 0; p < pairs; ++p) sliver[p * mr + r] = 0;
+        continue;
+      }
+      const int64_t row = i0 + s + r;
+      if (rows_of_bf16) {
+        const std::byte* src = a.data + (row * a.ld + p0) * 2;
+        for (int64_t p = done; p < whole; ++p) {
+          uint32_t w;
+          std::memcpy(&w, src + p * 4, 4);
+          sliver[p * mr + r] = w << 16 | w >> 16;
+        }
+      } else {
+        for (int64_t p = 0; p < whole; ++p) {
+          sliver[p * mr + r] = Bits(a, row, p0 + 2 * p) << 16 | Bits(a, row, p0 + 2 * p + 1);
+        }
+      }
+      if (whole < pairs) {
+        sliver[whole * mr + r] = Bits(a, row, p0 + kc - 1) << 16 | kNegativeZeroBits;
+      }
+    }
+  }
+}
+
+// As PackB, panel q holding for each pair p the nr words (B(2p, col), B(2p + 1, col)).
+void PackBPairs(const GemmOperand& b, int64_t nr, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                float* out) {
+  uint32_t* words = reinterpret_cast<uint32_t*>(out);
+  const int64_t pairs = CeilDiv(kc, 2);
+  // float32 rows holding bfloat16 values (a column matrix [K, N]): the pair's halves are the
+  // two rows' top halves, column by column.
+  const bool rows_of_f32 = b.dtype == graph::DataType::kFloat32 && !b.transposed;
+  for (int64_t q = 0; q < nc; q += nr) {
+    const int64_t cols = std::min(nr, nc - q);
+    for (int64_t p = 0; p < pairs; ++p) {
+      uint32_t* dst = words + (q / nr) * pairs * nr + p * nr;
+      const bool both = 2 * p + 1 < kc;
+      if (rows_of_f32) {
+        const std::byte* first = b.data + ((p0 + 2 * p) * b.ld + j0 + q) * 4;
+        const std::byte* second = first + b.ld * 4;
+        for (int64_t c = 0; c < cols; ++c) {
+          uint32_t hi, lo = 0;
+          std::memcpy(&hi, first + c * 4, 4);
+          if (both) std::memcpy(&lo, second + c * 4, 4);
+          dst[c] = (hi & 0xFFFF0000u) | lo >> 16;
+        }
+      } else {
+        for (int64_t c = 0; c < cols; ++c) {
+          const int64_t col = j0 + q + c;
+          const uint32_t low = both ? Bits(b, p0 + 2 * p + 1, col) : 0;
+          dst[c] = Bits(b, p0 + 2 * p, col) << 16 | low;
+        }
+      }
+      for (int64_t c = cols; c < nr; ++c) dst[c] = 0;
+    }
+  }
+}
+
 // The macro-kernels: packed A (slivers of mr rows) x packed B (panels of nr columns) over kc,
 // added into the accumulator tile `c` (row stride ldc, padded to whole slivers and panels).
 // Each keeps an mr x nr block of sums in registers while it walks k in ascending order, and
@@ -241,6 +376,45 @@ __attribute__((target("avx512f"))) void MacroKernelAvx512Wide(int64_t mc_padded,
     }
   }
 }
+
+// 8 rows x 32 columns of bfloat16 pairs: per pair of k, two B vectors of 16 words and eight A
+// words give sixteen VDPBF16PS, each two multiply-adds per lane (k = 2p, then 2p + 1). A product
+// of two bfloat16 values is exact in float32, so each add rounds once, as fma does; but the
+// instruction treats subnormal inputs and results as zero.
+__attribute__((target("avx512f,avx512bf16"))) void MacroKernelAvx512Bf16(
+    int64_t mc_padded, int64_t nc_padded, int64_t kc, const float* ap, const float* bp, float* c,
+    int64_t ldc) {
+  constexpr int64_t kMr = 8;
+  const int64_t pairs = CeilDiv(kc, 2);
+  const uint32_t* a_words = reinterpret_cast<const uint32_t*>(ap);
+  const uint32_t* b_words = reinterpret_cast<const uint32_t*>(bp);
+  for (int64_t q = 0; q < nc_padded; q += kWideNr) {
+    const uint32_t* panel = b_words + (q / kWideNr) * pairs * kWideNr;
+    for (int64_t s = 0; s < mc_padded; s += kMr) {
+      const uint32_t* sliver = a_words + (s / kMr) * pairs * kMr;
+      float* cblock = c + s * ldc + q;
+      __m512 acc[kMr][2];
+      for (int64_t r = 0; r < kMr; ++r) {
+        acc[r][0] = _mm512_loadu_ps(cblock + r * ldc);
+        acc[r][1] = _mm512_loadu_ps(cblock + r * ldc + 16);
+      }
+      for (int64_t p = 0; p < pairs; ++p) {
+        const __m512bh b0 = (__m512bh)_mm512_loadu_si512(panel + p * kWideNr);
+        const __m512bh b1 = (__m512bh)_mm512_loadu_si512(panel + p * kWideNr + 16);
+        const uint32_t* acol = sliver + p * kMr;
+        for (int64_t r = 0; r < kMr; ++r) {
+          const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(acol[r]));
+          acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+          acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+        }
+      }
+      for (int64_t r = 0; r < kMr; ++r) {
+        _mm512_storeu_ps(cblock + r * ldc, acc[r][0]);
+        _mm512_storeu_ps(cblock + r * ldc + 16, acc[r][1]);
+      }
+    }
+  }
+}
 #endif
 
 // A micro-kernel, its sliver height and its panel width.
@@ -248,6 +422,7 @@ struct MicroKernel {
   int64_t mr;
   int64_t nr;
   MacroFn macro;
+  bool bf16_pairs = false;  // packs bfloat16 pairs (PackAPairs, PackBPairs), not float32
 };
 
 constexpr MicroKernel kPortableKernel{6, kNr, MacroKernelPortable};
@@ -255,7 +430,9 @@ constexpr MicroKernel kPortableKernel{6, kNr, MacroKernelPortable};
 constexpr MicroKernel kAvx2Kernel{6, kNr, MacroKernelAvx2};
 constexpr MicroKernel kAvx512Kernel{12, kNr, MacroKernelAvx512};
 constexpr MicroKernel kAvx512WideKernel{8, kWideNr, MacroKernelAvx512Wide};
+constexpr MicroKernel kAvx512Bf16Kernel{8, kWideNr, MacroKernelAvx512Bf16, true};
 bool HasAvx512() { return __builtin_cpu_supports("avx512f"); }
+bool HasAvx512Bf16() { return HasAvx512() && __builtin_cpu_supports("avx512bf16"); }
 bool HasAvx2Fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #endif
 
@@ -269,12 +446,15 @@ double PaddedWork(const MicroKernel& micro, int64_t m, int64_t n, double per_ele
   return per_element * static_cast<double>(RoundUp(m, micro.mr)) * static_cast<double>(padded_n);
 }
 
-// kAuto: with AVX-512, whichever of its two blocks wastes less on padding (every block gives the
-// same bits, so the choice changes only time).
-std::optional<MicroKernel> FindMicroKernel(GemmKernel kernel, int64_t m, int64_t n) {
+// kAuto: bfloat16 pairs where both operands are bfloat16 and the CPU has AVX512_BF16 (twice the
+// multiply-adds per instruction); else, with AVX-512, whichever of its two blocks wastes less on
+// padding (every float32 block gives the same bits, so the choice changes only time).
+std::optional<MicroKernel> FindMicroKernel(GemmKernel kernel, int64_t m, int64_t n,
+                                           bool bf16_operands) {
   switch (kernel) {
     case GemmKernel::kAuto:
 #ifdef MG_GEMM_X86
+      if (bf16_operands && HasAvx512Bf16()) return kAvx512Bf16Kernel;
       if (HasAvx512()) {
         return PaddedWork(kAvx512WideKernel, m, n, 1.0) <= PaddedWork(kAvx512Kernel, m, n, 1.1)
                    ? kAvx512WideKernel
@@ -300,13 +480,20 @@ std::optional<MicroKernel> FindMicroKernel(GemmKernel kernel, int64_t m, int64_t
       if (HasAvx512()) return kAvx512WideKernel;
 #endif
       return std::nullopt;
+    case GemmKernel::kAvx512Bf16:
+#ifdef MG_GEMM_X86
+      if (bf16_operands && HasAvx512Bf16()) return kAvx512Bf16Kernel;
+#endif
+      return std::nullopt;
   }
   return std::nullopt;
 }
 
 }  // namespace
 
-bool GemmKernelSupported(GemmKernel kernel) { return FindMicroKernel(kernel, 1, 1).has_value(); }
+bool GemmKernelSupported(GemmKernel kernel) {
+  return FindMicroKernel(kernel, 1, 1, /*bf16_operands=*/true).has_value();
+}
 
 namespace {
 
@@ -382,16 +569,24 @@ absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
     return absl::InvalidArgumentError(absl::StrCat("GEMM sizes must not be negative: m=", m,
                                                    " n=", n, " k=", k));
   }
-  const PackAFn pack_a = PackAFor(a.dtype);
-  const PackFn pack_b = PackBFor(b.dtype);
+  PackAFn pack_a = PackAFor(a.dtype);
+  PackFn pack_b = PackBFor(b.dtype);
   if (pack_a == nullptr || pack_b == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "GEMM operands must be float32, float16 or bfloat16, got ", graph::DataTypeName(a.dtype),
         " and ", graph::DataTypeName(b.dtype)));
   }
-  const std::optional<MicroKernel> micro = FindMicroKernel(kernel, m, n);
+  const bool bf16 = MultipliesAsBf16(a) && MultipliesAsBf16(b);
+  if (kernel == GemmKernel::kAvx512Bf16 && !bf16) {
+    return absl::InvalidArgumentError("the bfloat16 micro-kernel multiplies bfloat16 operands only");
+  }
+  const std::optional<MicroKernel> micro = FindMicroKernel(kernel, m, n, bf16);
   if (!micro.has_value()) {
     return absl::FailedPreconditionError("this CPU lacks the GEMM micro-kernel's instructions");
+  }
+  if (micro->bf16_pairs) {
+    pack_a = PackAPairs;
+    pack_b = PackBPairs;
   }
   if (m == 0 || n == 0) return absl::OkStatus();
   const int64_t col_tiles = CeilDiv(n, kNc);

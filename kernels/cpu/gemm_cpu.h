@@ -22,7 +22,12 @@
 // bits as the naive loop `for k: acc = std::fma(a, b, acc)`, whatever the blocking, the
 // pointers' alignment or the micro-kernel the CPU runs (AVX-512 or AVX2 + FMA, chosen at run
 // time; a portable std::fma loop elsewhere). Results are therefore reproducible across plans and
-// machines.
+// machines. One exception: two bfloat16 operands (or float32 ones holding bfloat16 values,
+// GemmOperand::bf16_values) on a CPU with AVX512_BF16 are multiplied by
+// VDPBF16PS, two k per instruction in the same ascending order, each product exact in float32 and
+// each add rounded once, as above; but the instruction flushes subnormal inputs and sums to zero
+// (fixed DAZ and FTZ), so the bits differ from the naive loop only where a value below 2^-126
+// occurs. Packing then keeps the bfloat16 bits, two per 32-bit word.
 //
 // Threads: with `threads` > 1 a product of at least 2^22 multiply-adds is split over up to that
 // many threads by whole tiles of C (column tiles, or, where there are fewer column tiles than
@@ -59,6 +64,9 @@ struct GemmOperand {
   const std::byte* data = nullptr;
   int64_t ld = 0;
   bool transposed = false;
+  // float32 storage whose every value is a bfloat16 exactly (its top 16 bits are that
+  // bfloat16's): a column matrix copied from bfloat16 input. It multiplies as bfloat16.
+  bool bf16_values = false;
 };
 
 // Receives results for row `row`, columns [col, col + count): acc[j] is C(row, col + j).
@@ -67,10 +75,11 @@ using GemmEpilogue =
     absl::FunctionRef<void(int64_t row, int64_t col, int64_t count, const float* acc)>;
 
 // The micro-kernels (register blocks): portable 6 x 16, AVX2 + FMA 6 x 16, AVX-512 12 x 16 and
-// 8 x 32. kAuto: the widest vectors this CPU runs, and with AVX-512 whichever block pads the
-// product less. Each gives the same bits; the others are named for the tests, which run every
-// one the CPU has.
-enum class GemmKernel { kAuto, kPortable, kAvx2Fma, kAvx512, kAvx512Wide };
+// 8 x 32, and for two bfloat16 operands AVX512_BF16 8 x 32 (pairs of k per instruction). kAuto:
+// the bfloat16 one where it applies, else the widest vectors this CPU runs, and with AVX-512
+// whichever block pads the product less. Each gives the same bits (the bfloat16 one: where no
+// subnormal occurs); the others are named for the tests, which run every one the CPU has.
+enum class GemmKernel { kAuto, kPortable, kAvx2Fma, kAvx512, kAvx512Wide, kAvx512Bf16 };
 
 // Where a product's buffers come from: worker `worker`'s of `pool`, or the call's own (null).
 struct GemmScratch {
@@ -79,9 +88,9 @@ struct GemmScratch {
 };
 bool GemmKernelSupported(GemmKernel kernel);
 
-// C[m x n] = op(A)[m x k] x op(B)[k x n]. InvalidArgument for negative sizes or an operand
-// whose element type is not float32/float16/bfloat16; FailedPrecondition for a micro-kernel
-// the CPU lacks. k == 0 hands over zeros.
+// C[m x n] = op(A)[m x k] x op(B)[k x n]. InvalidArgument for negative sizes, an operand whose
+// element type is not float32/float16/bfloat16, or kAvx512Bf16 for other than two bfloat16
+// operands; FailedPrecondition for a micro-kernel the CPU lacks. k == 0 hands over zeros.
 absl::Status GemmCpu(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                      const GemmOperand& b, GemmEpilogue epilogue, int threads = 1,
                      GemmKernel kernel = GemmKernel::kAuto, GemmScratch scratch = {});

@@ -402,8 +402,10 @@ absl::Status Conv(const KernelArgs& args) {
                        : converted.data() + (n - n_first) * plane_block + c * win.in_size();
           },
           chunk.data());
-      errors[worker] = product(g, FloatOperand(chunk.data(), (r1 - r0) * width, false),
-                               r0 * width, (r1 - r0) * width, product_threads, worker);
+      GemmOperand cols = FloatOperand(chunk.data(), (r1 - r0) * width, false);
+      cols.bf16_values = x.dtype == DataType::kBFloat16;  // copies of X's values, or 0
+      errors[worker] =
+          product(g, cols, r0 * width, (r1 - r0) * width, product_threads, worker);
     }
   });
   for (const absl::Status& error : errors) MG_RETURN_IF_ERROR(error);

@@ -1,6 +1,7 @@
 // GemmCpu: bit-identical to the naive float32 loop (acc = fma(a, b, acc) over k from 0) with
-// every micro-kernel the CPU runs, for every blocking edge (sizes around the register and cache
-// blocks), transposes and storage types; each element handed to the epilogue exactly once; bad arguments are errors.
+// every micro-kernel the CPU runs (bfloat16 pairs: away from subnormals, which they flush), for
+// every blocking edge (sizes around the register and cache blocks), transposes and storage
+// types; each element handed to the epilogue exactly once; bad arguments are errors.
 #include "kernels/cpu/gemm_cpu.h"
 
 #include <algorithm>
@@ -63,8 +64,10 @@ TEST_P(GemmCpuTest, MatchesTheNaiveLoopBitForBit) {
   // Every micro-kernel this CPU runs gives them.
   int kernels_run = 0;
   for (GemmKernel kernel : {GemmKernel::kAuto, GemmKernel::kPortable, GemmKernel::kAvx2Fma,
-                            GemmKernel::kAvx512, GemmKernel::kAvx512Wide}) {
+                            GemmKernel::kAvx512, GemmKernel::kAvx512Wide, GemmKernel::kAvx512Bf16}) {
     if (!GemmKernelSupported(kernel)) continue;
+    // The bfloat16 pairs multiply two bfloat16 operands only (RandomValues has no subnormals).
+    if (kernel == GemmKernel::kAvx512Bf16 && c.dtype != DataType::kBFloat16) continue;
     ++kernels_run;
     SCOPED_TRACE(absl::StrCat("micro-kernel ", static_cast<int>(kernel)));
     std::vector<float> result(static_cast<size_t>(c.m * c.n), -1.0f);
@@ -100,7 +103,14 @@ INSTANTIATE_TEST_SUITE_P(
                       GemmCase{"transposed_b", 37, 40, 29, false, true, DataType::kFloat32},
                       GemmCase{"both_transposed", 9, 33, 65, true, true, DataType::kFloat32},
                       GemmCase{"float16", 66, 70, 260, false, false, DataType::kFloat16},
-                      GemmCase{"bfloat16_transposed_b", 20, 18, 70, false, true, DataType::kBFloat16}),
+                      GemmCase{"bfloat16_transposed_b", 20, 18, 70, false, true, DataType::kBFloat16},
+                      // Pairs of k: an odd K, and one past a cache block; both transposes.
+                      GemmCase{"bfloat16_odd_k", 9, 33, 7, false, false, DataType::kBFloat16},
+                      GemmCase{"bfloat16_past_every_block", 130, 261, 301, false, false,
+                               DataType::kBFloat16},
+                      GemmCase{"bfloat16_transposed_a", 37, 40, 29, true, false,
+                               DataType::kBFloat16},
+                      GemmCase{"bfloat16_k_one", 3, 5, 1, true, true, DataType::kBFloat16}),
     [](const ::testing::TestParamInfo<GemmCase>& info) { return info.param.name; });
 
 // Split over threads (by column tiles, and by row tiles where there is one column tile), every
@@ -192,6 +202,76 @@ TEST(GemmCpuErrorsTest, BadArgumentsAreErrors) {
   auto ignore = [](int64_t, int64_t, int64_t, const float*) {};
   EXPECT_EQ(GemmCpu(-1, 1, 1, f, f, ignore).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(GemmCpu(1, 1, 1, i64, f, ignore).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(GemmCpu(1, 1, 1, f, f, ignore, 1, GemmKernel::kAvx512Bf16).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// A float32 operand holding bfloat16 values (a column matrix copied from bfloat16 input,
+// GemmOperand::bf16_values) beside a bfloat16 one: every micro-kernel gives the naive loop's bits,
+// the bfloat16 pairs included (the float32's top halves are the values).
+TEST(GemmCpuBf16Test, Float32HoldingBfloat16ValuesMultipliesAsBfloat16) {
+  for (bool transposed : {false, true}) {
+    const int64_t m = 19, n = 45, k = 37;
+    TestTensor a = MakeTensor(DataType::kBFloat16, {m, k}, RandomValues(m * k, 3));
+    TestTensor rounded = MakeTensor(DataType::kBFloat16, {k, n}, RandomValues(k * n, 4));
+    const std::vector<double> bv = ToDoubles(rounded);  // bfloat16 values, exactly
+    std::vector<double> stored(bv.size());
+    for (int64_t p = 0; p < k; ++p) {
+      for (int64_t j = 0; j < n; ++j) {
+        stored[transposed ? j * k + p : p * n + j] = bv[p * n + j];
+      }
+    }
+    TestTensor b = MakeTensor(DataType::kFloat32,
+                              transposed ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n},
+                              stored);
+    const std::vector<double> av = ToDoubles(a);
+    GemmOperand gb{DataType::kFloat32, b.bytes(), transposed ? k : n, transposed};
+    gb.bf16_values = true;
+    const GemmOperand ga{DataType::kBFloat16, a.bytes(), k, false};
+    for (GemmKernel kernel : {GemmKernel::kAuto, GemmKernel::kPortable, GemmKernel::kAvx512Bf16}) {
+      if (!GemmKernelSupported(kernel)) continue;
+      SCOPED_TRACE(absl::StrCat("micro-kernel ", static_cast<int>(kernel), transposed ? " B^T" : ""));
+      std::vector<float> result(static_cast<size_t>(m * n), -1.0f);
+      ASSERT_TRUE(GemmCpu(m, n, k, ga, gb,
+                          [&](int64_t row, int64_t col, int64_t count, const float* acc) {
+                            std::memcpy(&result[row * n + col], acc, count * sizeof(float));
+                          },
+                          1, kernel)
+                      .ok());
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          float acc = 0.0f;
+          for (int64_t p = 0; p < k; ++p) {
+            acc = std::fma(static_cast<float>(av[i * k + p]), static_cast<float>(bv[p * n + j]),
+                           acc);
+          }
+          ASSERT_EQ(std::memcmp(&acc, &result[i * n + j], 4), 0) << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
+// The one documented difference of the bfloat16 pairs: VDPBF16PS flushes a subnormal sum to
+// zero, where the naive loop keeps it.
+TEST(GemmCpuBf16Test, SubnormalSumsAreFlushedWhereTheCpuPairsBfloat16) {
+  if (!GemmKernelSupported(GemmKernel::kAvx512Bf16)) {
+    GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  }
+  // 2^-70 x 2^-70 = 2^-140, below float32's smallest normal (2^-126).
+  TestTensor a = MakeTensor(DataType::kBFloat16, {1, 1}, {std::ldexp(1.0, -70)});
+  TestTensor b = MakeTensor(DataType::kBFloat16, {1, 1}, {std::ldexp(1.0, -70)});
+  const GemmOperand ga{DataType::kBFloat16, a.bytes(), 1, false};
+  const GemmOperand gb{DataType::kBFloat16, b.bytes(), 1, false};
+  float paired = -1, portable = -1;
+  ASSERT_TRUE(GemmCpu(1, 1, 1, ga, gb, [&](int64_t, int64_t, int64_t, const float* acc) {
+                paired = acc[0];
+              }, 1, GemmKernel::kAvx512Bf16).ok());
+  ASSERT_TRUE(GemmCpu(1, 1, 1, ga, gb, [&](int64_t, int64_t, int64_t, const float* acc) {
+                portable = acc[0];
+              }, 1, GemmKernel::kPortable).ok());
+  EXPECT_EQ(paired, 0.0f);
+  EXPECT_EQ(portable, std::ldexp(1.0f, -140));
 }
 
 }  // namespace
