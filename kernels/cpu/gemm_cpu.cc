@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -75,12 +76,70 @@ void PackA(const GemmOperand& a, int64_t mr, int64_t i0, int64_t mc, int64_t p0,
   }
 }
 
+#if defined(__GNUC__) && defined(__x86_64__)
+// out[t * ld_out + i] = rows[i][t] for an 8 x 8 block of floats: eight rows of a stored B^T
+// (a Linear layer's weights [N, K]) become eight rows of a panel, in ymm registers.
+__attribute__((target("avx2"))) void TransposeEightFloats(const float* const rows[8],
+                                                          float* out, int64_t ld_out) {
+  __m256 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(rows[i]);
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(out + 0 * ld_out, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(out + 1 * ld_out, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(out + 2 * ld_out, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(out + 3 * ld_out, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(out + 4 * ld_out, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(out + 5 * ld_out, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(out + 6 * ld_out, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(out + 7 * ld_out, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+bool HasAvx2() { return __builtin_cpu_supports("avx2"); }
+#define MG_GEMM_TRANSPOSE_FLOATS 1
+#endif
+
 // Packs op(B)[p0 : p0 + kc, j0 : j0 + nc] into panels of nr columns: panel q holds, for each
 // kk, the nr values B(p0 + kk, j0 + q*nr + c) (columns past nc are zero).
 template <typename T>
 void PackB(const GemmOperand& b, int64_t nr, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
            float* out) {
   const T* data = reinterpret_cast<const T*>(b.data);
+#ifdef MG_GEMM_TRANSPOSE_FLOATS
+  // A stored B^T of float32 (Linear weights): 8 x 8 blocks transposed in registers, where the
+  // scalar loop below reads a column of storage, one cache line per element.
+  if constexpr (std::is_same_v<T, float>) {
+    static const bool avx2 = HasAvx2();
+    if (b.transposed && avx2) {
+      for (int64_t q = 0; q < nc; q += nr) {
+        const int64_t cols = std::min(nr, nc - q);
+        float* panel = out + (q / nr) * kc * nr;
+        const int64_t whole_cols = cols / 8 * 8, whole_k = kc / 8 * 8;
+        for (int64_t c0 = 0; c0 < whole_cols; c0 += 8) {
+          const float* rows[8];
+          for (int i = 0; i < 8; ++i) rows[i] = data + (j0 + q + c0 + i) * b.ld + p0;
+          for (int64_t k0 = 0; k0 < whole_k; k0 += 8) {
+            TransposeEightFloats(rows, panel + k0 * nr + c0, nr);
+            for (int i = 0; i < 8; ++i) rows[i] += 8;
+          }
+        }
+        for (int64_t kk = 0; kk < kc; ++kk) {
+          float* dst = panel + kk * nr;
+          // The block's edges: k past whole blocks for its columns, then the columns past them.
+          const int64_t first = kk < whole_k ? whole_cols : 0;
+          for (int64_t c = first; c < cols; ++c) dst[c] = data[(j0 + q + c) * b.ld + p0 + kk];
+          for (int64_t c = cols; c < nr; ++c) dst[c] = 0.0f;
+        }
+      }
+      return;
+    }
+  }
+#endif
   for (int64_t q = 0; q < nc; q += nr) {
     const int64_t cols = std::min(nr, nc - q);
     for (int64_t kk = 0; kk < kc; ++kk) {
