@@ -110,10 +110,12 @@ absl::Status RunKernel(const std::string& op_type, std::vector<graph::Attribute>
                        threads);
 }
 
-absl::Status RunKernelWith(const alloc::KernelTable& table, const std::string& op_type,
-                           std::vector<graph::Attribute> attrs,
-                           const std::vector<TestTensor*>& inputs,
-                           const std::vector<TestTensor*>& outputs, int threads) {
+namespace {
+
+absl::Status Run(const alloc::KernelTable& table, const std::string& op_type,
+                 std::vector<graph::Attribute> attrs, const std::vector<TestTensor*>& inputs,
+                 const std::vector<TestTensor*>& outputs, int threads,
+                 std::vector<std::vector<int64_t>>* measured) {
   const alloc::Kernel* kernel = table.Find(op_type);
   if (kernel == nullptr) return absl::NotFoundError(absl::StrCat("no kernel for ", op_type));
   graph::Op op;
@@ -131,7 +133,25 @@ absl::Status RunKernelWith(const alloc::KernelTable& table, const std::string& o
     args.outputs.push_back(t->bytes());
     args.output_types.push_back(&t->type);
   }
+  args.measured_dims = measured;
   return (*kernel)(args);
+}
+
+}  // namespace
+
+absl::Status RunKernelWith(const alloc::KernelTable& table, const std::string& op_type,
+                           std::vector<graph::Attribute> attrs,
+                           const std::vector<TestTensor*>& inputs,
+                           const std::vector<TestTensor*>& outputs, int threads) {
+  return Run(table, op_type, std::move(attrs), inputs, outputs, threads, nullptr);
+}
+
+absl::Status RunKernelMeasuring(const std::string& op_type, std::vector<graph::Attribute> attrs,
+                                const std::vector<TestTensor*>& inputs,
+                                const std::vector<TestTensor*>& outputs,
+                                std::vector<std::vector<int64_t>>* measured) {
+  return Run(alloc::MakeCpuKernelTable(), op_type, std::move(attrs), inputs, outputs, 1,
+             measured);
 }
 
 std::string CompareClose(const std::vector<double>& actual, const std::vector<double>& expected,

@@ -59,6 +59,13 @@ absl::Status RunKernelWith(const alloc::KernelTable& table, const std::string& o
                            const std::vector<TestTensor*>& inputs,
                            const std::vector<TestTensor*>& outputs, int threads = 1);
 
+// RunKernel for an op whose output sizes depend on the data, its outputs' types upper bounds
+// (KernelArgs::measured_dims): `measured` receives the dims each output measured.
+absl::Status RunKernelMeasuring(const std::string& op_type, std::vector<graph::Attribute> attrs,
+                                const std::vector<TestTensor*>& inputs,
+                                const std::vector<TestTensor*>& outputs,
+                                std::vector<std::vector<int64_t>>* measured);
+
 // Largest |a - b| / (atol + rtol * |b|) over elements (<= 1 means within tolerance); NaNs must
 // match. Returns a description of the worst element when it exceeds 1, else "".
 std::string CompareClose(const std::vector<double>& actual, const std::vector<double>& expected,

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -56,6 +57,11 @@ std::optional<Dims> IntList(const ConstTensor* t);
 // Normalizes a possibly negative axis against `rank`; nullopt when out of [-rank, rank).
 std::optional<int64_t> NormalizeAxis(int64_t axis, int64_t rank);
 Result One(ConstTensor t);
+
+// Graph edits (onnx_fold.cc): removes the nodes `removed` marks (by index) and the value_info
+// of the names in `dropped` (a removed value's inferred type would shadow what replaces it).
+void RemoveNodes(onnx::GraphProto& graph, const std::vector<bool>& removed,
+                 const absl::flat_hash_set<std::string>& dropped);
 
 // Broadcasting, numpy rules (fold_elementwise.cc).
 std::optional<Dims> BroadcastShapes(const std::vector<const Dims*>& shapes);

@@ -76,6 +76,20 @@ std::optional<std::vector<int64_t>> StaticDims(const onnx::TypeProto& type) {
   return dims;
 }
 
+void RemoveNodes(onnx::GraphProto& graph, const std::vector<bool>& removed,
+                 const absl::flat_hash_set<std::string>& dropped) {
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (!removed[i]) kept.Add()->Swap(graph.mutable_node(i));
+  }
+  graph.mutable_node()->Swap(&kept);
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos;
+  for (onnx::ValueInfoProto& vi : *graph.mutable_value_info()) {
+    if (!dropped.contains(vi.name())) infos.Add()->Swap(&vi);
+  }
+  graph.mutable_value_info()->Swap(&infos);
+}
+
 namespace {
 
 bool NeedsOnlyShape(const onnx::NodeProto& node) {
@@ -276,16 +290,7 @@ void Materialise(onnx::GraphProto& graph, const std::vector<bool>& materialise,
     }
   }
 
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-  for (int i = 0; i < num_nodes; ++i) {
-    if (!removed[i]) kept.Add()->Swap(graph.mutable_node(i));
-  }
-  graph.mutable_node()->Swap(&kept);
-  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos;
-  for (onnx::ValueInfoProto& vi : *graph.mutable_value_info()) {
-    if (!dropped.contains(vi.name())) infos.Add()->Swap(&vi);
-  }
-  graph.mutable_value_info()->Swap(&infos);
+  RemoveNodes(graph, removed, dropped);
   for (onnx::ValueInfoProto& vi : *graph.mutable_output()) {
     auto it = e.values.find(vi.name());
     if (!dropped.contains(vi.name()) || it == e.values.end()) continue;

@@ -91,17 +91,7 @@ void RemoveUnreadSequences(onnx::GraphProto& graph) {
     dropped.insert(node.output(0));
     for (const std::string& in : node.input()) --readers[in];
   }
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-  for (int i = 0; i < graph.node_size(); ++i) {
-    if (!removed[i]) kept.Add()->Swap(graph.mutable_node(i));
-  }
-  graph.mutable_node()->Swap(&kept);
-  // The inferred sequence types of removed values go with them.
-  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> infos;
-  for (onnx::ValueInfoProto& vi : *graph.mutable_value_info()) {
-    if (!dropped.contains(vi.name())) infos.Add()->Swap(&vi);
-  }
-  graph.mutable_value_info()->Swap(&infos);
+  RemoveNodes(graph, removed, dropped);
 }
 
 }  // namespace

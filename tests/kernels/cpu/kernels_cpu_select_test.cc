@@ -22,9 +22,29 @@ using graph::DataType;
 using testing::EmptyTensor;
 using testing::MakeTensor;
 using testing::RunKernel;
+using testing::RunKernelMeasuring;
 using testing::TestTensor;
 using testing::ToDoubles;
 using ::testing::HasSubstr;
+
+// Runs `type` with its outputs planned at upper bounds, measuring: the dims each output
+// measured and its values in that layout.
+struct MeasuredRun {
+  absl::Status status;
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<std::vector<double>> values;
+};
+MeasuredRun RunMeasuring(const std::string& type, std::vector<graph::Attribute> attrs,
+                         std::vector<TestTensor*> inputs, std::vector<TestTensor*> outputs) {
+  MeasuredRun r;
+  r.status = RunKernelMeasuring(type, std::move(attrs), inputs, outputs, &r.dims);
+  for (size_t k = 0; k < r.dims.size() && r.status.ok(); ++k) {
+    TestTensor view = *outputs[k];
+    view.type.dims = r.dims[k];
+    r.values.push_back(ToDoubles(view));
+  }
+  return r;
+}
 
 TEST(NonZeroTest, CoordinatesInRowMajorOrderNanCountsAndNegativeZeroDoesNot) {
   const double nan = std::nan("");
@@ -49,57 +69,11 @@ TEST(NonZeroTest, AnotherCountThanPlannedIsAnErrorUnlessTheRunMeasures) {
   // Measuring: [2, 2] of a [2, 3] input's coordinates, written as [2, 2] within the bound.
   TestTensor m = MakeTensor(DataType::kFloat32, {2, 3}, {0, 5, 0, 0, 0, 7});
   TestTensor out = EmptyTensor(DataType::kInt64, {2, 6});
-  KernelTable table = MakeCpuKernelTable();
-  graph::Op op;
-  op.type = "NonZero";
-  KernelArgs args;
-  args.op = &op;
-  args.inputs = {m.bytes()};
-  args.input_types = {&m.type};
-  args.outputs = {out.bytes()};
-  args.output_types = {&out.type};
-  std::vector<std::vector<int64_t>> measured;
-  args.measured_dims = &measured;
-  ASSERT_TRUE((*table.Find("NonZero"))(args).ok());
-  ASSERT_EQ(measured.size(), 1u);
-  EXPECT_EQ(measured[0], (std::vector<int64_t>{2, 2}));
-  std::vector<int64_t> first(4);
-  std::memcpy(first.data(), out.bytes(), sizeof(int64_t) * 4);
-  EXPECT_EQ(first, (std::vector<int64_t>{0, 1, 1, 2}));
-}
-
-// Runs `type` with its outputs planned at `bounds`, measuring: the dims each output measured
-// and its values in that layout.
-struct MeasuredRun {
-  absl::Status status;
-  std::vector<std::vector<int64_t>> dims;
-  std::vector<std::vector<double>> values;
-};
-MeasuredRun RunMeasuring(const std::string& type, std::vector<graph::Attribute> attrs,
-                         std::vector<TestTensor*> inputs, std::vector<TestTensor*> outputs) {
-  KernelTable table = MakeCpuKernelTable();
-  graph::Op op;
-  op.type = type;
-  op.attrs = std::move(attrs);
-  KernelArgs args;
-  args.op = &op;
-  for (TestTensor* t : inputs) {
-    args.inputs.push_back(t->bytes());
-    args.input_types.push_back(&t->type);
-  }
-  for (TestTensor* t : outputs) {
-    args.outputs.push_back(t->bytes());
-    args.output_types.push_back(&t->type);
-  }
-  MeasuredRun r;
-  args.measured_dims = &r.dims;
-  r.status = (*table.Find(type))(args);
-  for (size_t k = 0; k < r.dims.size() && r.status.ok(); ++k) {
-    TestTensor view = *outputs[k];
-    view.type.dims = r.dims[k];
-    r.values.push_back(ToDoubles(view));
-  }
-  return r;
+  const MeasuredRun r = RunMeasuring("NonZero", {}, {&m}, {&out});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.dims.size(), 1u);
+  EXPECT_EQ(r.dims[0], (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(r.values[0], (std::vector<double>{0, 1, 1, 2}));
 }
 
 TEST(CompressTest, SelectsElementsOrSlicesAsTheSpecificationsExamples) {
