@@ -379,6 +379,8 @@ absl::Status Conv(const KernelArgs& args) {
     const ScratchFloats chunk(args.scratch, worker, ScratchUse::kConvColumns,
                               static_cast<size_t>(s.col_rows() * chunk_rows * width));
     std::vector<float> converted;  // images [n_first, n_last] of the chunk as float32 (half storage)
+    // What `converted` holds (group, first and last image): the chunks of one image reuse it.
+    int64_t held_g = -1, held_first = -1, held_last = -1;
     for (int64_t piece = worker; piece < pieces && errors[worker].ok(); piece += workers) {
       const int64_t g = piece / group_chunks;
       const int64_t r0 = (piece % group_chunks) * chunk_rows;
@@ -387,12 +389,16 @@ absl::Status Conv(const KernelArgs& args) {
       auto first_of = [&](int64_t n) {
         return (n * win.channels + g * s.group_channels) * win.in_size();
       };
-      if (x.dtype != DataType::kFloat32) {
+      if (x.dtype != DataType::kFloat32 &&
+          (g != held_g || n_first != held_first || n_last != held_last)) {
         converted.resize(static_cast<size_t>((n_last - n_first + 1) * plane_block));
         for (int64_t n = n_first; n <= n_last; ++n) {
           load.run(args.inputs[0], first_of(n), plane_block,
                    converted.data() + (n - n_first) * plane_block);
         }
+        held_g = g;
+        held_first = n_first;
+        held_last = n_last;
       }
       Im2ColRows(
           s, r0, r1,
