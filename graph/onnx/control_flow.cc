@@ -158,6 +158,42 @@ bool HoldsSubgraph(const onnx::AttributeProto& a) {
          a.has_g() || a.graphs_size() > 0;
 }
 
+namespace {
+
+// A Scan's counts and per-input lists: 1 <= num_scan_inputs <= inputs, an output per state,
+// each of scan_input_axes, scan_input_directions (num_scan_inputs entries), scan_output_axes,
+// scan_output_directions (one per scan output) either absent or complete.
+absl::Status CheckScanAttributes(const onnx::NodeProto& scan) {
+  const onnx::AttributeProto* count = FindAttr(scan, "num_scan_inputs");
+  const int64_t m = count != nullptr && count->type() == onnx::AttributeProto::INT ? count->i() : 0;
+  if (m < 1 || m > scan.input_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Label(scan), ": num_scan_inputs must be an integer between 1 and its ", scan.input_size(),
+        " inputs"));
+  }
+  const int64_t states = scan.input_size() - m;
+  if (scan.output_size() < states) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Label(scan), ": it has ", states, " states but ", scan.output_size(),
+        " outputs (one per state, then the scan outputs)"));
+  }
+  const int64_t outputs = scan.output_size() - states;
+  for (const auto& [name, size] : {std::pair{"scan_input_axes", m},
+                                   std::pair{"scan_input_directions", m},
+                                   std::pair{"scan_output_axes", outputs},
+                                   std::pair{"scan_output_directions", outputs}}) {
+    const onnx::AttributeProto* a = FindAttr(scan, name);
+    if (a != nullptr && a->ints_size() != size) {
+      return absl::InvalidArgumentError(absl::StrCat(Label(scan), ": attribute '", name,
+                                                     "' has ", a->ints_size(),
+                                                     " entries for ", size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CheckControlFlowOps(const onnx::GraphProto& graph, int opset) {
   for (const onnx::NodeProto& node : graph.node()) {
     const bool is_if = node.op_type() == "If" && IsDefaultDomain(node.domain());
@@ -189,6 +225,12 @@ absl::Status CheckControlFlowOps(const onnx::GraphProto& graph, int opset) {
           Label(node), ": a Loop needs a body and its trip count and condition inputs (either "
           "may be an empty name)"));
     }
+    if (is_loop && node.output_size() < node.input_size() - 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Label(node), ": it carries ", node.input_size() - 2, " values but has ",
+          node.output_size(), " outputs (one per carried value, then the scan outputs)"));
+    }
+    if (is_scan) MG_RETURN_IF_ERROR(CheckScanAttributes(node));
     if (is_scan && opset < 9) {
       return absl::UnimplementedError(absl::StrCat(
           Label(node), ": a Scan of opset ", opset,
@@ -558,12 +600,12 @@ absl::StatusOr<std::vector<onnx::NodeProto>> UnrollLoop(const onnx::NodeProto& l
 absl::StatusOr<int64_t> ScanLength(const onnx::NodeProto& scan, const ScanRanks& dims_of) {
   const onnx::AttributeProto* count = FindAttr(scan, "num_scan_inputs");
   const int64_t m = count != nullptr ? count->i() : -1;
-  const int states = scan.input_size() - static_cast<int>(m);
-  if (m < 1 || states < 0) {
+  if (m < 1 || m > scan.input_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         Label(scan), ": num_scan_inputs must be between 1 and its ", scan.input_size(),
         " inputs"));
   }
+  const int states = scan.input_size() - static_cast<int>(m);
   const std::vector<int64_t> axes = IntsOf(scan, "scan_input_axes", static_cast<size_t>(m));
   int64_t length = -1;
   for (int i = 0; i < m; ++i) {

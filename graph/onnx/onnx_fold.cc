@@ -378,13 +378,40 @@ bool InlineDecidedIfs(onnx::GraphProto& graph, absl::flat_hash_map<std::string, 
   return inlined;
 }
 
+// The nodes of `g` and of every subgraph inside it: what one copy of a body costs.
+int64_t NodeCount(const onnx::GraphProto& g) {
+  int64_t count = g.node_size();
+  for (const onnx::NodeProto& node : g.node()) {
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) count += NodeCount(a.g());
+      for (const onnx::GraphProto& sub : a.graphs()) count += NodeCount(sub);
+    }
+  }
+  return count;
+}
+
+// Takes `copies` copies of `body` from the fold's budget of unrolled nodes (util::
+// kMaxUnrolledNodes for all Loops and Scans together); Unimplemented when it does not hold them.
+absl::Status SpendUnrolled(const std::string& label, int64_t copies, const onnx::GraphProto& body,
+                           int64_t& budget) {
+  const int64_t per_copy = std::max<int64_t>(NodeCount(body), 1);
+  if (copies > budget / per_copy) {
+    return absl::UnimplementedError(absl::StrCat(
+        label, ": ", copies, " copies of its ", per_copy, "-node body would be more than the ",
+        budget, " nodes left of the ", util::kMaxUnrolledNodes,
+        " that Loops and Scans are unrolled to"));
+  }
+  budget -= copies * per_copy;
+  return absl::OkStatus();
+}
+
 // Replaces every Loop whose trip count and condition are constants by copies of its body
 // (UnrollLoop), in one pass over the nodes; true when one was. Unimplemented for such a Loop
 // that may not be unrolled: a trip count or condition computed from a bound (the run would
 // measure another), a body that computes its condition, more than util::kMaxUnrolledNodes.
 absl::StatusOr<bool> UnrollDecidedLoops(onnx::GraphProto& graph, int opset,
                                         const absl::flat_hash_map<std::string, int>& derived,
-                                        FoldReport& report) {
+                                        int64_t& budget, FoldReport& report) {
   auto is_loop = [](const onnx::NodeProto& node) {
     return node.op_type() == "Loop" && IsDefaultDomain(node.domain()) && node.input_size() >= 2;
   };
@@ -401,7 +428,8 @@ absl::StatusOr<bool> UnrollDecidedLoops(onnx::GraphProto& graph, int opset,
     auto it = scalars.find(name);
     return it != scalars.end() && Truth(it->second);
   };
-  std::optional<absl::flat_hash_set<std::string>> taken;  // made for the first Loop unrolled
+  // Every name defined before any node moves (a moved node's slot is empty).
+  absl::flat_hash_set<std::string> taken = TakenNames(graph);
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   bool unrolled = false;
   for (onnx::NodeProto& node : *graph.mutable_node()) {
@@ -433,23 +461,17 @@ absl::StatusOr<bool> UnrollDecidedLoops(onnx::GraphProto& graph, int opset,
     const bool runs = condition == scalars.end() || Truth(condition->second);
     const int64_t iterations = runs ? m : 0;
     const onnx::GraphProto& body = FindAttr(node, "body")->g();
-    if (iterations > 0 && !BodyKeepsCondition(node, outer_true)) {
+    // Without a condition input the Loop is a `for` loop: ONNX ignores the body's condition.
+    if (iterations > 0 && !node.input(1).empty() && !BodyKeepsCondition(node, outer_true)) {
       return absl::UnimplementedError(absl::StrCat(
           label, ": its body computes its condition '", body.output(0).name(),
           "', so it may stop before its trip count (a `while` or a `break`); a Loop is planned "
           "only where the shapes decide how often it runs"));
     }
-    const int64_t per_iteration = std::max(body.node_size(), 1);
-    if (iterations > util::kMaxUnrolledNodes / per_iteration) {
-      return absl::UnimplementedError(absl::StrCat(
-          label, ": ", iterations, " iterations of its ", body.node_size(),
-          "-node body would be more than the ", util::kMaxUnrolledNodes,
-          " nodes a Loop is unrolled to"));
-    }
-    if (!taken) taken = TakenNames(graph);
+    MG_RETURN_IF_ERROR(SpendUnrolled(label, iterations, body, budget));
     std::string note;
     MG_ASSIGN_OR_RETURN(std::vector<onnx::NodeProto> replacement,
-                        UnrollLoop(node, iterations, opset, *taken, graph, note));
+                        UnrollLoop(node, iterations, opset, taken, graph, note));
     report.decided_control_flow.push_back(std::move(note));
     for (onnx::NodeProto& n : replacement) nodes.Add()->Swap(&n);
     unrolled = true;
@@ -464,7 +486,7 @@ absl::StatusOr<bool> UnrollDecidedLoops(onnx::GraphProto& graph, int opset,
 // nodes unrolled. (A Scan of opset 8 was refused at import: CheckControlFlowOps.)
 absl::StatusOr<bool> UnrollStaticScans(onnx::GraphProto& graph, int opset, const TypeTable& types,
                                        const absl::flat_hash_map<std::string, int>& derived,
-                                       FoldReport& report) {
+                                       int64_t& budget, FoldReport& report) {
   auto is_scan = [](const onnx::NodeProto& node) {
     return node.op_type() == "Scan" && IsDefaultDomain(node.domain());
   };
@@ -474,7 +496,7 @@ absl::StatusOr<bool> UnrollStaticScans(onnx::GraphProto& graph, int opset, const
     if (dims == nullptr) return std::nullopt;
     return *dims;
   };
-  std::optional<absl::flat_hash_set<std::string>> taken;
+  absl::flat_hash_set<std::string> taken = TakenNames(graph);  // before any node moves
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   bool unrolled = false;
   for (onnx::NodeProto& node : *graph.mutable_node()) {
@@ -496,17 +518,10 @@ absl::StatusOr<bool> UnrollStaticScans(onnx::GraphProto& graph, int opset, const
           label, ": it reads '", input, "', whose size depends on tensor values (planned at an "
           "upper bound); a Scan is unrolled only where the shapes alone decide its length"));
     }
-    const int body_nodes = FindAttr(node, "body")->g().node_size();
-    if (length > util::kMaxUnrolledNodes / std::max(body_nodes, 1)) {
-      return absl::UnimplementedError(absl::StrCat(
-          label, ": ", length, " slices of its ", body_nodes,
-          "-node body would be more than the ", util::kMaxUnrolledNodes,
-          " nodes a Scan is unrolled to"));
-    }
-    if (!taken) taken = TakenNames(graph);
+    MG_RETURN_IF_ERROR(SpendUnrolled(label, length, FindAttr(node, "body")->g(), budget));
     std::string note;
     MG_ASSIGN_OR_RETURN(std::vector<onnx::NodeProto> replacement,
-                        UnrollScan(node, dims_of, opset, *taken, graph, note));
+                        UnrollScan(node, dims_of, opset, taken, graph, note));
     report.decided_control_flow.push_back(std::move(note));
     for (onnx::NodeProto& n : replacement) nodes.Add()->Swap(&n);
     unrolled = true;
@@ -622,10 +637,12 @@ void CloseDerived(const onnx::GraphProto& graph, absl::flat_hash_map<std::string
   }
 }
 
-// libonnx's inference without the Ifs' branches and Loops' bodies: an If is replaced by its
-// branch once its condition folds, a Loop by copies of its body once its trip count does, and
-// libonnx types a subgraph by copying every type of the enclosing graph (a net of many Ifs cost
-// Ifs x values). Their outputs stay untyped until then.
+// libonnx's inference without the Ifs' branches and Loops' and Scans' bodies: an If is replaced
+// by its branch once its condition folds, a Loop or Scan by copies of its body once its count
+// does, and libonnx types a subgraph by copying every type of the enclosing graph (a net of many
+// Ifs cost Ifs x values). Their outputs stay untyped until then, and so does whatever reads
+// them: libonnx 1.12 sees those nodes without their schema, as its Shape crashes on an untyped
+// input (data propagation) and Scan's shape function on a node without its attributes.
 absl::Status InferWithoutBranches(onnx::ModelProto& model) {
   onnx::GraphProto& graph = *model.mutable_graph();
   struct Held {
@@ -634,19 +651,28 @@ absl::Status InferWithoutBranches(onnx::ModelProto& model) {
     google::protobuf::RepeatedPtrField<onnx::AttributeProto> attributes;
   };
   std::vector<Held> held;
+  absl::flat_hash_set<std::string> untyped;  // outputs of the nodes held so far
   for (int i = 0; i < graph.node_size(); ++i) {
     onnx::NodeProto& node = *graph.mutable_node(i);
-    if (node.op_type() != "If" && node.op_type() != "Loop" && node.op_type() != "Scan") continue;
-    // Without its schema libonnx skips the node: Scan's shape function, handed a node without
-    // its attributes, dereferences the missing num_scan_inputs.
+    const bool control_flow =
+        node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan";
+    bool downstream = false;
+    if (!control_flow && !untyped.empty()) {
+      for (const std::string& in : node.input()) downstream = downstream || untyped.contains(in);
+      for (const std::string& in : OuterReads(node)) downstream = downstream || untyped.contains(in);
+    }
+    if (!control_flow && !downstream) continue;
     held.push_back({i, node.op_type(), {}});
-    held.back().attributes.Swap(node.mutable_attribute());
+    if (control_flow) held.back().attributes.Swap(node.mutable_attribute());
     node.clear_op_type();
+    for (const std::string& out : node.output()) {
+      if (!out.empty()) untyped.insert(out);
+    }
   }
   const absl::Status s = InferShapesInProcess(model, /*strict=*/false);
   for (Held& h : held) {
     onnx::NodeProto& node = *graph.mutable_node(h.node);
-    node.mutable_attribute()->Swap(&h.attributes);
+    if (h.attributes.size() > 0) node.mutable_attribute()->Swap(&h.attributes);
     node.set_op_type(h.op_type);
   }
   return s;
@@ -657,6 +683,7 @@ absl::StatusOr<FoldReport> FoldHere(onnx::ModelProto& model, const FoldOptions& 
   FoldReport report;
   onnx::GraphProto& graph = *model.mutable_graph();
   absl::flat_hash_map<std::string, int> derived;  // FoldReport::derived_values
+  int64_t budget = util::kMaxUnrolledNodes;  // nodes Loops and Scans may still unroll to
   int opset = 0;  // the default domain's
   for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
     if (IsDefaultDomain(o.domain())) opset = static_cast<int>(o.version());
@@ -681,10 +708,10 @@ absl::StatusOr<FoldReport> FoldHere(onnx::ModelProto& model, const FoldOptions& 
     // Folded values computed from derived ones are derived (their producers go with folding).
     CloseDerived(graph, derived);
     if (InlineDecidedIfs(graph, derived, report)) continue;
-    MG_ASSIGN_OR_RETURN(const bool unrolled, UnrollDecidedLoops(graph, opset, derived, report));
+    MG_ASSIGN_OR_RETURN(const bool unrolled, UnrollDecidedLoops(graph, opset, derived, budget, report));
     if (unrolled || LowerSequences(graph, opset)) continue;
     const TypeTable types(graph);
-    MG_ASSIGN_OR_RETURN(const bool scanned, UnrollStaticScans(graph, opset, types, derived, report));
+    MG_ASSIGN_OR_RETURN(const bool scanned, UnrollStaticScans(graph, opset, types, derived, budget, report));
     if (scanned) continue;
     const std::vector<int> frontier = FindFrontier(graph, types);
     if (frontier.empty()) return finish();

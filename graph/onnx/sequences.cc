@@ -118,8 +118,12 @@ bool LowerSequences(onnx::GraphProto& graph, int opset) {
   std::vector<std::optional<std::vector<std::string>>> chains(graph.node_size());
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
+    const onnx::AttributeProto* axis = FindAttr(node, "axis");
+    const onnx::AttributeProto* new_axis = FindAttr(node, "new_axis");
+    const bool ints = axis != nullptr && axis->type() == onnx::AttributeProto::INT &&
+                      (new_axis == nullptr || new_axis->type() == onnx::AttributeProto::INT);
     if (Is(node, "ConcatFromSequence") && node.input_size() == 1 && node.output_size() == 1 &&
-        FindAttr(node, "axis") != nullptr) {
+        ints) {
       chains[i] = Elements(node.input(0), graph, producer);
     }
   }

@@ -374,7 +374,11 @@ TEST(OnnxControlFlowTest, ALoopWhoseBodyComputesItsConditionIsRefused) {
   ten->set_data_type(TensorProto::FLOAT);
   ten->add_float_data(10.0f);
   Model::Node(&body, "Less", {"total", "ten"}, {"cond_out"});
-  onnx::NodeProto* loop = m.Node("Loop", {"count", "", "x"}, {"y", "ys"}, "counter");
+  TensorProto* yes = m.graph()->add_initializer();
+  yes->set_name("yes");
+  yes->set_data_type(TensorProto::BOOL);
+  yes->add_int32_data(1);
+  onnx::NodeProto* loop = m.Node("Loop", {"count", "yes", "x"}, {"y", "ys"}, "counter");
   AttrGraph(loop, "body", body);
   m.Output("y");
   absl::StatusOr<Graph> g = m.Import();
@@ -382,6 +386,32 @@ TEST(OnnxControlFlowTest, ALoopWhoseBodyComputesItsConditionIsRefused) {
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(g.status().message(), AllOf(HasSubstr("Loop node 'counter'"),
                                           HasSubstr("computes its condition 'cond_out'")));
+
+  // Without a condition input it is a `for` loop: ONNX ignores the body's condition, and all
+  // four iterations run (y = x + 0 + 1 + 2 + 3).
+  m.graph()->mutable_node(m.graph()->node_size() - 1)->set_input(1, "");
+  const auto out = RunFloats(m, {{"x", {{1.0f, 2.0f}, {2}}}});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, (std::vector<float>{7.0f, 8.0f}));
+}
+
+// Two Loops of one name, the second counted by the first's scan output: unrolled in two
+// folding rounds, their copies' names stay apart.
+TEST(OnnxControlFlowTest, LoopsUnrolledInLaterRoundsGetFreshNames) {
+  Model m = CountingLoop("two");
+  m.Ints("two", {2}, /*scalar=*/true);
+  m.Ints("first", {0}, /*scalar=*/true);
+  m.Node("Shape", {"ys"}, {"ys_shape"});
+  AttrInt(m.Node("Gather", {"ys_shape", "first"}, {"again"}), "axis", 0);
+  onnx::NodeProto* second = m.Node("Loop", {"again", "", "y"}, {"y2", "ys2"}, "counter");
+  AttrGraph(second, "body", CountingBody());
+  m.Output("y2");
+  m.Output("ys2");
+  const auto out = RunFloats(m, {{"x", {{1.0f, -2.0f}, {2}}}});
+  ASSERT_EQ(out.size(), 2u);
+  // y = x + 1; y2 = y + 1; ys2 = -(y + 0), -(y + 1).
+  EXPECT_EQ(out[0].first, (std::vector<float>{3.0f, 0.0f}));
+  EXPECT_EQ(out[1].first, (std::vector<float>{-2.0f, 1.0f, -3.0f, 0.0f}));
 }
 
 TEST(OnnxControlFlowTest, ALoopOfTooManyNodesIsRefused) {
@@ -391,8 +421,8 @@ TEST(OnnxControlFlowTest, ALoopOfTooManyNodesIsRefused) {
   absl::StatusOr<Graph> g = m.Import();
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("1048576 iterations"),
-                                          HasSubstr("262144 nodes")));
+  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("1048576 copies of its 4-node body"),
+                                          HasSubstr("262144")));
 }
 
 TEST(OnnxControlFlowTest, ABodyWithTheWrongInputsIsRefused) {
@@ -486,6 +516,40 @@ TEST(OnnxControlFlowTest, AScanOfOpset8IsRefused) {
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(g.status().message(), AllOf(HasSubstr("Scan node 'summer'"), HasSubstr("opset 8")));
+}
+
+TEST(OnnxControlFlowTest, MalformedLoopsAndScansAreRefused) {
+  {
+    // Two carried values, one output.
+    Model m;
+    m.Input("x", TensorProto::FLOAT, {2});
+    m.Ints("count", {2}, /*scalar=*/true);
+    onnx::NodeProto* loop = m.Node("Loop", {"count", "", "x", "x"}, {"y"}, "short");
+    AttrGraph(loop, "body", CountingBody());
+    m.Output("y");
+    absl::StatusOr<Graph> g = m.Import();
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(g.status().message(), AllOf(HasSubstr("Loop node 'short'"),
+                                            HasSubstr("carries 2 values but has 1 outputs")));
+  }
+  for (int64_t scan_inputs : {int64_t{0}, int64_t{3}, (int64_t{1} << 32) + 1}) {
+    Model m = RunningSum();
+    onnx::NodeProto* scan = m.graph()->mutable_node(0);
+    scan->mutable_attribute(0)->set_i(scan_inputs);
+    absl::StatusOr<Graph> g = m.Import();
+    ASSERT_FALSE(g.ok()) << scan_inputs;
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(g.status().message(), HasSubstr("num_scan_inputs must be"));
+  }
+  {
+    Model m = RunningSum();
+    AttrInts(m.graph()->mutable_node(0), "scan_input_axes", {0, 0});
+    absl::StatusOr<Graph> g = m.Import();
+    ASSERT_FALSE(g.ok());
+    EXPECT_THAT(g.status().message(),
+                AllOf(HasSubstr("'scan_input_axes'"), HasSubstr("2 entries for 1")));
+  }
 }
 
 // `outs.append(torch.tanh(x[i] + h))` in a scripted loop, then `torch.stack(outs, 1)`: the list
