@@ -126,8 +126,8 @@ const char* const kAnyTypeUnary[] = {"Relu",  "LeakyRelu",    "Neg",          "A
                                      "Scale", "Identity", "Free", "Alias", "IndexFreeze"};
 const char* const kFloatUnary[] = {"Gelu",    "Sigmoid",    "Tanh",     "Sqrt",        "Rsqrt",
                                    "Exp",     "Log",        "Erf",      "Reciprocal",  "Elu",
-                                   "Selu",    "Softplus",   "Softsign", "HardSigmoid", "Swish",
-                                   "Sin",     "Cos"};
+                                   "Celu",    "Selu",       "Softplus", "Softsign",    "HardSigmoid",
+                                   "Swish",   "Sin",        "Cos"};
 const char* const kComparisons[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
                                     "EQ",    "NE",   "LT",      "LE",          "GT",
                                     "GE"};
