@@ -317,7 +317,22 @@ def _other_models():
                 scores = torch.cat([scores, logits.max(1, keepdim=True)[0]], 1)
             return tokens, scores
 
-    return LstmClassifier, GruTagger, UNet, Mlp, SsdHead, RaftSmall, ScriptedRnn, GreedyDecoder
+    class TokenHistogram(nn.Module):
+        """A bag of tokens pooled over its distinct tokens (torch.unique with counts): sizes
+        that depend on the data, planned at their bound and measured by the run."""
+
+        def __init__(self, vocab=100, d=16):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, d)
+            self.out = nn.Linear(d, 4)
+
+        def forward(self, tokens):
+            distinct, counts = torch.unique(tokens, sorted=True, return_counts=True)
+            weights = counts.unsqueeze(1).to(torch.float32) / tokens.numel()
+            return self.out((self.embed(distinct) * weights).sum(0)), distinct
+
+    return (LstmClassifier, GruTagger, UNet, Mlp, SsdHead, RaftSmall, ScriptedRnn, GreedyDecoder,
+            TokenHistogram)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,8 +386,8 @@ def zoo_entries():
     import torchvision.models.video as video
     import torchvision.models.detection as det
     TextEncoder, GPT, AlibiEncoder, Seq2Seq, BertLike = _transformer_models()
-    (LstmClassifier, GruTagger, UNet, Mlp, SsdHead, RaftSmall, ScriptedRnn,
-     GreedyDecoder) = _other_models()
+    (LstmClassifier, GruTagger, UNet, Mlp, SsdHead, RaftSmall, ScriptedRnn, GreedyDecoder,
+     TokenHistogram) = _other_models()
 
     batch_in_out = {"input": {0: "batch"}, "output": {0: "batch"}}
     batch_in = {"input": {0: "batch"}}  # outputs left to the exporter to name
@@ -471,6 +486,9 @@ def zoo_entries():
         ("greedy_decoder", lambda: torch.jit.script(GreedyDecoder()),
          lambda: (torch.randn(2, 7, 24),), ["memory"], ["tokens", "scores"],
          {"memory": {0: "batch"}}),
+        # Sizes the data decides: Unique's.
+        ("token_histogram", TokenHistogram, lambda: (torch.randint(0, 100, (2, 40)),),
+         ["tokens"], ["logits", "distinct"], {"tokens": {0: "batch"}}),
         # float16 storage, where PyTorch can export it (tracing runs the model on the CPU).
         ("mlp_fp16", lambda: Mlp().half(), lambda: (torch.randn(4, 3, 16, 16).half(),), ["x"],
          ["log_probs"], {"x": {0: "batch"}}),
