@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -162,6 +163,21 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
 
   Executor executor(graph, arena, std::move(static_arena));
   executor.schedule_ = std::move(liveness.schedule.ops);
+  if (graph::HasControlRegions(graph)) {
+    MG_ASSIGN_OR_RETURN(executor.regions_, graph::FindControlRegions(graph));
+    MG_RETURN_IF_ERROR(graph::CheckRegionSchedule(graph, executor.regions_, executor.schedule_));
+    executor.step_of_op_.assign(graph.num_ops(), -1);
+    for (size_t s = 0; s < executor.schedule_.size(); ++s) {
+      executor.step_of_op_[executor.schedule_[s]] = static_cast<int>(s);
+    }
+    executor.region_at_step_.assign(executor.schedule_.size(), -1);
+    for (size_t r = 0; r < executor.regions_.size(); ++r) {
+      const graph::ControlRegion& region = executor.regions_[r];
+      for (OpId marker : {region.begin, region.middle, region.end}) {
+        if (marker != kNone) executor.region_at_step_[executor.step_of_op_[marker]] = static_cast<int>(r);
+      }
+    }
+  }
   executor.offset_of_value_ = plan.offset_of_value;
   executor.static_offset_ = std::move(static_offset);
   executor.bytes_ = liveness.bytes;
@@ -255,9 +271,25 @@ absl::Status Executor::RunVerify() {
   for (ValueId id = 0; id < graph_->num_values(); ++id) {
     if (graph_->value(id).producer == kNone) MG_RETURN_IF_ERROR(Fill(id, -1, kNone, log));
   }
+  std::vector<bool> jumped(regions_.size(), false);  // a Loop's body ran its second time
   for (int step = 0; step < static_cast<int>(schedule_.size()); ++step) {
     const OpId op_id = schedule_[step];
     const graph::Op& op = graph_->op(op_id);
+    const int region = region_at_step_.empty() ? -1 : region_at_step_[step];
+    if (region >= 0 && op_id == regions_[region].end &&
+        regions_[region].kind == graph::ControlRegion::Kind::kLoop && !jumped[region]) {
+      // The jump back: LoopEnd writes the iteration number, the condition and the carried
+      // values, and the body runs again reading them and the values from before the Loop.
+      jumped[region] = true;
+      for (ValueId in : DistinctInputs(op)) {
+        MG_RETURN_IF_ERROR(Check(in, log, absl::StrCat(op.Label(), " (step ", step,
+                                                       ") reads it before the jump back")));
+      }
+      const OpId begin = regions_[region].begin;
+      for (ValueId v : graph_->op(begin).outputs) MG_RETURN_IF_ERROR(Fill(v, step, op_id, log));
+      step = step_of_op_[begin];  // the loop's ++step goes on at the body's first op
+      continue;
+    }
     const std::vector<ValueId> inputs = DistinctInputs(op);
     for (ValueId in : inputs) {
       MG_RETURN_IF_ERROR(
@@ -318,6 +350,7 @@ absl::StatusOr<std::vector<const Kernel*>> Executor::KernelsOfSteps(
   std::vector<Missing> missing;
   for (size_t step = 0; step < schedule_.size(); ++step) {
     const graph::Op& op = graph_->op(schedule_[step]);
+    if (!region_at_step_.empty() && region_at_step_[step] >= 0) continue;  // the executor's own
     kernel_of_step[step] = kernels.Find(op.type);
     if (kernel_of_step[step] != nullptr) continue;
     auto it = std::find_if(missing.begin(), missing.end(),
@@ -351,19 +384,109 @@ absl::Status Executor::Run(const KernelTable& kernels, int threads) {
         " values whose sizes depend on tensor values (first '", sizes[0].value, "': ",
         sizes[0].why, "), planned at upper bounds; the executor runs fixed sizes only"));
   }
+  if (!regions_.empty() && device() != Device::kHost) {
+    return absl::UnimplementedError(absl::StrCat(
+        "the net has control flow decided at run time (", graph_->op(regions_[0].begin).Label(),
+        "): it runs on the host executor only, which reads the conditions between its ops"));
+  }
   MG_ASSIGN_OR_RETURN(const std::vector<const Kernel*> kernel_of_step, KernelsOfSteps(kernels));
   KernelArgs args;
   args.device = device();
   args.threads = std::max(threads, 1);
   KernelScratch scratch(args.threads);  // kept from op to op (kernels/kernel_scratch.h)
   args.scratch = &scratch;
-  for (size_t step = 0; step < schedule_.size(); ++step) {
+  std::vector<bool> skipped(regions_.size(), false);
+  std::vector<std::byte> staging;
+  for (size_t step = 0; step < schedule_.size();) {
     const graph::Op& op = graph_->op(schedule_[step]);
+    if (!region_at_step_.empty() && region_at_step_[step] >= 0) {
+      absl::StatusOr<size_t> next = RunMarker(step, skipped, staging);
+      if (!next.ok()) return StepError(op, step, next.status());
+      step = *next;
+      continue;
+    }
     SetOperands(args, op, *graph_, [this](ValueId v) { return ValueAddress(v); });
     const absl::Status status = (*kernel_of_step[step])(args);
     if (!status.ok()) return StepError(op, step, status);
+    ++step;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> Executor::RunMarker(size_t step, std::vector<bool>& skipped,
+                                           std::vector<std::byte>& staging) {
+  const int r = region_at_step_[step];
+  const graph::ControlRegion& region = regions_[r];
+  const OpId id = schedule_[step];
+  const graph::Op& op = graph_->op(id);
+  auto truth = [&](ValueId v) { return *reinterpret_cast<const uint8_t*>(ValueAddress(v)) != 0; };
+  auto int64_at = [&](ValueId v) {
+    int64_t x;
+    std::memcpy(&x, ValueAddress(v), sizeof(x));
+    return x;
+  };
+  // Copies values[k] into targets[k] for every k, through `staging` (a carried value may be
+  // another's next: a swap).
+  auto copy_all = [&](const std::vector<ValueId>& values, const std::vector<ValueId>& targets) {
+    staging.clear();
+    for (ValueId v : values) {
+      const std::byte* from = ValueAddress(v);
+      staging.insert(staging.end(), from, from + Bytes(v));
+    }
+    size_t at = 0;
+    for (size_t k = 0; k < targets.size(); ++k) {
+      if (Bytes(targets[k]) > 0) std::memcpy(ValueAddress(targets[k]), staging.data() + at, Bytes(targets[k]));
+      at += Bytes(values[k]);
+    }
+  };
+  const size_t begin_step = step_of_op_[region.begin];
+  const size_t end_step = step_of_op_[region.end];
+  const size_t n = static_cast<size_t>(region.carried);
+  if (region.kind == graph::ControlRegion::Kind::kIf) {
+    if (id == region.begin) return truth(op.inputs[0]) ? step + 1 : step_of_op_[region.middle] + 1;
+    if (id == region.middle) return end_step;  // the then-branch ran: the else-branch does not
+    const bool cond = truth(op.inputs[0]);
+    std::vector<ValueId> from, to;
+    for (size_t k = 0; k < n; ++k) {
+      from.push_back(op.inputs[(cond ? 1 : 1 + n) + k]);
+      to.push_back(op.outputs[k]);
+    }
+    copy_all(from, to);
+    return step + 1;
+  }
+  const graph::Op& begin = graph_->op(region.begin);
+  const size_t given = (region.has_trip_count ? 1 : 0) + (region.has_condition ? 1 : 0);
+  const int64_t trips = region.has_trip_count ? int64_at(begin.inputs[0])
+                                              : std::numeric_limits<int64_t>::max();
+  std::vector<ValueId> in(begin.outputs.begin() + 2, begin.outputs.end());
+  if (id == region.begin) {
+    const bool cond = region.has_condition ? truth(begin.inputs[given - 1]) : true;
+    const int64_t zero = 0;
+    std::memcpy(ValueAddress(begin.outputs[0]), &zero, sizeof(zero));
+    *reinterpret_cast<uint8_t*>(ValueAddress(begin.outputs[1])) = cond ? 1 : 0;
+    copy_all(std::vector<ValueId>(begin.inputs.begin() + given, begin.inputs.end()), in);
+    skipped[r] = !(cond && trips > 0);
+    return skipped[r] ? end_step : step + 1;
+  }
+  const std::vector<ValueId> finals(op.outputs.begin(), op.outputs.end());
+  if (skipped[r]) {
+    skipped[r] = false;
+    copy_all(in, finals);
+    return step + 1;
+  }
+  const size_t m = region.has_trip_count ? 1 : 0;
+  const ValueId cond_out = op.inputs[m + 2 + n];
+  const std::vector<ValueId> out(op.inputs.begin() + m + 3 + n, op.inputs.begin() + m + 3 + 2 * n);
+  const int64_t next = int64_at(begin.outputs[0]) + 1;
+  const bool cond = region.has_condition ? truth(cond_out) : true;
+  if (next < trips && cond) {
+    std::memcpy(ValueAddress(begin.outputs[0]), &next, sizeof(next));
+    *reinterpret_cast<uint8_t*>(ValueAddress(begin.outputs[1])) = cond ? 1 : 0;
+    copy_all(out, in);
+    return begin_step + 1;
+  }
+  copy_all(out, finals);
+  return step + 1;
 }
 
 absl::Status Executor::CheckTyping(const graph::Graph& typing, std::vector<ValueId>& id_of,

@@ -53,6 +53,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "allocator/arena.h"
+#include "graph/control_regions.h"
 #include "graph/graph.h"
 #include "kernels/kernel.h"
 #include "memonger/plan.h"
@@ -105,6 +106,13 @@ class Executor {
   absl::StatusOr<graph::Graph> RunMeasuring(const KernelTable& kernels, int threads,
                                             const Retype& retype);
 
+  // Control-flow regions (graph/control_regions.h): Run takes an If's branch the condition
+  // names and runs a Loop's body as often as its trip count and condition say, the markers'
+  // copies made by the executor itself (host memory only). RunVerify runs both branches, and
+  // every Loop's body twice, the second time after writing what the jump back writes: a plan
+  // that holds that holds every run. Create refuses a schedule that breaks a region up.
+  const std::vector<graph::ControlRegion>& control_regions() const { return regions_; }
+
   // Where value `id` lives: base + offset for values in the arena, else its static memory.
   std::byte* ValueAddress(graph::ValueId id) const;
   bool InArena(graph::ValueId id) const { return offset_of_value_[id] != kNoOffset; }
@@ -139,8 +147,16 @@ class Executor {
   absl::Status Check(graph::ValueId id, const std::vector<Write>& log,
                      const std::string& context) const;
 
+  // Runs the control-flow marker at `step` (Run): its copies, and the step to go on at.
+  // `skipped[r]`: region r's Loop is jumping to its end without an iteration.
+  absl::StatusOr<size_t> RunMarker(size_t step, std::vector<bool>& skipped,
+                                   std::vector<std::byte>& staging);
+
   const graph::Graph* graph_;
   Arena* arena_;
+  std::vector<graph::ControlRegion> regions_;
+  std::vector<int> region_at_step_;  // the region whose marker runs at a step; -1: none
+  std::vector<int> step_of_op_;      // set when the net has regions
   Arena static_arena_;
   std::vector<graph::OpId> schedule_;        // schedule_[step]
   std::vector<int64_t> offset_of_value_;     // kNoOffset: not in the arena

@@ -15,6 +15,7 @@
 #include "absl/strings/str_replace.h"
 #include "graph/attribute.h"
 #include "graph/batch_normalization_mode.h"
+#include "graph/control_regions.h"
 #include "graph/rebuild.h"
 #include "graph/slice_bounds.h"
 #include "graph/tensor_data.h"
@@ -1595,6 +1596,7 @@ absl::StatusOr<Graph> AddGradientOps(const Graph& forward,
     return absl::FailedPreconditionError(
         "the gradient builder needs a typed graph: run shape inference first");
   }
+  MG_RETURN_IF_ERROR(RefuseControlRegions(forward, "training (the gradient builder)"));
   std::vector<ValueId> loss_ids;
   if (losses.empty()) {
     loss_ids = forward.losses();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/control_regions.h"
 #include "memonger/enforced_inplace.h"
 #include "memonger/memory_order.h"
 #include "memonger/offsets/offset_planning.h"
@@ -241,6 +242,13 @@ absl::StatusOr<Plan> PlanMemory(const graph::Graph& graph, const PlanOptions& op
   const util::Deadline limit(start, options.time_limit_seconds);
   MG_RETURN_IF_ERROR(ValidateOptions(options));
   MG_RETURN_IF_ERROR(CheckEnforcedInPlace(graph));
+  // Control-flow regions run as written (graph/control_regions.h), one op at a time.
+  if (options.order == OrderKind::kMemoryAware) {
+    MG_RETURN_IF_ERROR(graph::RefuseControlRegions(graph, "the memory-aware order"));
+  }
+  if (options.execution == ExecutionModel::kParallel) {
+    MG_RETURN_IF_ERROR(graph::RefuseControlRegions(graph, "a parallel execution model"));
+  }
   // Size-blind decisions need no types; without them every value counts as one byte.
   bool all_typed = true;
   for (const graph::Value& v : graph.values()) {

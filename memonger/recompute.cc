@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "graph/control_regions.h"
 #include "graph/rebuild.h"
 #include "graph/shape_inference.h"
 #include "memonger/op_flops.h"
@@ -509,6 +510,7 @@ absl::StatusOr<int64_t> RecomputedLowerBound(const Graph& graph, const std::vect
 
 absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
                                                     const RecomputeOptions& options) {
+  MG_RETURN_IF_ERROR(graph::RefuseControlRegions(graph, "recomputation"));
   const auto start = Clock::now();
   const auto deadline =
       start + std::chrono::duration_cast<Clock::duration>(
@@ -689,6 +691,7 @@ absl::StatusOr<RecomputeChoice> ChooseFromLadder(const Graph& graph,
 }
 
 absl::StatusOr<Graph> ApplyRecomputation(const Graph& graph, const std::vector<OpId>& ops) {
+  MG_RETURN_IF_ERROR(graph::RefuseControlRegions(graph, "recomputation"));
   RecomputeOptions options;
   MG_ASSIGN_OR_RETURN(RecomputeModel model, RecomputeModel::Build(graph, options));
   MG_RETURN_IF_ERROR(CheckChosen(model, ops));

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/control_regions.h"
 #include "graph/onnx/const_tensor.h"
 #include "graph/onnx/fold_eval.h"
 #include "graph/onnx/fold_internal.h"
@@ -690,6 +691,124 @@ absl::StatusOr<std::vector<onnx::NodeProto>> UnrollScan(const onnx::NodeProto& s
   }
   note = absl::StrCat(Label(scan), ": it scans ", length, length == 1 ? " slice" : " slices",
                       " at these sizes, so ", Copies(length, body.node_size()));
+  return u.Take();
+}
+
+namespace {
+
+std::string FreshName(const std::string& base, absl::flat_hash_set<std::string>& taken) {
+  std::string name = base;
+  for (int k = 1; taken.contains(name); ++k) name = absl::StrCat(base, "_", k);
+  taken.insert(name);
+  return name;
+}
+
+onnx::NodeProto Marker(absl::string_view type, std::string name, std::vector<std::string> inputs,
+                       std::vector<std::string> outputs) {
+  onnx::NodeProto n;
+  n.set_op_type(std::string(type));
+  n.set_domain(std::string(kControlDomain));
+  n.set_name(std::move(name));
+  for (std::string& in : inputs) n.add_input(std::move(in));
+  for (std::string& out : outputs) n.add_output(std::move(out));
+  return n;
+}
+
+}  // namespace
+
+bool IsRegionMarker(const onnx::NodeProto& node) { return node.domain() == kControlDomain; }
+
+std::vector<onnx::NodeProto> LowerIfToRegion(const onnx::NodeProto& if_node,
+                                             absl::flat_hash_set<std::string>& taken,
+                                             onnx::GraphProto& graph, std::string& note) {
+  std::vector<onnx::NodeProto> nodes;
+  const std::string& cond = if_node.input(0);
+  nodes.push_back(Marker(kIfThen, FreshName(absl::StrCat(if_node.name(), "/then"), taken), {cond}, {}));
+  std::vector<std::string> ends = {cond};
+  int branch_nodes = 0;
+  for (const bool condition : {true, false}) {
+    // The branch's outputs go to names of their own; IfEnd copies the taken one's.
+    onnx::NodeProto renamed = if_node;
+    for (int k = 0; k < renamed.output_size(); ++k) {
+      const std::string base = if_node.output(k).empty()
+                                   ? absl::StrCat(if_node.name(), "/output_", k)
+                                   : if_node.output(k);
+      renamed.set_output(k, FreshName(absl::StrCat(base, condition ? "/then" : "/else"), taken));
+      ends.push_back(renamed.output(k));
+    }
+    std::string inline_note;
+    for (onnx::NodeProto& n : InlineBranch(renamed, condition, taken, graph, inline_note)) {
+      nodes.push_back(std::move(n));
+      ++branch_nodes;
+    }
+    if (condition) {
+      nodes.push_back(Marker(kIfElse, FreshName(absl::StrCat(if_node.name(), "/else"), taken), {}, {}));
+    }
+  }
+  std::vector<std::string> outputs;
+  for (int k = 0; k < if_node.output_size(); ++k) {
+    outputs.push_back(if_node.output(k).empty()
+                          ? FreshName(absl::StrCat(if_node.name(), "/output_", k), taken)
+                          : if_node.output(k));
+  }
+  nodes.push_back(Marker(kIfEnd, FreshName(absl::StrCat(if_node.name(), "/end"), taken),
+                         std::move(ends), std::move(outputs)));
+  note = absl::StrCat(Label(if_node), ": its condition depends on tensor values, so both "
+                      "branches (", branch_nodes, " nodes) are planned in the arena and the "
+                      "run takes one");
+  return nodes;
+}
+
+absl::StatusOr<std::vector<onnx::NodeProto>> LowerLoopToRegion(
+    const onnx::NodeProto& loop, int opset, absl::flat_hash_set<std::string>& taken,
+    onnx::GraphProto& graph, std::string& note) {
+  const onnx::GraphProto& body = *Branch(loop, "body");
+  const int carried = loop.input_size() - 2;
+  for (int s = carried; s < loop.output_size(); ++s) {
+    if (loop.output(s).empty()) continue;
+    return absl::UnimplementedError(absl::StrCat(
+        Label(loop), ": it runs as often as tensor values say, and its scan output '",
+        loop.output(s), "' would need a bound on that count; scan outputs of such Loops are "
+        "not planned"));
+  }
+  Unroller u(loop, body, opset, taken, graph);
+  const bool has_m = !loop.input(0).empty();
+  const bool has_c = !loop.input(1).empty();
+  std::vector<std::string> begin_inputs;
+  if (has_m) begin_inputs.push_back(loop.input(0));
+  if (has_c) begin_inputs.push_back(loop.input(1));
+  std::vector<std::string> state;  // iter, cond_in, in_1..n
+  for (int i = 0; i < body.input_size(); ++i) {
+    state.push_back(u.Fresh(absl::StrCat(body.input(i).name(), "/", loop.name())));
+    if (i >= 2) begin_inputs.push_back(loop.input(i));
+  }
+  onnx::NodeProto begin = Marker(kLoopBegin, u.Fresh(absl::StrCat(loop.name(), "/begin")),
+                                 begin_inputs, state);
+  SetIntAttribute(begin, "has_trip_count", has_m ? 1 : 0);
+  SetIntAttribute(begin, "has_condition", has_c ? 1 : 0);
+  u.Add(begin);
+  const std::vector<std::string> outputs = u.CopyBody(0, state);  // cond_out, out_1..n
+  std::vector<std::string> end_inputs;
+  if (has_m) end_inputs.push_back(loop.input(0));
+  for (const std::string& name : state) end_inputs.push_back(name);
+  for (const std::string& name : outputs) end_inputs.push_back(name);
+  // What the body reads from before the Loop stays live to its end: the next iteration reads
+  // it again.
+  for (std::string& name : OuterReads(loop)) end_inputs.push_back(std::move(name));
+  std::vector<std::string> finals;
+  for (int j = 0; j < carried; ++j) {
+    finals.push_back(loop.output(j).empty()
+                         ? u.Fresh(absl::StrCat(loop.name(), "/output_", j))
+                         : loop.output(j));
+  }
+  onnx::NodeProto end = Marker(kLoopEnd, u.Fresh(absl::StrCat(loop.name(), "/end")),
+                               end_inputs, finals);
+  SetIntAttribute(end, "has_trip_count", has_m ? 1 : 0);
+  SetIntAttribute(end, "has_condition", has_c ? 1 : 0);
+  u.Add(end);
+  note = absl::StrCat(Label(loop), ": how often it runs depends on tensor values, so one "
+                      "iteration of its body (", body.node_size(), body.node_size() == 1 ? " node" : " nodes",
+                      ") is planned in the arena and run as often as the values say");
   return u.Take();
 }
 

@@ -125,6 +125,28 @@ absl::StatusOr<std::vector<onnx::NodeProto>> UnrollScan(const onnx::NodeProto& s
                                                         onnx::GraphProto& graph,
                                                         std::string& note);
 
+// Control flow decided at run time, as regions (graph/control_regions.h): the markers are
+// nodes of domain graph::kControlDomain.
+bool IsRegionMarker(const onnx::NodeProto& node);
+
+// The nodes that replace an If whose condition depends on tensor values: IfThen, the
+// then_branch's nodes (InlineBranch, its outputs renamed "<out>/then"), IfElse, the
+// else_branch's, IfEnd writing the If's outputs. `note` says what was done. O(branch sizes).
+// REQUIRES: as InlineBranch.
+std::vector<onnx::NodeProto> LowerIfToRegion(const onnx::NodeProto& if_node,
+                                             absl::flat_hash_set<std::string>& taken,
+                                             onnx::GraphProto& graph, std::string& note);
+
+// The nodes that replace a Loop whose trip count or condition depends on tensor values:
+// LoopBegin, one copy of the body (as UnrollLoop makes them, reading LoopBegin's outputs),
+// LoopEnd reading what graph/control_regions.h lists, the body's outer reads included.
+// Unimplemented for a Loop with scan outputs (their length would need a bound). A carried
+// value whose shape changes between iterations is refused when LoopEnd is typed
+// (shape_rules.h). REQUIRES: as UnrollLoop.
+absl::StatusOr<std::vector<onnx::NodeProto>> LowerLoopToRegion(
+    const onnx::NodeProto& loop, int opset, absl::flat_hash_set<std::string>& taken,
+    onnx::GraphProto& graph, std::string& note);
+
 }  // namespace memonger::graph::onnx_fold
 
 #endif  // MEMONGER_GRAPH_ONNX_CONTROL_FLOW_H_

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "graph/control_regions.h"
 #include "graph/onnx/control_flow.h"
 #include "graph/onnx/fold_internal.h"
 #include "graph/onnx/sequences.h"
@@ -530,6 +531,57 @@ absl::StatusOr<bool> UnrollStaticScans(onnx::GraphProto& graph, int opset, const
   return unrolled;
 }
 
+// Replaces every If whose condition, and every Loop whose trip count or condition, is typed
+// but no constant by a control-flow region (LowerIfToRegion, LowerLoopToRegion), once nothing
+// else folds: such a value depends on tensor values, and the run decides. True when one was.
+// Nothing is lowered in a net with data-dependent sizes (a bound cannot pass through a branch
+// not known to run); its Ifs and Loops stay, and the importer refuses them by name.
+absl::StatusOr<bool> LowerUndecidedControlFlow(onnx::ModelProto& model, int opset,
+                                               const TypeTable& types,
+                                               const absl::flat_hash_map<std::string, int>& derived,
+                                               FoldReport& report) {
+  if (!derived.empty()) return false;
+  onnx::GraphProto& graph = *model.mutable_graph();
+  auto typed = [&](const std::string& name) {
+    return name.empty() || types.StaticShape(name) != nullptr;
+  };
+  auto lowers = [&](const onnx::NodeProto& node) {
+    if (!IsDefaultDomain(node.domain())) return false;
+    if (node.op_type() == "If") return node.input_size() == 1 && typed(node.input(0));
+    return node.op_type() == "Loop" && node.input_size() >= 2 && typed(node.input(0)) &&
+           typed(node.input(1));
+  };
+  if (std::none_of(graph.node().begin(), graph.node().end(), lowers)) return false;
+  absl::flat_hash_set<std::string> taken = TakenNames(graph);  // before any node moves
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (onnx::NodeProto& node : *graph.mutable_node()) {
+    if (!lowers(node)) {
+      nodes.Add()->Swap(&node);
+      continue;
+    }
+    std::string note;
+    std::vector<onnx::NodeProto> replacement;
+    if (node.op_type() == "If") {
+      replacement = LowerIfToRegion(node, taken, graph, note);
+    } else {
+      MG_ASSIGN_OR_RETURN(replacement, LowerLoopToRegion(node, opset, taken, graph, note));
+    }
+    report.decided_control_flow.push_back(std::move(note));
+    for (onnx::NodeProto& n : replacement) nodes.Add()->Swap(&n);
+  }
+  graph.mutable_node()->Swap(&nodes);
+  bool imported = false;
+  for (const onnx::OperatorSetIdProto& o : model.opset_import()) {
+    imported = imported || o.domain() == kControlDomain;
+  }
+  if (!imported) {
+    onnx::OperatorSetIdProto* o = model.add_opset_import();
+    o->set_domain(std::string(kControlDomain));
+    o->set_version(1);
+  }
+  return true;
+}
+
 // Gives the frontier's data-dependent outputs their upper bounds (size_bounds.h) as
 // value_info; true when one was bounded.
 bool BoundFrontier(onnx::GraphProto& graph, const std::vector<int>& frontier,
@@ -652,8 +704,19 @@ absl::Status InferWithoutBranches(onnx::ModelProto& model) {
   };
   std::vector<Held> held;
   absl::flat_hash_set<std::string> untyped;  // outputs of the nodes held so far
+  const TypeTable types(graph);
   for (int i = 0; i < graph.node_size(); ++i) {
     onnx::NodeProto& node = *graph.mutable_node(i);
+    // A region's markers (control_regions.h) have no schema libonnx knows: held like the
+    // control flow they stand for, their outputs typed by our rules (shape_rules.h).
+    if (IsRegionMarker(node)) {
+      held.push_back({i, node.op_type(), {}});
+      node.clear_op_type();
+      for (const std::string& out : node.output()) {
+        if (!out.empty() && types.StaticShape(out) == nullptr) untyped.insert(out);
+      }
+      continue;
+    }
     const bool control_flow =
         node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan";
     bool downstream = false;
@@ -729,7 +792,10 @@ absl::StatusOr<FoldReport> FoldHere(onnx::ModelProto& model, const FoldOptions& 
       Materialise(graph, materialise, e, report);
       continue;
     }
-    if (!BoundFrontier(graph, frontier, types, options, derived, report)) return finish();
+    if (BoundFrontier(graph, frontier, types, options, derived, report)) continue;
+    MG_ASSIGN_OR_RETURN(const bool lowered,
+                        LowerUndecidedControlFlow(model, opset, types, derived, report));
+    if (!lowered) return finish();
   }
 }
 
