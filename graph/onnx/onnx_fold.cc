@@ -464,6 +464,12 @@ absl::StatusOr<bool> UnrollDecidedLoops(onnx::GraphProto& graph, int opset,
     const onnx::GraphProto& body = FindAttr(node, "body")->g();
     // Without a condition input the Loop is a `for` loop: ONNX ignores the body's condition.
     if (iterations > 0 && !node.input(1).empty() && !BodyKeepsCondition(node, outer_true)) {
+      // A while loop: run as a region (LowerUndecidedControlFlow) where nothing is sized from
+      // a bound.
+      if (derived.empty()) {
+        nodes.Add()->Swap(&node);
+        continue;
+      }
       return absl::UnimplementedError(absl::StrCat(
           label, ": its body computes its condition '", body.output(0).name(),
           "', so it may stop before its trip count (a `while` or a `break`); a Loop is planned "
@@ -553,6 +559,13 @@ absl::StatusOr<bool> LowerUndecidedControlFlow(onnx::ModelProto& model, int opse
   };
   if (std::none_of(graph.node().begin(), graph.node().end(), lowers)) return false;
   absl::flat_hash_set<std::string> taken = TakenNames(graph);  // before any node moves
+  // A scan output nothing reads is dropped: it needs no bound.
+  absl::flat_hash_set<std::string> read;
+  for (const onnx::NodeProto& node : graph.node()) {
+    read.insert(node.input().begin(), node.input().end());
+    for (std::string& name : OuterReads(node)) read.insert(std::move(name));
+  }
+  for (const onnx::ValueInfoProto& vi : graph.output()) read.insert(vi.name());
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   for (onnx::NodeProto& node : *graph.mutable_node()) {
     if (!lowers(node)) {
@@ -561,6 +574,11 @@ absl::StatusOr<bool> LowerUndecidedControlFlow(onnx::ModelProto& model, int opse
     }
     std::string note;
     std::vector<onnx::NodeProto> replacement;
+    if (node.op_type() == "Loop") {
+      for (int k = node.input_size() - 2; k < node.output_size(); ++k) {
+        if (!read.contains(node.output(k))) node.set_output(k, "");
+      }
+    }
     if (node.op_type() == "If") {
       replacement = LowerIfToRegion(node, taken, graph, note);
     } else {

@@ -11,8 +11,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_join.h"
+#include "allocator/executor.h"
 #include "allocator/host_run.h"
 #include "gmock/gmock.h"
+#include "graph/control_regions.h"
+#include "graph/gradient_builder.h"
 #include "graph/onnx/onnx_import.h"
 #include "gtest/gtest.h"
 #include "memonger/planner.h"
@@ -190,17 +193,129 @@ TEST(OnnxControlFlowTest, NamesTwoBranchesShareAreKeptApart) {
   EXPECT_TRUE(g->FindValue("t/second/else_branch_1").has_value());
 }
 
-TEST(OnnxControlFlowTest, AnIfOnTensorValuesIsRefusedByName) {
+// `inputs` by name: float or bool or int64 data of the given dims.
+struct Data {
+  DataType dtype;
+  std::vector<double> values;
+  std::vector<int64_t> dims;
+};
+
+TensorData Tensor(const Data& d) {
+  TensorData t{{d.dtype, d.dims}, ""};
+  for (double v : d.values) {
+    if (d.dtype == DataType::kFloat32) {
+      const float f = static_cast<float>(v);
+      t.bytes.append(reinterpret_cast<const char*>(&f), sizeof(f));
+    } else if (d.dtype == DataType::kInt64) {
+      const int64_t i = static_cast<int64_t>(v);
+      t.bytes.append(reinterpret_cast<const char*>(&i), sizeof(i));
+    } else {
+      t.bytes.push_back(v != 0 ? 1 : 0);
+    }
+  }
+  return t;
+}
+
+// Imports, plans (the plan verified, and run in verify mode) and runs `m` on `inputs`;
+// returns output 0's floats.
+std::vector<float> RunRegions(const Model& m, const absl::flat_hash_map<std::string, Data>& inputs) {
+  absl::StatusOr<Graph> g = m.ImportMeasured({});
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return {};
+  EXPECT_TRUE(HasControlRegions(*g));
+  absl::StatusOr<Plan> plan = PlanMemory(*g, PlanOptions{});
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!plan.ok()) return {};
+  EXPECT_TRUE(VerifyPlan(*g, *plan).ok());
+  absl::StatusOr<alloc::Arena> arena = alloc::Arena::Create(alloc::Device::kHost, plan->arena_bytes);
+  EXPECT_TRUE(arena.ok());
+  absl::StatusOr<alloc::Executor> verify = alloc::Executor::Create(*g, *plan, *arena);
+  EXPECT_TRUE(verify.ok()) << verify.status();
+  if (verify.ok()) EXPECT_TRUE(verify->RunVerify().ok()) << verify->RunVerify();
+  alloc::HostRunOptions options;
+  for (const auto& [name, data] : inputs) options.data[name] = Tensor(data);
+  absl::StatusOr<alloc::HostRunReport> run = alloc::RunOnHost(*g, *plan, options);
+  EXPECT_TRUE(run.ok()) << run.status();
+  if (!run.ok() || run->outputs.empty()) return {};
+  std::vector<float> values(run->outputs[0].bytes.size() / sizeof(float));
+  if (!values.empty()) std::memcpy(values.data(), run->outputs[0].bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+// An If whose condition is a graph input: both branches are planned, between markers, and the
+// run takes the one the condition names.
+TEST(OnnxControlFlowTest, AnIfOnTensorValuesRunsTheBranchItsConditionTakes) {
   Model m;
   m.Input("x", TensorProto::FLOAT, {2});
   m.Input("cond", TensorProto::BOOL, {});
-  m.If("cond", "y", Branch("Identity", "x", "a"), Branch("Relu", "x", "b"), "branchy");
+  m.If("cond", "y", Branch("Neg", "x", "a"), Branch("Relu", "x", "b"), "branchy");
+  m.Node("Add", {"y", "x"}, {"z"});
+  m.Output("z");
+  std::vector<std::string> notes;
+  absl::StatusOr<Graph> g = m.Import(&notes);
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::vector<std::string> types;
+  for (const Op& op : g->ops()) types.push_back(op.type);
+  EXPECT_EQ(absl::StrJoin(types, ","), "IfThen,Neg,Identity,IfElse,Relu,Identity,IfEnd,Add");
+  EXPECT_THAT(absl::StrJoin(notes, "\n"), HasSubstr("If node 'branchy': its condition depends on tensor values"));
+  const Data x{DataType::kFloat32, {1.0, -2.0}, {2}};
+  EXPECT_EQ(RunRegions(m, {{"x", x}, {"cond", {DataType::kBool, {1}, {}}}}),
+            (std::vector<float>{0.0f, 0.0f}));
+  EXPECT_EQ(RunRegions(m, {{"x", x}, {"cond", {DataType::kBool, {0}, {}}}}),
+            (std::vector<float>{2.0f, -2.0f}));
+  // The memory-aware order would move ops across the markers.
+  PlanOptions memory_aware;
+  memory_aware.order = OrderKind::kMemoryAware;
+  absl::StatusOr<Plan> plan = PlanMemory(*g, memory_aware);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(OnnxControlFlowTest, AnIfWhoseBranchesGiveOtherShapesIsRefused) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2});
+  m.Input("cond", TensorProto::BOOL, {});
+  onnx::GraphProto wide;
+  wide.set_name("wide");
+  AttrInt(Model::Node(&wide, "Concat", {"x", "x"}, {"w"}), "axis", 0);
+  wide.add_output()->set_name("w");
+  m.If("cond", "y", Branch("Neg", "x", "a"), wide, "branchy");
   m.Output("y");
   absl::StatusOr<Graph> g = m.Import();
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("If node 'branchy'"),
-                                          HasSubstr("'cond' depends on tensor values")));
+  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("[2]"), HasSubstr("[4]"),
+                                          HasSubstr("one type whichever branch runs")));
+}
+
+// The markers' structure is checked where the graph is read: a schedule that moves an op out
+// of its region, or a marker left unmatched, is refused.
+TEST(OnnxControlFlowTest, RegionsMustStayWhole) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2});
+  m.Input("cond", TensorProto::BOOL, {});
+  m.If("cond", "y", Branch("Neg", "x", "a"), Branch("Relu", "x", "b"), "branchy");
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<std::vector<ControlRegion>> regions = FindControlRegions(*g);
+  ASSERT_TRUE(regions.ok()) << regions.status();
+  ASSERT_EQ(regions->size(), 1u);
+  EXPECT_EQ((*regions)[0].kind, ControlRegion::Kind::kIf);
+  std::vector<OpId> order(g->num_ops());
+  for (OpId i = 0; i < g->num_ops(); ++i) order[i] = i;
+  EXPECT_TRUE(CheckRegionSchedule(*g, *regions, order).ok());
+  std::swap(order[1], order[3]);  // the then-branch's Neg after IfElse
+  EXPECT_EQ(CheckRegionSchedule(*g, *regions, order).code(), absl::StatusCode::kInvalidArgument);
+
+  GraphBuilder b("unmatched");
+  b.AddExternalInput("x");
+  b.AddOp({.type = "IfElse", .domain = std::string(kControlDomain)});
+  b.AddOp({.type = "Relu", .inputs = {"x"}, .outputs = {"y"}});
+  b.AddExternalOutput("y");
+  absl::StatusOr<Graph> bad = std::move(b).Build();
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  EXPECT_THAT(FindControlRegions(*bad).status().message(), HasSubstr("unmatched"));
 }
 
 TEST(OnnxControlFlowTest, OtherSubgraphsAreRefusedByName) {
@@ -331,16 +446,72 @@ TEST(OnnxControlFlowTest, ALoopWhoseConditionIsFalseRunsNoIteration) {
   EXPECT_EQ(out[0].first, (std::vector<float>{1.0f, -2.0f}));
 }
 
-TEST(OnnxControlFlowTest, ALoopCountedByTensorValuesIsRefusedByName) {
+TEST(OnnxControlFlowTest, ALoopCountedByTensorValuesRunsAsOftenAsTheyCount) {
   Model m = CountingLoop("count");
   m.Input("count", TensorProto::INT64, {});
   m.Output("y");
+  m.Output("ys");
+  // Its scan output would need a bound on the count.
   absl::StatusOr<Graph> g = m.Import();
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(g.status().message(),
-              AllOf(HasSubstr("Loop node 'counter'"), HasSubstr("trip count 'count'"),
-                    HasSubstr("depends on tensor values")));
+              AllOf(HasSubstr("Loop node 'counter'"), HasSubstr("scan output 'ys'")));
+  m.graph()->mutable_node(0)->set_output(1, "");
+  m.graph()->mutable_output()->RemoveLast();
+  g = m.Import();
+  ASSERT_TRUE(g.ok()) << g.status();
+  // y = x + 0 + 1 + 2 for a count of 3; x for none.
+  const Data x{DataType::kFloat32, {1.0, -2.0}, {2}};
+  EXPECT_EQ(RunRegions(m, {{"x", x}, {"count", {DataType::kInt64, {3}, {}}}}),
+            (std::vector<float>{4.0f, 1.0f}));
+  EXPECT_EQ(RunRegions(m, {{"x", x}, {"count", {DataType::kInt64, {0}, {}}}}),
+            (std::vector<float>{1.0f, -2.0f}));
+  // Training would differentiate through iterations the plan does not hold.
+  EXPECT_EQ(AddGradientOps(*g, {"y"}).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+// Verify mode proves a region's plan on real memory: a body value placed over the carried
+// value it reads is found.
+TEST(OnnxControlFlowTest, VerifyModeFindsABodyValueOverACarriedOne) {
+  Model m = CountingLoop("count");
+  m.Input("count", TensorProto::INT64, {});
+  m.graph()->mutable_node(0)->set_output(1, "");
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<Plan> plan = PlanMemory(*g, PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::optional<ValueId> carried = g->FindValue("y_in/counter");
+  const std::optional<ValueId> body = g->FindValue("i_float/counter/0");
+  ASSERT_TRUE(carried.has_value() && body.has_value());
+  plan->offset_of_value[*body] = plan->offset_of_value[*carried];
+  absl::StatusOr<alloc::Arena> arena = alloc::Arena::Create(alloc::Device::kHost, plan->arena_bytes);
+  ASSERT_TRUE(arena.ok());
+  absl::StatusOr<alloc::Executor> executor = alloc::Executor::Create(*g, *plan, *arena);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  const absl::Status verified = executor->RunVerify();
+  EXPECT_EQ(verified.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(verified.message(), HasSubstr("'y_in/counter' was clobbered"));
+}
+
+TEST(OnnxControlFlowTest, ACarriedValueThatChangesShapeIsRefused) {
+  Model m;
+  m.Input("x", TensorProto::FLOAT, {2});
+  m.Input("count", TensorProto::INT64, {});
+  onnx::GraphProto body;
+  body.set_name("body");
+  for (const char* in : {"i", "cond_in", "y_in"}) body.add_input()->set_name(in);
+  AttrInt(Model::Node(&body, "Concat", {"y_in", "y_in"}, {"y_out"}), "axis", 0);
+  Model::Node(&body, "Identity", {"cond_in"}, {"cond_out"});
+  for (const char* out : {"cond_out", "y_out"}) body.add_output()->set_name(out);
+  AttrGraph(m.Node("Loop", {"count", "", "x"}, {"y"}, "grower"), "body", body);
+  m.Output("y");
+  absl::StatusOr<Graph> g = m.Import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("[4]"), HasSubstr("[2]"),
+                                          HasSubstr("keep its type from one iteration")));
 }
 
 // Mask R-CNN pastes each detection's mask in a Loop over the detections: counted by a bound.
@@ -360,7 +531,7 @@ TEST(OnnxControlFlowTest, ALoopCountedFromABoundIsRefused) {
               AllOf(HasSubstr("Loop node 'counter'"), HasSubstr("upper bound")));
 }
 
-TEST(OnnxControlFlowTest, ALoopWhoseBodyComputesItsConditionIsRefused) {
+TEST(OnnxControlFlowTest, AWhileLoopRunsUntilItsBodySaysStop) {
   Model m;
   m.Input("x", TensorProto::FLOAT, {2});
   m.Ints("count", {4}, /*scalar=*/true);
@@ -381,11 +552,18 @@ TEST(OnnxControlFlowTest, ALoopWhoseBodyComputesItsConditionIsRefused) {
   onnx::NodeProto* loop = m.Node("Loop", {"count", "yes", "x"}, {"y", "ys"}, "counter");
   AttrGraph(loop, "body", body);
   m.Output("y");
-  absl::StatusOr<Graph> g = m.Import();
-  ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(g.status().message(), AllOf(HasSubstr("Loop node 'counter'"),
-                                          HasSubstr("computes its condition 'cond_out'")));
+  // A `while y.sum() < 10` runs as a region, as often as its condition holds (at most four
+  // times): from [1, 2], y is [1, 2] (3), [2, 3] (5), [4, 5] (9), [7, 8] (15) after each
+  // iteration; from [5, 6] one iteration.
+  EXPECT_EQ(RunRegions(m, {{"x", {DataType::kFloat32, {1.0, 2.0}, {2}}}}),
+            (std::vector<float>{7.0f, 8.0f}));
+  EXPECT_EQ(RunRegions(m, {{"x", {DataType::kFloat32, {5.0, 6.0}, {2}}}}),
+            (std::vector<float>{5.0f, 6.0f}));
+  // A count of 2 stops it first: [2, 3].
+  m.graph()->mutable_initializer(0)->set_int64_data(0, 2);
+  EXPECT_EQ(RunRegions(m, {{"x", {DataType::kFloat32, {1.0, 2.0}, {2}}}}),
+            (std::vector<float>{2.0f, 3.0f}));
+  m.graph()->mutable_initializer(0)->set_int64_data(0, 4);
 
   // Without a condition input it is a `for` loop: ONNX ignores the body's condition, and all
   // four iterations run (y = x + 0 + 1 + 2 + 3).
