@@ -565,6 +565,12 @@ absl::StatusOr<graph::Graph> Executor::RunMeasuring(const KernelTable& kernels, 
         "a net with data-dependent sizes runs on the host only (its sizes are read back "
         "between its ops)");
   }
+  if (!regions_.empty()) {  // the importer writes regions only where no size is data-dependent
+    return absl::UnimplementedError(absl::StrCat(
+        "the net has both data-dependent sizes and control flow decided at run time (",
+        graph_->op(regions_[0].begin).Label(), "): a run measures sizes or takes branches, "
+        "not both"));
+  }
   MG_ASSIGN_OR_RETURN(const std::vector<const Kernel*> kernel_of_step, KernelsOfSteps(kernels));
   // A constant folded from a bound is rewritten when the sizes are measured: in the arena
   // (plan_static) its bytes may by then belong to another value.

@@ -294,6 +294,35 @@ def _other_models():
                 states.append(h)
             return self.out(torch.stack(states, 1))
 
+    class AdaptiveRefiner(nn.Module):
+        """Control flow the data decides, scripted: a branch on the features' mean, one on
+        their size that is not taken, a refinement loop that runs until its update is small
+        (a `while`), and a loop counted by a number the data gives."""
+
+        def __init__(self, d=16):
+            super().__init__()
+            self.inp = nn.Linear(d, d)
+            self.step = nn.Linear(d, d)
+            self.out = nn.Linear(d, 4)
+
+        def forward(self, x):
+            h = self.inp(x)
+            if bool(h.mean() > 0):
+                h = torch.relu(h)
+            else:
+                h = torch.sigmoid(h) - 0.5
+            if bool(h.abs().max() > 1e6):
+                h = h / 1e6
+            delta = torch.ones_like(h)
+            i = 0
+            while bool(delta.abs().max() > 1e-3) and i < 50:
+                delta = 0.5 * torch.tanh(self.step(h)) * delta
+                h = h + delta
+                i += 1
+            for _ in range(int((x > 0).sum()) % 5):
+                h = h * 0.9 + 0.1 * torch.tanh(h)
+            return self.out(h)
+
     class GreedyDecoder(nn.Module):
         """Greedy decoding of one token per memory position, scripted: each step embeds the
         last token, updates the state and appends the argmax to the tokens so far (carried
@@ -332,7 +361,7 @@ def _other_models():
             return self.out((self.embed(distinct) * weights).sum(0)), distinct
 
     return (LstmClassifier, GruTagger, UNet, Mlp, SsdHead, RaftSmall, ScriptedRnn, GreedyDecoder,
-            TokenHistogram)
+            TokenHistogram, AdaptiveRefiner)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,7 +416,7 @@ def zoo_entries():
     import torchvision.models.detection as det
     TextEncoder, GPT, AlibiEncoder, Seq2Seq, BertLike = _transformer_models()
     (LstmClassifier, GruTagger, UNet, Mlp, SsdHead, RaftSmall, ScriptedRnn, GreedyDecoder,
-     TokenHistogram) = _other_models()
+     TokenHistogram, AdaptiveRefiner) = _other_models()
 
     batch_in_out = {"input": {0: "batch"}, "output": {0: "batch"}}
     batch_in = {"input": {0: "batch"}}  # outputs left to the exporter to name
@@ -486,6 +515,9 @@ def zoo_entries():
         ("greedy_decoder", lambda: torch.jit.script(GreedyDecoder()),
          lambda: (torch.randn(2, 7, 24),), ["memory"], ["tokens", "scores"],
          {"memory": {0: "batch"}}),
+        # Control flow the data decides: Ifs on values, a while loop, a loop counted by data.
+        ("adaptive_refiner", lambda: torch.jit.script(AdaptiveRefiner()),
+         lambda: (torch.randn(3, 16),), ["x"], ["y"], {"x": {0: "batch"}}),
         # Sizes the data decides: Unique's.
         ("token_histogram", TokenHistogram, lambda: (torch.randint(0, 100, (2, 40)),),
          ["tokens"], ["logits", "distinct"], {"tokens": {0: "batch"}}),
