@@ -203,11 +203,15 @@ absl::StatusOr<Executor> Executor::Create(const graph::Graph& graph, const Plan&
 }
 
 bool Executor::TakesBytesOf(const graph::Op& op, ValueId in) const {
-  if (op.outputs.empty() || !InArena(in) || !InArena(op.outputs[0])) return false;
-  const ValueId out = op.outputs[0];
-  if (offset_of_value_[out] != offset_of_value_[in] || Bytes(out) != Bytes(in)) return false;
-  for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
-    if (op.inputs[slot] == in && graph::MayWriteOverInput(op.type, slot)) return true;
+  if (!InArena(in)) return false;
+  for (int k = 0; k < static_cast<int>(op.outputs.size()); ++k) {
+    const ValueId out = op.outputs[k];
+    if (!InArena(out) || offset_of_value_[out] != offset_of_value_[in] || Bytes(out) != Bytes(in)) {
+      continue;
+    }
+    for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+      if (op.inputs[slot] == in && graph::MayWriteOverInput(op, k, slot)) return true;
+    }
   }
   return false;
 }
@@ -303,7 +307,7 @@ absl::Status Executor::RunVerify() {
     }
     if (!wrote) continue;
     // The op's outputs must have left its inputs alone, except what it overwrites in place:
-    // a value written in place (one alias class), or an input whose exact bytes output 0
+    // a value written in place (one alias class), or an input whose exact bytes an output
     // takes where graph/in_place.h allows it. That such an input is read by nothing later
     // is proven by the later reads (and the end's checks) finding the output's pattern.
     for (ValueId in : inputs) {

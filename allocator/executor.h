@@ -139,7 +139,7 @@ class Executor {
   // constant the plan does not hold, which gets memory of its own in `extras`, filled).
   absl::Status CheckTyping(const graph::Graph& typing, std::vector<graph::ValueId>& id_of,
                            std::vector<std::byte*>& address, std::vector<Arena>& extras) const;
-  // Whether output 0 of `op` takes exactly the bytes of its input `in` where graph/in_place.h
+  // Whether an output of `op` takes exactly the bytes of its input `in` where graph/in_place.h
   // allows it (in-place reuse of a dying input): verify mode expects `in` overwritten there.
   bool TakesBytesOf(const graph::Op& op, graph::ValueId in) const;
   absl::Status Fill(graph::ValueId id, int step, graph::OpId op, std::vector<Write>& log);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -13,6 +14,10 @@ namespace {
 constexpr int kEveryInput = -1;
 
 using Table = absl::flat_hash_map<std::string, std::vector<int>>;
+
+bool IsRecurrentGradient(absl::string_view op_type) {
+  return op_type == "RNNGradient" || op_type == "GRUGradient" || op_type == "LSTMGradient";
+}
 
 void Set(Table& table, std::initializer_list<absl::string_view> types, std::vector<int> inputs) {
   for (absl::string_view type : types) table[std::string(type)] = inputs;
@@ -68,16 +73,35 @@ bool BroadcastsInputs(absl::string_view op_type) {
   return false;
 }
 
-bool MayWriteOverInput(absl::string_view op_type, int slot) {
+bool MayWriteOverInputAt(absl::string_view op_type, int64_t output, int64_t input) {
+  if (output < 0 || input < 0) return false;
+  if (IsRecurrentGradient(op_type)) {
+    // Gradient positions (kernels/cpu/rnn_cell.h): dX 0, dW 1, dR 2, dB 3, d_initial_h 4,
+    // d_initial_c 5, dP 6; their forward inputs X 0, W 1, R 2, B 3, initial_h 5, initial_c
+    // 6, P 7 (sequence_lens, 4, has none).
+    return output <= 6 && input == (output < 4 ? output : output + 1);
+  }
+  if (output != 0) return false;
   const Table& table = Builtin();
   const auto it = table.find(op_type);
   if (it == table.end()) return false;
   return std::any_of(it->second.begin(), it->second.end(),
-                     [slot](int input) { return input == kEveryInput || input == slot; });
+                     [input](int slot) { return slot == kEveryInput || slot == input; });
+}
+
+bool MayWriteOverInput(const Op& op, int output, int input) {
+  const auto position = [&](absl::string_view attr, int index, size_t count) -> int64_t {
+    if (index < 0 || static_cast<size_t>(index) >= count) return -1;
+    const std::optional<std::vector<int64_t>> slots = op.attributes().GetInts(attr);
+    if (slots.has_value() && slots->size() == count) return (*slots)[index];
+    return index;
+  };
+  return MayWriteOverInputAt(op.type, position("onnx_output_slots", output, op.outputs.size()),
+                             position("onnx_input_slots", input, op.inputs.size()));
 }
 
 std::vector<std::string> InPlaceOpTypes() {
-  std::vector<std::string> types;
+  std::vector<std::string> types = {"GRUGradient", "LSTMGradient", "RNNGradient"};
   for (const auto& [type, inputs] : Builtin()) types.push_back(type);
   std::sort(types.begin(), types.end());
   return types;

@@ -46,7 +46,7 @@ class UnionFind {
   std::vector<int> parent_;
 };
 
-// LivenessOptions::in_place: joins output 0 of each op to the class of an input dying there,
+// LivenessOptions::in_place: joins each output of an op to the class of an input dying there,
 // walking the schedule so that a chain (Conv -> Relu -> Add) becomes one class step by step.
 // Each union-find set's lifetime, bytes and pinning (it holds a value live to the end) are
 // kept at its representative and merged with it. O(ops + edges) besides the union-find.
@@ -70,20 +70,19 @@ void MergeDyingInputs(const Graph& graph, Liveness& live, const std::vector<Life
   }
   // (UnionFind keeps the smallest id as a set's representative, so each set's entry above was
   // started by the representative itself before its other members were folded in.)
-  for (int step = 0; step < live.num_steps; ++step) {
-    const graph::Op& op = graph.op(live.schedule.ops[step]);
-    if (op.outputs.empty() || op.inputs.empty()) continue;
-    const ValueId out = op.outputs[0];
+  // Output k of the op at `step` over an input dying there, if the table and the types allow.
+  const auto join = [&](const graph::Op& op, int k, int step) {
+    const ValueId out = op.outputs[k];
     const int out_set = classes.Find(out);
-    if (!live.planned[out] || span[out_set].first_step != step || fed[out_set]) continue;
+    if (!live.planned[out] || span[out_set].first_step != step || fed[out_set]) return;
     const graph::Value& out_value = graph.value(out);
     // Sized from a data-dependent bound, a broadcasting op may broadcast at the sizes a run
     // measures though its output and input have one shape at the bounds: it would read an
     // element it already wrote (allocator/executor.h, RunMeasuring, refuses such a pair).
-    if (graph::BroadcastsInputs(op.type) && graph.SizedFromBound(out_value.name)) continue;
+    if (graph::BroadcastsInputs(op.type) && graph.SizedFromBound(out_value.name)) return;
     for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
       const ValueId in = op.inputs[slot];
-      if (!graph::MayWriteOverInput(op.type, slot)) continue;
+      if (!graph::MayWriteOverInput(op, k, slot)) continue;
       const int in_set = classes.Find(in);
       const graph::Value& in_value = graph.value(in);
       if (in_set == out_set || !live.planned[in] || pinned[in_set] ||
@@ -94,13 +93,15 @@ void MergeDyingInputs(const Graph& graph, Liveness& live, const std::vector<Life
           !graph::InPlaceTypesMatch(*in_value.type, *out_value.type)) {
         continue;
       }
-      // Read beside it (a view of it), or written by this op too (an output named like it).
+      // Read beside it (a view of it), or written by this op too (another output named like
+      // it, or one that took it already).
       const bool read_beside = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId other) {
         return other != in && classes.Find(other) == in_set;
       });
-      const bool written_beside =
-          std::any_of(op.outputs.begin() + 1, op.outputs.end(),
-                      [&](ValueId other) { return classes.Find(other) == in_set; });
+      bool written_beside = false;
+      for (int j = 0; j < static_cast<int>(op.outputs.size()); ++j) {
+        if (j != k && classes.Find(op.outputs[j]) == in_set) written_beside = true;
+      }
       if (read_beside || written_beside) continue;
       const Lifetime merged{std::min(span[in_set].first_step, span[out_set].first_step),
                             std::max(span[in_set].last_step, span[out_set].last_step)};
@@ -113,8 +114,13 @@ void MergeDyingInputs(const Graph& graph, Liveness& live, const std::vector<Life
       bytes[set] = bytes[in_set];
       pinned[set] = out_pinned;
       fed[set] = in_fed;
-      break;
+      return;
     }
+  };
+  for (int step = 0; step < live.num_steps; ++step) {
+    const graph::Op& op = graph.op(live.schedule.ops[step]);
+    if (op.outputs.empty() || op.inputs.empty()) continue;
+    for (int k = 0; k < static_cast<int>(op.outputs.size()); ++k) join(op, k, step);
   }
 }
 

@@ -144,16 +144,19 @@ bool ViewKeptInInputMemory(const graph::Graph& graph, const Plan& plan, const gr
          plan.lifetime[in].last_step == plan.lifetime[out].last_step;
 }
 
-graph::ValueId InPlaceInputTaken(const graph::Graph& graph, const Plan& plan, const graph::Op& op) {
-  if (!plan.liveness.in_place || op.outputs.empty()) return graph::kNone;
-  const graph::ValueId out = op.outputs[0];
+graph::ValueId InPlaceInputTaken(const graph::Graph& graph, const Plan& plan, const graph::Op& op,
+                                 int output) {
+  if (!plan.liveness.in_place || output < 0 || output >= static_cast<int>(op.outputs.size())) {
+    return graph::kNone;
+  }
+  const graph::ValueId out = op.outputs[output];
   const auto planned = [&](graph::ValueId v) {
     return static_cast<size_t>(v) < plan.buffer_of_value.size() && plan.buffer_of_value[v] >= 0;
   };
   if (!planned(out) || graph.value(out).inplace_of != graph::kNone) return graph::kNone;
   for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
     const graph::ValueId in = op.inputs[slot];
-    if (in == out || !planned(in) || !graph::MayWriteOverInput(op.type, slot)) continue;
+    if (in == out || !planned(in) || !graph::MayWriteOverInput(op, output, slot)) continue;
     if (plan.buffer_of_value[in] == plan.buffer_of_value[out] &&
         plan.lifetime[in].first_step == plan.lifetime[out].first_step &&
         plan.lifetime[in].last_step == plan.lifetime[out].last_step) {
@@ -169,8 +172,11 @@ std::vector<graph::ValueId> InPlaceRootsOfPlan(const graph::Graph& graph, const 
   // In step order, so that a value's root is final before the values written over it are met.
   for (const PlanStep& step : plan.steps) {
     const graph::Op& op = graph.op(step.op);
-    if (const graph::ValueId taken = InPlaceInputTaken(graph, plan, op); taken != graph::kNone) {
-      roots[op.outputs[0]] = roots[taken];
+    for (int k = 0; k < static_cast<int>(op.outputs.size()); ++k) {
+      if (const graph::ValueId taken = InPlaceInputTaken(graph, plan, op, k);
+          taken != graph::kNone) {
+        roots[op.outputs[k]] = roots[taken];
+      }
     }
     for (graph::ValueId out : op.outputs) roots[out] = roots[roots[out]];
   }

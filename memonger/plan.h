@@ -155,11 +155,12 @@ int64_t SumOfBufferSizes(const Plan& plan);
 // JSON plan names the two aliases, and a rewritten net names them apart.
 bool ViewKeptInInputMemory(const graph::Graph& graph, const Plan& plan, const graph::Op& op);
 
-// The input whose bytes output 0 of `op` takes in the plan (in-place reuse of a dying input,
-// plan.liveness.in_place: a slot graph/in_place.h allows, the same buffer over one merged
-// lifetime, as liveness merges them; two values apart never share both); kNone where none.
-// The JSON plan names the output an alias of that input.
-graph::ValueId InPlaceInputTaken(const graph::Graph& graph, const Plan& plan, const graph::Op& op);
+// The input whose bytes output `output` (an index into op.outputs) of `op` takes in the plan
+// (in-place reuse of a dying input, plan.liveness.in_place: a slot graph/in_place.h allows,
+// the same buffer over one merged lifetime, as liveness merges them; two values apart never
+// share both); kNone where none. The JSON plan names the output an alias of that input.
+graph::ValueId InPlaceInputTaken(const graph::Graph& graph, const Plan& plan, const graph::Op& op,
+                                 int output);
 
 // Per value, what its memory is written over: Graph::InPlaceRoots (the net's own in-place
 // writes), joined with the in-place reuse the plan takes (InPlaceInputTaken), in step order.

@@ -151,10 +151,11 @@ absl::Status CheckPlacement(const Graph& graph, const Plan& plan, const Liveness
 
 // Whether class `p`, starting at its step, may sit on the bytes of class `q`, live there:
 // in-place reuse of a dying input (LivenessOptions::in_place), checked here on its own terms
-// from graph/in_place.h's table. p's first member is output 0 of the op at that step, q holds
-// one of the op's inputs in a slot the table lets it write over, with the same dims and
-// element size; q dies at that step, holds nothing read after the net (`pinned_class`), is not
-// read beside that input by the op, and the two occupy exactly the same bytes.
+// from graph/in_place.h's table. p holds an output of the op at that step, at whose step p
+// starts; q holds one of the op's inputs in a slot the table lets that output write over, with
+// the same dims and element size; q dies at that step, holds nothing read after the net
+// (`pinned_class`), is not read beside that input nor written by another output of the op,
+// and the two occupy exactly the same bytes.
 bool IsInPlaceHandoff(const Graph& graph, const Plan& plan, const Liveness& live,
                       const std::vector<bool>& pinned_class, const Placed& q, const Placed& p) {
   if (!plan.liveness.in_place || plan.execution != ExecutionModel::kSerial) return false;
@@ -164,23 +165,27 @@ bool IsInPlaceHandoff(const Graph& graph, const Plan& plan, const Liveness& live
   const OpId op_id = graph.value(p.root).producer;
   if (op_id == kNone || plan.steps[step].op != op_id) return false;
   const graph::Op& op = graph.op(op_id);
-  if (op.outputs.empty() || live.alias_root[op.outputs[0]] != p.root) return false;
-  const graph::Value& out = graph.value(op.outputs[0]);
-  for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
-    const ValueId in = op.inputs[slot];
-    if (live.alias_root[in] != q.root || !graph::MayWriteOverInput(op.type, slot)) continue;
-    const graph::Value& input = graph.value(in);
-    if (!input.type.has_value() || !out.type.has_value() ||
-        !graph::InPlaceTypesMatch(*input.type, *out.type)) {
-      continue;
+  const int outputs = static_cast<int>(op.outputs.size());
+  for (int k = 0; k < outputs; ++k) {
+    if (live.alias_root[op.outputs[k]] != p.root) continue;
+    const graph::Value& out = graph.value(op.outputs[k]);
+    for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+      const ValueId in = op.inputs[slot];
+      if (live.alias_root[in] != q.root || !graph::MayWriteOverInput(op, k, slot)) continue;
+      const graph::Value& input = graph.value(in);
+      if (!input.type.has_value() || !out.type.has_value() ||
+          !graph::InPlaceTypesMatch(*input.type, *out.type)) {
+        continue;
+      }
+      const bool read_beside = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId other) {
+        return other != in && live.alias_root[other] == q.root;
+      });
+      bool written_beside = false;
+      for (int j = 0; j < outputs; ++j) {
+        if (j != k && live.alias_root[op.outputs[j]] == q.root) written_beside = true;
+      }
+      if (!read_beside && !written_beside) return true;
     }
-    const bool read_beside = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId other) {
-      return other != in && live.alias_root[other] == q.root;
-    });
-    const bool written_beside =
-        std::any_of(op.outputs.begin() + 1, op.outputs.end(),
-                    [&](ValueId other) { return live.alias_root[other] == q.root; });
-    if (!read_beside && !written_beside) return true;
   }
   return false;
 }

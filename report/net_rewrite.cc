@@ -198,6 +198,15 @@ std::vector<std::pair<int, int>> InplacePairs(const proto::OperatorDef& op) {
   return pairs;
 }
 
+// The node position of `op`'s input or output `index` (`attr`: onnx_input_slots or
+// onnx_output_slots, where the op carries it for `count` names; else the index).
+int64_t NodePosition(const proto::OperatorDef& op, absl::string_view attr, int index, int count) {
+  for (const proto::Argument& arg : op.arg()) {
+    if (arg.name() == attr && arg.ints_size() == count) return arg.ints(index);
+  }
+  return index;
+}
+
 std::string PairsToString(const std::vector<std::pair<int, int>>& pairs) {
   return absl::StrCat(
       "[", absl::StrJoin(pairs, ", ", [](std::string* out, const std::pair<int, int>& p) {
@@ -473,11 +482,16 @@ absl::Status VerifyInplaceBlobs(const proto::NetDef& a, const proto::NetDef& b,
     const auto pa = InplacePairs(a.op(i));
     auto pb = InplacePairs(b.op(i));
     if (in_place_reuse) {
-      // Pairs of the reuse: output 0 over an input the table allows, not already in `a`.
-      const std::string& type = b.op(i).type();
+      // Pairs of the reuse: an output over an input the table allows, not already in `a`.
+      const proto::OperatorDef& op = b.op(i);
       pb.erase(std::remove_if(pb.begin(), pb.end(),
                               [&](const std::pair<int, int>& p) {
-                                return p.second == 0 && graph::MayWriteOverInput(type, p.first) &&
+                                return graph::MayWriteOverInputAt(
+                                           op.type(),
+                                           NodePosition(op, "onnx_output_slots", p.second,
+                                                        op.output_size()),
+                                           NodePosition(op, "onnx_input_slots", p.first,
+                                                        op.input_size())) &&
                                        std::find(pa.begin(), pa.end(), p) == pa.end();
                               }),
                pb.end());

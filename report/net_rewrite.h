@@ -77,7 +77,7 @@ std::string SizeBlindPlanToText(const graph::Graph& graph, const Plan& plan,
 // InvalidArgument describing the first difference.
 absl::Status VerifyGraphEquality(const proto::NetDef& a, const proto::NetDef& b);
 // With `in_place_reuse` (a plan made with LivenessOptions::in_place), `b` may add the pairs
-// (input i, output 0) that graph/in_place.h lets the op write over: an output named as the
+// (input i, output o) that graph/in_place.h lets the op write over: an output named as the
 // input whose bytes it took. Every pair of `a` must still be in `b`.
 absl::Status VerifyInplaceBlobs(const proto::NetDef& a, const proto::NetDef& b,
                                 bool in_place_reuse = false);

@@ -17,7 +17,9 @@
 // Cost O(seq * batch * G * hidden * (input + hidden)), the forward's twice over. Scratch outside
 // the arena, as the forward kernel's: the gates' inputs and their gradients, 4 * seq * batch *
 // G * hidden floats, plus seq * batch * (input + 3 * hidden). Derivatives at a clip bound or an
-// activation's kink are one-sided (rnn_cell.h); a gradient output must not overlap an input.
+// activation's kink are one-sided (rnn_cell.h). Every input is read (into float32 copies)
+// before any output is written, so a gradient may take its forward input's exact bytes
+// (graph/in_place.h: dW over an exporter's reordered W); no other overlap is allowed.
 #include <algorithm>
 #include <cstdint>
 #include <vector>

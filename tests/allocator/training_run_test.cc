@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graph/gradient_builder.h"
+#include "graph/shape_inference.h"
 #include "gtest/gtest.h"
 #include "memonger/planner.h"
 #include "memonger/verify_plan.h"
@@ -94,6 +96,96 @@ std::vector<ValueId> OutputsAndGradients(const Graph& g) {
   std::vector<ValueId> watch(g.outputs().begin(), g.outputs().end());
   for (const auto& [param, grad] : g.param_grads()) watch.push_back(grad);
   return watch;
+}
+
+// A bidirectional LSTM whose W and R the net rearranges from parameters (torch.onnx.export's
+// gate reordering): the backward pass remakes them, and LSTMGradient writes dW and dR over
+// those copies, which die at it (graph/in_place.h). The plan that does so is verified, smaller
+// by their bytes, and runs to the same bytes in every value watched as the plan without
+// in-place reuse and as memory of its own for each value.
+TEST(TrainingInPlaceTest, RecurrentGradientsTakeTheirRemadeWeightsBytes) {
+  absl::StatusOr<Graph> forward = GraphFromText(R"pb(
+    external_input: "x" external_input: "p" external_input: "q"
+    value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 5 } dim { size: 3 }
+                 dim { size: 8 } }
+    value_info { name: "p" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 2 }
+                 dim { size: 64 } dim { size: 8 } }
+    value_info { name: "q" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 2 }
+                 dim { size: 64 } dim { size: 16 } }
+    value_info { name: "p_lo" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 32 } dim { size: 8 } }
+    value_info { name: "p_hi" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 32 } dim { size: 8 } }
+    value_info { name: "q_lo" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 32 } dim { size: 16 } }
+    value_info { name: "q_hi" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 32 } dim { size: 16 } }
+    value_info { name: "w" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 64 } dim { size: 8 } }
+    value_info { name: "r" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 64 } dim { size: 16 } }
+    value_info { name: "y" dtype: FLOAT has_shape: true dim { size: 5 } dim { size: 2 } dim { size: 3 } dim { size: 16 } }
+    op { type: "Slice" input: "p" output: "p_lo" arg { name: "starts" ints: 0 }
+         arg { name: "ends" ints: 32 } arg { name: "axes" ints: 1 } }
+    op { type: "Slice" input: "p" output: "p_hi" arg { name: "starts" ints: 32 }
+         arg { name: "ends" ints: 64 } arg { name: "axes" ints: 1 } }
+    op { type: "Concat" input: "p_hi" input: "p_lo" output: "w" arg { name: "axis" i: 1 } }
+    op { type: "Slice" input: "q" output: "q_lo" arg { name: "starts" ints: 0 }
+         arg { name: "ends" ints: 32 } arg { name: "axes" ints: 1 } }
+    op { type: "Slice" input: "q" output: "q_hi" arg { name: "starts" ints: 32 }
+         arg { name: "ends" ints: 64 } arg { name: "axes" ints: 1 } }
+    op { type: "Concat" input: "q_hi" input: "q_lo" output: "r" arg { name: "axis" i: 1 } }
+    op { type: "LSTM" input: "x" input: "w" input: "r" output: "y"
+         arg { name: "hidden_size" i: 16 } arg { name: "direction" s: "bidirectional" } }
+    op { type: "AveragedLoss" input: "y" output: "loss" }
+  )pb");
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  const absl::Status typed = graph::InferShapes(*forward, graph::ShapeBindings{});
+  ASSERT_TRUE(typed.ok()) << typed;
+  absl::StatusOr<Graph> g = graph::AddGradientOps(*forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  const graph::Op* grad = nullptr;
+  for (const graph::Op& op : g->ops()) {
+    if (op.type == "LSTMGradient") grad = &op;
+  }
+  ASSERT_NE(grad, nullptr);
+  const std::vector<ValueId> watch = OutputsAndGradients(*g);
+  ASSERT_EQ(g->param_grads().size(), 2u);  // p_grad, q_grad
+
+  PlanOptions in_place;
+  ASSERT_TRUE(in_place.liveness.in_place);
+  absl::StatusOr<Plan> plan = PlanMemory(*g, in_place);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);
+  // dW and dR (node positions 1 and 2; X needs no gradient) lie on the remade W and R.
+  const std::vector<int64_t> out_slots = *grad->attributes().GetInts("onnx_output_slots");
+  const std::vector<int64_t> in_slots = *grad->attributes().GetInts("onnx_input_slots");
+  ASSERT_EQ(out_slots, (std::vector<int64_t>{1, 2}));
+  ASSERT_EQ(std::vector<int64_t>(in_slots.begin(), in_slots.begin() + 3),
+            (std::vector<int64_t>{0, 1, 2}));
+  for (int k : {0, 1}) {
+    const ValueId out = grad->outputs[k], in = grad->inputs[k + 1];
+    EXPECT_EQ(plan->buffer_of_value[out], plan->buffer_of_value[in])
+        << g->value(out).name << " over " << g->value(in).name;
+    EXPECT_EQ(plan->offset_of_value[out], plan->offset_of_value[in]);
+  }
+
+  PlanOptions apart;
+  apart.liveness.in_place = false;
+  PlanOptions own;
+  own.planner = PlannerKind::kNone;
+  own.liveness.in_place = false;
+  absl::StatusOr<PlannedRun> with = RunUnder(*g, in_place, watch, 7);
+  absl::StatusOr<PlannedRun> without = RunUnder(*g, apart, watch, 7);
+  absl::StatusOr<PlannedRun> alone = RunUnder(*g, own, watch, 7);
+  ASSERT_TRUE(with.ok()) << with.status();
+  ASSERT_TRUE(without.ok()) << without.status();
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_LT(with->arena_bytes, without->arena_bytes);
+  EXPECT_EQ(with->bytes, without->bytes);
+  EXPECT_EQ(with->bytes, alone->bytes);
+  EXPECT_EQ(with->hashes, alone->hashes);
+
+  // Verify mode: nothing reads the remade weights after their gradients overwrite them.
+  absl::StatusOr<alloc::Arena> arena = alloc::Arena::Create(alloc::Device::kHost, plan->arena_bytes);
+  ASSERT_TRUE(arena.ok()) << arena.status();
+  absl::StatusOr<alloc::Executor> executor = alloc::Executor::Create(*g, *plan, *arena);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  EXPECT_TRUE(executor->RunVerify().ok()) << executor->RunVerify();
 }
 
 class TrainingBitIdentityTest : public ::testing::TestWithParam<const char*> {};

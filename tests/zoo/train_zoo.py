@@ -12,6 +12,11 @@ computation can do better: a weight followed by batch normalisation in train mod
 orthogonal to it, a sum of terms that cancel, and PyTorch's own float32 gradient of resnet18's
 layer3 is 9e-2 from float64. The table also gives our error against PyTorch's float32.
 
+Each model is planned and executed again with `--recompute sqrt` (docs/cures.md) and with
+`--no-in-place` (docs/in_place.md): both runs' outputs must be byte-identical to the plain
+run's; the table gives the recomputed arena beside the plain one, with the ops rerun and their
+FLOPs.
+
 KNOWN_TRAINING_REFUSALS lists the models refused on purpose, with the text of the refusal; one
 that starts to train fails until the list is updated, as does any other failure.
 """
@@ -82,6 +87,10 @@ def check_training(run, first_line, human, tool, folder, work, name, info):
         row["note"] = first_line(err)
         return row, failures + [f"{name} (training): execution failed: {first_line(err)}"]
     files = _load_outputs(out_dir, out)
+    failures += _check_recompute(run, first_line, tool, model, flags, folder, name, mwork,
+                                 out_dir, row)
+    failures += _check_same_outputs(run, first_line, tool, model, [*flags, "--no-in-place"],
+                                    folder, name, os.path.join(mwork, "outputs_apart"), out_dir)
     grad_dir = os.path.join(folder, name + ".train.grads")
     worst = {"ours": 0.0, "torch": 0.0, "ours32": 0.0}
     # A parameter whose exact gradient is 0 (a bias a softmax cancels) is measured against a
@@ -136,21 +145,70 @@ def check_training(run, first_line, human, tool, folder, work, name, info):
     return row, failures
 
 
+def _check_recompute(run, first_line, tool, model, flags, folder, name, mwork, plain_dir, row):
+    """Plans and runs the model with --recompute sqrt; its output files must equal the plain
+    run's (in `plain_dir`) byte for byte. Fills the row's recompute columns; returns the
+    failures."""
+    recompute = ["--recompute", "sqrt"]
+    rc, out, err, _ = run([tool, model, *flags, *recompute, "--format", "json"])
+    if rc != 0:
+        return [f"{name} (training, --recompute sqrt): does not plan: {first_line(err)}"]
+    plan = json.loads(out)
+    chosen = plan.get("recompute") or {}
+    row.update(arena_recompute=plan["arena_bytes"], recomputed_ops=chosen.get("ops", 0),
+               extra_flops=chosen.get("extra_flops", 0),
+               forward_flops=chosen.get("forward_flops", 0))
+    return _check_same_outputs(run, first_line, tool, model, [*flags, *recompute], folder, name,
+                               os.path.join(mwork, "outputs_recompute"), plain_dir)
+
+
+def _check_same_outputs(run, first_line, tool, model, flags, folder, name, out_dir, plain_dir):
+    """Executes the model planned with `flags`; its output files must equal those in
+    `plain_dir` byte for byte. Returns the failures."""
+    import numpy as np
+    what = f"{name} (training, {' '.join(flags[4:])})"
+    rc, out, err, _ = run([tool, model, *flags, "--execute", "host", "--inputs",
+                           os.path.join(folder, name + ".train.inputs"), "--outputs-out",
+                           out_dir])
+    if rc != 0:
+        return [f"{what}: execution failed: {first_line(err)}"]
+    plain = sorted(f for f in os.listdir(plain_dir) if f.endswith(".npy"))
+    failures = []
+    if not plain:
+        failures.append(f"{name} (training): the run wrote no outputs")
+    if plain != sorted(f for f in os.listdir(out_dir) if f.endswith(".npy")):
+        failures.append(f"{what}: other outputs than the plain run")
+    for file in plain:
+        other = os.path.join(out_dir, file)
+        if os.path.exists(other) and not np.array_equal(
+                np.load(os.path.join(plain_dir, file)), np.load(other), equal_nan=True):
+            failures.append(f"{what}: {file} differs from the plain run")
+    return failures
+
+
 def training_table(rows, human):
     head = ("| model | ops | PyTorch training-step peak | arena − inputs | PyTorch / arena | "
+            "with --recompute sqrt | PyTorch / that | rerun: ops, extra FLOPs | "
             "gradient error: ours vs float64 | PyTorch float32 vs float64 | ours vs PyTorch "
             "float32 | note |")
-    lines = [head, "|" + "---|" * 9]
+    lines = [head, "|" + "---|" * 12]
     for r in rows:
         if "arena" not in r or "grad_error" not in r:
-            lines.append(f"| {r['model']} | | | | | | | | {r.get('status', '')}: "
+            lines.append(f"| {r['model']} | | | | | | | | | | | {r.get('status', '')}: "
                          f"{r.get('note', '')} |")
             continue
         arena = r["arena"] - r["input_bytes"]
         peak = r.get("torch_peak")
         ratio = f"{peak / arena:.2f}" if peak and arena > 0 else ""
+        recomputed = rerun = ratio_rc = ""
+        if "arena_recompute" in r:
+            arena_rc = r["arena_recompute"] - r["input_bytes"]
+            recomputed = human(arena_rc)
+            ratio_rc = f"{peak / arena_rc:.2f}" if peak and arena_rc > 0 else ""
+            share = r["extra_flops"] / r["forward_flops"] if r["forward_flops"] else 0.0
+            rerun = f"{r['recomputed_ops']}, +{100 * share:.1f}%" if r["recomputed_ops"] else "none"
         lines.append(
             f"| {r['model']} | {r['ops']} | {human(peak) if peak else ''} | {human(arena)} | "
-            f"{ratio} | {r['grad_error']:.1e} | {r['torch_grad_error']:.1e} | "
-            f"{r['grad_error_32']:.1e} | {r.get('note', '')} |")
+            f"{ratio} | {recomputed} | {ratio_rc} | {rerun} | {r['grad_error']:.1e} | "
+            f"{r['torch_grad_error']:.1e} | {r['grad_error_32']:.1e} | {r.get('note', '')} |")
     return "\n".join(lines)
