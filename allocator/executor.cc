@@ -543,8 +543,9 @@ absl::Status Executor::CheckTyping(const graph::Graph& typing, std::vector<Value
   // is safe only while the two have the same dims: at other sizes a broadcast would read what
   // the op already wrote.
   for (const graph::Op& op : typing.ops()) {
-    if (op.view || op.outputs.empty() || id_of[op.outputs[0]] == kNone) continue;
-    const ValueId out = op.outputs[0];
+    if (op.view) continue;
+    for (ValueId out : op.outputs) {
+    if (id_of[out] == kNone) continue;
     for (ValueId in : op.inputs) {
       if (id_of[in] == kNone || in == out || !InArena(id_of[in]) || !InArena(id_of[out]) ||
           offset_of_value_[id_of[in]] != offset_of_value_[id_of[out]] ||
@@ -557,6 +558,7 @@ absl::Status Executor::CheckTyping(const graph::Graph& typing, std::vector<Value
           "their dims differ (", graph::TensorTypeToString(*typing.value(out).type), ", ",
           graph::TensorTypeToString(*typing.value(in).type),
           "): plan without in-place reuse (--no-in-place)"));
+    }
     }
   }
   return absl::OkStatus();

@@ -89,9 +89,16 @@ bool MayWriteOverInputAt(absl::string_view op_type, int64_t output, int64_t inpu
                      [input](int slot) { return slot == kEveryInput || slot == input; });
 }
 
+bool ReadsOperandsByNodePosition(absl::string_view op_type) {
+  return IsRecurrentGradient(op_type);
+}
+
 bool MayWriteOverInput(const Op& op, int output, int input) {
   const auto position = [&](absl::string_view attr, int index, size_t count) -> int64_t {
     if (index < 0 || static_cast<size_t>(index) >= count) return -1;
+    // Only the recurrent gradients read their operands by node position (the gradient builder
+    // writes both lists); the other kernels read them by index, whatever a file declares.
+    if (!IsRecurrentGradient(op.type)) return index;
     const std::optional<std::vector<int64_t>> slots = op.attributes().GetInts(attr);
     if (slots.has_value() && slots->size() == count) return (*slots)[index];
     return index;

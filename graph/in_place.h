@@ -18,8 +18,8 @@
 // matters where W and R are activations (the reordered gates an exporter writes, remade for the
 // backward pass): their gradients then need no memory of their own.
 //
-// Outputs and inputs are named by ONNX node position (an op's `onnx_output_slots` and
-// `onnx_input_slots` where it omits some, else by index).
+// The recurrent gradients' outputs and inputs are named by node position (their
+// `onnx_output_slots` and `onnx_input_slots`), every other op's by index (its kernel's view).
 //
 //   if (graph::MayWriteOverInput(op, k, slot) && graph::InPlaceTypesMatch(in, out)) { ... }
 #ifndef MEMONGER_GRAPH_IN_PLACE_H_
@@ -39,8 +39,12 @@ namespace memonger::graph {
 bool MayWriteOverInputAt(absl::string_view op_type, int64_t output, int64_t input);
 
 // The same for `op`'s output `output` and input `input` (indices into op.outputs and
-// op.inputs), through the op's node positions.
+// op.inputs), through the op's node positions where its kernel reads operands by them.
 bool MayWriteOverInput(const Op& op, int output, int input);
+
+// Whether an `op_type` op's kernel reads its operands by node position (onnx_input_slots,
+// onnx_output_slots): the recurrent gradients. Other ops' slots are indices.
+bool ReadsOperandsByNodePosition(absl::string_view op_type);
 
 // Whether an `op_type` op of the table broadcasts its inputs (numpy rules: Add, Sub, Mul, Div,
 // Pow, Mod, Sum, Max, Min, Mean, Where), so that its output's shape can part from an input's at

@@ -95,9 +95,13 @@ void MergeDyingInputs(const Graph& graph, Liveness& live, const std::vector<Life
       }
       // Read beside it (a view of it), or written by this op too (another output named like
       // it, or one that took it already).
-      const bool read_beside = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId other) {
-        return other != in && classes.Find(other) == in_set;
-      });
+      // The same value at another slot counts where the table lets this output take it there
+      // too (Add(a, a) over a), else it is read beside (an LSTM reading one tensor as W and R).
+      bool read_beside = false;
+      for (int j = 0; j < static_cast<int>(op.inputs.size()); ++j) {
+        if (j == slot || classes.Find(op.inputs[j]) != in_set) continue;
+        if (op.inputs[j] != in || !graph::MayWriteOverInput(op, k, j)) read_beside = true;
+      }
       bool written_beside = false;
       for (int j = 0; j < static_cast<int>(op.outputs.size()); ++j) {
         if (j != k && classes.Find(op.outputs[j]) == in_set) written_beside = true;

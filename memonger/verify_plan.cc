@@ -177,9 +177,12 @@ bool IsInPlaceHandoff(const Graph& graph, const Plan& plan, const Liveness& live
           !graph::InPlaceTypesMatch(*input.type, *out.type)) {
         continue;
       }
-      const bool read_beside = std::any_of(op.inputs.begin(), op.inputs.end(), [&](ValueId other) {
-        return other != in && live.alias_root[other] == q.root;
-      });
+      // The same value at another slot counts only where the table allows that slot too.
+      bool read_beside = false;
+      for (int j = 0; j < static_cast<int>(op.inputs.size()); ++j) {
+        if (j == slot || live.alias_root[op.inputs[j]] != q.root) continue;
+        if (op.inputs[j] != in || !graph::MayWriteOverInput(op, k, j)) read_beside = true;
+      }
       bool written_beside = false;
       for (int j = 0; j < outputs; ++j) {
         if (j != k && live.alias_root[op.outputs[j]] == q.root) written_beside = true;

@@ -201,6 +201,7 @@ std::vector<std::pair<int, int>> InplacePairs(const proto::OperatorDef& op) {
 // The node position of `op`'s input or output `index` (`attr`: onnx_input_slots or
 // onnx_output_slots, where the op carries it for `count` names; else the index).
 int64_t NodePosition(const proto::OperatorDef& op, absl::string_view attr, int index, int count) {
+  if (!graph::ReadsOperandsByNodePosition(op.type())) return index;
   for (const proto::Argument& arg : op.arg()) {
     if (arg.name() == attr && arg.ints_size() == count) return arg.ints(index);
   }

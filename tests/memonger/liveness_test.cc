@@ -465,6 +465,48 @@ TEST(LivenessTest, InPlaceReuseLeavesFedClassesWeightsAndCoWrittenInputsAlone) {
   EXPECT_EQ(l.alias_root[Id(g, "z")], Id(g, "z"));  // y's class is Dropout's mask too
 }
 
+// Node positions name the slots of the recurrent gradients only: a ScatterElements carrying
+// onnx_input_slots still writes over its input 0 (its kernel reads by index), an LSTMGradient
+// writes dW over W and dR over R at their positions, and one value read as both W and R is
+// taken by neither gradient (the other read would see the gradient's bytes).
+TEST(LivenessTest, InPlaceSlotsAreNodePositionsOnlyForTheRecurrentGradients) {
+  const Graph g = Typed(R"pb(
+    external_input: "x"
+    op { type: "Relu" input: "x" output: "d" }
+    op { type: "Relu" input: "x" output: "i" }
+    op { type: "Relu" input: "x" output: "u" }
+    op { type: "ScatterElements" input: "d" input: "i" input: "u" output: "s"
+         arg { name: "onnx_input_slots" ints: 1 ints: 2 ints: 0 } }
+    op { type: "Relu" input: "x" output: "a" }
+    op { type: "Relu" input: "x" output: "w" }
+    op { type: "Relu" input: "x" output: "r" }
+    op { type: "Relu" input: "x" output: "y" }
+    op { type: "LSTMGradient" input: "a" input: "w" input: "r" input: "y" input: "s"
+         output: "dw" output: "dr"
+         arg { name: "onnx_input_slots" ints: 0 ints: 1 ints: 2 ints: 8 ints: 9 }
+         arg { name: "onnx_output_slots" ints: 1 ints: 2 } }
+    op { type: "Relu" input: "x" output: "a2" }
+    op { type: "Relu" input: "x" output: "t" }
+    op { type: "Relu" input: "x" output: "y2" }
+    op { type: "Relu" input: "x" output: "z2" }
+    op { type: "LSTMGradient" input: "a2" input: "t" input: "t" input: "y2" input: "z2"
+         output: "dt" output: "dt2"
+         arg { name: "onnx_input_slots" ints: 0 ints: 1 ints: 2 ints: 8 ints: 9 }
+         arg { name: "onnx_output_slots" ints: 1 ints: 2 } }
+    op { type: "Sum" input: "dw" input: "dr" input: "dt" input: "dt2" output: "out" }
+    external_output: "out"
+  )pb");
+  const Liveness l = Live(g, InPlace());
+  EXPECT_EQ(l.alias_root[Id(g, "s")], Id(g, "d"));
+  EXPECT_EQ(l.alias_root[Id(g, "u")], Id(g, "u"));
+  EXPECT_EQ(l.alias_root[Id(g, "dw")], Id(g, "w"));
+  EXPECT_EQ(l.alias_root[Id(g, "dr")], Id(g, "r"));
+  EXPECT_EQ(l.alias_root[Id(g, "a")], Id(g, "a"));  // dX is not asked for
+  EXPECT_EQ(l.alias_root[Id(g, "dt")], Id(g, "dt"));
+  EXPECT_EQ(l.alias_root[Id(g, "dt2")], Id(g, "dt2"));
+  EXPECT_EQ(l.alias_root[Id(g, "t")], Id(g, "t"));
+}
+
 // Which pairs join depends on the order: in the given order a dies at c's op; run b's op
 // after c's and a lives on past it.
 TEST(LivenessTest, InPlaceReuseFollowsTheSchedule) {
