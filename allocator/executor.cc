@@ -545,20 +545,19 @@ absl::Status Executor::CheckTyping(const graph::Graph& typing, std::vector<Value
   for (const graph::Op& op : typing.ops()) {
     if (op.view) continue;
     for (ValueId out : op.outputs) {
-    if (id_of[out] == kNone) continue;
-    for (ValueId in : op.inputs) {
-      if (id_of[in] == kNone || in == out || !InArena(id_of[in]) || !InArena(id_of[out]) ||
-          offset_of_value_[id_of[in]] != offset_of_value_[id_of[out]] ||
-          typing.value(in).type->dims == typing.value(out).type->dims) {
-        continue;
+      for (ValueId in : op.inputs) {
+        if (id_of[out] == kNone || id_of[in] == kNone || in == out || !InArena(id_of[in]) ||
+            !InArena(id_of[out]) || offset_of_value_[id_of[in]] != offset_of_value_[id_of[out]] ||
+            typing.value(in).type->dims == typing.value(out).type->dims) {
+          continue;
+        }
+        return absl::FailedPreconditionError(absl::StrCat(
+            op.Label(), " writes '", typing.value(out).name, "' over '", typing.value(in).name,
+            "' as the plan made at the upper bounds says, but at the sizes this run measured "
+            "their dims differ (", graph::TensorTypeToString(*typing.value(out).type), ", ",
+            graph::TensorTypeToString(*typing.value(in).type),
+            "): plan without in-place reuse (--no-in-place)"));
       }
-      return absl::FailedPreconditionError(absl::StrCat(
-          op.Label(), " writes '", typing.value(out).name, "' over '", typing.value(in).name,
-          "' as the plan made at the upper bounds says, but at the sizes this run measured "
-          "their dims differ (", graph::TensorTypeToString(*typing.value(out).type), ", ",
-          graph::TensorTypeToString(*typing.value(in).type),
-          "): plan without in-place reuse (--no-in-place)"));
-    }
     }
   }
   return absl::OkStatus();

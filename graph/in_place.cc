@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -15,8 +16,12 @@ constexpr int kEveryInput = -1;
 
 using Table = absl::flat_hash_map<std::string, std::vector<int>>;
 
+// Their kernels read every input before writing any output (kernels_cpu_rnn_backward.cc).
+constexpr absl::string_view kRecurrentGradients[] = {"GRUGradient", "LSTMGradient", "RNNGradient"};
+
 bool IsRecurrentGradient(absl::string_view op_type) {
-  return op_type == "RNNGradient" || op_type == "GRUGradient" || op_type == "LSTMGradient";
+  return std::find(std::begin(kRecurrentGradients), std::end(kRecurrentGradients), op_type) !=
+         std::end(kRecurrentGradients);
 }
 
 void Set(Table& table, std::initializer_list<absl::string_view> types, std::vector<int> inputs) {
@@ -108,7 +113,7 @@ bool MayWriteOverInput(const Op& op, int output, int input) {
 }
 
 std::vector<std::string> InPlaceOpTypes() {
-  std::vector<std::string> types = {"GRUGradient", "LSTMGradient", "RNNGradient"};
+  std::vector<std::string> types(std::begin(kRecurrentGradients), std::end(kRecurrentGradients));
   for (const auto& [type, inputs] : Builtin()) types.push_back(type);
   std::sort(types.begin(), types.end());
   return types;

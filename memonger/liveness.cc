@@ -93,10 +93,9 @@ void MergeDyingInputs(const Graph& graph, Liveness& live, const std::vector<Life
           !graph::InPlaceTypesMatch(*in_value.type, *out_value.type)) {
         continue;
       }
-      // Read beside it (a view of it), or written by this op too (another output named like
-      // it, or one that took it already).
-      // The same value at another slot counts where the table lets this output take it there
-      // too (Add(a, a) over a), else it is read beside (an LSTM reading one tensor as W and R).
+      // Read beside it (a view of it; the same value at another slot unless the table lets
+      // this output take it there too: Add(a, a) over a, not an LSTM reading one tensor as W
+      // and R), or written by this op too (another output named like it, or one that took it).
       bool read_beside = false;
       for (int j = 0; j < static_cast<int>(op.inputs.size()); ++j) {
         if (j == slot || classes.Find(op.inputs[j]) != in_set) continue;

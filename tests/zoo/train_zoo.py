@@ -90,7 +90,8 @@ def check_training(run, first_line, human, tool, folder, work, name, info):
     failures += _check_recompute(run, first_line, tool, model, flags, folder, name, mwork,
                                  out_dir, row)
     failures += _check_same_outputs(run, first_line, tool, model, [*flags, "--no-in-place"],
-                                    folder, name, os.path.join(mwork, "outputs_apart"), out_dir)
+                                    "--no-in-place", folder, name,
+                                    os.path.join(mwork, "outputs_apart"), out_dir)
     grad_dir = os.path.join(folder, name + ".train.grads")
     worst = {"ours": 0.0, "torch": 0.0, "ours32": 0.0}
     # A parameter whose exact gradient is 0 (a bias a softmax cancels) is measured against a
@@ -158,15 +159,17 @@ def _check_recompute(run, first_line, tool, model, flags, folder, name, mwork, p
     row.update(arena_recompute=plan["arena_bytes"], recomputed_ops=chosen.get("ops", 0),
                extra_flops=chosen.get("extra_flops", 0),
                forward_flops=chosen.get("forward_flops", 0))
-    return _check_same_outputs(run, first_line, tool, model, [*flags, *recompute], folder, name,
+    return _check_same_outputs(run, first_line, tool, model, [*flags, *recompute],
+                               " ".join(recompute), folder, name,
                                os.path.join(mwork, "outputs_recompute"), plain_dir)
 
 
-def _check_same_outputs(run, first_line, tool, model, flags, folder, name, out_dir, plain_dir):
-    """Executes the model planned with `flags`; its output files must equal those in
-    `plain_dir` byte for byte. Returns the failures."""
+def _check_same_outputs(run, first_line, tool, model, flags, label, folder, name, out_dir,
+                        plain_dir):
+    """Executes the model planned with `flags` (`label`: what they add to the plain run's); its
+    output files must equal those in `plain_dir` byte for byte. Returns the failures."""
     import numpy as np
-    what = f"{name} (training, {' '.join(flags[4:])})"
+    what = f"{name} (training, {label})"
     rc, out, err, _ = run([tool, model, *flags, "--execute", "host", "--inputs",
                            os.path.join(folder, name + ".train.inputs"), "--outputs-out",
                            out_dir])
