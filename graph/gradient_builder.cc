@@ -16,6 +16,7 @@
 #include "graph/attribute.h"
 #include "graph/batch_normalization_mode.h"
 #include "graph/control_regions.h"
+#include "graph/op_schema.h"
 #include "graph/rebuild.h"
 #include "graph/slice_bounds.h"
 #include "graph/tensor_data.h"
@@ -179,6 +180,10 @@ class Builder {
     spec.outputs = std::move(outputs);
     spec.attrs = std::move(attrs);
     spec.is_gradient_op = true;
+    // A reshape of a gradient is a view of it, as autograd's view backward returns one, and as
+    // the importer marks the forward's (LivenessOptions::views decides where it aliases).
+    const OpSchema* schema = OpSchemaTable::Builtin().Find(spec.type);
+    spec.view = schema != nullptr && schema->view_capable;
     backward_.push_back(std::move(spec));
   }
 

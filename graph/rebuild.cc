@@ -16,14 +16,18 @@ Declaration DeclarationOf(const TensorType& type) {
 }
 
 void CopyInterface(const Graph& graph, GraphBuilder& builder) {
-  builder.SetStaticData(graph.shared_static_data());
-  builder.SetDataDependentSizes(graph);
   for (ValueId id : graph.inputs()) builder.AddExternalInput(graph.value(id).name);
   for (ValueId id : graph.outputs()) builder.AddExternalOutput(graph.value(id).name);
   for (ValueId id : graph.losses()) builder.AddLoss(graph.value(id).name);
   for (const auto& [param, grad] : graph.param_grads()) {
     builder.AddParamGrad(graph.value(param).name, graph.value(grad).name);
   }
+  CopyDeclarations(graph, builder);
+}
+
+void CopyDeclarations(const Graph& graph, GraphBuilder& builder) {
+  builder.SetStaticData(graph.shared_static_data());
+  builder.SetDataDependentSizes(graph);
   for (ValueId id = 0; id < graph.num_values(); ++id) {
     const Value& v = graph.value(id);
     if (v.role == Role::kParam || v.role == Role::kConstant || v.role == Role::kWorkspace) {

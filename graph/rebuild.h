@@ -18,6 +18,10 @@ namespace memonger::graph {
 // with it. REQUIRES: `graph` is typed.
 void CopyInterface(const Graph& graph, GraphBuilder& builder);
 
+// CopyInterface less the names of inputs, outputs, losses and param-grads: the static data,
+// roles and declared types, for a rewrite that changes the interface (graph/update_in_backward.h).
+void CopyDeclarations(const Graph& graph, GraphBuilder& builder);
+
 // `op` as the builder takes it: value ids back to blob names.
 OpSpec SpecOf(const Graph& graph, const Op& op);
 

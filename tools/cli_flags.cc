@@ -32,6 +32,7 @@ struct NumberTexts {
   std::string threads;  // empty: every core
   std::string budget;
   std::string optimizer = "none";
+  std::string update_in_backward;
   std::string max_input_bytes;
   std::string seed = "0";
 };
@@ -70,6 +71,13 @@ absl::Status ParseNumbers(const NumberTexts& texts, Flags& flags) {
     return absl::InvalidArgumentError(absl::StrCat("--optimizer: ", optimizer.status().message()));
   }
   flags.optimizer = *optimizer;
+  if (!texts.update_in_backward.empty() &&
+      (!absl::SimpleAtod(texts.update_in_backward, &flags.update_in_backward) ||
+       !std::isfinite(flags.update_in_backward) || flags.update_in_backward <= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("--update-in-backward ",
+                                                   util::Quote(texts.update_in_backward),
+                                                   ": not a learning rate (a number > 0)"));
+  }
   if (!texts.max_input_bytes.empty()) {
     absl::StatusOr<int64_t> bytes = util::ParseBytes(texts.max_input_bytes);
     if (!bytes.ok()) {
@@ -129,6 +137,16 @@ absl::Status CheckExecuteFlags(const Flags& flags) {
 
 // Recomputation, --insert-free and --size-blind: what each needs and excludes.
 absl::Status CheckRewriteFlags(const Flags& flags) {
+  if (flags.update_in_backward > 0) {
+    if (flags.mode != "training") {
+      return absl::InvalidArgumentError("--update-in-backward needs --mode training");
+    }
+    if (flags.optimizer != Optimizer::kNone && flags.optimizer != Optimizer::kSgd) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--update-in-backward applies plain SGD; --optimizer ", OptimizerName(flags.optimizer),
+          " keeps state it does not update"));
+    }
+  }
   if (flags.recompute == "auto" && flags.budget < 0) {
     return absl::InvalidArgumentError("--recompute auto needs --budget (the bytes to fit)");
   }
@@ -503,6 +521,10 @@ void AddLimitOptions(CLI::App& app, Flags& flags, NumberTexts& numbers) {
                  "training: count the optimizer's state in device bytes: sgd (none), momentum "
                  "(one tensor per trainable param), adam (two)")
       ->capture_default_str();
+  app.add_option("--update-in-backward", numbers.update_in_backward,
+                 "training: apply SGD with this learning rate to each param as soon as its "
+                 "gradient is complete (p -= LR * grad), so gradients do not all live to the end; "
+                 "the updated params are the outputs (docs/cures.md)");
   app.add_option("--recompute", flags.recompute,
                  "training: rerun forward ops in the backward pass to lower the peak: sqrt "
                  "(Chen's sqrt(n) segments) or auto (the fewest FLOPs that fit --budget)")

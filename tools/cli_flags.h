@@ -73,6 +73,9 @@ struct Flags {
   Optimizer optimizer = Optimizer::kNone;  // --optimizer: its state counts in device bytes
   std::string fit;      // a dim symbol or workload key: the largest value that fits --budget
   std::string recompute = "none";  // none, sqrt, auto: rerun forward ops in the backward pass
+  // --update-in-backward LR: SGD applied as each gradient completes (graph/update_in_backward.h);
+  // 0: none.
+  double update_in_backward = 0;
   bool cuda_graphs = false;        // report the graphable sections (also with --execute cuda)
   std::string plan_json;
   std::string plan_csv;

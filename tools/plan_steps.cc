@@ -14,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "graph/fp16_storage.h"
 #include "graph/gradient_builder.h"
+#include "graph/update_in_backward.h"
 #include "graph/records.h"
 #include "kernels/tensor_files.h"
 #include "memonger/device_bytes.h"
@@ -114,6 +115,9 @@ absl::StatusOr<graph::Graph> FinishNet(const NetSource& source, graph::Graph net
   if (flags.mode == "training" && !graph::HasGradientOps(net)) {
     // A forward net: training means its backward pass too (memonger's AddGradientOperators).
     MG_ASSIGN_OR_RETURN(net, graph::AddGradientOps(net, flags.losses));
+  }
+  if (flags.update_in_backward > 0) {
+    MG_ASSIGN_OR_RETURN(net, graph::UpdateInBackward(net, flags.update_in_backward));
   }
   if (!flags.store_fp16.empty()) {
     MG_ASSIGN_OR_RETURN(net, graph::StoreInFp16(net, flags.store_fp16));

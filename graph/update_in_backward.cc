@@ -1,0 +1,136 @@
+#include "graph/update_in_backward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "graph/attribute.h"
+#include "graph/rebuild.h"
+#include "graph/shape_inference.h"
+#include "util/status_macros.h"
+
+namespace memonger::graph {
+namespace {
+
+struct Update {
+  ValueId param;
+  ValueId grad;
+};
+
+// A name no value of `graph` has, from `base`.
+std::string FreshName(const Graph& graph, const std::string& base) {
+  std::string name = base;
+  for (int k = 1; graph.FindValue(name).has_value(); ++k) name = absl::StrCat(base, "_", k);
+  return name;
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> UpdateInBackward(const Graph& training, double learning_rate) {
+  if (!std::isfinite(learning_rate) || learning_rate <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the learning rate must be finite and > 0, not ", learning_rate));
+  }
+  if (training.param_grads().empty()) {
+    return absl::InvalidArgumentError(
+        "updating params in the backward pass needs a training net that pairs params with "
+        "gradients (--mode training)");
+  }
+  // After which op each update goes: the later of its gradient's producer and its param's
+  // last reader (-1: before every op, which cannot happen for a gradient made by an op).
+  std::map<OpId, std::vector<Update>> after;
+  std::vector<bool> updated_grad(training.num_values(), false);
+  for (const auto& [param, grad] : training.param_grads()) {
+    const Value& p = training.value(param);
+    const Value& g = training.value(grad);
+    if (training.Versions(p.name).size() != 1 || p.producer != kNone) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "param ", p.DisplayName(), " is written by an op of the net: it cannot also be "
+          "updated in the backward pass"));
+    }
+    if (g.producer == kNone || training.FindValue(g.name) != grad) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "gradient ", g.DisplayName(), " of param ", p.DisplayName(),
+          " is not the latest value an op of the net makes under its name"));
+    }
+    if (!g.type.has_value() || !p.type.has_value() || g.type->dtype != p.type->dtype ||
+        g.type->dims != p.type->dims) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "gradient ", g.DisplayName(), " has not the type of its param ", p.DisplayName()));
+    }
+    OpId last = g.producer;
+    for (OpId reader : training.consumers(param)) last = std::max(last, reader);
+    after[last].push_back({param, grad});
+    updated_grad[grad] = true;
+  }
+
+  GraphBuilder out(training.name());
+  CopyDeclarations(training, out);
+  for (ValueId id : training.inputs()) out.AddExternalInput(training.value(id).name);
+  for (ValueId id : training.outputs()) {
+    if (!updated_grad[id]) out.AddExternalOutput(training.value(id).name);
+  }
+  for (const auto& [param, grad] : training.param_grads()) {
+    out.AddExternalOutput(training.value(param).name);
+  }
+  for (ValueId id : training.losses()) out.AddLoss(training.value(id).name);
+
+  // One learning-rate scalar per dtype, made before the first update that reads it.
+  std::map<DataType, std::string> rates;
+  for (OpId id = 0; id < static_cast<OpId>(training.ops().size()); ++id) {
+    out.AddOp(SpecOf(training, training.op(id)));
+    const auto it = after.find(id);
+    if (it == after.end()) continue;
+    for (const Update& u : it->second) {
+      const Value& p = training.value(u.param);
+      const Value& g = training.value(u.grad);
+      const DataType dtype = p.type->dtype;
+      auto [rate, inserted] = rates.try_emplace(dtype);
+      if (inserted) {
+        rate->second = FreshName(training, absl::StrCat("learning_rate_", DataTypeName(dtype)));
+        OpSpec fill;
+        fill.type = "ConstantFill";
+        fill.name = rate->second;
+        fill.outputs = {rate->second};
+        fill.attrs = {Attribute{"value", learning_rate},
+                      Attribute{"dtype", std::string(DataTypeName(dtype))}};
+        fill.is_gradient_op = true;
+        out.AddOp(std::move(fill));
+      }
+      const std::string step = FreshName(training, absl::StrCat(g.name, "_step"));
+      OpSpec scale;
+      scale.type = "Mul";
+      scale.name = step;
+      scale.inputs = {g.name, rate->second};
+      scale.outputs = {step};
+      scale.is_gradient_op = true;
+      out.AddOp(std::move(scale));
+      OpSpec apply;
+      apply.type = "Sub";
+      apply.name = absl::StrCat(p.name, "_update");
+      apply.inputs = {p.name, step};
+      apply.outputs = {p.name};
+      apply.is_gradient_op = true;
+      out.AddOp(std::move(apply));
+    }
+  }
+  MG_ASSIGN_OR_RETURN(Graph graph, std::move(out).Build());
+  MG_RETURN_IF_ERROR(InferShapes(graph, ShapeBindings{}));
+  // The inputs' symbolic declarations (a model's dynamic axes) as the training net had them, so
+  // that a plan over a range of --dim reads them as it does the training net's.
+  for (ValueId id = 0; id < graph.num_values(); ++id) {
+    const Value& value = graph.value(id);
+    if (value.producer != kNone) continue;
+    const std::optional<ValueId> before = training.FindValue(value.name);
+    if (before.has_value() && training.value(*before).declared.dims) {
+      graph.mutable_value(id).declared.dims = *training.value(*before).declared.dims;
+    }
+  }
+  return graph;
+}
+
+}  // namespace memonger::graph
