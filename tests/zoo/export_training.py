@@ -112,6 +112,37 @@ def _step_peak_bytes(module, args):
     return allocation_peak(prof)
 
 
+# The learning rate of the step with the update in the backward pass (both sides use it; the
+# memory does not depend on it).
+FUSED_LR = 0.01
+
+
+def _fused_step_peak_bytes(module, args):
+    """The same, for a step that applies SGD to each parameter as soon as its gradient is
+    complete and frees the gradient (PyTorch's "optimizer step in the backward pass"; torch 1.13
+    has no post-accumulate hook, so each parameter's AccumulateGrad node gets one), on a copy:
+    the module keeps its weights."""
+    from torch.profiler import ProfilerActivity, profile
+    import torch
+    module = copy.deepcopy(module)
+    hooks = []
+    for p in module.parameters():
+        if not p.requires_grad:
+            continue
+        accumulate = p.expand_as(p).grad_fn.next_functions[0][0]
+
+        def update(_grad_inputs, _grad_outputs, p=p):
+            with torch.no_grad():
+                p.add_(p.grad, alpha=-FUSED_LR)
+            p.grad = None
+        hooks.append((accumulate, accumulate.register_hook(update)))
+    module.zero_grad(set_to_none=True)
+    module(*args).backward()
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        module(*args).backward()
+    return allocation_peak(prof)
+
+
 def _gradients(module, args):
     module.zero_grad(set_to_none=True)
     module(*args).backward()
@@ -194,6 +225,7 @@ def export_training(entry, folder, flatten, opset):
     args64 = tuple(a.double() if a.is_floating_point() else a for a in args)
     grads64 = _gradients(module64, args64)
     peak = _step_peak_bytes(module, args)
+    fused_peak = _fused_step_peak_bytes(module, args)
     graph_inputs = [i.name for i in proto.graph.input
                     if i.name not in {t.name for t in proto.graph.initializer}]
     by_name = dict(zip(names, args))
@@ -213,5 +245,6 @@ def export_training(entry, folder, flatten, opset):
                         "onnx": [[i, t] for i, t in homes[n]]})
     return {"file": name + ".train.onnx", "inputs": graph_inputs, "params": entries,
             "loss": loss_kind,
-            "torch_train_peak_bytes": peak, "onnx_ops": sorted({n.op_type for n in proto.graph.node}),
+            "torch_train_peak_bytes": peak, "torch_fused_peak_bytes": fused_peak,
+            "fused_lr": FUSED_LR, "onnx_ops": sorted({n.op_type for n in proto.graph.node}),
             "export_seconds": round(time.time() - start, 2)}

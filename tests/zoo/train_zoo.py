@@ -15,7 +15,10 @@ layer3 is 9e-2 from float64. The table also gives our error against PyTorch's fl
 Each model is planned and executed again with `--recompute sqrt` (docs/cures.md) and with
 `--no-in-place` (docs/in_place.md): both runs' outputs must be byte-identical to the plain
 run's; the table gives the recomputed arena beside the plain one, with the ops rerun and their
-FLOPs.
+FLOPs. And with `--update-in-backward` (SGD as each gradient completes, docs/cures.md): each
+updated param must be byte-identical to its initializer minus the learning rate times the plain
+run's gradient; its arena stands beside PyTorch's peak for the same step (the update in
+AccumulateGrad hooks, export_training.py).
 
 KNOWN_TRAINING_REFUSALS lists the models refused on purpose, with the text of the refusal; one
 that starts to train fails until the list is updated, as does any other failure.
@@ -89,6 +92,8 @@ def check_training(run, first_line, human, tool, folder, work, name, info):
     files = _load_outputs(out_dir, out)
     failures += _check_recompute(run, first_line, tool, model, flags, folder, name, mwork,
                                  out_dir, row)
+    failures += _check_update_in_backward(run, first_line, tool, model, flags, folder, name,
+                                          mwork, out_dir, info, row)
     failures += _check_same_outputs(run, first_line, tool, model, [*flags, "--no-in-place"],
                                     "--no-in-place", folder, name,
                                     os.path.join(mwork, "outputs_apart"), out_dir)
@@ -164,6 +169,53 @@ def _check_recompute(run, first_line, tool, model, flags, folder, name, mwork, p
                                os.path.join(mwork, "outputs_recompute"), plain_dir)
 
 
+def _check_update_in_backward(run, first_line, tool, model, flags, folder, name, mwork,
+                              plain_dir, info, row):
+    """Plans and runs the model with --update-in-backward (SGD as each gradient completes): every
+    updated param must equal, byte for byte, its initializer minus the learning rate times the
+    plain run's gradient (in float32: Mul, then Sub). Fills the row's fused-update columns;
+    returns the failures."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    lr = info.get("fused_lr", 0.01)
+    update = ["--update-in-backward", repr(lr)]
+    what = f"{name} (training, --update-in-backward)"
+    rc, out, err, _ = run([tool, model, *flags, *update, "--format", "json"])
+    if rc != 0:
+        return [f"{what}: does not plan: {first_line(err)}"]
+    row.update(arena_fused=json.loads(out)["arena_bytes"],
+               torch_fused_peak=info.get("torch_fused_peak_bytes"))
+    out_dir = os.path.join(mwork, "outputs_fused")
+    rc, out, err, _ = run([tool, model, *flags, *update, "--execute", "host", "--inputs",
+                           os.path.join(folder, name + ".train.inputs"), "--outputs-out",
+                           out_dir])
+    if rc != 0:
+        return [f"{what}: execution failed: {first_line(err)}"]
+    updated = _load_outputs(out_dir, out)
+    initializers = {t.name: t for t in onnx.load(model).graph.initializer}
+    failures = []
+    checked = 0
+    for file in sorted(os.listdir(plain_dir)):
+        param = file[:-len("_grad.npy")] if file.endswith("_grad.npy") else None
+        if param not in initializers:
+            continue
+        path = updated.get(param, os.path.join(out_dir, param + ".npy"))
+        if not os.path.exists(path):
+            failures.append(f"{what}: no updated '{param}'")
+            continue
+        w = numpy_helper.to_array(initializers[param])
+        g = np.load(os.path.join(plain_dir, file))
+        expected = w - g * np.array(lr, dtype=w.dtype)
+        if not np.array_equal(np.load(path), expected):
+            failures.append(f"{what}: '{param}' is not its initializer minus lr x the plain "
+                            "run's gradient")
+        checked += 1
+    if checked == 0:
+        failures.append(f"{what}: no param was updated")
+    return failures
+
+
 def _check_same_outputs(run, first_line, tool, model, flags, label, folder, name, out_dir,
                         plain_dir):
     """Executes the model planned with `flags` (`label`: what they add to the plain run's); its
@@ -192,12 +244,13 @@ def _check_same_outputs(run, first_line, tool, model, flags, label, folder, name
 def training_table(rows, human):
     head = ("| model | ops | PyTorch training-step peak | arena − inputs | PyTorch / arena | "
             "with --recompute sqrt | PyTorch / that | rerun: ops, extra FLOPs | "
+            "with --update-in-backward | PyTorch's step so (peak) | PyTorch so / that | "
             "gradient error: ours vs float64 | PyTorch float32 vs float64 | ours vs PyTorch "
             "float32 | note |")
-    lines = [head, "|" + "---|" * 12]
+    lines = [head, "|" + "---|" * 15]
     for r in rows:
         if "arena" not in r or "grad_error" not in r:
-            lines.append(f"| {r['model']} | | | | | | | | | | | {r.get('status', '')}: "
+            lines.append(f"| {r['model']} | | | | | | | | | | | | | | {r.get('status', '')}: "
                          f"{r.get('note', '')} |")
             continue
         arena = r["arena"] - r["input_bytes"]
@@ -210,8 +263,16 @@ def training_table(rows, human):
             ratio_rc = f"{peak / arena_rc:.2f}" if peak and arena_rc > 0 else ""
             share = r["extra_flops"] / r["forward_flops"] if r["forward_flops"] else 0.0
             rerun = f"{r['recomputed_ops']}, +{100 * share:.1f}%" if r["recomputed_ops"] else "none"
+        fused = fused_peak = ratio_fu = ""
+        if "arena_fused" in r:
+            arena_fu = r["arena_fused"] - r["input_bytes"]
+            fused = human(arena_fu)
+            peak_fu = r.get("torch_fused_peak")
+            fused_peak = human(peak_fu) if peak_fu else ""
+            ratio_fu = f"{peak_fu / arena_fu:.2f}" if peak_fu and arena_fu > 0 else ""
         lines.append(
             f"| {r['model']} | {r['ops']} | {human(peak) if peak else ''} | {human(arena)} | "
-            f"{ratio} | {recomputed} | {ratio_rc} | {rerun} | {r['grad_error']:.1e} | "
+            f"{ratio} | {recomputed} | {ratio_rc} | {rerun} | {fused} | {fused_peak} | "
+            f"{ratio_fu} | {r['grad_error']:.1e} | "
             f"{r['torch_grad_error']:.1e} | {r['grad_error_32']:.1e} | {r.get('note', '')} |")
     return "\n".join(lines)
