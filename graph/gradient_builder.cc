@@ -1583,7 +1583,9 @@ std::vector<ValueId> TrainableParams(const Graph& graph) {
   if (graph.param_grads().empty()) {
     for (ValueId id = 0; id < graph.num_values(); ++id) {
       const Value& v = graph.value(id);
-      if (v.role == Role::kParam && graph.FindValue(absl::StrCat(v.name, "_grad")).has_value()) {
+      // (A param's update in place is a later version of it, not another param.)
+      if (v.role == Role::kParam && v.producer == kNone &&
+          graph.FindValue(absl::StrCat(v.name, "_grad")).has_value()) {
         trainable[id] = true;
       }
     }

@@ -40,8 +40,8 @@ absl::StatusOr<Graph> UpdateInBackward(const Graph& training, double learning_ra
         "updating params in the backward pass needs a training net that pairs params with "
         "gradients (--mode training)");
   }
-  // After which op each update goes: the later of its gradient's producer and its param's
-  // last reader (-1: before every op, which cannot happen for a gradient made by an op).
+  // After which op each update goes: the latest of its gradient's producer, its gradient's
+  // readers and its param's readers.
   std::map<OpId, std::vector<Update>> after;
   std::vector<bool> updated_grad(training.num_values(), false);
   for (const auto& [param, grad] : training.param_grads()) {
@@ -62,8 +62,19 @@ absl::StatusOr<Graph> UpdateInBackward(const Graph& training, double learning_ra
       return absl::InvalidArgumentError(absl::StrCat(
           "gradient ", g.DisplayName(), " has not the type of its param ", p.DisplayName()));
     }
+    const absl::Span<const OpId> readers = training.consumers(param);
+    const Device grad_device = training.op(g.producer).device;
+    if (!readers.empty() && training.op(readers.front()).device != grad_device) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "param ", p.DisplayName(), " lives on ",
+          DeviceToString(training.op(readers.front()).device), " but its gradient ",
+          g.DisplayName(), " on ", DeviceToString(grad_device),
+          ": an update in the backward pass needs both on one device"));
+    }
     OpId last = g.producer;
     for (OpId reader : training.consumers(param)) last = std::max(last, reader);
+    // The gradient is scaled in place: its other readers (Div's rule reads dA for dB) first.
+    for (OpId reader : training.consumers(grad)) last = std::max(last, reader);
     after[last].push_back({param, grad});
     updated_grad[grad] = true;
   }
@@ -79,8 +90,8 @@ absl::StatusOr<Graph> UpdateInBackward(const Graph& training, double learning_ra
   }
   for (ValueId id : training.losses()) out.AddLoss(training.value(id).name);
 
-  // One learning-rate scalar per dtype, made before the first update that reads it.
-  std::map<DataType, std::string> rates;
+  // One learning-rate scalar per dtype and device, made before the first update that reads it.
+  std::map<std::pair<DataType, std::string>, std::string> rates;
   for (OpId id = 0; id < static_cast<OpId>(training.ops().size()); ++id) {
     out.AddOp(SpecOf(training, training.op(id)));
     const auto it = after.find(id);
@@ -89,9 +100,13 @@ absl::StatusOr<Graph> UpdateInBackward(const Graph& training, double learning_ra
       const Value& p = training.value(u.param);
       const Value& g = training.value(u.grad);
       const DataType dtype = p.type->dtype;
-      auto [rate, inserted] = rates.try_emplace(dtype);
+      // On the device of the gradient and the param (checked above to be one).
+      const Device device = training.op(g.producer).device;
+      const std::string where = device.type == 0 ? "" : "_" + DeviceToString(device);
+      auto [rate, inserted] = rates.try_emplace(std::make_pair(dtype, where));
       if (inserted) {
-        rate->second = FreshName(training, absl::StrCat("learning_rate_", DataTypeName(dtype)));
+        rate->second =
+            FreshName(training, absl::StrCat("learning_rate_", DataTypeName(dtype), where));
         OpSpec fill;
         fill.type = "ConstantFill";
         fill.name = rate->second;
@@ -99,22 +114,26 @@ absl::StatusOr<Graph> UpdateInBackward(const Graph& training, double learning_ra
         fill.attrs = {Attribute{"value", learning_rate},
                       Attribute{"dtype", std::string(DataTypeName(dtype))}};
         fill.is_gradient_op = true;
+        fill.device = device;
         out.AddOp(std::move(fill));
       }
-      const std::string step = FreshName(training, absl::StrCat(g.name, "_step"));
+      // In place by name: every planner then counts the step in the gradient's bytes, as the
+      // recomputation model (which plans without in-place reuse) does too.
       OpSpec scale;
       scale.type = "Mul";
-      scale.name = step;
+      scale.name = absl::StrCat(g.name, "_step");
       scale.inputs = {g.name, rate->second};
-      scale.outputs = {step};
+      scale.outputs = {g.name};
       scale.is_gradient_op = true;
+      scale.device = device;
       out.AddOp(std::move(scale));
       OpSpec apply;
       apply.type = "Sub";
       apply.name = absl::StrCat(p.name, "_update");
-      apply.inputs = {p.name, step};
+      apply.inputs = {p.name, g.name};
       apply.outputs = {p.name};
       apply.is_gradient_op = true;
+      apply.device = device;
       out.AddOp(std::move(apply));
     }
   }

@@ -69,6 +69,21 @@ class RecomputeModel {
     m.by_position_ = m.candidates_;
     std::sort(m.by_position_.begin(), m.by_position_.end(),
               [&](OpId a, OpId b) { return m.pos_[a] < m.pos_[b]; });
+    // A clone reads its inputs by name, so it must run before any op that overwrites one of its
+    // static inputs in place (a param's update, graph/update_in_backward.h): after it, the name
+    // is the new version. (Other inputs of a candidate are never overwritten.)
+    std::vector<int> overwritten_at(g.num_values(), m.n_);
+    for (const graph::Value& v : g.values()) {
+      if (v.inplace_of != kNone && v.producer != kNone) {
+        overwritten_at[v.inplace_of] = std::min(overwritten_at[v.inplace_of], m.pos_[v.producer]);
+      }
+    }
+    m.latest_step_.assign(m.n_, m.n_);
+    for (OpId op : m.candidates_) {
+      for (ValueId x : g.op(op).inputs) {
+        m.latest_step_[op] = std::min(m.latest_step_[op], overwritten_at[x]);
+      }
+    }
     return m;
   }
 
@@ -100,7 +115,7 @@ class RecomputeModel {
           else if (chosen[r]) t = std::min(t, step[r]);
         }
       }
-      step[p] = t == std::numeric_limits<int>::max() ? n_ : t;
+      step[p] = std::min(t == std::numeric_limits<int>::max() ? n_ : t, latest_step_[p]);
     }
   }
 
@@ -221,6 +236,7 @@ class RecomputeModel {
   std::vector<OpId> candidates_;
   std::vector<bool> is_candidate_;
   std::vector<OpId> by_position_;  // the candidates in the given order
+  std::vector<int> latest_step_;   // per candidate: its clone goes before this step at the latest
   struct Scratch {
     std::vector<int> clone_step, clones_before, index_of_step, next_clone, clone_index, first,
         last;

@@ -11,13 +11,15 @@
 //   // plan `rewritten` like any net: its given order runs the recomputations in place
 //
 // The rewrite. For each chosen op p, a clone (same type, attributes and kernel; names with
-// `_recompute`) writes fresh copies of p's outputs. A clone reads the clones of chosen ops and
-// the original values of the others; every backward op that read an output of p reads the
-// copy instead; forward readers keep the original. Clones are listed right before the first op
-// that reads their outputs (backward ops or other clones), in forward order, so the rewritten
-// net's given order is the schedule: the original outputs die after their last forward reader,
-// the copies live from the clone to their last backward reader, and the originals a clone reads
-// live until that clone. Same kernels on the same bytes: the gradients are bit-identical (tests).
+// `_recompute`) writes fresh copies of p's outputs. A clone reads the clones of chosen ops and the
+// original values of the others; every backward op that read an output of p reads the copy instead;
+// forward readers keep the original. Clones are listed right before the first op that reads their
+// outputs (backward ops or other clones), or earlier, before an op that overwrites a param the
+// clone reads in place (an update in the backward pass, graph/update_in_backward.h: after it, the
+// name is the new value), in forward order, so the rewritten net's given order is the schedule: the
+// original outputs die after their last forward reader, the copies live from the clone to their
+// last backward reader, and the originals a clone reads live until that clone. Same kernels on the
+// same bytes: the gradients are bit-identical (tests).
 //
 // Candidates: forward ops (not gradient ops) without control inputs, some of whose outputs the
 // backward pass reads, whose outputs are activations written once (no graph outputs, parameter

@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "graph/gradient_builder.h"
+#include "graph/rebuild.h"
 #include "graph/shape_inference.h"
 #include "gtest/gtest.h"
 #include "memonger/planner.h"
@@ -83,7 +85,7 @@ TEST(UpdateInBackwardTest, EachUpdateFollowsItsGradientAndTheParamsLastReader) {
   // w's gradient is made before the gradient of h, which still reads w.
   const std::optional<ValueId> dh = step->FindValue("h_grad");
   ASSERT_TRUE(dh.has_value());
-  EXPECT_LT(step->value(*step->FindValue("w_grad")).producer, step->value(*dh).producer);
+  EXPECT_LT(step->value(step->Versions("w_grad").front()).producer, step->value(*dh).producer);
   EXPECT_LT(step->value(*dh).producer, PositionOf(*step, "w_update"));
 
   // The params are counted once outside the arena, and the gradients no longer live to the end.
@@ -125,26 +127,46 @@ TEST(UpdateInBackwardTest, RefusesWhatItCannotUpdate) {
   EXPECT_FALSE(again.ok());  // no param-grad pairs left
 }
 
-// What the executed step writes over each param, against p - lr * dp from the plain net's run
-// (float32, the product rounded before the difference, as the net's Mul then Sub).
-TEST(UpdateInBackwardTest, ExecutedUpdatesAreTheGradientsAppliedByteForByte) {
-  absl::StatusOr<Graph> training = TrainingNet();
-  ASSERT_TRUE(training.ok()) << training.status();
-  absl::StatusOr<Graph> step = graph::UpdateInBackward(*training, kRate);
-  ASSERT_TRUE(step.ok()) << step.status();
-  const ValueData data = {
-      {"x0", {0.5, -1.25, 2.0, 0.75, -0.5, 1.5, -2.0, 0.25, 1.0, -0.75, 0.125, 3.0}},
-      {"v", {0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.7, -0.8, 0.9, 1.0, -1.1, 1.2, 0.13, -0.14, 0.15,
-             0.16}},
-      {"w", {0.3, -0.1, 0.2, 0.05, -0.4, 0.25, 0.6, -0.7, 0.8, 0.15, -0.35, 0.45, 0.55, -0.65,
-             0.75, 0.85, -0.95, 0.05, 0.35, -0.25}}};
+// The reviewer's net: Div's rule makes dA (p's gradient) first, then reads the quotient y for
+// dB; so recomputing y puts a clone that reads p after p's gradient, where the update of p
+// would already have run if the clone were placed after it.
+absl::StatusOr<Graph> DivNet() {
+  absl::StatusOr<Graph> forward = GraphFromText(R"pb(
+    external_input: "x" external_input: "p" external_input: "w"
+    value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 4 } }
+    value_info { name: "p" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 2 }
+                 dim { size: 4 } }
+    value_info { name: "w" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 2 }
+                 dim { size: 4 } }
+    op { type: "Div" input: "p" input: "w" output: "y" }
+    op { type: "Add" input: "x" input: "y" output: "h" }
+    op { type: "Relu" input: "h" output: "z" }
+    op { type: "AveragedLoss" input: "z" output: "loss" }
+  )pb");
+  if (!forward.ok()) return forward.status();
+  if (absl::Status s = graph::InferShapes(*forward, graph::ShapeBindings{}); !s.ok()) return s;
+  return graph::AddGradientOps(*forward, {"loss"});
+}
 
+// Runs `training` and its step with the update under the default plan, without in-place reuse
+// and with recomputation (each verified), and compares what the step writes over each param
+// with p - lr * dp from the plain net's run (float32, the product rounded before the
+// difference, as the net's Mul then Sub). Returns the recomputed net, for the caller to look at.
+void ExpectUpdatesApplied(const Graph& training, const ValueData& data,
+                          const std::vector<std::string>& params, Graph* recomputed) {
+  absl::StatusOr<Graph> step = graph::UpdateInBackward(training, kRate);
+  ASSERT_TRUE(step.ok()) << step.status();
   std::vector<ValueId> grads;
-  for (const auto& [param, grad] : training->param_grads()) grads.push_back(grad);
-  absl::StatusOr<Plan> plain_plan = PlanMemory(*training, PlanOptions{});
+  absl::flat_hash_map<std::string, ValueId> grad_of;
+  for (const auto& [param, grad] : training.param_grads()) {
+    grads.push_back(grad);
+    grad_of[training.value(param).name] = grad;
+  }
+  ASSERT_EQ(grad_of.size(), params.size());
+  absl::StatusOr<Plan> plain_plan = PlanMemory(training, PlanOptions{});
   ASSERT_TRUE(plain_plan.ok()) << plain_plan.status();
   absl::StatusOr<std::unique_ptr<TrainingRunner>> plain =
-      TrainingRunner::Create(*training, *plain_plan, grads);
+      TrainingRunner::Create(training, *plain_plan, grads);
   ASSERT_TRUE(plain.ok()) << plain.status();
   ASSERT_TRUE((*plain)->Run(data, 3).ok());
 
@@ -166,10 +188,9 @@ TEST(UpdateInBackwardTest, ExecutedUpdatesAreTheGradientsAppliedByteForByte) {
     const Graph& run_graph = planned->graph;
     const Plan* plan = &planned->plan;
     ASSERT_TRUE(VerifyPlan(run_graph, *plan).ok()) << VerifyPlan(run_graph, *plan);
+    if (mode == "--recompute sqrt") *recomputed = run_graph;
     std::vector<ValueId> updated;
-    for (const std::string param : {"v", "w"}) {
-      updated.push_back(run_graph.Versions(param).back());
-    }
+    for (const std::string& param : params) updated.push_back(run_graph.Versions(param).back());
     absl::StatusOr<std::unique_ptr<TrainingRunner>> fused =
         TrainingRunner::Create(run_graph, *plan, updated);
     ASSERT_TRUE(fused.ok()) << fused.status();
@@ -177,7 +198,8 @@ TEST(UpdateInBackwardTest, ExecutedUpdatesAreTheGradientsAppliedByteForByte) {
     for (size_t k = 0; k < updated.size(); ++k) {
       const std::string& name = run_graph.value(updated[k]).name;
       const std::vector<double>& before = data.at(name);
-      const std::string& dp = (*plain)->Bytes(*training->FindValue(name + "_grad"));
+      ASSERT_TRUE(grad_of.contains(name)) << name;
+      const std::string& dp = (*plain)->Bytes(grad_of.at(name));
       const std::string& after = (*fused)->Bytes(updated[k]);
       ASSERT_EQ(after.size(), before.size() * sizeof(float));
       ASSERT_EQ(dp.size(), after.size());
@@ -191,6 +213,109 @@ TEST(UpdateInBackwardTest, ExecutedUpdatesAreTheGradientsAppliedByteForByte) {
             << name << "[" << i << "]: " << got << " vs " << expected;
       }
     }
+  }
+}
+
+TEST(UpdateInBackwardTest, ExecutedUpdatesAreTheGradientsAppliedByteForByte) {
+  absl::StatusOr<Graph> training = TrainingNet();
+  ASSERT_TRUE(training.ok()) << training.status();
+  const ValueData data = {
+      {"x0", {0.5, -1.25, 2.0, 0.75, -0.5, 1.5, -2.0, 0.25, 1.0, -0.75, 0.125, 3.0}},
+      {"v", {0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.7, -0.8, 0.9, 1.0, -1.1, 1.2, 0.13, -0.14, 0.15,
+             0.16}},
+      {"w", {0.3, -0.1, 0.2, 0.05, -0.4, 0.25, 0.6, -0.7, 0.8, 0.15, -0.35, 0.45, 0.55, -0.65,
+             0.75, 0.85, -0.95, 0.05, 0.35, -0.25}}};
+  Graph recomputed;
+  ExpectUpdatesApplied(*training, data, {"v", "w"}, &recomputed);
+}
+
+// The update placed as early as its gradient allows (right after dp's producer; Div's rule
+// still reads the quotient y afterwards, for w's gradient), by hand: recomputing y must then
+// read p before the update, not the updated p its name means after it.
+absl::StatusOr<Graph> EarlyUpdateNet(const Graph& training) {
+  graph::GraphBuilder out(training.name());
+  graph::CopyInterface(training, out);
+  out.AddExternalOutput("p");
+  ValueId dp = graph::kNone;
+  for (const auto& [param, grad] : training.param_grads()) {
+    if (training.value(param).name == "p") dp = grad;
+  }
+  if (dp == graph::kNone) return absl::InternalError("p has no gradient");
+  const std::string dp_name = training.value(dp).name;
+  for (graph::OpId id = 0; id < training.num_ops(); ++id) {
+    out.AddOp(graph::SpecOf(training, training.op(id)));
+    if (id != training.value(dp).producer) continue;
+    auto spec = [](std::string type, std::vector<std::string> inputs, std::string output) {
+      graph::OpSpec op;
+      op.name = output == "p" ? "p_update" : output;
+      op.type = std::move(type);
+      op.inputs = std::move(inputs);
+      op.outputs = {std::move(output)};
+      op.is_gradient_op = true;
+      return op;
+    };
+    graph::OpSpec rate = spec("ConstantFill", {}, "rate");
+    rate.attrs = {graph::Attribute{"value", kRate}};
+    graph::OpSpec scale = spec("Mul", {dp_name, "rate"}, "p_step");
+    graph::OpSpec apply = spec("Sub", {"p", "p_step"}, "p");
+    for (graph::OpSpec* op : {&rate, &scale, &apply}) out.AddOp(std::move(*op));
+  }
+  absl::StatusOr<Graph> g = std::move(out).Build();
+  if (!g.ok()) return g.status();
+  if (absl::Status st = graph::InferShapes(*g, graph::ShapeBindings{}); !st.ok()) return st;
+  return g;
+}
+
+TEST(UpdateInBackwardTest, RecomputedReadersOfAnOverwrittenParamRunBeforeTheWrite) {
+  absl::StatusOr<Graph> training = DivNet();
+  ASSERT_TRUE(training.ok()) << training.status();
+  const ValueData data = {{"x", {0.5, -1.25, 2.0, 0.75, -0.5, 1.5, -2.0, 0.25}},
+                          {"p", {0.9, -0.7, 1.3, 0.4, -1.1, 0.6, 2.2, -0.35}},
+                          {"w", {1.5, 2.0, -0.8, 1.25, 0.9, -1.6, 0.7, 1.1}}};
+  Graph recomputed;
+  ExpectUpdatesApplied(*training, data, {"p", "w"}, &recomputed);
+
+  absl::StatusOr<Graph> early = EarlyUpdateNet(*training);
+  ASSERT_TRUE(early.ok()) << early.status();
+  absl::StatusOr<RecomputedPlan> rerun =
+      PlanWithRecomputation(*early, PlanOptions{}, RecomputeKind::kSqrt, -1);
+  ASSERT_TRUE(rerun.ok()) << rerun.status();
+  const Graph& g = rerun->graph;
+  ASSERT_TRUE(VerifyPlan(g, rerun->plan).ok()) << VerifyPlan(g, rerun->plan);
+  int clone = -1;
+  for (int i = 0; i < g.num_ops(); ++i) {
+    if (g.op(i).type == "Div" && !g.op(i).is_gradient_op &&
+        absl::StrContains(g.value(g.op(i).outputs[0]).name, "_recompute")) {
+      clone = i;
+    }
+  }
+  ASSERT_GE(clone, 0) << "--recompute sqrt reran no Div: the test would prove nothing";
+  const absl::Span<const ValueId> p = g.Versions("p");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(g.op(clone).inputs[0], p[0]);
+  EXPECT_LT(clone, g.value(p[1]).producer);
+
+  // And it runs to the same bytes as the net without recomputation.
+  absl::StatusOr<Plan> plain = PlanMemory(*early, PlanOptions{});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  std::vector<ValueId> watch_plain, watch_rerun;
+  for (ValueId id : early->outputs()) {
+    watch_plain.push_back(id);
+    const std::optional<ValueId> same = g.FindValue(early->value(id).name);
+    ASSERT_TRUE(same.has_value()) << early->value(id).name;
+    watch_rerun.push_back(*same);
+  }
+  absl::StatusOr<std::unique_ptr<TrainingRunner>> a =
+      TrainingRunner::Create(*early, *plain, watch_plain);
+  absl::StatusOr<std::unique_ptr<TrainingRunner>> b =
+      TrainingRunner::Create(g, rerun->plan, watch_rerun);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_TRUE((*a)->Run(data, 3).ok());
+  ASSERT_TRUE((*b)->Run(data, 3).ok());
+  for (size_t k = 0; k < watch_plain.size(); ++k) {
+    EXPECT_EQ((*a)->Bytes(watch_plain[k]), (*b)->Bytes(watch_rerun[k]))
+        << early->value(watch_plain[k]).name;
   }
 }
 
