@@ -1525,21 +1525,8 @@ class Builder {
     for (OpSpec& spec : backward_) out_.AddOp(std::move(spec));
     MG_ASSIGN_OR_RETURN(Graph graph, std::move(out_).Build());
     MG_RETURN_IF_ERROR(InferShapes(graph, ShapeBindings{}));
-    // The interface was declared at the forward net's types; the symbols its inputs were
-    // declared in (a model's dynamic axes) are put back, so that the training net is
-    // expressible over them as the forward net is (a plan for a range of --dim reads them:
-    // without, an input's size was a constant, its size at the range's top).
-    for (ValueId id = 0; id < graph.num_values(); ++id) {
-      const Value& value = graph.value(id);
-      if (value.producer != kNone) continue;
-      const std::optional<ValueId> forward = fwd_.FindValue(value.name);
-      if (!forward.has_value()) continue;
-      const Declaration& declared = fwd_.value(*forward).declared;
-      if (!declared.dims) continue;
-      const bool symbolic = std::any_of(declared.dims->begin(), declared.dims->end(),
-                                        [](const DeclaredDim& d) { return !d.symbol.empty(); });
-      if (symbolic) graph.mutable_value(id).declared.dims = *declared.dims;
-    }
+    // The interface was declared at the forward net's types: its inputs' symbols go back.
+    RestoreSymbolicInputs(fwd_, graph);
     return graph;
   }
 

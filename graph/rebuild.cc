@@ -1,5 +1,7 @@
 #include "graph/rebuild.h"
 
+#include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -43,6 +45,19 @@ void CopyDeclarations(const Graph& graph, GraphBuilder& builder) {
       same = same && o.type.has_value() && *o.type == *v.type && o.alignment == v.alignment;
     }
     if (same) builder.Declare(v.name, DeclarationOf(*v.type), v.alignment);
+  }
+}
+
+void RestoreSymbolicInputs(const Graph& source, Graph& rebuilt) {
+  for (ValueId id = 0; id < rebuilt.num_values(); ++id) {
+    if (rebuilt.value(id).producer != kNone) continue;
+    const std::optional<ValueId> before = source.FindValue(rebuilt.value(id).name);
+    if (!before.has_value()) continue;
+    const Declaration& declared = source.value(*before).declared;
+    if (!declared.dims) continue;
+    const bool symbolic = std::any_of(declared.dims->begin(), declared.dims->end(),
+                                      [](const DeclaredDim& d) { return !d.symbol.empty(); });
+    if (symbolic) rebuilt.mutable_value(id).declared.dims = *declared.dims;
   }
 }
 

@@ -22,6 +22,12 @@ void CopyInterface(const Graph& graph, GraphBuilder& builder);
 // roles and declared types, for a rewrite that changes the interface (graph/update_in_backward.h).
 void CopyDeclarations(const Graph& graph, GraphBuilder& builder);
 
+// After a rebuild typed at `source`'s sizes: each graph input of `rebuilt` gets back the
+// symbolic dims `source` declared for it (a model's dynamic axes), so that the rebuilt net is
+// expressible over them as the source is (a plan for a range of --dim reads them: without, an
+// input's size would be a constant, its size at the range's top).
+void RestoreSymbolicInputs(const Graph& source, Graph& rebuilt);
+
 // `op` as the builder takes it: value ids back to blob names.
 OpSpec SpecOf(const Graph& graph, const Op& op);
 

@@ -28,6 +28,19 @@ std::string FreshName(const Graph& graph, const std::string& base) {
   return name;
 }
 
+// One op of an update, part of the backward pass.
+OpSpec UpdateOp(std::string type, std::string name, std::vector<std::string> inputs,
+                std::string output, Device device) {
+  OpSpec op;
+  op.type = std::move(type);
+  op.name = std::move(name);
+  op.inputs = std::move(inputs);
+  op.outputs = {std::move(output)};
+  op.device = device;
+  op.is_gradient_op = true;
+  return op;
+}
+
 }  // namespace
 
 absl::StatusOr<Graph> UpdateInBackward(const Graph& training, double learning_rate) {
@@ -107,48 +120,22 @@ absl::StatusOr<Graph> UpdateInBackward(const Graph& training, double learning_ra
       if (inserted) {
         rate->second =
             FreshName(training, absl::StrCat("learning_rate_", DataTypeName(dtype), where));
-        OpSpec fill;
-        fill.type = "ConstantFill";
-        fill.name = rate->second;
-        fill.outputs = {rate->second};
+        OpSpec fill = UpdateOp("ConstantFill", rate->second, {}, rate->second, device);
         fill.attrs = {Attribute{"value", learning_rate},
                       Attribute{"dtype", std::string(DataTypeName(dtype))}};
-        fill.is_gradient_op = true;
-        fill.device = device;
         out.AddOp(std::move(fill));
       }
       // In place by name: every planner then counts the step in the gradient's bytes, as the
       // recomputation model (which plans without in-place reuse) does too.
-      OpSpec scale;
-      scale.type = "Mul";
-      scale.name = absl::StrCat(g.name, "_step");
-      scale.inputs = {g.name, rate->second};
-      scale.outputs = {g.name};
-      scale.is_gradient_op = true;
-      scale.device = device;
-      out.AddOp(std::move(scale));
-      OpSpec apply;
-      apply.type = "Sub";
-      apply.name = absl::StrCat(p.name, "_update");
-      apply.inputs = {p.name, g.name};
-      apply.outputs = {p.name};
-      apply.is_gradient_op = true;
-      apply.device = device;
-      out.AddOp(std::move(apply));
+      out.AddOp(UpdateOp("Mul", absl::StrCat(g.name, "_step"), {g.name, rate->second}, g.name,
+                         device));
+      out.AddOp(UpdateOp("Sub", absl::StrCat(p.name, "_update"), {p.name, g.name}, p.name,
+                         device));
     }
   }
   MG_ASSIGN_OR_RETURN(Graph graph, std::move(out).Build());
   MG_RETURN_IF_ERROR(InferShapes(graph, ShapeBindings{}));
-  // The inputs' symbolic declarations (a model's dynamic axes) as the training net had them, so
-  // that a plan over a range of --dim reads them as it does the training net's.
-  for (ValueId id = 0; id < graph.num_values(); ++id) {
-    const Value& value = graph.value(id);
-    if (value.producer != kNone) continue;
-    const std::optional<ValueId> before = training.FindValue(value.name);
-    if (before.has_value() && training.value(*before).declared.dims) {
-      graph.mutable_value(id).declared.dims = *training.value(*before).declared.dims;
-    }
-  }
+  RestoreSymbolicInputs(training, graph);
   return graph;
 }
 

@@ -30,10 +30,19 @@ using graph::ValueId;
 
 constexpr double kRate = 0.125;
 
+// A forward net in text, typed, with its backward pass for the loss "loss".
+absl::StatusOr<Graph> TrainingOf(const char* text) {
+  absl::StatusOr<Graph> forward = GraphFromText(text);
+  if (!forward.ok()) return forward.status();
+  if (absl::Status s = graph::InferShapes(*forward, graph::ShapeBindings{}); !s.ok()) return s;
+  return graph::AddGradientOps(*forward, {"loss"});
+}
+
 // W is Gemm's first operand: its gradient rule makes dW first, then dX from W. The update of W
 // must wait for that read. V's MatMul gives x a gradient, so that dX is needed.
+
 absl::StatusOr<Graph> TrainingNet() {
-  absl::StatusOr<Graph> forward = GraphFromText(R"pb(
+  return TrainingOf(R"pb(
     external_input: "x0" external_input: "v" external_input: "w"
     value_info { name: "x0" dtype: FLOAT has_shape: true dim { size: 4 } dim { size: 3 } }
     value_info { name: "v" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 4 }
@@ -45,9 +54,6 @@ absl::StatusOr<Graph> TrainingNet() {
     op { type: "Gemm" input: "w" input: "h" output: "y" }
     op { type: "AveragedLoss" input: "y" output: "loss" }
   )pb");
-  if (!forward.ok()) return forward.status();
-  if (absl::Status s = graph::InferShapes(*forward, graph::ShapeBindings{}); !s.ok()) return s;
-  return graph::AddGradientOps(*forward, {"loss"});
 }
 
 int PositionOf(const Graph& g, const std::string& op_name) {
@@ -131,7 +137,7 @@ TEST(UpdateInBackwardTest, RefusesWhatItCannotUpdate) {
 // dB; so recomputing y puts a clone that reads p after p's gradient, where the update of p
 // would already have run if the clone were placed after it.
 absl::StatusOr<Graph> DivNet() {
-  absl::StatusOr<Graph> forward = GraphFromText(R"pb(
+  return TrainingOf(R"pb(
     external_input: "x" external_input: "p" external_input: "w"
     value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 4 } }
     value_info { name: "p" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 2 }
@@ -143,9 +149,6 @@ absl::StatusOr<Graph> DivNet() {
     op { type: "Relu" input: "h" output: "z" }
     op { type: "AveragedLoss" input: "z" output: "loss" }
   )pb");
-  if (!forward.ok()) return forward.status();
-  if (absl::Status s = graph::InferShapes(*forward, graph::ShapeBindings{}); !s.ok()) return s;
-  return graph::AddGradientOps(*forward, {"loss"});
 }
 
 // Runs `training` and its step with the update under the default plan, without in-place reuse
