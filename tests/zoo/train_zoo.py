@@ -18,7 +18,8 @@ run's; the table gives the recomputed arena beside the plain one, with the ops r
 FLOPs. And with `--update-in-backward` (SGD as each gradient completes, docs/cures.md): each
 updated param must be byte-identical to its initializer minus the learning rate times the plain
 run's gradient; its arena stands beside PyTorch's peak for the same step (the update in
-AccumulateGrad hooks, export_training.py).
+AccumulateGrad hooks, export_training.py). Both cures together must give the update's outputs
+byte for byte (a recomputed op reads a param before its update).
 
 KNOWN_TRAINING_REFUSALS lists the models refused on purpose, with the text of the refusal; one
 that starts to train fails until the list is updated, as does any other failure.
@@ -213,7 +214,15 @@ def _check_update_in_backward(run, first_line, tool, model, flags, folder, name,
         checked += 1
     if checked == 0:
         failures.append(f"{what}: no param was updated")
-    return failures
+    # With recomputation too: a recomputed op that reads a param must read it before its update.
+    both = [*flags, *update, "--recompute", "sqrt"]
+    rc, out, err, _ = run([tool, model, *both, "--format", "json"])
+    if rc != 0:
+        return failures + [f"{what} --recompute sqrt: does not plan: {first_line(err)}"]
+    row.update(arena_fused_recompute=json.loads(out)["arena_bytes"])
+    return failures + _check_same_outputs(run, first_line, tool, model, both,
+                                          "--update-in-backward --recompute sqrt", folder, name,
+                                          os.path.join(mwork, "outputs_fused_recompute"), out_dir)
 
 
 def _check_same_outputs(run, first_line, tool, model, flags, label, folder, name, out_dir,
@@ -245,12 +254,13 @@ def training_table(rows, human):
     head = ("| model | ops | PyTorch training-step peak | arena − inputs | PyTorch / arena | "
             "with --recompute sqrt | PyTorch / that | rerun: ops, extra FLOPs | "
             "with --update-in-backward | PyTorch's step so (peak) | PyTorch so / that | "
+            "also --recompute sqrt | PyTorch's plain step / that | "
             "gradient error: ours vs float64 | PyTorch float32 vs float64 | ours vs PyTorch "
             "float32 | note |")
-    lines = [head, "|" + "---|" * 15]
+    lines = [head, "|" + "---|" * 17]
     for r in rows:
         if "arena" not in r or "grad_error" not in r:
-            lines.append(f"| {r['model']} | | | | | | | | | | | | | | {r.get('status', '')}: "
+            lines.append(f"| {r['model']} | | | | | | | | | | | | | | | | {r.get('status', '')}: "
                          f"{r.get('note', '')} |")
             continue
         arena = r["arena"] - r["input_bytes"]
@@ -270,9 +280,14 @@ def training_table(rows, human):
             peak_fu = r.get("torch_fused_peak")
             fused_peak = human(peak_fu) if peak_fu else ""
             ratio_fu = f"{peak_fu / arena_fu:.2f}" if peak_fu and arena_fu > 0 else ""
+        both = ratio_both = ""
+        if "arena_fused_recompute" in r:
+            arena_both = r["arena_fused_recompute"] - r["input_bytes"]
+            both = human(arena_both)
+            ratio_both = f"{peak / arena_both:.2f}" if peak and arena_both > 0 else ""
         lines.append(
             f"| {r['model']} | {r['ops']} | {human(peak) if peak else ''} | {human(arena)} | "
             f"{ratio} | {recomputed} | {ratio_rc} | {rerun} | {fused} | {fused_peak} | "
-            f"{ratio_fu} | {r['grad_error']:.1e} | "
+            f"{ratio_fu} | {both} | {ratio_both} | {r['grad_error']:.1e} | "
             f"{r['torch_grad_error']:.1e} | {r['grad_error_32']:.1e} | {r.get('note', '')} |")
     return "\n".join(lines)
