@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <tuple>
 #include <optional>
 #include <utility>
 
@@ -74,6 +75,8 @@ class Builder {
             "loss '", fwd_.value(loss).DisplayName(), "' does not depend on any parameter"));
       }
       // Caffe2's AddGradientOperators seeds a loss X with ConstantFill(X) -> "X_autogen_grad".
+      const OpId producer = fwd_.value(loss).producer;
+      device_ = producer == kNone ? Device{} : fwd_.op(producer).device;
       const std::string grad = NewName(fwd_.value(loss), "autogen_grad");
       Emit("ConstantFill", grad, {fwd_.value(loss).name}, {grad},
            {Attribute{"value", 1.0},
@@ -81,6 +84,7 @@ class Builder {
       contributions_[loss].push_back(grad);
     }
     for (OpId id = fwd_.num_ops() - 1; id >= 0; --id) {
+      device_ = fwd_.op(id).device;
       MG_RETURN_IF_ERROR(Backward(id));
       // A parameter's pieces are summed as soon as the last is made (at its first reader),
       // not after the whole backward pass: until then every piece is live.
@@ -101,6 +105,7 @@ class Builder {
     for (ValueId v = 0; v < fwd_.num_values(); ++v) {
       const Value& value = fwd_.value(v);
       if (value.role != Role::kParam || contributions_[v].empty()) continue;
+      device_ = fwd_.op(fwd_.consumers(v).front()).device;
       MG_ASSIGN_OR_RETURN(std::optional<std::string> grad, GradientOf(v));
       out_.AddParamGrad(value.name, *grad);
       // An output of the net (the optimizer reads it after the backward pass), still a gradient.
@@ -180,6 +185,9 @@ class Builder {
     spec.outputs = std::move(outputs);
     spec.attrs = std::move(attrs);
     spec.is_gradient_op = true;
+    // On the device of the forward op being differentiated, as Caffe2's AddGradientOperators
+    // copies its device_option: a GPU net's backward pass runs where its forward pass ran.
+    spec.device = device_;
     // A reshape of a gradient is a view of it, as autograd's view backward returns one, and as
     // the importer marks the forward's (LivenessOptions::views decides where it aliases).
     const OpSchema* schema = OpSchemaTable::Builtin().Find(spec.type);
@@ -679,9 +687,11 @@ class Builder {
     return out;
   }
 
-  // A scalar constant of `dtype` (ConstantFill without inputs), made once per value and type.
+  // A scalar constant of `dtype` (ConstantFill without inputs), made once per value, type and
+  // device.
   std::string Scalar(double value, DataType dtype) {
-    auto [it, inserted] = scalars_.try_emplace(std::make_pair(value, dtype));
+    auto [it, inserted] =
+        scalars_.try_emplace(std::make_tuple(value, dtype, device_.type, device_.id));
     if (inserted) {
       it->second = FreshName(absl::StrCat("grad_scalar_", DataTypeName(dtype)));
       Emit("ConstantFill", it->second, {}, {it->second},
@@ -1550,7 +1560,9 @@ class Builder {
   absl::flat_hash_set<std::string> used_names_;
   std::set<std::string> missing_rules_;  // op types without a rule on the path to a loss
   std::string missing_example_;          // the first such op, for the message
-  std::map<std::pair<double, DataType>, std::string> scalars_;  // ConstantFill scalars made
+  // ConstantFill scalars made, by value, type and device.
+  std::map<std::tuple<double, DataType, int16_t, int16_t>, std::string> scalars_;
+  Device device_;  // the device of the forward op whose gradient ops are being emitted
 };
 
 }  // namespace

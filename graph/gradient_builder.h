@@ -21,6 +21,10 @@
 //   4. Parameters' gradients are declared param-grads and graph outputs (role gradient): the
 //      optimizer reads them after the net.
 //
+// Every gradient op runs on the device of the forward op it differentiates (the loss seed: the
+// loss producer's; a param's gradient sum: its first reader's), as Caffe2's AddGradientOperators
+// copies the forward op's device_option.
+//
 // Rules (dY: the output's gradient; ops marked is_gradient_op, so their outputs have role
 // gradient):
 //   FC -> FCGradient(X, W, dY); MatMul -> MatMulGradient(dY, A, B); Relu, Softmax, Sigmoid,

@@ -726,5 +726,55 @@ TEST(GradientBuilderTest, GemmBatchNormTrainingNetPassesVerifyMode) {
   }
 }
 
+// Each gradient op runs on its forward op's device, as Caffe2's AddGradientOperators copies the
+// device_option: a net whose second half is on cuda:1 trains that half there, the rest on the
+// CPU, with no value read across devices but where the forward pass already crossed.
+TEST(GradientBuilderTest, GradientOpsRunOnTheirForwardOpsDevice) {
+  absl::StatusOr<Graph> forward = GraphFromText(R"pb(
+    external_input: "x" external_input: "w" external_input: "v"
+    value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 4 } dim { size: 8 } }
+    value_info { name: "w" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 8 }
+                 dim { size: 8 } }
+    value_info { name: "v" role: ROLE_PARAM dtype: FLOAT has_shape: true dim { size: 8 }
+                 dim { size: 8 } }
+    op { type: "MatMul" input: "x" input: "w" output: "h" }
+    op { type: "Relu" input: "h" output: "r" }
+    op { type: "MatMul" input: "r" input: "v" output: "y"
+         device_option { device_type: 1 device_id: 1 } }
+    op { type: "Mul" input: "y" input: "y" output: "y2"
+         device_option { device_type: 1 device_id: 1 } }
+    op { type: "AveragedLoss" input: "y2" output: "loss"
+         device_option { device_type: 1 device_id: 1 } }
+  )pb");
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  ASSERT_TRUE(InferShapes(*forward, ShapeBindings{}).ok());
+  absl::StatusOr<Graph> g = AddGradientOps(*forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Device cuda1{1, 1};
+  std::map<std::string, int> on_cuda, on_cpu;
+  for (const Op& op : g->ops()) {
+    if (!op.is_gradient_op) continue;
+    (op.device == cuda1 ? on_cuda : on_cpu)[op.type]++;
+    EXPECT_TRUE(op.device == cuda1 || op.device == Device{}) << op.name;
+  }
+  // The loss seed, AveragedLoss's, Mul's (and the Sum of its two pieces) and the second
+  // MatMul's gradients on cuda:1; Relu's and the first MatMul's on the CPU.
+  EXPECT_GT(on_cuda["ConstantFill"], 0);
+  EXPECT_GT(on_cuda["AveragedLossGradient"], 0);
+  EXPECT_GT(on_cuda["MatMulGradient"], 0);
+  EXPECT_GT(on_cpu["ReluGradient"], 0);
+  EXPECT_GT(on_cpu["MatMulGradient"], 0);
+  EXPECT_EQ(on_cpu["AveragedLossGradient"], 0);
+  EXPECT_EQ(on_cuda["ReluGradient"], 0);
+  const std::optional<ValueId> dv = g->FindValue("v_grad");
+  const std::optional<ValueId> dw = g->FindValue("w_grad");
+  ASSERT_TRUE(dv.has_value() && dw.has_value());
+  EXPECT_EQ(g->op(g->value(*dv).producer).device, cuda1);
+  EXPECT_EQ(g->op(g->value(*dw).producer).device, Device{});
+  absl::StatusOr<Plan> plan = PlanMemory(*g, PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(VerifyPlan(*g, *plan).ok()) << VerifyPlan(*g, *plan);
+}
+
 }  // namespace
 }  // namespace memonger::graph
