@@ -1582,8 +1582,7 @@ std::vector<ValueId> TrainableParams(const Graph& graph) {
   if (graph.param_grads().empty()) {
     for (ValueId id = 0; id < graph.num_values(); ++id) {
       const Value& v = graph.value(id);
-      // (A param's update in place is a later version of it, not another param.)
-      if (v.role == Role::kParam && v.producer == kNone &&
+      if (v.role == Role::kParam && OwnsStaticStorage(v) &&
           graph.FindValue(absl::StrCat(v.name, "_grad")).has_value()) {
         trainable[id] = true;
       }

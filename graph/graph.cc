@@ -449,13 +449,13 @@ absl::Status GraphBuilder::AssignRoles(Graph& g) const {
     }
   }
   for (const Value& v : g.values_) {
-    // A static value is an external input, or a version of one that an op overwrites in place
-    // (an optimizer's update of a param): it stays in the input's storage, outside the arena.
+    if (!IsStatic(v.role) || v.producer == kNone) continue;
+    // An op may write a static value only in place over an external input (an optimizer's
+    // update of a param), which keeps that input's storage, outside the arena. (Roles are per
+    // name, so the input has the same role.)
     ValueId base = v.inplace_of;
     while (base != kNone && g.values_[base].inplace_of != kNone) base = g.values_[base].inplace_of;
-    const bool in_place_over_input = base != kNone && g.values_[base].producer == kNone &&
-                                     g.values_[base].role == v.role;
-    if (IsStatic(v.role) && v.producer != kNone && !in_place_over_input) {
+    if (base == kNone || g.values_[base].producer != kNone) {
       return absl::InvalidArgumentError(absl::StrCat(
           "'", v.DisplayName(), "' is declared ", RoleName(v.role), " but ",
           g.ops_[v.producer].type, " op '", g.ops_[v.producer].name,

@@ -114,6 +114,10 @@ struct Value {
   std::string DisplayName() const;
 };
 
+// A static value with storage of its own: an external param or constant. A later version an op
+// writes in place over it (a param's update, graph/update_in_backward.h) shares that storage.
+inline bool OwnsStaticStorage(const Value& v) { return IsStatic(v.role) && v.producer == kNone; }
+
 // ByteSize of a typed value, its errors naming the value. The name is built only for an error:
 // a million values each formatting it were a tenth of a planning run. REQUIRES: v.type.
 absl::StatusOr<int64_t> ValueByteSize(const Value& v);

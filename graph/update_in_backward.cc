@@ -85,7 +85,7 @@ absl::StatusOr<Graph> UpdateInBackward(const Graph& training, double learning_ra
           ": an update in the backward pass needs both on one device"));
     }
     OpId last = g.producer;
-    for (OpId reader : training.consumers(param)) last = std::max(last, reader);
+    for (OpId reader : readers) last = std::max(last, reader);
     // The gradient is scaled in place: its other readers (Div's rule reads dA for dB) first.
     for (OpId reader : training.consumers(grad)) last = std::max(last, reader);
     after[last].push_back({param, grad});

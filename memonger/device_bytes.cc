@@ -82,7 +82,7 @@ absl::StatusOr<int64_t> OutsideArenaBytes(const graph::Graph& graph,
   if (!liveness.plan_static) {
     for (graph::ValueId id = 0; id < graph.num_values(); ++id) {
       const graph::Value& v = graph.value(id);
-      if (!graph::IsStatic(v.role) || v.producer != graph::kNone) continue;  // (Plan::static_bytes)
+      if (!graph::OwnsStaticStorage(v)) continue;
       MG_ASSIGN_OR_RETURN(const int64_t bytes, graph::ValueByteSize(v));
       MG_RETURN_IF_ERROR(AddBytes(outside, bytes));
     }

@@ -55,8 +55,7 @@ void InitPlan(const graph::Graph& graph, const Liveness& liveness, int64_t align
   std::vector<graph::ValueId> at_peak;
   for (graph::ValueId id = 0; id < n; ++id) {
     if (!liveness.planned[id]) {
-      // A static value's in-place versions (a param's update) share its storage.
-      if (graph::IsStatic(graph.value(id).role) && graph.value(id).producer == graph::kNone) {
+      if (graph::OwnsStaticStorage(graph.value(id))) {
         const auto sum = util::CheckedAdd(plan.static_bytes, liveness.bytes[id]);
         MG_CHECK(sum.has_value());
         plan.static_bytes = *sum;

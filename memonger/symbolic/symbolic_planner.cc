@@ -154,11 +154,7 @@ absl::Status Planner::Init(const graph::SymbolicShapes& shapes, const Liveness& 
     plan.items.push_back(std::move(item));
   }
   for (graph::ValueId id = 0; id < graph_.num_values(); ++id) {
-    // (A static value's in-place versions share its storage: Plan::static_bytes.)
-    if (liveness.planned[id] || !graph::IsStatic(graph_.value(id).role) ||
-        graph_.value(id).producer != graph::kNone) {
-      continue;
-    }
+    if (liveness.planned[id] || !graph::OwnsStaticStorage(graph_.value(id))) continue;
     MG_ASSIGN_OR_RETURN(plan.static_bytes, graph::Add(plan.static_bytes, shapes.bytes[id]));
   }
   for (const graph::ValueId id : graph::TrainableParams(graph_)) {
