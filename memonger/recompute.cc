@@ -278,6 +278,9 @@ class Chooser {
     for (OpId op : model.candidates()) flops_[op] = OpFlops(g, g.op(op));
   }
 
+  // The greedy's moves take only the candidates `allowed` marks (indexed by op; empty: all).
+  void Restrict(std::vector<bool> allowed) { allowed_ = std::move(allowed); }
+
   int64_t Flops(const std::vector<bool>& chosen) const {
     int64_t total = 0;
     for (OpId op : m_.candidates()) {
@@ -315,8 +318,10 @@ class Chooser {
   // With `rungs`, the climb of ClimbRecomputation: on past the budget while a move lowers the
   // peak, each choice recorded, nothing dropped.
   Candidate Greedy(int64_t budget, Clock::time_point deadline,
-                   std::vector<std::vector<OpId>>* rungs = nullptr) const {
-    std::vector<bool> chosen(m_.graph().num_ops(), false);
+                   std::vector<std::vector<OpId>>* rungs = nullptr,
+                   std::vector<bool> start = {}) const {
+    std::vector<bool> chosen =
+        start.empty() ? std::vector<bool>(m_.graph().num_ops(), false) : std::move(start);
     int64_t above = 0;
     int64_t peak = m_.Peak(chosen, &above, budget);
     bool out_of_time = false;
@@ -325,7 +330,7 @@ class Chooser {
       double best_score = 0;
       bool best_lowers_peak = false;
       for (OpId op : m_.candidates()) {
-        if (chosen[op]) continue;
+        if (chosen[op] || !Allowed(op)) continue;
         if (Clock::now() >= deadline) {
           out_of_time = true;
           break;
@@ -370,6 +375,24 @@ class Chooser {
     return Evaluate(std::move(chosen));
   }
 
+  // The lowest peak the greedy reaches with the allowed candidates (Restrict): its climb past
+  // any budget while a move lowers the peak or the live bytes summed over the steps, the rung
+  // with the lowest peak (then the fewest FLOPs), the ops that peak does not need dropped.
+  Candidate Lowest(Clock::time_point deadline) const {
+    const std::vector<bool> none(m_.graph().num_ops(), false);
+    Candidate best = Evaluate(none);
+    std::vector<std::vector<OpId>> rungs;
+    Greedy(/*budget=*/0, deadline, &rungs);
+    for (const std::vector<OpId>& rung : rungs) {
+      std::vector<bool> chosen = none;
+      for (OpId op : rung) chosen[op] = true;
+      Candidate c = Evaluate(std::move(chosen));
+      if (c.peak < best.peak || (c.peak == best.peak && c.flops < best.flops)) best = std::move(c);
+    }
+    Prune(best.chosen, best.peak, deadline);
+    return Evaluate(std::move(best.chosen));
+  }
+
   // `op` and the unchosen candidates producing its inputs, up to `depth` levels up.
   std::vector<OpId> Move(OpId op, int depth, const std::vector<bool>& chosen) const {
     std::vector<OpId> move = {op};
@@ -379,7 +402,7 @@ class Chooser {
       for (OpId f : frontier) {
         for (ValueId x : m_.graph().op(f).inputs) {
           const OpId p = m_.graph().value(x).producer;
-          if (p == kNone || chosen[p] || !m_.is_candidate(p) ||
+          if (p == kNone || chosen[p] || !m_.is_candidate(p) || !Allowed(p) ||
               std::find(move.begin(), move.end(), p) != move.end()) {
             continue;
           }
@@ -442,10 +465,20 @@ class Chooser {
   }
 
  private:
+  bool Allowed(OpId op) const { return allowed_.empty() || allowed_[op]; }
+
   const RecomputeModel& m_;
   Clock::time_point deadline_;
   absl::flat_hash_map<OpId, int64_t> flops_;
+  std::vector<bool> allowed_;
 };
+
+// The candidates cheap to rerun (IsCheapToRecompute), indexed by op.
+std::vector<bool> CheapMask(const RecomputeModel& m) {
+  std::vector<bool> cheap(m.graph().num_ops(), false);
+  for (OpId op : m.candidates()) cheap[op] = IsCheapToRecompute(m.graph(), m.graph().op(op));
+  return cheap;
+}
 
 absl::Status CheckChosen(const RecomputeModel& m, const std::vector<OpId>& ops) {
   for (OpId op : ops) {
@@ -465,16 +498,30 @@ absl::string_view RecomputeName(RecomputeKind kind) {
     case RecomputeKind::kNone: return "none";
     case RecomputeKind::kSqrt: return "sqrt";
     case RecomputeKind::kAuto: return "auto";
+    case RecomputeKind::kCheap: return "cheap";
   }
   return "none";
 }
 
 absl::StatusOr<RecomputeKind> ParseRecompute(absl::string_view name) {
-  for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSqrt, RecomputeKind::kAuto}) {
+  for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSqrt, RecomputeKind::kAuto,
+                          RecomputeKind::kCheap}) {
     if (RecomputeName(k) == name) return k;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown recomputation '", util::Quote(name), "' (expected none, sqrt, auto)"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown recomputation '", util::Quote(name),
+                                                 "' (expected none, sqrt, cheap, auto)"));
+}
+
+bool IsCheapToRecompute(const Graph& g, const graph::Op& op) {
+  int64_t elements = 0;
+  for (ValueId v : op.outputs) {
+    const graph::Value& value = g.value(v);
+    if (!value.type.has_value()) return false;
+    const absl::StatusOr<int64_t> n = graph::NumElements(value.type->dims, value.name);
+    if (!n.ok()) return false;
+    elements = SaturatingAdd(elements, *n);
+  }
+  return OpFlops(g, op) <= kCheapFlopsPerElement * std::max<int64_t>(elements, 1);
 }
 
 std::vector<OpId> RecomputeCandidates(const Graph& g, const LivenessOptions& liveness) {
@@ -555,6 +602,13 @@ absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
   if (options.kind == RecomputeKind::kSqrt && n > 0) {
     best = chooser.Segments(static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n)))));
     choice.method = "sqrt";
+  } else if (options.kind == RecomputeKind::kCheap && n > 0) {
+    chooser.Restrict(CheapMask(model));
+    Candidate cheap = chooser.Lowest(deadline);
+    if (cheap.peak < best.peak) {
+      best = std::move(cheap);
+      choice.method = "cheap";
+    }
   } else if (options.kind == RecomputeKind::kAuto && none.peak <= options.budget_bytes) {
     choice.proven_optimal = true;  // nothing to recompute: no FLOPs at all
   } else if (options.kind == RecomputeKind::kAuto && n > 0) {
@@ -572,6 +626,15 @@ absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
     if (better(sqrt_segments, best)) {
       best = std::move(sqrt_segments);
       choice.method = "segments";
+    }
+    // The cheap ops' lowest peak next (a quarter of the time left): where it fits, no more
+    // than pointwise FLOPs; where not, the greedy goes on from it.
+    chooser.Restrict(CheapMask(model));
+    Candidate cheap = chooser.Lowest(Clock::now() + (deadline - Clock::now()) / 4);
+    chooser.Restrict({});
+    if (better(cheap, best)) {
+      best = cheap;
+      choice.method = "cheap";
     }
     auto settled = [&] { return options.first_fit && best.peak <= budget; };
     // The other segment lengths: one evaluation each.
@@ -593,6 +656,13 @@ absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
       if (better(greedy, best)) {
         best = std::move(greedy);
         choice.method = "greedy";
+      }
+      if (cheap.peak > budget && cheap.peak < none.peak && Clock::now() < greedy_deadline) {
+        Candidate on = chooser.Greedy(budget, greedy_deadline, nullptr, std::move(cheap.chosen));
+        if (better(on, best)) {
+          best = std::move(on);
+          choice.method = "greedy";
+        }
       }
     }
     if (!options.first_fit) segments();

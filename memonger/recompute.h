@@ -70,8 +70,8 @@
 
 namespace memonger {
 
-enum class RecomputeKind { kNone, kSqrt, kAuto };
-absl::string_view RecomputeName(RecomputeKind kind);  // "none", "sqrt", "auto"
+enum class RecomputeKind { kNone, kSqrt, kAuto, kCheap };
+absl::string_view RecomputeName(RecomputeKind kind);  // "none", "sqrt", "auto", "cheap"
 absl::StatusOr<RecomputeKind> ParseRecompute(absl::string_view name);
 
 struct RecomputeOptions {
@@ -131,6 +131,12 @@ absl::StatusOr<RecomputeChoice> ChooseFromLadder(const graph::Graph& graph,
                                                  const RecomputeLadder& ladder,
                                                  const RecomputeOptions& options,
                                                  LadderPick pick = LadderPick::kFewestFlops);
+
+// cheap's ops: at most kCheapFlopsPerElement FLOPs (op_flops.h) per output element: pointwise,
+// normalisation, pooling and data-movement ops; never a matrix product, convolution, attention
+// or recurrent op.
+inline constexpr int64_t kCheapFlopsPerElement = 5;
+bool IsCheapToRecompute(const graph::Graph& graph, const graph::Op& op);
 
 // The forward ops that may be recomputed (see the header), ascending.
 std::vector<graph::OpId> RecomputeCandidates(const graph::Graph& graph,

@@ -527,8 +527,10 @@ void AddLimitOptions(CLI::App& app, Flags& flags, NumberTexts& numbers) {
                  "the updated params are the outputs (docs/cures.md)");
   app.add_option("--recompute", flags.recompute,
                  "training: rerun forward ops in the backward pass to lower the peak: sqrt "
-                 "(Chen's sqrt(n) segments) or auto (the fewest FLOPs that fit --budget)")
-      ->check(CLI::IsMember({"none", "sqrt", "auto"}))
+                 "(Chen's sqrt(n) segments), cheap (only pointwise, normalisation, pooling and "
+                 "data-movement ops, to the lowest peak they reach) or auto (the fewest FLOPs "
+                 "that fit --budget)")
+      ->check(CLI::IsMember({"none", "sqrt", "cheap", "auto"}))
       ->capture_default_str();
   app.add_flag("--cuda-graphs", flags.cuda_graphs,
                "report the runs of steps a CUDA graph could capture with the device kernels, "

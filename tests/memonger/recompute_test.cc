@@ -155,13 +155,15 @@ TEST(RecomputeTest, RewrittenNetsRunToBitIdenticalGradients) {
     SCOPED_TRACE(g.name());
     const std::vector<ValueId> watch = OutputsAndGradients(g);
     const std::vector<std::string> original = RunAndWatch(g, watch);
-    for (RecomputeKind kind : {RecomputeKind::kSqrt, RecomputeKind::kAuto}) {
+    for (RecomputeKind kind :
+         {RecomputeKind::kSqrt, RecomputeKind::kAuto, RecomputeKind::kCheap}) {
       SCOPED_TRACE(RecomputeName(kind));
       RecomputeOptions options;
       options.kind = kind;
       options.budget_bytes = LivenessLowerBound(g, options) * 6 / 10;
       absl::StatusOr<RecomputeChoice> choice = ChooseRecomputation(g, options);
       ASSERT_TRUE(choice.ok()) << choice.status();
+      if (kind == RecomputeKind::kCheap && choice->ops.empty()) continue;  // nothing cheap helps
       ASSERT_FALSE(choice->ops.empty());
       absl::StatusOr<Graph> rewritten = ApplyRecomputation(g, choice->ops);
       ASSERT_TRUE(rewritten.ok()) << rewritten.status();
@@ -179,6 +181,60 @@ TEST(RecomputeTest, RewrittenNetsRunToBitIdenticalGradients) {
       }
     }
   }
+}
+
+// cheap: only ops of a few FLOPs per output element, a lower peak or none at all, the model's
+// lower bound the rewritten net's; on a transformer block and a conv net with batch
+// normalisation it lowers the peak.
+TEST(RecomputeTest, CheapRerunsOnlyCheapOpsToALowerPeak) {
+  std::vector<Graph> nets = TrainingNets();
+  int lowered = 0;
+  for (const Graph& g : nets) {
+    SCOPED_TRACE(g.name());
+    RecomputeOptions options;
+    options.kind = RecomputeKind::kCheap;
+    absl::StatusOr<RecomputeChoice> choice = ChooseRecomputation(g, options);
+    ASSERT_TRUE(choice.ok()) << choice.status();
+    for (OpId op : choice->ops) {
+      EXPECT_TRUE(IsCheapToRecompute(g, g.op(op))) << g.op(op).Label();
+      EXPECT_NE(g.op(op).type, "FC");
+      EXPECT_NE(g.op(op).type, "MatMul");
+    }
+    EXPECT_EQ(choice->original_lower_bound_bytes, LivenessLowerBound(g, options));
+    if (choice->ops.empty()) {
+      EXPECT_EQ(choice->method, "none");
+      EXPECT_EQ(choice->lower_bound_bytes, choice->original_lower_bound_bytes);
+      continue;
+    }
+    EXPECT_EQ(choice->method, "cheap");
+    EXPECT_LT(choice->lower_bound_bytes, choice->original_lower_bound_bytes);
+    absl::StatusOr<Graph> rewritten = ApplyRecomputation(g, choice->ops);
+    ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+    EXPECT_EQ(LivenessLowerBound(*rewritten, options), choice->lower_bound_bytes);
+    EXPECT_LE(choice->extra_flops, kCheapFlopsPerElement * choice->forward_flops);
+    ++lowered;
+  }
+  EXPECT_GE(lowered, 2);
+}
+
+TEST(RecomputeTest, CheapOpsArePointwiseNormalisationsAndDataMovement) {
+  graph::NetWriter net("ops");
+  net.Input("x", graph::DataType::kFloat32, {8, 16}, graph::Role::kInput);
+  net.Input("w", graph::DataType::kFloat32, {16, 16}, graph::Role::kParam);
+  net.Input("b", graph::DataType::kFloat32, {16}, graph::Role::kParam);
+  net.Op("FC", "fc", {"x", "w", "b"}, {"fc"});
+  net.Op("Relu", "relu", {"fc"}, {"relu"});
+  net.Op("Softmax", "softmax", {"relu"}, {"softmax"});
+  net.Op("Transpose", "t", {"softmax"}, {"t"});
+  net.builder().AddExternalOutput("t");
+  absl::StatusOr<Graph> g = std::move(net).Finish();
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(graph::InferShapes(*g, graph::ShapeBindings{}).ok());
+  std::vector<std::string> cheap;
+  for (const graph::Op& op : g->ops()) {
+    if (IsCheapToRecompute(*g, op)) cheap.push_back(op.type);
+  }
+  EXPECT_THAT(cheap, ::testing::ElementsAre("Relu", "Softmax", "Transpose"));
 }
 
 TEST(RecomputeTest, ChainAndResidualNetsFitOrSayTheBudgetIsInfeasible) {

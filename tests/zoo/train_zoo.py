@@ -12,10 +12,10 @@ computation can do better: a weight followed by batch normalisation in train mod
 orthogonal to it, a sum of terms that cancel, and PyTorch's own float32 gradient of resnet18's
 layer3 is 9e-2 from float64. The table also gives our error against PyTorch's float32.
 
-Each model is planned and executed again with `--recompute sqrt` (docs/cures.md) and with
-`--no-in-place` (docs/in_place.md): both runs' outputs must be byte-identical to the plain
-run's; the table gives the recomputed arena beside the plain one, with the ops rerun and their
-FLOPs. And with `--update-in-backward` (SGD as each gradient completes, docs/cures.md): each
+Each model is planned and executed again with `--recompute sqrt`, with `--recompute cheap`
+(docs/cures.md) and with `--no-in-place` (docs/in_place.md): every run's outputs must be
+byte-identical to the plain run's; the table gives the recomputed arenas beside the plain one,
+with the ops rerun and their FLOPs. And with `--update-in-backward` (SGD as each gradient completes, docs/cures.md): each
 updated param must be byte-identical to its initializer minus the learning rate times the plain
 run's gradient; its arena stands beside PyTorch's peak for the same step (the update in
 AccumulateGrad hooks, export_training.py). Both cures together must give the update's outputs
@@ -91,8 +91,9 @@ def check_training(run, first_line, human, tool, folder, work, name, info):
         row["note"] = first_line(err)
         return row, failures + [f"{name} (training): execution failed: {first_line(err)}"]
     files = _load_outputs(out_dir, out)
-    failures += _check_recompute(run, first_line, tool, model, flags, folder, name, mwork,
-                                 out_dir, row)
+    for kind in ("sqrt", "cheap"):
+        failures += _check_recompute(run, first_line, tool, model, flags, folder, name, mwork,
+                                     out_dir, row, kind)
     failures += _check_update_in_backward(run, first_line, tool, model, flags, folder, name,
                                           mwork, out_dir, info, row)
     failures += _check_same_outputs(run, first_line, tool, model, [*flags, "--no-in-place"],
@@ -152,22 +153,26 @@ def check_training(run, first_line, human, tool, folder, work, name, info):
     return row, failures
 
 
-def _check_recompute(run, first_line, tool, model, flags, folder, name, mwork, plain_dir, row):
-    """Plans and runs the model with --recompute sqrt; its output files must equal the plain
-    run's (in `plain_dir`) byte for byte. Fills the row's recompute columns; returns the
+def _check_recompute(run, first_line, tool, model, flags, folder, name, mwork, plain_dir, row,
+                     kind):
+    """Plans and runs the model with --recompute KIND (sqrt or cheap); its output files must
+    equal the plain run's (in `plain_dir`) byte for byte. Fills the row's columns for KIND
+    (sqrt: arena_recompute, recomputed_ops, extra_flops; cheap: those with _cheap); returns the
     failures."""
-    recompute = ["--recompute", "sqrt"]
+    recompute = ["--recompute", kind]
     rc, out, err, _ = run([tool, model, *flags, *recompute, "--format", "json"])
     if rc != 0:
-        return [f"{name} (training, --recompute sqrt): does not plan: {first_line(err)}"]
+        return [f"{name} (training, --recompute {kind}): does not plan: {first_line(err)}"]
     plan = json.loads(out)
     chosen = plan.get("recompute") or {}
-    row.update(arena_recompute=plan["arena_bytes"], recomputed_ops=chosen.get("ops", 0),
-               extra_flops=chosen.get("extra_flops", 0),
-               forward_flops=chosen.get("forward_flops", 0))
+    suffix = "" if kind == "sqrt" else "_" + kind
+    row.update({"arena_recompute" + suffix: plan["arena_bytes"],
+                "recomputed_ops" + suffix: chosen.get("ops", 0),
+                "extra_flops" + suffix: chosen.get("extra_flops", 0),
+                "forward_flops": chosen.get("forward_flops", 0)})
     return _check_same_outputs(run, first_line, tool, model, [*flags, *recompute],
                                " ".join(recompute), folder, name,
-                               os.path.join(mwork, "outputs_recompute"), plain_dir)
+                               os.path.join(mwork, "outputs_recompute" + suffix), plain_dir)
 
 
 def _check_update_in_backward(run, first_line, tool, model, flags, folder, name, mwork,
@@ -253,26 +258,31 @@ def _check_same_outputs(run, first_line, tool, model, flags, label, folder, name
 def training_table(rows, human):
     head = ("| model | ops | PyTorch training-step peak | arena − inputs | PyTorch / arena | "
             "with --recompute sqrt | PyTorch / that | rerun: ops, extra FLOPs | "
+            "with --recompute cheap | PyTorch / that | cheap rerun: ops, extra FLOPs | "
             "with --update-in-backward | PyTorch's step so (peak) | PyTorch so / that | "
             "also --recompute sqrt | PyTorch's plain step / that | "
             "gradient error: ours vs float64 | PyTorch float32 vs float64 | ours vs PyTorch "
             "float32 | note |")
-    lines = [head, "|" + "---|" * 17]
+    lines = [head, "|" + "---|" * 20]
     for r in rows:
         if "arena" not in r or "grad_error" not in r:
-            lines.append(f"| {r['model']} | | | | | | | | | | | | | | | | {r.get('status', '')}: "
+            lines.append(f"| {r['model']} | | | | | | | | | | | | | | | | | | | "
+                         f"{r.get('status', '')}: "
                          f"{r.get('note', '')} |")
             continue
         arena = r["arena"] - r["input_bytes"]
         peak = r.get("torch_peak")
         ratio = f"{peak / arena:.2f}" if peak and arena > 0 else ""
-        recomputed = rerun = ratio_rc = ""
-        if "arena_recompute" in r:
-            arena_rc = r["arena_recompute"] - r["input_bytes"]
-            recomputed = human(arena_rc)
+        def recompute_columns(suffix):
+            if "arena_recompute" + suffix not in r:
+                return "", "", ""
+            arena_rc = r["arena_recompute" + suffix] - r["input_bytes"]
             ratio_rc = f"{peak / arena_rc:.2f}" if peak and arena_rc > 0 else ""
-            share = r["extra_flops"] / r["forward_flops"] if r["forward_flops"] else 0.0
-            rerun = f"{r['recomputed_ops']}, +{100 * share:.1f}%" if r["recomputed_ops"] else "none"
+            ops = r["recomputed_ops" + suffix]
+            share = r["extra_flops" + suffix] / r["forward_flops"] if r["forward_flops"] else 0.0
+            return human(arena_rc), ratio_rc, f"{ops}, +{100 * share:.1f}%" if ops else "none"
+        recomputed, ratio_rc, rerun = recompute_columns("")
+        cheap, ratio_cheap, rerun_cheap = recompute_columns("_cheap")
         fused = fused_peak = ratio_fu = ""
         if "arena_fused" in r:
             arena_fu = r["arena_fused"] - r["input_bytes"]
@@ -287,7 +297,8 @@ def training_table(rows, human):
             ratio_both = f"{peak / arena_both:.2f}" if peak and arena_both > 0 else ""
         lines.append(
             f"| {r['model']} | {r['ops']} | {human(peak) if peak else ''} | {human(arena)} | "
-            f"{ratio} | {recomputed} | {ratio_rc} | {rerun} | {fused} | {fused_peak} | "
+            f"{ratio} | {recomputed} | {ratio_rc} | {rerun} | {cheap} | {ratio_cheap} | "
+            f"{rerun_cheap} | {fused} | {fused_peak} | "
             f"{ratio_fu} | {both} | {ratio_both} | {r['grad_error']:.1e} | "
             f"{r['torch_grad_error']:.1e} | {r['grad_error_32']:.1e} | {r.get('note', '')} |")
     return "\n".join(lines)
