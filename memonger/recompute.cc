@@ -554,7 +554,7 @@ std::vector<OpId> RecomputeCandidates(const Graph& g, const LivenessOptions& liv
     for (ValueId x : op.inputs) {
       const graph::Value& value = g.value(x);
       if (graph::IsStatic(value.role)) continue;
-      ok = ok && !overwritten[x] && !aliased[x] && WrittenOnce(g, x);
+      ok = ok && !overwritten[x] && WrittenOnce(g, x);
     }
     if (ok) out.push_back(id);
   }
@@ -600,8 +600,14 @@ absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
   choice.method = "none";
   const int n = choice.candidates;
   if (options.kind == RecomputeKind::kSqrt && n > 0) {
-    best = chooser.Segments(static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n)))));
-    choice.method = "sqrt";
+    // Where the segments would raise the peak (their checkpoints and clones' inputs held longer
+    // than what they free), nothing is rerun.
+    Candidate sqrt =
+        chooser.Segments(static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n)))));
+    if (sqrt.peak < best.peak) {
+      best = std::move(sqrt);
+      choice.method = "sqrt";
+    }
   } else if (options.kind == RecomputeKind::kCheap && n > 0) {
     chooser.Restrict(CheapMask(model));
     Candidate cheap = chooser.Lowest(deadline);

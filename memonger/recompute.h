@@ -24,24 +24,34 @@
 // Candidates: forward ops (not gradient ops) without control inputs, some of whose outputs the
 // backward pass reads, whose outputs are activations written once (no graph outputs, parameter
 // gradients, workspaces, in-place writes or values overwritten in place, no view aliasing),
-// and whose inputs are params, constants, graph inputs or such activations written once and
-// never overwritten in place. Other ops are never recomputed: in-place and view chains would
-// need their whole chain recomputed to read the right version.
+// and whose inputs are params, constants, graph inputs or activations written once and never
+// overwritten in place (a view of another value may be read: it holds the bytes it views as
+// long as a clone reads it). Other ops are never recomputed: an in-place chain would need its
+// whole chain recomputed to read the right version, a view's clone would alias its input.
 //
 // The choice:
 //   sqrt  Chen et al. 2016: the candidates in forward order cut into segments of ceil(sqrt(n));
 //         the last op of each segment is kept (its outputs are the checkpoint), the others are
-//         recomputed. Ignores the budget.
+//         recomputed; nothing where that would not lower the peak. Ignores the budget.
+//   cheap selective recomputation (Korthikanti et al. 2022, Megatron): only candidates of at
+//         most kCheapFlopsPerElement FLOPs per output element (pointwise, normalisation,
+//         pooling, data movement: memory-bound ops whose outputs cost bytes, not arithmetic),
+//         to the lowest peak the greedy below reaches with them: its climb past any budget
+//         (moves while one lowers the peak or the live bytes summed over the steps), the rung
+//         with the lowest peak, then the chosen ops that peak does not need dropped, most
+//         expensive first. Ignores the budget; nothing where no such op lowers the peak.
 //   auto  the least extra FLOPs that bring the lower bound within budget_bytes:
 //         - exact, when there are at most max_exact_candidates candidates: a depth-first search
 //           over the candidates (most expensive first), cut where the FLOPs so far reach the
 //           best choice found, proven when it ends;
 //         - otherwise a portfolio: Chen's segmenting at sqrt(n) first (whatever the time, so
-//           auto never ends above sqrt), greedy with half of the time left (add the op that
-//           lowers the peak most per FLOP, or, on a plateau, the bytes above the budget summed
-//           over the steps; then drop the chosen ops, most expensive first, that the budget
-//           does not need; the clock is read before each move is weighed), and Chen's
-//           segmenting at every other length with the rest; the cheapest that fits kept.
+//           auto never ends above sqrt), cheap's choice (a quarter of the time left), greedy
+//           with half of the time left (add the op that lowers the peak most per FLOP, or, on
+//           a plateau, the bytes above the budget summed over the steps; then drop the chosen
+//           ops, most expensive first, that the budget does not need; the clock is read before
+//           each move is weighed), where cheap's choice does not fit also greedy going on from
+//           it, and Chen's segmenting at every other length with the rest; the cheapest that
+//           fits kept.
 //         When nothing fits, the result says so with the lowest lower bound found (then the
 //         fewest FLOPs): the smallest budget this search reached, proven the least only where
 //         the exact search finished.

@@ -15,11 +15,12 @@ layer3 is 9e-2 from float64. The table also gives our error against PyTorch's fl
 Each model is planned and executed again with `--recompute sqrt`, with `--recompute cheap`
 (docs/cures.md) and with `--no-in-place` (docs/in_place.md): every run's outputs must be
 byte-identical to the plain run's; the table gives the recomputed arenas beside the plain one,
-with the ops rerun and their FLOPs. And with `--update-in-backward` (SGD as each gradient completes, docs/cures.md): each
-updated param must be byte-identical to its initializer minus the learning rate times the plain
-run's gradient; its arena stands beside PyTorch's peak for the same step (the update in
-AccumulateGrad hooks, export_training.py). Both cures together must give the update's outputs
-byte for byte (a recomputed op reads a param before its update).
+with the ops rerun and their FLOPs. And with `--update-in-backward` (SGD as each gradient
+completes, docs/cures.md): each updated param must be byte-identical to its initializer minus
+the learning rate times the plain run's gradient; its arena stands beside PyTorch's peak for the
+same step (the update in AccumulateGrad hooks, export_training.py). The update with
+`--recompute sqrt`, and with `cheap`, must give the update's outputs byte for byte (a recomputed
+op reads a param before its update).
 
 KNOWN_TRAINING_REFUSALS lists the models refused on purpose, with the text of the refusal; one
 that starts to train fails until the list is updated, as does any other failure.
@@ -220,14 +221,19 @@ def _check_update_in_backward(run, first_line, tool, model, flags, folder, name,
     if checked == 0:
         failures.append(f"{what}: no param was updated")
     # With recomputation too: a recomputed op that reads a param must read it before its update.
-    both = [*flags, *update, "--recompute", "sqrt"]
-    rc, out, err, _ = run([tool, model, *both, "--format", "json"])
-    if rc != 0:
-        return failures + [f"{what} --recompute sqrt: does not plan: {first_line(err)}"]
-    row.update(arena_fused_recompute=json.loads(out)["arena_bytes"])
-    return failures + _check_same_outputs(run, first_line, tool, model, both,
-                                          "--update-in-backward --recompute sqrt", folder, name,
-                                          os.path.join(mwork, "outputs_fused_recompute"), out_dir)
+    for kind in ("sqrt", "cheap"):
+        both = [*flags, *update, "--recompute", kind]
+        rc, out, err, _ = run([tool, model, *both, "--format", "json"])
+        if rc != 0:
+            failures.append(f"{what} --recompute {kind}: does not plan: {first_line(err)}")
+            continue
+        suffix = "" if kind == "sqrt" else "_" + kind
+        row["arena_fused_recompute" + suffix] = json.loads(out)["arena_bytes"]
+        failures += _check_same_outputs(run, first_line, tool, model, both,
+                                        f"--update-in-backward --recompute {kind}", folder, name,
+                                        os.path.join(mwork, "outputs_fused_recompute" + suffix),
+                                        out_dir)
+    return failures
 
 
 def _check_same_outputs(run, first_line, tool, model, flags, label, folder, name, out_dir,
@@ -256,49 +262,49 @@ def _check_same_outputs(run, first_line, tool, model, flags, label, folder, name
 
 
 def training_table(rows, human):
-    head = ("| model | ops | PyTorch training-step peak | arena − inputs | PyTorch / arena | "
-            "with --recompute sqrt | PyTorch / that | rerun: ops, extra FLOPs | "
-            "with --recompute cheap | PyTorch / that | cheap rerun: ops, extra FLOPs | "
-            "with --update-in-backward | PyTorch's step so (peak) | PyTorch so / that | "
-            "also --recompute sqrt | PyTorch's plain step / that | "
-            "gradient error: ours vs float64 | PyTorch float32 vs float64 | ours vs PyTorch "
-            "float32 | note |")
-    lines = [head, "|" + "---|" * 20]
+    """One row per training model: PyTorch's step peak, our arena less inputs (and PyTorch's
+    peak over it) plain and per cure, the gradient errors."""
+    head = ("| model | ops | PyTorch step peak | arena − inputs (PyTorch / it) | "
+            "--recompute cheap: PyTorch / it (rerun: ops, FLOPs) | "
+            "--recompute sqrt: PyTorch / it (rerun) | "
+            "--update-in-backward: it, PyTorch's step so / it | "
+            "update + cheap: PyTorch so / it | update + sqrt: PyTorch plain / it | "
+            "gradient error: ours vs float64 | PyTorch float32 vs float64 | "
+            "ours vs PyTorch float32 | note |")
+    lines = [head, "|" + "---|" * 13]
     for r in rows:
         if "arena" not in r or "grad_error" not in r:
-            lines.append(f"| {r['model']} | | | | | | | | | | | | | | | | | | | "
-                         f"{r.get('status', '')}: "
+            lines.append(f"| {r['model']} | | | | | | | | | | | | {r.get('status', '')}: "
                          f"{r.get('note', '')} |")
             continue
-        arena = r["arena"] - r["input_bytes"]
         peak = r.get("torch_peak")
-        ratio = f"{peak / arena:.2f}" if peak and arena > 0 else ""
-        def recompute_columns(suffix):
-            if "arena_recompute" + suffix not in r:
-                return "", "", ""
-            arena_rc = r["arena_recompute" + suffix] - r["input_bytes"]
-            ratio_rc = f"{peak / arena_rc:.2f}" if peak and arena_rc > 0 else ""
-            ops = r["recomputed_ops" + suffix]
+        peak_fused = r.get("torch_fused_peak")
+
+        def over(key, reference=peak):
+            """PyTorch's `reference` over the arena less inputs at `key`, or ''."""
+            if key not in r or not reference:
+                return ""
+            arena = r[key] - r["input_bytes"]
+            return f"{reference / arena:.2f}" if arena > 0 else ""
+
+        def rerun(suffix):
+            ops = r.get("recomputed_ops" + suffix, 0)
+            if not ops:
+                return "none"
             share = r["extra_flops" + suffix] / r["forward_flops"] if r["forward_flops"] else 0.0
-            return human(arena_rc), ratio_rc, f"{ops}, +{100 * share:.1f}%" if ops else "none"
-        recomputed, ratio_rc, rerun = recompute_columns("")
-        cheap, ratio_cheap, rerun_cheap = recompute_columns("_cheap")
-        fused = fused_peak = ratio_fu = ""
+            return f"{ops}, +{100 * share:.1f}%"
+
+        def cure(key, suffix):
+            return f"{over(key)} ({rerun(suffix)})" if key in r else ""
+
+        fused = ""
         if "arena_fused" in r:
-            arena_fu = r["arena_fused"] - r["input_bytes"]
-            fused = human(arena_fu)
-            peak_fu = r.get("torch_fused_peak")
-            fused_peak = human(peak_fu) if peak_fu else ""
-            ratio_fu = f"{peak_fu / arena_fu:.2f}" if peak_fu and arena_fu > 0 else ""
-        both = ratio_both = ""
-        if "arena_fused_recompute" in r:
-            arena_both = r["arena_fused_recompute"] - r["input_bytes"]
-            both = human(arena_both)
-            ratio_both = f"{peak / arena_both:.2f}" if peak and arena_both > 0 else ""
+            fused = f"{human(r['arena_fused'] - r['input_bytes'])}, {over('arena_fused', peak_fused)}"
         lines.append(
-            f"| {r['model']} | {r['ops']} | {human(peak) if peak else ''} | {human(arena)} | "
-            f"{ratio} | {recomputed} | {ratio_rc} | {rerun} | {cheap} | {ratio_cheap} | "
-            f"{rerun_cheap} | {fused} | {fused_peak} | "
-            f"{ratio_fu} | {both} | {ratio_both} | {r['grad_error']:.1e} | "
+            f"| {r['model']} | {r['ops']} | {human(peak) if peak else ''} | "
+            f"{human(r['arena'] - r['input_bytes'])} ({over('arena')}) | "
+            f"{cure('arena_recompute_cheap', '_cheap')} | {cure('arena_recompute', '')} | "
+            f"{fused} | {over('arena_fused_recompute_cheap', peak_fused)} | "
+            f"{over('arena_fused_recompute')} | {r['grad_error']:.1e} | "
             f"{r['torch_grad_error']:.1e} | {r['grad_error_32']:.1e} | {r.get('note', '')} |")
     return "\n".join(lines)
