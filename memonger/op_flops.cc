@@ -1,9 +1,16 @@
 #include "memonger/op_flops.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <optional>
+#include <string>
 #include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
+#include "graph/einsum.h"
 
 namespace memonger {
 namespace {
@@ -42,6 +49,58 @@ int64_t OutputElements(const graph::Graph& g, const graph::Op& op) {
   return n;
 }
 
+// The elements a pooling window covers: ONNX's kernel_shape, Caffe2's kernels, kernel_h x
+// kernel_w or kernel (each spatial dim of a rank-`rank` input); 0 where the op names none (a
+// global pooling).
+int64_t PoolWindow(const graph::Op& op, size_t rank) {
+  const graph::AttributeView attrs = op.attributes();
+  if (attrs.GetInt("global_pooling", 0) != 0) return 0;
+  for (const char* name : {"kernel_shape", "kernels"}) {
+    if (std::optional<std::vector<int64_t>> k = attrs.GetInts(name); k.has_value() && !k->empty()) {
+      return Elements(*k);
+    }
+  }
+  if (attrs.Has("kernel_h") || attrs.Has("kernel_w")) {
+    return Mul({attrs.GetInt("kernel_h", 1), attrs.GetInt("kernel_w", 1)});
+  }
+  if (std::optional<int64_t> k = attrs.GetInt("kernel"); k.has_value() && rank > 2) {
+    return Elements(std::vector<int64_t>(rank - 2, *k));
+  }
+  return 0;
+}
+
+bool IsPooling(absl::string_view t) {
+  return t == "MaxPool" || t == "AveragePool" || t == "LpPool" || t == "MaxPool1D" ||
+         t == "MaxPool2D" || t == "MaxPool3D" || t == "AveragePool1D" || t == "AveragePool2D" ||
+         t == "AveragePool3D";
+}
+
+// Ops whose every input element is combined into the output: at least one FLOP per input.
+bool IsReduction(absl::string_view t) {
+  return absl::StartsWith(t, "Reduce") || absl::StartsWith(t, "Global") || t == "ArgMax" ||
+         t == "ArgMin" || t == "AveragedLoss" || t == "SumElements";
+}
+
+// 2 per multiply-add over every label of the equation (one per element summed for a single
+// operand); 0 where the equation does not resolve.
+int64_t EinsumFlops(const graph::Graph& g, const graph::Op& op) {
+  const std::optional<std::string> equation = op.attributes().GetString("equation");
+  if (!equation.has_value()) return 0;
+  std::vector<std::vector<int64_t>> dims;
+  for (graph::ValueId x : op.inputs) {
+    const std::vector<int64_t>* d = Dims(g, x);
+    if (d == nullptr) return 0;
+    dims.push_back(*d);
+  }
+  const absl::StatusOr<graph::EinsumSpec> spec = graph::ResolveEinsum(*equation, dims);
+  if (!spec.ok()) return 0;
+  int64_t product = 1;
+  for (int64_t size : spec->label_size) {
+    if (size > 0) product = Mul({product, size});
+  }
+  return Mul({op.inputs.size() >= 2 ? 2 : 1, product});
+}
+
 }  // namespace
 
 int64_t OpFlops(const graph::Graph& g, const graph::Op& op) {
@@ -56,15 +115,35 @@ int64_t OpFlops(const graph::Graph& g, const graph::Op& op) {
   }
   if ((t == "FC" || t == "FCTransposed" || t == "Gemm") && op.inputs.size() >= 2) {
     // One output row per row of X: every output element sums over X's inner dim (X flattened
-    // to 2-D at axis 1 for FC; Gemm's transA decides which dim, both the same for a square).
-    const int64_t inner = t == "Gemm" ? a->back() : Elements(*a, 1);
+    // to 2-D at axis 1 for FC; Gemm's A is [M, K], or [K, M] with transA).
+    const int64_t inner = t != "Gemm"                                  ? Elements(*a, 1)
+                          : op.attributes().GetInt("transA", 0) != 0 ? a->front()
+                                                                       : a->back();
     return Mul({2, out, inner});
   }
-  if (t == "Conv" && op.inputs.size() >= 2) {
+  if ((t == "Conv" || t == "Conv1D" || t == "Conv2D" || t == "Conv3D") &&
+      op.inputs.size() >= 2) {
+    // W [M, C/group, k...] (NHWC: [M, k..., C/group]): each output sums over one filter.
     const std::vector<int64_t>* w = Dims(g, op.inputs[1]);
     if (w == nullptr || w->empty()) return out;
     return Mul({2, out, Elements(*w, 1)});
   }
+  if (t == "ConvTranspose" && op.inputs.size() >= 2) {
+    // W [C, M/group, k...] (NHWC: [C, k..., M/group]): each input element is scattered into
+    // one filter's worth of outputs.
+    const std::vector<int64_t>* w = Dims(g, op.inputs[1]);
+    if (w == nullptr || w->empty()) return out;
+    return Mul({2, Elements(*a), Elements(*w, 1)});
+  }
+  if (t == "Einsum") {
+    const int64_t flops = EinsumFlops(g, op);
+    return flops > 0 ? flops : out;
+  }
+  if (IsPooling(t)) {
+    const int64_t window = PoolWindow(op, a->size());
+    return window > 0 ? Mul({out, window}) : std::max(out, Elements(*a));
+  }
+  if (IsReduction(t)) return std::max(out, Elements(*a));
   if (t == "EfficientAttention") {
     // Q [.., L, d]: scores Q K^T and P V, 2 x L x L x d each, per batch and head.
     if (a->size() < 2) return out;

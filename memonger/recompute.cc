@@ -41,6 +41,12 @@ bool WrittenOnce(const Graph& g, ValueId id) {
   return g.Versions(g.value(id).name).size() == 1;
 }
 
+// For b >= 0.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  return a > std::numeric_limits<int64_t>::max() - b ? std::numeric_limits<int64_t>::max()
+                                                      : a + b;
+}
+
 // Everything the evaluation of a choice needs, computed once from the given order.
 class RecomputeModel {
  public:
@@ -199,11 +205,12 @@ class RecomputeModel {
       }
     }
     for (ValueId root : roots_) add(first[root], last[root], class_bytes_[root]);
+    // The excess saturates: with budget 0 (Lowest's climb) it is every live byte of every step.
     int64_t live = 0, peak = 0, excess = 0;
     for (int i = 0; i < total; ++i) {
       live += delta[i];
       peak = std::max(peak, live);
-      if (live > budget) excess += live - budget;
+      if (above != nullptr && live > budget) excess = SaturatingAdd(excess, live - budget);
     }
     if (above != nullptr) *above = excess;
     return peak;
@@ -245,11 +252,6 @@ class RecomputeModel {
   };
   mutable Scratch scratch_;  // Peak's buffers: a model is evaluated on one thread
 };
-
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  return a > std::numeric_limits<int64_t>::max() - b ? std::numeric_limits<int64_t>::max()
-                                                      : a + b;
-}
 
 // One choice under evaluation.
 struct Candidate {
@@ -378,11 +380,14 @@ class Chooser {
   // The lowest peak the greedy reaches with the allowed candidates (Restrict): its climb past
   // any budget while a move lowers the peak or the live bytes summed over the steps, the rung
   // with the lowest peak (then the fewest FLOPs), the ops that peak does not need dropped.
+  // The climb gets three quarters of the time: on a large net it would take it all, and the
+  // drop keeps what the peak does not need from being rerun.
   Candidate Lowest(Clock::time_point deadline) const {
     const std::vector<bool> none(m_.graph().num_ops(), false);
     Candidate best = Evaluate(none);
     std::vector<std::vector<OpId>> rungs;
-    Greedy(/*budget=*/0, deadline, &rungs);
+    const Clock::time_point now = Clock::now();
+    Greedy(/*budget=*/0, now + (std::max(deadline, now) - now) * 3 / 4, &rungs);
     for (const std::vector<OpId>& rung : rungs) {
       std::vector<bool> chosen = none;
       for (OpId op : rung) chosen[op] = true;
@@ -512,16 +517,62 @@ absl::StatusOr<RecomputeKind> ParseRecompute(absl::string_view name) {
                                                  "' (expected none, sqrt, cheap, auto)"));
 }
 
+namespace {
+
+// The op types whose cost is their bytes, not their arithmetic: elementwise, normalisation,
+// pooling, reduction and data-movement ops, as Caffe2 and ONNX name them. A type not listed
+// (a product, a convolution, attention, a recurrent op, anything new) is not cheap.
+bool IsMemoryBoundType(absl::string_view t) {
+  static constexpr absl::string_view kTypes[] = {
+      // Elementwise.
+      "Abs", "Add", "And", "Cast", "Ceil", "Celu", "Clip", "Copy", "Cos", "Div", "Dropout", "EQ",
+      "Elu", "Equal", "Erf", "Exp", "FloatToHalf", "Floor", "GE", "GT", "Gelu", "Greater",
+      "GreaterOrEqual", "HalfToFloat", "HardSigmoid", "HardSwish", "Identity", "LE", "LT",
+      "LeakyRelu", "Less", "LessOrEqual", "Log", "Max", "Mean", "Min", "Mish", "Mod", "Mul", "NE",
+      "Neg", "Not", "Or", "PRelu", "Pow", "Reciprocal", "Relu", "Round", "Rsqrt", "Scale",
+      "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Sum", "Swish",
+      "Tanh", "ThresholdedRelu", "Where", "Xor",
+      // Normalisation.
+      "BatchNormalization", "GroupNorm", "GroupNormalization", "InstanceNormalization",
+      "LayerNorm", "LayerNormalization", "LogSoftmax", "LpNormalization",
+      "MeanVarianceNormalization", "Softmax", "SpatialBN",
+      // Pooling and reductions.
+      "ArgMax", "ArgMin", "AveragePool", "AveragePool1D", "AveragePool2D", "AveragePool3D",
+      "AveragedLoss", "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool", "LpPool", "MaxPool",
+      "MaxPool1D", "MaxPool2D", "MaxPool3D", "SumElements",
+      // Data movement.
+      "AddAttentionBias", "AlibiBias", "ChannelShuffle", "Concat", "DepthToSpace", "Expand",
+      "ExpandDims", "Flatten", "FlattenToVec", "Gather", "GatherElements", "GatherND",
+      "NCHW2NHWC", "NHWC2NCHW", "OneHot", "Pad", "PadLastDim", "Reshape", "Resize",
+      "ResizeNearest", "Shape", "Size", "Slice", "SpaceToDepth", "Split", "Squeeze", "Tile",
+      "Transpose", "Trilu", "Unsqueeze", "Upsample",
+  };
+  if (absl::StartsWith(t, "Reduce")) return true;  // ONNX's Reduce*, Caffe2's Reduce{Front,Back}*
+  return std::find(std::begin(kTypes), std::end(kTypes), t) != std::end(kTypes);
+}
+
+}  // namespace
+
 bool IsCheapToRecompute(const Graph& g, const graph::Op& op) {
-  int64_t elements = 0;
-  for (ValueId v : op.outputs) {
-    const graph::Value& value = g.value(v);
-    if (!value.type.has_value()) return false;
-    const absl::StatusOr<int64_t> n = graph::NumElements(value.type->dims, value.name);
-    if (!n.ok()) return false;
-    elements = SaturatingAdd(elements, *n);
+  if (!IsMemoryBoundType(op.type)) return false;
+  // Per element it writes, or of its largest input where that is more: a pooling window or a
+  // reduction is paid once per input element, a pointwise op once per output.
+  int64_t written = 0, largest_input = 0;
+  for (const graph::ValueIdList* list : {&op.outputs, &op.inputs}) {
+    for (ValueId v : *list) {
+      const graph::Value& value = g.value(v);
+      if (!value.type.has_value()) return false;
+      const absl::StatusOr<int64_t> n = graph::NumElements(value.type->dims, value.name);
+      if (!n.ok()) return false;
+      if (list == &op.outputs) {
+        written = SaturatingAdd(written, *n);
+      } else {
+        largest_input = std::max(largest_input, *n);
+      }
+    }
   }
-  return OpFlops(g, op) <= kCheapFlopsPerElement * std::max<int64_t>(elements, 1);
+  const int64_t elements = std::max<int64_t>({written, largest_input, 1});
+  return OpFlops(g, op) <= kCheapFlopsPerElement * elements;
 }
 
 std::vector<OpId> RecomputeCandidates(const Graph& g, const LivenessOptions& liveness) {
@@ -633,15 +684,6 @@ absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
       best = std::move(sqrt_segments);
       choice.method = "segments";
     }
-    // The cheap ops' lowest peak next (a quarter of the time left): where it fits, no more
-    // than pointwise FLOPs; where not, the greedy goes on from it.
-    chooser.Restrict(CheapMask(model));
-    Candidate cheap = chooser.Lowest(Clock::now() + (deadline - Clock::now()) / 4);
-    chooser.Restrict({});
-    if (better(cheap, best)) {
-      best = cheap;
-      choice.method = "cheap";
-    }
     auto settled = [&] { return options.first_fit && best.peak <= budget; };
     // The other segment lengths: one evaluation each.
     auto segments = [&] {
@@ -654,8 +696,20 @@ absl::StatusOr<RecomputeChoice> ChooseRecomputation(const Graph& graph,
         }
       }
     };
-    // first_fit: the cheap evaluations before the greedy's rounds over every candidate.
+    // first_fit: the cheap evaluations before the climbs over every candidate.
     if (options.first_fit) segments();
+    // The cheap ops' lowest peak next (a quarter of the time left): where it fits, no more
+    // than pointwise FLOPs; where not, the greedy goes on from it.
+    Candidate cheap{{}, INT64_MAX, 0};
+    if (!settled()) {
+      chooser.Restrict(CheapMask(model));
+      cheap = chooser.Lowest(Clock::now() + (std::max(deadline, Clock::now()) - Clock::now()) / 4);
+      chooser.Restrict({});
+      if (better(cheap, best)) {
+        best = cheap;
+        choice.method = "cheap";
+      }
+    }
     const Clock::time_point greedy_deadline = Clock::now() + (deadline - Clock::now()) / 2;
     if (!settled()) {
       Candidate greedy = chooser.Greedy(budget, greedy_deadline);

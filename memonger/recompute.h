@@ -1,4 +1,4 @@
-// Recomputation for training (`--recompute sqrt|auto`): forward ops whose outputs the backward
+// Recomputation for training (`--recompute sqrt|cheap|auto`): forward ops whose outputs the backward
 // pass reads are run a second time just before the backward pass needs them, so that their
 // outputs need not stay live from the forward pass to the backward pass. Memory for compute:
 // the lower bound drops, the FLOPs of the recomputed ops (op_flops.h) are added.
@@ -33,13 +33,13 @@
 //   sqrt  Chen et al. 2016: the candidates in forward order cut into segments of ceil(sqrt(n));
 //         the last op of each segment is kept (its outputs are the checkpoint), the others are
 //         recomputed; nothing where that would not lower the peak. Ignores the budget.
-//   cheap selective recomputation (Korthikanti et al. 2022, Megatron): only candidates of at
-//         most kCheapFlopsPerElement FLOPs per output element (pointwise, normalisation,
-//         pooling, data movement: memory-bound ops whose outputs cost bytes, not arithmetic),
-//         to the lowest peak the greedy below reaches with them: its climb past any budget
-//         (moves while one lowers the peak or the live bytes summed over the steps), the rung
-//         with the lowest peak, then the chosen ops that peak does not need dropped, most
-//         expensive first. Ignores the budget; nothing where no such op lowers the peak.
+//   cheap selective recomputation (Korthikanti et al. 2022, Megatron): only the memory-bound
+//         candidates, whose outputs cost bytes rather than arithmetic (IsCheapToRecompute), to
+//         the lowest peak the greedy below reaches with them: its climb past any budget (moves
+//         while one lowers the peak or the live bytes summed over the steps; three quarters of
+//         the time), the rung with the lowest peak, then the chosen ops that peak does not need
+//         dropped, most expensive first. Ignores the budget; nothing where no such op lowers
+//         the peak.
 //   auto  the least extra FLOPs that bring the lower bound within budget_bytes:
 //         - exact, when there are at most max_exact_candidates candidates: a depth-first search
 //           over the candidates (most expensive first), cut where the FLOPs so far reach the
@@ -92,8 +92,9 @@ struct RecomputeOptions {
   double time_limit_seconds = 1;
   int max_exact_candidates = 24;
   // auto: the first choice of the portfolio that fits (sqrt segments, the other segment
-  // lengths, greedy: the cheap evaluations first) ends the search: whether recomputation fits, not its fewest FLOPs
-  // (--fit asks that at every value it tries, and the FLOPs only at its answer).
+  // lengths, cheap's choice, greedy: the cheap evaluations first) ends the search: whether
+  // recomputation fits, not its fewest FLOPs (--fit asks that at every value it tries, and the
+  // FLOPs only at its answer).
   bool first_fit = false;
 };
 
@@ -104,7 +105,7 @@ struct RecomputeChoice {
   int64_t extra_flops = 0;              // the recomputed ops' FLOPs
   int64_t forward_flops = 0;            // every forward op's FLOPs
   int candidates = 0;
-  std::string method;                   // "none", "sqrt", "exact", "greedy", "segments"
+  std::string method;  // "none", "sqrt", "cheap", "exact", "greedy", "segments"
   bool fits = true;                     // auto: lower_bound_bytes <= budget_bytes
   bool proven_optimal = false;          // auto: no choice fits with fewer FLOPs
 };
@@ -142,9 +143,11 @@ absl::StatusOr<RecomputeChoice> ChooseFromLadder(const graph::Graph& graph,
                                                  const RecomputeOptions& options,
                                                  LadderPick pick = LadderPick::kFewestFlops);
 
-// cheap's ops: at most kCheapFlopsPerElement FLOPs (op_flops.h) per output element: pointwise,
-// normalisation, pooling and data-movement ops; never a matrix product, convolution, attention
-// or recurrent op.
+// cheap's ops: an elementwise, normalisation, pooling, reduction or data-movement type (a list:
+// a type not on it, such as a product, a convolution, attention, a recurrent op or Einsum, is
+// never cheap) doing at most kCheapFlopsPerElement FLOPs (op_flops.h) per element it writes,
+// or of its largest input where that is more (a 3x3 pooling of stride 1 is not cheap, of
+// stride 2 it is).
 inline constexpr int64_t kCheapFlopsPerElement = 5;
 bool IsCheapToRecompute(const graph::Graph& graph, const graph::Op& op);
 

@@ -224,7 +224,20 @@ TEST(RecomputeTest, CheapRerunsOnlyCheapOpsToALowerPeak) {
     absl::StatusOr<Graph> rewritten = ApplyRecomputation(g, choice->ops);
     ASSERT_TRUE(rewritten.ok()) << rewritten.status();
     EXPECT_EQ(LivenessLowerBound(*rewritten, options), choice->lower_bound_bytes);
-    EXPECT_LE(choice->extra_flops, kCheapFlopsPerElement * choice->forward_flops);
+    // Each rerun op costs at most 5 FLOPs per element it writes or of its largest input.
+    int64_t bound = 0;
+    for (OpId op : choice->ops) {
+      int64_t written = 0, largest_input = 1;
+      for (ValueId v : g.op(op).outputs) {
+        written += *graph::NumElements(g.value(v).type->dims, "output");
+      }
+      for (ValueId v : g.op(op).inputs) {
+        largest_input = std::max(largest_input, *graph::NumElements(g.value(v).type->dims, "in"));
+      }
+      bound += kCheapFlopsPerElement * std::max(written, largest_input);
+    }
+    EXPECT_LE(choice->extra_flops, bound);
+    EXPECT_GT(choice->extra_flops, 0);
     ++lowered;
   }
   EXPECT_GE(lowered, 2);
@@ -242,12 +255,116 @@ TEST(RecomputeTest, CheapOpsArePointwiseNormalisationsAndDataMovement) {
   net.builder().AddExternalOutput("t");
   absl::StatusOr<Graph> g = std::move(net).Finish();
   ASSERT_TRUE(g.ok()) << g.status();
-  ASSERT_TRUE(graph::InferShapes(*g, graph::ShapeBindings{}).ok());
+  const absl::Status typed = graph::InferShapes(*g, graph::ShapeBindings{});
+  ASSERT_TRUE(typed.ok()) << typed;
   std::vector<std::string> cheap;
   for (const graph::Op& op : g->ops()) {
     if (IsCheapToRecompute(*g, op)) cheap.push_back(op.type);
   }
   EXPECT_THAT(cheap, ::testing::ElementsAre("Relu", "Softmax", "Transpose"));
+}
+
+// Every value typed as declared; X [1, 16, 8, 8].
+constexpr char kOpZoo[] = R"pb(
+  external_input: "x" external_input: "w" external_input: "wt" external_input: "a"
+  external_input: "b" external_input: "k" external_input: "q" external_input: "s"
+  value_info { name: "x" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 16 }
+               dim { size: 8 } dim { size: 8 } }
+  value_info { name: "w" dtype: FLOAT has_shape: true dim { size: 16 } dim { size: 16 }
+               dim { size: 3 } dim { size: 3 } role: ROLE_PARAM }
+  value_info { name: "wt" dtype: FLOAT has_shape: true dim { size: 16 } dim { size: 8 }
+               dim { size: 2 } dim { size: 2 } role: ROLE_PARAM }
+  value_info { name: "a" dtype: FLOAT has_shape: true dim { size: 16 } dim { size: 2 } }
+  value_info { name: "b" dtype: FLOAT has_shape: true dim { size: 16 } dim { size: 32 } }
+  value_info { name: "k" dtype: FLOAT has_shape: true dim { size: 32 } dim { size: 2 } }
+  value_info { name: "q" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 32 } }
+  value_info { name: "conv" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 16 }
+               dim { size: 8 } dim { size: 8 } }
+  value_info { name: "conv2d" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 16 }
+               dim { size: 8 } dim { size: 8 } }
+  value_info { name: "up" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 8 }
+               dim { size: 16 } dim { size: 16 } }
+  value_info { name: "gemm" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 32 } }
+  value_info { name: "mm" dtype: FLOAT has_shape: true dim { size: 32 } dim { size: 32 } }
+  value_info { name: "ein" dtype: FLOAT has_shape: true dim { size: 32 } dim { size: 32 } }
+  value_info { name: "pool1" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 16 }
+               dim { size: 8 } dim { size: 8 } }
+  value_info { name: "pool2" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 16 }
+               dim { size: 4 } dim { size: 4 } }
+  value_info { name: "gap" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 16 }
+               dim { size: 1 } dim { size: 1 } }
+  value_info { name: "mean" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 16 } }
+  value_info { name: "relu" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 16 }
+               dim { size: 8 } dim { size: 8 } }
+  value_info { name: "s" dtype: FLOAT has_shape: true dim { size: 16 } role: ROLE_PARAM }
+  value_info { name: "bn" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 16 }
+               dim { size: 8 } dim { size: 8 } }
+  value_info { name: "bn_mean" dtype: FLOAT has_shape: true dim { size: 16 } }
+  value_info { name: "bn_var" dtype: FLOAT has_shape: true dim { size: 16 } }
+  value_info { name: "odd" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 16 }
+               dim { size: 8 } dim { size: 8 } }
+  op { name: "conv" type: "Conv" input: "x" input: "w" output: "conv"
+       arg { name: "kernel" i: 3 } arg { name: "pad" i: 1 } }
+  op { name: "conv2d" type: "Conv2D" input: "x" input: "w" output: "conv2d"
+       arg { name: "kernel" i: 3 } arg { name: "pad" i: 1 } }
+  op { name: "up" type: "ConvTranspose" input: "x" input: "wt" output: "up"
+       arg { name: "kernel" i: 2 } arg { name: "stride" i: 2 } }
+  op { name: "gemm" type: "Gemm" input: "a" input: "b" output: "gemm"
+       arg { name: "transA" i: 1 } }
+  op { name: "mm" type: "MatMul" input: "k" input: "q" output: "mm" }
+  op { name: "ein" type: "Einsum" input: "k" input: "q" output: "ein"
+       arg { name: "equation" s: "ij,jk->ik" } }
+  op { name: "pool1" type: "MaxPool" input: "x" output: "pool1"
+       arg { name: "kernel" i: 3 } arg { name: "pad" i: 1 } }
+  op { name: "pool2" type: "MaxPool" input: "x" output: "pool2"
+       arg { name: "kernel_shape" ints: 3 ints: 3 } arg { name: "strides" ints: 2 ints: 2 }
+       arg { name: "pads" ints: 1 ints: 1 ints: 1 ints: 1 } }
+  op { name: "gap" type: "GlobalAveragePool" input: "x" output: "gap" }
+  op { name: "mean" type: "ReduceMean" input: "x" output: "mean"
+       arg { name: "axes" ints: 2 ints: 3 } arg { name: "keepdims" i: 0 } }
+  op { name: "relu" type: "Relu" input: "x" output: "relu" }
+  op { name: "bn" type: "BatchNormalization" input: "x" input: "s" input: "s" input: "s"
+       input: "s" output: "bn" output: "bn_mean" output: "bn_var"
+       arg { name: "training_mode" i: 1 } }
+  op { name: "odd" type: "Frobnicate" input: "x" output: "odd" }
+)pb";
+
+TEST(OpFlopsTest, ConvolutionsPoolingReductionsAndEinsum) {
+  absl::StatusOr<Graph> g = testing::GraphFromText(kOpZoo);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const absl::Status typed = graph::InferShapes(*g, graph::ShapeBindings{});
+  ASSERT_TRUE(typed.ok()) << typed;
+  std::map<std::string, int64_t> flops;
+  for (const graph::Op& op : g->ops()) flops[op.name] = OpFlops(*g, op);
+  EXPECT_EQ(flops["conv"], 2 * 1024 * (16 * 3 * 3));
+  EXPECT_EQ(flops["conv2d"], 2 * 1024 * (16 * 3 * 3));        // Caffe2's name, same cost
+  EXPECT_EQ(flops["up"], 2 * 1024 * (8 * 2 * 2));             // per input element
+  EXPECT_EQ(flops["gemm"], 2 * (2 * 32) * 16);                // transA: A is [K, M]
+  EXPECT_EQ(flops["mm"], 2 * (32 * 32) * 2);
+  EXPECT_EQ(flops["ein"], 2 * 32 * 2 * 32);
+  EXPECT_EQ(flops["pool1"], 1024 * 9);                        // Caffe2's kernel, 2 spatial dims
+  EXPECT_EQ(flops["pool2"], 256 * 9);                         // ONNX's kernel_shape
+  EXPECT_EQ(flops["gap"], 1024);                              // every input element once
+  EXPECT_EQ(flops["mean"], 1024);
+  EXPECT_EQ(flops["relu"], 1024);
+  EXPECT_EQ(flops["bn"], 5 * (1024 + 2 * 16));                 // every output
+  EXPECT_EQ(flops["odd"], 1024);                              // unknown: one per output
+}
+
+// Products, convolutions and types not on the list are never cheap, whatever their FLOPs per
+// element (a MatMul over K = 2, an Einsum); a pooling window is, where it costs a few FLOPs
+// per input element (stride 2), not where its windows overlap more (stride 1); a batch
+// normalisation with its statistics is.
+TEST(RecomputeTest, CheapOpsAreMemoryBoundTypesOfFewFlopsPerElement) {
+  absl::StatusOr<Graph> g = testing::GraphFromText(kOpZoo);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const absl::Status typed = graph::InferShapes(*g, graph::ShapeBindings{});
+  ASSERT_TRUE(typed.ok()) << typed;
+  std::vector<std::string> cheap;
+  for (const graph::Op& op : g->ops()) {
+    if (IsCheapToRecompute(*g, op)) cheap.push_back(op.name);
+  }
+  EXPECT_THAT(cheap, ::testing::ElementsAre("pool2", "gap", "mean", "relu", "bn"));
 }
 
 TEST(RecomputeTest, ChainAndResidualNetsFitOrSayTheBudgetIsInfeasible) {
@@ -312,7 +429,9 @@ TEST(RecomputeTest, FirstFitFitsWhereTheFullSearchDoes) {
       absl::StatusOr<Graph> rewritten = ApplyRecomputation(g, quick->ops);
       ASSERT_TRUE(rewritten.ok()) << rewritten.status();
       EXPECT_EQ(LivenessLowerBound(*rewritten, options), quick->lower_bound_bytes);
-      if (full->fits) EXPECT_LE(full->extra_flops, quick->extra_flops);
+      if (full->fits) {
+        EXPECT_LE(full->extra_flops, quick->extra_flops);
+      }
     }
   }
 }
@@ -346,8 +465,12 @@ TEST(RecomputeTest, LadderFromOneBatchChoosesAtAnother) {
           ChooseFromLadder(g, *ladder, options, LadderPick::kFewestFlops);
       ASSERT_TRUE(lowest.ok() && cheapest.ok()) << lowest.status() << cheapest.status();
       EXPECT_EQ(cheapest->fits, lowest->fits);
-      if (lowest->fits) EXPECT_LE(cheapest->extra_flops, lowest->extra_flops);
-      if (chen->lower_bound_bytes <= options.budget_bytes) EXPECT_TRUE(lowest->fits);
+      if (lowest->fits) {
+        EXPECT_LE(cheapest->extra_flops, lowest->extra_flops);
+      }
+      if (chen->lower_bound_bytes <= options.budget_bytes) {
+        EXPECT_TRUE(lowest->fits);
+      }
       for (const RecomputeChoice* c : {&*lowest, &*cheapest}) {
         absl::StatusOr<Graph> rewritten = ApplyRecomputation(g, c->ops);
         ASSERT_TRUE(rewritten.ok()) << rewritten.status();
@@ -461,7 +584,8 @@ TEST(OpFlopsTest, RecurrentOpsCountBothProducts) {
     external_output: "y"
   )pb");
   ASSERT_TRUE(g.ok()) << g.status();
-  ASSERT_TRUE(graph::InferShapes(*g, graph::ShapeBindings{}).ok());
+  const absl::Status typed = graph::InferShapes(*g, graph::ShapeBindings{});
+  ASSERT_TRUE(typed.ok()) << typed;
   EXPECT_EQ(OpFlops(*g, g->op(0)), 2 * (5 * 2) * (2 * 16) * (3 + 4));
 }
 
