@@ -367,6 +367,40 @@ TEST(RecomputeTest, CheapOpsAreMemoryBoundTypesOfFewFlopsPerElement) {
   EXPECT_THAT(cheap, ::testing::ElementsAre("pool2", "gap", "mean", "relu", "bn"));
 }
 
+// Values of 8 PiB: the live bytes summed over the steps (cheap's climb, budget 0) pass
+// INT64_MAX; the sum saturates (the sanitizer job would stop at a signed overflow).
+TEST(RecomputeTest, PetabyteValuesDoNotOverflowTheChoice) {
+  graph::NetWriter net("petabytes");
+  net.Input("x", graph::DataType::kFloat16, {int64_t{1} << 26, int64_t{1} << 26},
+            graph::Role::kInput);
+  net.Input("w", graph::DataType::kFloat16, {int64_t{1} << 26, int64_t{1} << 26},
+            graph::Role::kParam);
+  std::string x = "x";
+  for (int i = 0; i < 36; ++i) {
+    const std::string y = absl::StrCat("y", i);
+    net.Op("Mul", y, {x, "w"}, {y});
+    x = y;
+  }
+  net.Op("AveragedLoss", "loss", {x}, {"loss"});
+  net.builder().AddExternalOutput("loss");
+  net.builder().AddLoss("loss");
+  absl::StatusOr<Graph> forward = std::move(net).Finish();
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  absl::StatusOr<Graph> g = graph::AddGradientOps(*forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  for (RecomputeKind kind : {RecomputeKind::kCheap, RecomputeKind::kSqrt, RecomputeKind::kAuto}) {
+    SCOPED_TRACE(RecomputeName(kind));
+    RecomputeOptions options;
+    options.kind = kind;
+    options.budget_bytes = int64_t{1} << 57;
+    options.liveness.in_place = true;  // as the tool plans: then rerunning a Mul lowers the peak
+    absl::StatusOr<RecomputeChoice> choice = ChooseRecomputation(*g, options);
+    ASSERT_TRUE(choice.ok()) << choice.status();
+    EXPECT_GT(choice->original_lower_bound_bytes, int64_t{1} << 57);
+    EXPECT_LT(choice->lower_bound_bytes, choice->original_lower_bound_bytes);
+  }
+}
+
 TEST(RecomputeTest, ChainAndResidualNetsFitOrSayTheBudgetIsInfeasible) {
   for (int layers : {16, 32, 64}) {
     for (bool residual : {false, true}) {
