@@ -326,45 +326,105 @@ class Chooser {
         start.empty() ? std::vector<bool>(m_.graph().num_ops(), false) : std::move(start);
     int64_t above = 0;
     int64_t peak = m_.Peak(chosen, &above, budget);
-    bool out_of_time = false;
-    while ((peak > budget || rungs != nullptr) && !out_of_time) {
-      std::vector<OpId> best_move;
-      double best_score = 0;
-      bool best_lowers_peak = false;
-      for (OpId op : m_.candidates()) {
-        if (chosen[op] || !Allowed(op)) continue;
-        if (Clock::now() >= deadline) {
-          out_of_time = true;
-          break;
+    // One op's best move (over the depths) against the current choice; !valid where none
+    // lowers the peak or the bytes above the budget.
+    struct Weight {
+      bool valid = false;
+      bool lowers_peak = false;
+      double score = 0;
+      OpId op = kNone;
+      std::vector<OpId> move;
+    };
+    // a before b: a move that lowers the peak first, then the higher score, then the lower op.
+    auto ahead = [](const Weight& a, const Weight& b) {
+      if (a.lowers_peak != b.lowers_peak) return a.lowers_peak;
+      if (a.score != b.score) return a.score > b.score;
+      return a.op < b.op;
+    };
+    auto weigh = [&](OpId op) {
+      Weight best;
+      size_t previous_size = 0;
+      for (int depth = 0; depth <= kMoveDepth; ++depth) {
+        std::vector<OpId> move = Move(op, depth, chosen);
+        if (move.size() == previous_size) break;  // no more producers up there
+        previous_size = move.size();
+        int64_t move_flops = 0;
+        for (OpId x : move) {
+          chosen[x] = true;
+          move_flops = SaturatingAdd(move_flops, flops_.at(x));
         }
-        size_t previous_size = 0;
-        for (int depth = 0; depth <= kMoveDepth; ++depth) {
-          const std::vector<OpId> move = Move(op, depth, chosen);
-          if (move.size() == previous_size) break;  // no more producers up there
-          previous_size = move.size();
-          int64_t move_flops = 0;
-          for (OpId x : move) {
-            chosen[x] = true;
-            move_flops = SaturatingAdd(move_flops, flops_.at(x));
-          }
-          int64_t move_above = 0;
-          const int64_t move_peak = m_.Peak(chosen, &move_above, budget);
-          for (OpId x : move) chosen[x] = false;
-          const double cost = static_cast<double>(std::max<int64_t>(move_flops, 1));
-          const bool lowers_peak = move_peak < peak;
-          if (!lowers_peak && move_above >= above) continue;
-          const double score = lowers_peak ? static_cast<double>(peak - move_peak) / cost
-                                           : static_cast<double>(above - move_above) / cost;
-          if ((lowers_peak && !best_lowers_peak) ||
-              (lowers_peak == best_lowers_peak && score > best_score)) {
-            best_move = move;
-            best_score = score;
-            best_lowers_peak = lowers_peak;
-          }
+        int64_t move_above = 0;
+        const int64_t move_peak = m_.Peak(chosen, &move_above, budget);
+        for (OpId x : move) chosen[x] = false;
+        const double cost = static_cast<double>(std::max<int64_t>(move_flops, 1));
+        Weight w;
+        w.lowers_peak = move_peak < peak;
+        if (!w.lowers_peak && move_above >= above) continue;
+        w.valid = true;
+        w.score = w.lowers_peak ? static_cast<double>(peak - move_peak) / cost
+                                : static_cast<double>(above - move_above) / cost;
+        w.op = op;
+        if (!best.valid || ahead(w, best)) {
+          w.move = std::move(move);
+          best = std::move(w);
         }
       }
-      if (best_move.empty()) break;
-      for (OpId x : best_move) chosen[x] = true;
+      return best;
+    };
+    // Lazy rounds (as lazy greedy for submodular gains): the weights of the last full round
+    // are kept in a heap, and a round re-weighs only its top until the fresh weight stays
+    // ahead of the next stale one. Where the heap runs dry a full round weighs every
+    // candidate again, and the climb ends only where a full round finds no move. A weight
+    // that grew since it was taken (an op whose producer was chosen) waits for that round.
+    auto behind = [&](const Weight& a, const Weight& b) { return ahead(b, a); };
+    std::vector<Weight> heap;
+    bool full_round = true;
+    bool out_of_time = false;
+    while ((peak > budget || rungs != nullptr) && !out_of_time) {
+      Weight best;
+      if (full_round) {
+        heap.clear();
+        for (OpId op : m_.candidates()) {
+          if (chosen[op] || !Allowed(op)) continue;
+          if (Clock::now() >= deadline) {
+            out_of_time = true;
+            break;
+          }
+          Weight w = weigh(op);
+          if (!w.valid) continue;
+          if (!best.valid || ahead(w, best)) best = w;
+          w.move.clear();
+          heap.push_back(std::move(w));
+        }
+        std::make_heap(heap.begin(), heap.end(), behind);
+        if (!best.valid) break;
+        full_round = false;
+      } else {
+        while (!heap.empty()) {
+          if (Clock::now() >= deadline) {
+            out_of_time = true;
+            break;
+          }
+          std::pop_heap(heap.begin(), heap.end(), behind);
+          const OpId op = heap.back().op;
+          heap.pop_back();
+          if (chosen[op]) continue;
+          Weight w = weigh(op);
+          if (!w.valid) continue;  // until the next full round
+          if (heap.empty() || !ahead(heap.front(), w)) {
+            best = std::move(w);
+            break;
+          }
+          w.move.clear();
+          heap.push_back(std::move(w));
+          std::push_heap(heap.begin(), heap.end(), behind);
+        }
+        if (!best.valid) {
+          full_round = true;
+          continue;
+        }
+      }
+      for (OpId x : best.move) chosen[x] = true;
       peak = m_.Peak(chosen, &above, budget);
       if (rungs != nullptr) {
         rungs->emplace_back();
