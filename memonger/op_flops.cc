@@ -81,8 +81,8 @@ bool IsReduction(absl::string_view t) {
          t == "ArgMin" || t == "AveragedLoss" || t == "SumElements";
 }
 
-// 2 per multiply-add over every label of the equation (one per element summed for a single
-// operand); 0 where the equation does not resolve.
+// Over every point of the equation's label space, n operands' n - 1 multiplies and an add (one
+// add for a single operand); 0 where the equation does not resolve.
 int64_t EinsumFlops(const graph::Graph& g, const graph::Op& op) {
   const std::optional<std::string> equation = op.attributes().GetString("equation");
   if (!equation.has_value()) return 0;
@@ -98,7 +98,9 @@ int64_t EinsumFlops(const graph::Graph& g, const graph::Op& op) {
   for (int64_t size : spec->label_size) {
     if (size > 0) product = Mul({product, size});
   }
-  return Mul({op.inputs.size() >= 2 ? 2 : 1, product});
+  // n operands: n - 1 multiplies and an add per point of the label space.
+  const int64_t per_point = op.inputs.size() >= 2 ? static_cast<int64_t>(op.inputs.size()) : 1;
+  return Mul({per_point, product});
 }
 
 }  // namespace
@@ -110,13 +112,16 @@ int64_t OpFlops(const graph::Graph& g, const graph::Op& op) {
   const std::vector<int64_t>* a = Dims(g, op.inputs[0]);
   if (a == nullptr || a->empty()) return out;
   if (t == "MatMul" || t == "BatchMatMul") {
-    // Each output element sums over A's last dim.
-    return Mul({2, out, a->back()});
+    // Each output element sums over A's last dim (Caffe2's trans_a: its second last).
+    const bool trans_a = op.attributes().GetInt("trans_a", 0) != 0 && a->size() >= 2;
+    return Mul({2, out, trans_a ? (*a)[a->size() - 2] : a->back()});
   }
   if ((t == "FC" || t == "FCTransposed" || t == "Gemm") && op.inputs.size() >= 2) {
     // One output row per row of X: every output element sums over X's inner dim (X flattened
     // to 2-D at axis 1 for FC; Gemm's A is [M, K], or [K, M] with transA).
-    const int64_t inner = t != "Gemm"                                  ? Elements(*a, 1)
+    const int64_t axis = std::clamp<int64_t>(op.attributes().GetInt("axis", 1), 0,
+                                             static_cast<int64_t>(a->size()));
+    const int64_t inner = t != "Gemm"                                  ? Elements(*a, axis)
                           : op.attributes().GetInt("transA", 0) != 0 ? a->front()
                                                                        : a->back();
     return Mul({2, out, inner});
@@ -140,8 +145,11 @@ int64_t OpFlops(const graph::Graph& g, const graph::Op& op) {
     return flops > 0 ? flops : out;
   }
   if (IsPooling(t)) {
+    // Per element of Y (ONNX MaxPool's Indices come with it).
+    const std::vector<int64_t>* y = Dims(g, op.outputs[0]);
+    const int64_t pooled = y != nullptr ? Elements(*y) : out;
     const int64_t window = PoolWindow(op, a->size());
-    return window > 0 ? Mul({out, window}) : std::max(out, Elements(*a));
+    return window > 0 ? Mul({pooled, window}) : std::max(pooled, Elements(*a));
   }
   if (IsReduction(t)) return std::max(out, Elements(*a));
   if (t == "EfficientAttention") {

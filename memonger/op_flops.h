@@ -3,12 +3,13 @@
 //
 //   int64_t cost = OpFlops(graph, graph.op(id));  // 2 * M * N * K for a MatMul
 //
-// Counted: matrix products (MatMul, BatchMatMul, FC, FCTransposed, Gemm with its transA: 2 per
-// multiply-add), convolutions (Conv, Caffe2's Conv1D/2D/3D: 2 x output elements x the weight's
-// elements per output channel; ConvTranspose: 2 x input elements x the weight's elements per
-// input channel), Einsum (2 x the product of its labels' sizes), attention (EfficientAttention:
+// Counted: matrix products (MatMul, BatchMatMul with Caffe2's trans_a, FC, FCTransposed at
+// their axis, Gemm with its transA: 2 per multiply-add), convolutions (Conv, Caffe2's
+// Conv1D/2D/3D: 2 x output elements x the weight's elements per output channel; ConvTranspose:
+// 2 x input elements x the weight's elements per input channel), Einsum (n per point of its
+// label space for n >= 2 operands), attention (EfficientAttention:
 // the two products of L x L scores), the recurrent ops (RNN, GRU, LSTM: X W^T and H R^T for
-// every step), pooling (output elements x the window; a global one: its input elements),
+// every step), pooling (Y's elements x the window; a global one: its input elements),
 // reductions (Reduce*, Global*, ArgMax/ArgMin, AveragedLoss, SumElements: one per input
 // element), 5 per element for the normalisations (Softmax, LayerNormalization,
 // BatchNormalization, SpatialBN); every other op one per output element. An estimate for

@@ -286,6 +286,7 @@ constexpr char kOpZoo[] = R"pb(
                dim { size: 16 } dim { size: 16 } }
   value_info { name: "gemm" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 32 } }
   value_info { name: "mm" dtype: FLOAT has_shape: true dim { size: 32 } dim { size: 32 } }
+  value_info { name: "mmt" dtype: FLOAT has_shape: true dim { size: 2 } dim { size: 32 } }
   value_info { name: "ein" dtype: FLOAT has_shape: true dim { size: 32 } dim { size: 32 } }
   value_info { name: "pool1" dtype: FLOAT has_shape: true dim { size: 1 } dim { size: 16 }
                dim { size: 8 } dim { size: 8 } }
@@ -312,6 +313,8 @@ constexpr char kOpZoo[] = R"pb(
   op { name: "gemm" type: "Gemm" input: "a" input: "b" output: "gemm"
        arg { name: "transA" i: 1 } }
   op { name: "mm" type: "MatMul" input: "k" input: "q" output: "mm" }
+  op { name: "mmt" type: "MatMul" input: "a" input: "b" output: "mmt"
+       arg { name: "trans_a" i: 1 } }
   op { name: "ein" type: "Einsum" input: "k" input: "q" output: "ein"
        arg { name: "equation" s: "ij,jk->ik" } }
   op { name: "pool1" type: "MaxPool" input: "x" output: "pool1"
@@ -341,6 +344,7 @@ TEST(OpFlopsTest, ConvolutionsPoolingReductionsAndEinsum) {
   EXPECT_EQ(flops["up"], 2 * 1024 * (8 * 2 * 2));             // per input element
   EXPECT_EQ(flops["gemm"], 2 * (2 * 32) * 16);                // transA: A is [K, M]
   EXPECT_EQ(flops["mm"], 2 * (32 * 32) * 2);
+  EXPECT_EQ(flops["mmt"], 2 * (2 * 32) * 16);                 // Caffe2's trans_a
   EXPECT_EQ(flops["ein"], 2 * 32 * 2 * 32);
   EXPECT_EQ(flops["pool1"], 1024 * 9);                        // Caffe2's kernel, 2 spatial dims
   EXPECT_EQ(flops["pool2"], 256 * 9);                         // ONNX's kernel_shape
@@ -365,6 +369,34 @@ TEST(RecomputeTest, CheapOpsAreMemoryBoundTypesOfFewFlopsPerElement) {
     if (IsCheapToRecompute(*g, op)) cheap.push_back(op.name);
   }
   EXPECT_THAT(cheap, ::testing::ElementsAre("pool2", "gap", "mean", "relu", "bn"));
+}
+
+// A training Dropout's rerun would draw another mask than the one its DropoutGrad reads: never a
+// candidate, while the Relu beside it is.
+TEST(RecomputeTest, RandomOpsAreNeverCandidates) {
+  graph::NetWriter net("dropout");
+  net.Input("x", graph::DataType::kFloat32, {8, 16}, graph::Role::kInput);
+  net.Input("w", graph::DataType::kFloat32, {16, 16}, graph::Role::kParam);
+  net.Input("b", graph::DataType::kFloat32, {16}, graph::Role::kParam);
+  net.Op("FC", "fc", {"x", "w", "b"}, {"fc"});
+  net.Op("Relu", "relu", {"fc"}, {"relu"});
+  net.Op("Dropout", "drop", {"relu"}, {"drop", "mask"}, {graph::Attribute{"ratio", 0.5}});
+  net.Op("FC", "fc2", {"drop", "w", "b"}, {"fc2"});
+  net.Op("Relu", "relu2", {"fc2"}, {"relu2"});
+  net.Op("AveragedLoss", "loss", {"relu2"}, {"loss"});
+  net.builder().AddExternalOutput("loss");
+  net.builder().AddLoss("loss");
+  absl::StatusOr<Graph> forward = std::move(net).Finish();
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  absl::StatusOr<Graph> g = graph::AddGradientOps(*forward, {"loss"});
+  ASSERT_TRUE(g.ok()) << g.status();
+  bool drop_grad = false;
+  for (const graph::Op& op : g->ops()) drop_grad = drop_grad || op.type == "DropoutGrad";
+  ASSERT_TRUE(drop_grad);  // the mask is read by the backward pass
+  std::vector<std::string> candidates;
+  for (OpId op : RecomputeCandidates(*g, LivenessOptions{})) candidates.push_back(g->op(op).name);
+  EXPECT_THAT(candidates, ::testing::Contains("relu"));
+  EXPECT_THAT(candidates, ::testing::Not(::testing::Contains("drop")));
 }
 
 // Values of 8 PiB: the live bytes summed over the steps (cheap's climb, budget 0) pass
