@@ -43,6 +43,16 @@ Graph Workload(const std::string& spec) {
   return *std::move(g);
 }
 
+// `net` trained on AveragedLoss(y): its backward pass built as --mode training builds it.
+absl::StatusOr<Graph> TrainedOn(graph::NetWriter&& net, const std::string& y) {
+  net.Op("AveragedLoss", "loss", {y}, {"loss"});
+  net.builder().AddExternalOutput("loss");
+  net.builder().AddLoss("loss");
+  absl::StatusOr<Graph> forward = std::move(net).Finish();
+  if (!forward.ok()) return forward.status();
+  return graph::AddGradientOps(*forward, {"loss"});
+}
+
 // x_{i+1} = Relu(FC(x_i)) (+ x_i when residual), then AveragedLoss; training.
 Graph ChainNet(int layers, bool residual, graph::DataType dtype = graph::DataType::kFloat32,
                int64_t batch = 64, int64_t width = 16) {
@@ -63,12 +73,7 @@ Graph ChainNet(int layers, bool residual, graph::DataType dtype = graph::DataTyp
       x = relu;
     }
   }
-  net.Op("AveragedLoss", "loss", {x}, {"loss"});
-  net.builder().AddExternalOutput("loss");
-  net.builder().AddLoss("loss");
-  absl::StatusOr<Graph> forward = std::move(net).Finish();
-  EXPECT_TRUE(forward.ok()) << forward.status();
-  absl::StatusOr<Graph> training = graph::AddGradientOps(*forward, {"loss"});
+  absl::StatusOr<Graph> training = TrainedOn(std::move(net), x);
   EXPECT_TRUE(training.ok()) << training.status();
   return *std::move(training);
 }
@@ -366,12 +371,7 @@ TEST(RecomputeTest, RandomOpsAreNeverCandidates) {
   net.Op("Dropout", "drop", {"relu"}, {"drop", "mask"}, {graph::Attribute{"ratio", 0.5}});
   net.Op("FC", "fc2", {"drop", "w", "b"}, {"fc2"});
   net.Op("Relu", "relu2", {"fc2"}, {"relu2"});
-  net.Op("AveragedLoss", "loss", {"relu2"}, {"loss"});
-  net.builder().AddExternalOutput("loss");
-  net.builder().AddLoss("loss");
-  absl::StatusOr<Graph> forward = std::move(net).Finish();
-  ASSERT_TRUE(forward.ok()) << forward.status();
-  absl::StatusOr<Graph> g = graph::AddGradientOps(*forward, {"loss"});
+  absl::StatusOr<Graph> g = TrainedOn(std::move(net), "relu2");
   ASSERT_TRUE(g.ok()) << g.status();
   bool drop_grad = false;
   for (const graph::Op& op : g->ops()) drop_grad = drop_grad || op.type == "DropoutGrad";
@@ -396,12 +396,7 @@ TEST(RecomputeTest, PetabyteValuesDoNotOverflowTheChoice) {
     net.Op("Mul", y, {x, "w"}, {y});
     x = y;
   }
-  net.Op("AveragedLoss", "loss", {x}, {"loss"});
-  net.builder().AddExternalOutput("loss");
-  net.builder().AddLoss("loss");
-  absl::StatusOr<Graph> forward = std::move(net).Finish();
-  ASSERT_TRUE(forward.ok()) << forward.status();
-  absl::StatusOr<Graph> g = graph::AddGradientOps(*forward, {"loss"});
+  absl::StatusOr<Graph> g = TrainedOn(std::move(net), x);
   ASSERT_TRUE(g.ok()) << g.status();
   for (RecomputeKind kind : {RecomputeKind::kCheap, RecomputeKind::kSqrt, RecomputeKind::kAuto}) {
     SCOPED_TRACE(RecomputeName(kind));
