@@ -21,7 +21,8 @@
 // last backward reader, and the originals a clone reads live until that clone. Same kernels on the
 // same bytes: the gradients are bit-identical (tests).
 //
-// Candidates: forward ops (not gradient ops) without control inputs, some of whose outputs the
+// Candidates: forward ops (not gradient ops, not random ops such as Dropout, whose rerun would
+// draw another mask than its gradient reads) without control inputs, some of whose outputs the
 // backward pass reads, whose outputs are activations written once (no graph outputs, parameter
 // gradients, workspaces, in-place writes or values overwritten in place, no view aliasing),
 // and whose inputs are params, constants, graph inputs or activations written once and never
